@@ -1,0 +1,276 @@
+package ddbtest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/ddbtest"
+)
+
+// The conformance suite pins the DynamoDB behaviour the project relies on. It
+// runs unchanged on every backend (DYNAMODB_TEST_BACKEND).
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+func key(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"id": s(id)}
+}
+
+func TestConformanceConditionalPutHasExactlyOneWinner(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	const writers = 64
+	var wins, lost, other atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range writers {
+		wg.Go(func() {
+			<-start
+			_, err := env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
+				TableName: aws.String(env.Tables.Idempotency),
+				Item: map[string]types.AttributeValue{
+					"id": s("contended"), "writer": s(fmt.Sprint(i)),
+				},
+				ConditionExpression: aws.String("attribute_not_exists(id)"),
+			})
+			var ccf *types.ConditionalCheckFailedException
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.As(err, &ccf):
+				lost.Add(1)
+			default:
+				other.Add(1)
+				t.Errorf("writer %d: unexpected error: %v", i, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	t.Logf("backend=%s writers=%d winners=%d conditional_failures=%d other=%d",
+		env.Kind, writers, wins.Load(), lost.Load(), other.Load())
+	assert.EqualValues(t, 1, wins.Load(), "exactly one conditional PutItem may win")
+	assert.EqualValues(t, writers-1, lost.Load())
+	assert.Equal(t, writers, env.Counter.Get("PutItem"), "every writer sent one request")
+}
+
+func transactItems(env *ddbtest.Env, fence string) []types.TransactWriteItem {
+	return []types.TransactWriteItem{
+		{Put: &types.Put{
+			TableName:           aws.String(env.Tables.Products),
+			Item:                map[string]types.AttributeValue{"id": s("p1"), "name": s("Widget")},
+			ConditionExpression: aws.String("attribute_not_exists(id)"),
+		}},
+		{Put: &types.Put{
+			TableName: aws.String(env.Tables.Outbox),
+			Item:      map[string]types.AttributeValue{"aggregate_id": s("p1"), "event_id": s("e1")},
+		}},
+		{Update: &types.Update{
+			TableName:                           aws.String(env.Tables.Idempotency),
+			Key:                                 key("k1"),
+			UpdateExpression:                    aws.String("SET #st = :done"),
+			ConditionExpression:                 aws.String("lease_token = :mine AND #st = :prog"),
+			ExpressionAttributeNames:            map[string]string{"#st": "status"},
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":done": s("COMPLETED"), ":prog": s("IN_PROGRESS"), ":mine": s(fence)},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}},
+	}
+}
+
+func count(t *testing.T, env *ddbtest.Env, table string) int {
+	t.Helper()
+	out, err := env.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	return len(out.Items)
+}
+
+func seedLease(t *testing.T, env *ddbtest.Env, token string) {
+	t.Helper()
+	_, err := env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
+		TableName: aws.String(env.Tables.Idempotency),
+		Item:      map[string]types.AttributeValue{"id": s("k1"), "status": s("IN_PROGRESS"), "lease_token": s(token)},
+	})
+	require.NoError(t, err)
+}
+
+func TestConformanceTransactWriteIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	seedLease(t, env, "holder-b")
+
+	// A fenced-out holder: the last item's condition fails, so nothing lands.
+	_, err := env.Client.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{
+		TransactItems: transactItems(env, "holder-a"),
+	})
+	var tce *types.TransactionCanceledException
+	require.ErrorAs(t, err, &tce)
+	require.Len(t, tce.CancellationReasons, 3, "one reason per item, in item order")
+	codes := make([]string, 3)
+	for i, r := range tce.CancellationReasons {
+		codes[i] = aws.ToString(r.Code)
+	}
+	t.Logf("backend=%s cancellation codes=%v", env.Kind, codes)
+	assert.Equal(t, []string{"None", "None", "ConditionalCheckFailed"}, codes)
+	assert.Zero(t, count(t, env, env.Tables.Products), "cancelled transaction wrote a product")
+	assert.Zero(t, count(t, env, env.Tables.Outbox), "cancelled transaction wrote an outbox item")
+
+	// The holder of the lease commits all three.
+	_, err = env.Client.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{
+		TransactItems: transactItems(env, "holder-b"),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1, count(t, env, env.Tables.Products))
+	assert.Equal(t, 1, count(t, env, env.Tables.Outbox))
+
+	// Same transaction again: now the first item's condition fails.
+	seedLease(t, env, "holder-c")
+	_, err = env.Client.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{
+		TransactItems: transactItems(env, "holder-c"),
+	})
+	require.ErrorAs(t, err, &tce)
+	require.Len(t, tce.CancellationReasons, 3)
+	assert.Equal(t, "ConditionalCheckFailed", aws.ToString(tce.CancellationReasons[0].Code))
+	got, err := env.Client.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(env.Tables.Idempotency), Key: key("k1"), ConsistentRead: aws.Bool(true),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, s("IN_PROGRESS"), got.Item["status"], "the idempotency update rolled back with the failed put")
+}
+
+// TestConformanceReturnValuesOnConditionCheckFailure records, per backend,
+// where ALL_OLD comes back. pkg/idem reads Env.ReturnsOldItemOnConditionFailure
+// to know where it needs a fallback GetItem; if a backend changes, this test
+// fails and says which way.
+func TestConformanceReturnValuesOnConditionCheckFailure(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	ctx := context.Background()
+	seedLease(t, env, "holder-b")
+
+	_, err := env.Client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(env.Tables.Idempotency),
+		Item:                                map[string]types.AttributeValue{"id": s("k1"), "status": s("IN_PROGRESS"), "lease_token": s("holder-a")},
+		ConditionExpression:                 aws.String("attribute_not_exists(id)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	require.ErrorAs(t, err, &ccf)
+	putItem := ccf.Item
+
+	_, err = env.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(env.Tables.Idempotency),
+		Key:                                 key("k1"),
+		UpdateExpression:                    aws.String("SET #st = :done"),
+		ConditionExpression:                 aws.String("lease_token = :mine"),
+		ExpressionAttributeNames:            map[string]string{"#st": "status"},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":done": s("COMPLETED"), ":mine": s("holder-a")},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	require.ErrorAs(t, err, &ccf)
+	updateItem := ccf.Item
+
+	_, err = env.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: transactItems(env, "holder-a")})
+	var tce *types.TransactionCanceledException
+	require.ErrorAs(t, err, &tce)
+	require.Len(t, tce.CancellationReasons, 3)
+	txItem := tce.CancellationReasons[2].Item
+
+	t.Logf("backend=%s ALL_OLD returned: PutItem=%t UpdateItem=%t TransactWriteItems=%t",
+		env.Kind, putItem != nil, updateItem != nil, txItem != nil)
+
+	// UpdateItem and transactions return the old item on every backend we support.
+	require.NotNil(t, txItem, "TransactWriteItems must return ALL_OLD in CancellationReasons")
+	assert.Equal(t, s("holder-b"), txItem["lease_token"])
+	require.NotNil(t, updateItem, "UpdateItem must return ALL_OLD")
+	assert.Equal(t, s("holder-b"), updateItem["lease_token"])
+
+	if env.PutItemReturnsOldItem {
+		require.NotNil(t, putItem, "PutItem should return ALL_OLD on this backend")
+		assert.Equal(t, s("holder-b"), putItem["lease_token"])
+	} else {
+		assert.Nil(t, putItem, "this backend now returns ALL_OLD on PutItem: set PutItemReturnsOldItem")
+	}
+}
+
+func TestConformanceConditionalUpdateAndDelete(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	ctx := context.Background()
+	seedLease(t, env, "holder-b")
+	tbl := aws.String(env.Tables.Idempotency)
+	fenced := func(token string) (*string, map[string]string, map[string]types.AttributeValue) {
+		return aws.String("lease_token = :mine AND #st = :prog"),
+			map[string]string{"#st": "status"},
+			map[string]types.AttributeValue{":mine": s(token), ":prog": s("IN_PROGRESS")}
+	}
+
+	// Wrong token: the delete is refused and the record stays.
+	cond, names, values := fenced("holder-a")
+	_, err := env.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: tbl, Key: key("k1"), ConditionExpression: cond,
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	require.ErrorAs(t, err, &ccf)
+
+	// Wrong token: the update is refused.
+	values[":done"] = s("COMPLETED")
+	_, err = env.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: tbl, Key: key("k1"), UpdateExpression: aws.String("SET #st = :done"),
+		ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	})
+	require.ErrorAs(t, err, &ccf)
+
+	// Right token: the update lands...
+	cond, names, values = fenced("holder-b")
+	values[":done"] = s("COMPLETED")
+	_, err = env.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: tbl, Key: key("k1"), UpdateExpression: aws.String("SET #st = :done"),
+		ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	})
+	require.NoError(t, err)
+
+	// ...and now even the holder cannot delete the completed record.
+	delete(values, ":done")
+	_, err = env.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: tbl, Key: key("k1"), ConditionExpression: cond,
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	})
+	require.ErrorAs(t, err, &ccf)
+	assert.Equal(t, 1, count(t, env, env.Tables.Idempotency))
+
+	// A delete of an absent item with a condition fails too (no upsert surprise).
+	_, err = env.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: tbl, Key: key("absent"), ConditionExpression: cond,
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	})
+	require.ErrorAs(t, err, &ccf)
+
+	// Numeric comparison in a condition, as the lease takeover uses.
+	_, err = env.Client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: tbl,
+		Item:      map[string]types.AttributeValue{"id": s("k2"), "lease_expires_at": &types.AttributeValueMemberN{Value: "1000"}},
+	})
+	require.NoError(t, err)
+	takeover := func(now string) error {
+		_, err := env.Client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                 tbl,
+			Item:                      map[string]types.AttributeValue{"id": s("k2"), "lease_expires_at": &types.AttributeValueMemberN{Value: "5000"}},
+			ConditionExpression:       aws.String("attribute_not_exists(id) OR lease_expires_at < :now"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":now": &types.AttributeValueMemberN{Value: now}},
+		})
+		return err
+	}
+	require.ErrorAs(t, takeover("999"), &ccf, "999 < 1000: lease still live")
+	require.NoError(t, takeover("1001"), "lease ended: takeover in one write")
+}

@@ -1,0 +1,196 @@
+// Package tables is the single definition of the DynamoDB tables this project
+// uses: their keys, TTL attribute, stream settings and the environment
+// variables that name them. Tests, the local runner and the template drift
+// test all read it, so a schema change is made here once.
+package tables
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Attribute names shared by more than one table or package.
+const (
+	// AttrID is the hash key of the products and idempotency tables.
+	AttrID = "id"
+	// AttrAggregateID is the hash key of the outbox table.
+	AttrAggregateID = "aggregate_id"
+	// AttrEventID is the range key of the outbox table (a UUIDv7).
+	AttrEventID = "event_id"
+	// AttrExpiresAt is the TTL attribute (epoch seconds) of the idempotency
+	// and outbox tables.
+	AttrExpiresAt = "expires_at"
+)
+
+// Table describes one table's schema. Every key attribute is a string.
+type Table struct {
+	// Logical is the table's short name ("products") and the prefix of the
+	// names tests generate.
+	Logical string
+	// EnvVar names the environment variable that carries the physical name.
+	EnvVar string
+	// HashKey and RangeKey are the key attribute names; RangeKey may be empty.
+	HashKey, RangeKey string
+	// TTLAttribute is the DynamoDB TTL attribute, or empty when none.
+	TTLAttribute string
+	// StreamView is the stream view type, or empty when the table has no stream.
+	StreamView types.StreamViewType
+}
+
+// Products holds one item per product, keyed by the product id.
+var Products = Table{Logical: "products", EnvVar: "PRODUCTS_TABLE", HashKey: AttrID}
+
+// Idempotency holds one record per scoped idempotency key.
+var Idempotency = Table{Logical: "idempotency", EnvVar: "IDEMPOTENCY_TABLE", HashKey: AttrID, TTLAttribute: AttrExpiresAt}
+
+// Outbox holds domain events until the stream relay has published them.
+var Outbox = Table{
+	Logical: "outbox", EnvVar: "OUTBOX_TABLE",
+	HashKey: AttrAggregateID, RangeKey: AttrEventID,
+	TTLAttribute: AttrExpiresAt, StreamView: types.StreamViewTypeNewImage,
+}
+
+// All lists every table in a stable order.
+func All() []Table { return []Table{Products, Idempotency, Outbox} }
+
+// CreateTableInput returns the on-demand CreateTable request for the table
+// under the physical name.
+func (t Table) CreateTableInput(name string) *dynamodb.CreateTableInput {
+	in := &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(t.HashKey), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(t.HashKey), KeyType: types.KeyTypeHash},
+		},
+	}
+	if t.RangeKey != "" {
+		in.AttributeDefinitions = append(in.AttributeDefinitions,
+			types.AttributeDefinition{AttributeName: aws.String(t.RangeKey), AttributeType: types.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema,
+			types.KeySchemaElement{AttributeName: aws.String(t.RangeKey), KeyType: types.KeyTypeRange})
+	}
+	if t.StreamView != "" {
+		in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: t.StreamView}
+	}
+	return in
+}
+
+// CreateOptions tunes Create for backends that lack part of the API.
+type CreateOptions struct {
+	// SkipTTL leaves TTL off. The embedded store has no UpdateTimeToLive;
+	// nothing in this project depends on TTL deletion, which AWS itself
+	// delays by up to two days, so readers check expires_at themselves.
+	SkipTTL bool
+	// WaitTimeout bounds the wait for the table to become ACTIVE (default 2m).
+	WaitTimeout time.Duration
+}
+
+// Create creates the table under the physical name, waits until it is
+// ACTIVE and enables TTL. An existing table is an error wrapping
+// *types.ResourceInUseException.
+func (t Table) Create(ctx context.Context, client *dynamodb.Client, name string, opts CreateOptions) error {
+	if _, err := client.CreateTable(ctx, t.CreateTableInput(name)); err != nil {
+		return fmt.Errorf("create table %s: %w", name, err)
+	}
+	wait := opts.WaitTimeout
+	if wait <= 0 {
+		wait = 2 * time.Minute
+	}
+	if err := waitActive(ctx, client, name, wait); err != nil {
+		return err
+	}
+	if t.TTLAttribute == "" || opts.SkipTTL {
+		return nil
+	}
+	_, err := client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: aws.String(name),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String(t.TTLAttribute), Enabled: aws.Bool(true),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("enable ttl on %s: %w", name, err)
+	}
+	return nil
+}
+
+// Names holds the physical table names a process works with.
+type Names struct {
+	Products, Idempotency, Outbox string
+}
+
+// ErrMissingEnv reports a table environment variable that is unset.
+var ErrMissingEnv = errors.New("table environment variable is not set")
+
+// NamesFromEnv reads the physical names from the environment through
+// getenv (os.Getenv in production). Only the variables listed in need are
+// required, because each function touches only its own tables.
+func NamesFromEnv(getenv func(string) string, need ...Table) (Names, error) {
+	n := Names{
+		Products:    getenv(Products.EnvVar),
+		Idempotency: getenv(Idempotency.EnvVar),
+		Outbox:      getenv(Outbox.EnvVar),
+	}
+	for _, t := range need {
+		if n.Of(t) == "" {
+			return Names{}, fmt.Errorf("%w: %s", ErrMissingEnv, t.EnvVar)
+		}
+	}
+	return n, nil
+}
+
+// Of returns the physical name configured for the table.
+func (n Names) Of(t Table) string {
+	switch t.Logical {
+	case Products.Logical:
+		return n.Products
+	case Idempotency.Logical:
+		return n.Idempotency
+	case Outbox.Logical:
+		return n.Outbox
+	}
+	return ""
+}
+
+// CreateAll creates every table under the names in n.
+func CreateAll(ctx context.Context, client *dynamodb.Client, n Names, opts CreateOptions) error {
+	for _, t := range All() {
+		if err := t.Create(ctx, client, n.Of(t), opts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitActive polls DescribeTable until the table is ACTIVE. A backend that
+// reports no status at all (the embedded store creates tables synchronously)
+// counts as ready; the SDK's waiter would wait forever for it.
+func waitActive(ctx context.Context, client *dynamodb.Client, name string, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	delay := 20 * time.Millisecond
+	for {
+		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		if err == nil && out.Table != nil {
+			switch out.Table.TableStatus {
+			case types.TableStatusActive, "":
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for table %s to be ACTIVE: %w (last error: %v)", name, ctx.Err(), err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
+	}
+}

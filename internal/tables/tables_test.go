@@ -1,0 +1,54 @@
+package tables_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/tables"
+)
+
+func TestCreateTableInputMatchesDesign(t *testing.T) {
+	t.Parallel()
+	out := tables.Outbox.CreateTableInput("ob")
+	assert.Equal(t, "ob", aws.ToString(out.TableName))
+	assert.Equal(t, types.BillingModePayPerRequest, out.BillingMode)
+	require.Len(t, out.KeySchema, 2)
+	assert.Equal(t, "aggregate_id", aws.ToString(out.KeySchema[0].AttributeName))
+	assert.Equal(t, types.KeyTypeHash, out.KeySchema[0].KeyType)
+	assert.Equal(t, "event_id", aws.ToString(out.KeySchema[1].AttributeName))
+	assert.Equal(t, types.KeyTypeRange, out.KeySchema[1].KeyType)
+	require.NotNil(t, out.StreamSpecification)
+	assert.Equal(t, types.StreamViewTypeNewImage, out.StreamSpecification.StreamViewType)
+
+	for _, tb := range []tables.Table{tables.Products, tables.Idempotency} {
+		in := tb.CreateTableInput(tb.Logical)
+		require.Len(t, in.KeySchema, 1, tb.Logical)
+		assert.Equal(t, "id", aws.ToString(in.KeySchema[0].AttributeName))
+		assert.Nil(t, in.StreamSpecification, tb.Logical)
+		require.Len(t, in.AttributeDefinitions, 1)
+		assert.Equal(t, types.ScalarAttributeTypeS, in.AttributeDefinitions[0].AttributeType)
+	}
+	assert.Equal(t, "expires_at", tables.Idempotency.TTLAttribute)
+	assert.Equal(t, "expires_at", tables.Outbox.TTLAttribute)
+	assert.Empty(t, tables.Products.TTLAttribute)
+}
+
+func TestNamesFromEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"PRODUCTS_TABLE": "p", "IDEMPOTENCY_TABLE": "i"}
+	getenv := func(k string) string { return env[k] }
+
+	n, err := tables.NamesFromEnv(getenv, tables.Products, tables.Idempotency)
+	require.NoError(t, err)
+	assert.Equal(t, tables.Names{Products: "p", Idempotency: "i"}, n)
+	assert.Equal(t, "p", n.Of(tables.Products))
+
+	_, err = tables.NamesFromEnv(getenv, tables.Outbox)
+	require.True(t, errors.Is(err, tables.ErrMissingEnv))
+	assert.Contains(t, err.Error(), "OUTBOX_TABLE")
+}
