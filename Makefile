@@ -42,8 +42,34 @@ vet: ## Run go vet on every package.
 test: vet ## go vet, then every test with -race on $(DYNAMODB_TEST_BACKEND) (default embedded).
 	$(GO) test -race -count=1 ./...
 
+FUZZTIME ?= 10s
+.PHONY: fuzz
+fuzz: ## Run every Fuzz target for FUZZTIME each (default 10s), one at a time.
+	@for pkg in $$($(GO) list ./...); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+# Packages with a coverage floor, as pkg=percent.
+COVER_FLOORS ?= ./pkg/money=95
+.PHONY: cover
+cover: ## Check the coverage floors in COVER_FLOORS (pkg/money >= 95%).
+	@for spec in $(COVER_FLOORS); do \
+		pkg=$${spec%%=*}; floor=$${spec##*=}; \
+		pct=$$($(GO) test -count=1 -cover $$pkg | sed -n 's/.*coverage: \([0-9.]*\)%.*/\1/p'); \
+		echo "coverage $$pkg: $$pct% (floor $$floor%)"; \
+		awk -v p="$$pct" -v f="$$floor" 'BEGIN { exit !(p != "" && p+0 >= f+0) }' || { echo "below floor"; exit 1; }; \
+	done
+
+BENCHTIME ?= 1s
+.PHONY: bench
+bench: ## Run every benchmark once with -benchmem (BENCHTIME, default 1s).
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
 .PHONY: ci
-ci: fmt-check test ## Everything CI runs.
+ci: fmt-check test cover fuzz ## Everything CI runs.
 
 .PHONY: clean
 clean: ## Remove build output.
