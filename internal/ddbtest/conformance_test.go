@@ -274,3 +274,29 @@ func TestConformanceConditionalUpdateAndDelete(t *testing.T) {
 	require.ErrorAs(t, takeover("999"), &ccf, "999 < 1000: lease still live")
 	require.NoError(t, takeover("1001"), "lease ended: takeover in one write")
 }
+
+// TestConformancePutItemReturnValuesAllOld records what a successful PutItem
+// returns with ReturnValues=ALL_OLD: the replaced item on DynamoDB; on the
+// embedded server, the new item (pkg/idem tells the two apart by lease token).
+func TestConformancePutItemReturnValuesAllOld(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	put := func(token string) map[string]types.AttributeValue {
+		out, err := env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
+			TableName:    aws.String(env.Tables.Idempotency),
+			Item:         map[string]types.AttributeValue{"id": s("k1"), "lease_token": s(token)},
+			ReturnValues: types.ReturnValueAllOld,
+		})
+		require.NoError(t, err)
+		return out.Attributes
+	}
+	first, second := put("first"), put("second")
+	t.Logf("backend=%s PutItem ALL_OLD on success: fresh=%v replaced=%v", env.Kind, first, second["lease_token"])
+	if env.PutItemReturnsOldItem {
+		assert.Empty(t, first, "no item was replaced")
+		assert.Equal(t, s("first"), second["lease_token"], "the replaced item")
+	} else {
+		assert.Equal(t, s("first"), first["lease_token"], "embedded server echoes the new item")
+		assert.Equal(t, s("second"), second["lease_token"], "embedded server echoes the new item")
+	}
+}

@@ -57,10 +57,12 @@ type Env struct {
 	Counter *ddb.Counter
 	// Tables names this test's freshly created tables.
 	Tables tables.Names
-	// PutItemReturnsOldItem is false where the backend ignores
-	// ReturnValuesOnConditionCheckFailure=ALL_OLD on a failed conditional
-	// PutItem, so callers need a fallback read. The conformance suite pins it
-	// per backend (UpdateItem and transactions return the item everywhere).
+	// PutItemReturnsOldItem is false where the backend ignores ALL_OLD on
+	// PutItem: ReturnValuesOnConditionCheckFailure on a failed condition
+	// (callers need a fallback read) and ReturnValues on success (it echoes
+	// the new item, so a replaced item cannot be seen). The conformance
+	// suite pins it per backend; UpdateItem and transactions return the old
+	// item everywhere.
 	PutItemReturnsOldItem bool
 }
 
@@ -99,8 +101,9 @@ func Connect(tb testing.TB) *Env {
 		srv := httptest.NewServer(server.NewServer())
 		tb.Cleanup(srv.Close)
 		env.URL = srv.URL
-		// minidyn v0.8.2 ignores ALL_OLD on a failed conditional PutItem
-		// (pinned by TestConformanceReturnValuesOnConditionCheckFailure).
+		// minidyn v0.8.2 ignores ALL_OLD on PutItem (pinned by
+		// TestConformanceReturnValuesOnConditionCheckFailure and
+		// TestConformancePutItemReturnValuesAllOld).
 		env.PutItemReturnsOldItem = false
 		env.Client = staticClient(tb, env.URL, env.Counter)
 	case Endpoint:

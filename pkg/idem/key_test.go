@@ -1,0 +1,143 @@
+package idem_test
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+func TestValidateKey(t *testing.T) {
+	t.Parallel()
+	for _, k := range []string{"a", "~", "!", strings.Repeat("k", 255), `"quoted"`, "550e8400-e29b-41d4-a716-446655440000"} {
+		assert.NoError(t, idem.ValidateKey(k), "%q", k)
+	}
+	for _, k := range []string{"", " ", "a b", "tab\t", "nl\n", "\x7f", "é", strings.Repeat("k", 256), "\x00"} {
+		err := idem.ValidateKey(k)
+		assert.ErrorIs(t, err, idem.ErrInvalidKey, "%q", k)
+	}
+}
+
+func TestScopeIDIsUnambiguous(t *testing.T) {
+	t.Parallel()
+	// Pairs that a naive "principal|key" join would merge.
+	a, err := idem.NewScope("POST /p", "alice|1:b", "c")
+	require.NoError(t, err)
+	b, err := idem.NewScope("POST /p", "alice", "1:b|c")
+	require.NoError(t, err)
+	assert.NotEqual(t, a.ID(), b.ID())
+
+	anon, err := idem.NewScope("POST /p", "", "k")
+	require.NoError(t, err)
+	assert.Equal(t, "anonymous", anon.Principal)
+	assert.Equal(t, "v1|7:POST /p|9:anonymous|1:k", anon.ID())
+
+	// Property: ID is injective because ParseID inverts it, for parts
+	// drawn from an alphabet heavy in separators and digits.
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "|:0123456789v1ab"
+	part := func(min int) string {
+		n := min + rng.IntN(12)
+		var b strings.Builder
+		for range n {
+			b.WriteByte(alphabet[rng.IntN(len(alphabet))])
+		}
+		return b.String()
+	}
+	seen := map[string]idem.Scope{}
+	for range 20000 {
+		sc, err := idem.NewScope(part(1), part(1), part(1))
+		require.NoError(t, err)
+		id := sc.ID()
+		back, err := idem.ParseID(id)
+		require.NoError(t, err)
+		require.Equal(t, sc, back)
+		if prev, ok := seen[id]; ok {
+			require.Equal(t, prev, sc, "two scopes share id %q", id)
+		}
+		seen[id] = sc
+	}
+}
+
+func TestNewScopeRejects(t *testing.T) {
+	t.Parallel()
+	_, err := idem.NewScope("", "p", "k")
+	assert.ErrorIs(t, err, idem.ErrInvalidKey)
+	_, err = idem.NewScope("op", "p", "bad key")
+	assert.ErrorIs(t, err, idem.ErrInvalidKey)
+	_, err = idem.NewScope("op", strings.Repeat("p", 2100), "k")
+	assert.ErrorIs(t, err, idem.ErrInvalidKey, "id beyond DynamoDB's 2048-byte key limit")
+	for _, bad := range []string{"", "v2|1:a", "v1|x:a", "v1|1:a|1:b|1:c|", "v1|5:a|1:b|1:c", "v1|1:a|1:b"} {
+		_, err := idem.ParseID(bad)
+		assert.ErrorIs(t, err, idem.ErrInvalidKey, "%q", bad)
+	}
+}
+
+func TestFingerprintIgnoresOrderAndWhitespace(t *testing.T) {
+	t.Parallel()
+	a, err := idem.FingerprintJSON([]byte(`{"name":"Widget","price_cents":999,"nested":{"b":1,"a":[1,2]}}`))
+	require.NoError(t, err)
+	b, err := idem.FingerprintJSON([]byte(" {\n\"nested\": {\"a\": [1, 2], \"b\": 1},\t\"price_cents\": 999, \"name\": \"Widget\"}"))
+	require.NoError(t, err)
+	assert.Equal(t, a, b)
+	assert.Len(t, a, 64)
+
+	type cmd struct {
+		Price int    `json:"price_cents"`
+		Name  string `json:"name"`
+	}
+	c, err := idem.Fingerprint(cmd{Name: "Widget", Price: 999})
+	require.NoError(t, err)
+	d, err := idem.FingerprintJSON([]byte(`{"name":"Widget","price_cents":999}`))
+	require.NoError(t, err)
+	assert.Equal(t, d, c, "struct field order does not matter")
+
+	for _, other := range []string{
+		`{"name":"Gadget","price_cents":999}`, `{"name":"Widget","price_cents":998}`,
+		`{"name":"Widget","price_cents":"999"}`, `{"name":"Widget"}`,
+	} {
+		e, err := idem.FingerprintJSON([]byte(other))
+		require.NoError(t, err)
+		assert.NotEqual(t, d, e, other)
+	}
+	canon, err := idem.CanonicalJSON([]byte(`{"b":"<&>","a":1.50}`))
+	require.NoError(t, err)
+	assert.Equal(t, `{"a":1.50,"b":"<&>"}`, string(canon), "numbers and characters as written")
+
+	for _, bad := range []string{``, `{`, `{"a":1} {}`, `nope`} {
+		_, err := idem.FingerprintJSON([]byte(bad))
+		assert.Error(t, err, bad)
+	}
+	_, err = idem.Fingerprint(func() {})
+	assert.Error(t, err)
+}
+
+func TestNewStoreValidatesOptions(t *testing.T) {
+	t.Parallel()
+	for name, opts := range map[string][]idem.Option{
+		"zero lease":         {idem.WithDefaultLease(0)},
+		"negative margin":    {idem.WithLeaseMargin(-1)},
+		"short retention":    {idem.WithRetention(idem.DefaultLease)},
+		"zero attempts":      {idem.WithMaxAttempts(0)},
+		"zero tx attempts":   {idem.WithMaxTxAttempts(0)},
+		"zero response size": {idem.WithMaxResponseBytes(0)},
+		"zero release":       {idem.WithReleaseTimeout(0)},
+	} {
+		_, err := idem.NewStore(fakeAPI{}, "t", opts...)
+		assert.Error(t, err, name)
+	}
+	_, err := idem.NewStore(nil, "t")
+	assert.Error(t, err)
+	_, err = idem.NewStore(fakeAPI{}, "")
+	assert.Error(t, err)
+	_, err = idem.NewStore(fakeAPI{}, "t")
+	assert.NoError(t, err)
+}
+
+// fakeAPI only satisfies the interface for option validation; no test sends
+// a request through it.
+type fakeAPI struct{ idem.API }
