@@ -1,0 +1,97 @@
+package outbox_test
+
+import (
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/outbox"
+)
+
+func TestEventItemRoundTrip(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.FixedZone("CET", 3600))
+	data := []byte(`{"id":"p1","name":"Widget","price_cents":999}`)
+	e, err := outbox.NewEvent("idemlambda.products", "ProductCreated", "p1", data, at)
+	require.NoError(t, err)
+	id, err := uuid.Parse(e.ID)
+	require.NoError(t, err)
+	assert.Equal(t, uuid.Version(7), id.Version())
+	assert.Equal(t, time.UTC, e.Time.Location())
+	assert.JSONEq(t, string(data), string(e.Data))
+
+	item, err := e.Item(outbox.DefaultRetention)
+	require.NoError(t, err)
+	assert.Equal(t, &types.AttributeValueMemberS{Value: "p1"}, item["aggregate_id"])
+	assert.Equal(t, &types.AttributeValueMemberS{Value: e.ID}, item["event_id"])
+	assert.Equal(t, &types.AttributeValueMemberS{Value: "ProductCreated"}, item["event_type"])
+	wantExp := time.Date(2026, 12, 6, 11, 0, 0, 0, time.UTC).Unix() // 7 days on, in UTC
+	assert.Equal(t, &types.AttributeValueMemberN{Value: strconv.FormatInt(wantExp, 10)}, item["expires_at"])
+
+	var envelope map[string]any
+	require.NoError(t, json.Unmarshal([]byte(item["payload"].(*types.AttributeValueMemberS).Value), &envelope))
+	for _, k := range []string{"specversion", "id", "source", "type", "subject", "time", "datacontenttype", "data"} {
+		assert.Contains(t, envelope, k)
+	}
+	assert.Equal(t, "1.0", envelope["specversion"])
+
+	back, err := outbox.DecodeItem(item)
+	require.NoError(t, err)
+	assert.True(t, e.Time.Equal(back.Time))
+	back.Time = e.Time
+	assert.Equal(t, e, back)
+
+	put, err := e.Put("outbox-t", outbox.DefaultRetention)
+	require.NoError(t, err)
+	require.NotNil(t, put.Put)
+	assert.Equal(t, "outbox-t", *put.Put.TableName)
+}
+
+func TestNewEventRejectsBrokenEnvelopes(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	for name, f := range map[string]func() error{
+		"no source":  func() error { _, err := outbox.NewEvent("", "T", "s", []byte(`{}`), now); return err },
+		"no type":    func() error { _, err := outbox.NewEvent("src", "", "s", []byte(`{}`), now); return err },
+		"no subject": func() error { _, err := outbox.NewEvent("src", "T", "", []byte(`{}`), now); return err },
+		"no time":    func() error { _, err := outbox.NewEvent("src", "T", "s", []byte(`{}`), time.Time{}); return err },
+		"bad data":   func() error { _, err := outbox.NewEvent("src", "T", "s", []byte(`{`), now); return err },
+	} {
+		assert.ErrorIs(t, f(), outbox.ErrInvalidEvent, name)
+	}
+}
+
+func TestDecodeItemRejectsWhatCanNeverPublish(t *testing.T) {
+	t.Parallel()
+	e, err := outbox.NewEvent("src", "T", "agg", []byte(`{"a":1}`), time.Now())
+	require.NoError(t, err)
+	good, err := e.Item(time.Hour)
+	require.NoError(t, err)
+	mutate := func(f func(map[string]types.AttributeValue)) map[string]types.AttributeValue {
+		m := map[string]types.AttributeValue{}
+		for k, v := range good {
+			m[k] = v
+		}
+		f(m)
+		return m
+	}
+	for name, item := range map[string]map[string]types.AttributeValue{
+		"nil":             nil,
+		"no payload":      mutate(func(m map[string]types.AttributeValue) { delete(m, "payload") }),
+		"payload number":  mutate(func(m map[string]types.AttributeValue) { m["payload"] = &types.AttributeValueMemberN{Value: "1"} }),
+		"payload garbage": mutate(func(m map[string]types.AttributeValue) { m["payload"] = &types.AttributeValueMemberS{Value: "{"} }),
+		"payload invalid": mutate(func(m map[string]types.AttributeValue) { m["payload"] = &types.AttributeValueMemberS{Value: `{"specversion":"0.3"}`} }),
+		"other aggregate": mutate(func(m map[string]types.AttributeValue) { m["aggregate_id"] = &types.AttributeValueMemberS{Value: "x"} }),
+		"other event id":  mutate(func(m map[string]types.AttributeValue) { m["event_id"] = &types.AttributeValueMemberS{Value: "x"} }),
+		"no event id":     mutate(func(m map[string]types.AttributeValue) { delete(m, "event_id") }),
+	} {
+		_, err := outbox.DecodeItem(item)
+		assert.ErrorIs(t, err, outbox.ErrUndecodable, name)
+	}
+}
