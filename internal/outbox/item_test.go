@@ -86,7 +86,9 @@ func TestDecodeItemRejectsWhatCanNeverPublish(t *testing.T) {
 		"no payload":      mutate(func(m map[string]types.AttributeValue) { delete(m, "payload") }),
 		"payload number":  mutate(func(m map[string]types.AttributeValue) { m["payload"] = &types.AttributeValueMemberN{Value: "1"} }),
 		"payload garbage": mutate(func(m map[string]types.AttributeValue) { m["payload"] = &types.AttributeValueMemberS{Value: "{"} }),
-		"payload invalid": mutate(func(m map[string]types.AttributeValue) { m["payload"] = &types.AttributeValueMemberS{Value: `{"specversion":"0.3"}`} }),
+		"payload invalid": mutate(func(m map[string]types.AttributeValue) {
+			m["payload"] = &types.AttributeValueMemberS{Value: `{"specversion":"0.3"}`}
+		}),
 		"other aggregate": mutate(func(m map[string]types.AttributeValue) { m["aggregate_id"] = &types.AttributeValueMemberS{Value: "x"} }),
 		"other event id":  mutate(func(m map[string]types.AttributeValue) { m["event_id"] = &types.AttributeValueMemberS{Value: "x"} }),
 		"no event id":     mutate(func(m map[string]types.AttributeValue) { delete(m, "event_id") }),
