@@ -17,6 +17,9 @@ LAMBDA_FLAGS  := -tags lambda.norpc -trimpath -ldflags "-s -w"
 DYNAMODB_TEST_BACKEND ?= embedded
 export DYNAMODB_TEST_BACKEND
 
+# Targets owned by one part of the project live in mk/*.mk.
+-include mk/*.mk
+
 .PHONY: help
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
