@@ -57,6 +57,9 @@ type Env struct {
 	Counter *ddb.Counter
 	// Tables names this test's freshly created tables.
 	Tables tables.Names
+	// Embedded is the embedded server, for failure injection
+	// (EmulateFailure); nil on the other backends.
+	Embedded *server.Server
 	// PutItemReturnsOldItem is false where the backend ignores ALL_OLD on
 	// PutItem: ReturnValuesOnConditionCheckFailure on a failed condition
 	// (callers need a fallback read) and ReturnValues on success (it echoes
@@ -98,7 +101,8 @@ func Connect(tb testing.TB) *Env {
 	env := &Env{Kind: kind, Counter: ddb.NewCounter()}
 	switch kind {
 	case Embedded:
-		srv := httptest.NewServer(server.NewServer())
+		env.Embedded = server.NewServer()
+		srv := httptest.NewServer(env.Embedded)
 		tb.Cleanup(srv.Close)
 		env.URL = srv.URL
 		// minidyn v0.8.2 ignores ALL_OLD on PutItem (pinned by

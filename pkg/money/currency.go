@@ -1,6 +1,10 @@
 package money
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
 
 // Currency is an ISO 4217 alphabetic currency code such as "EUR". Only the
 // constants below are supported; use ParseCurrency to turn untrusted input
@@ -57,4 +61,9 @@ func (c Currency) Digits() int {
 func (c Currency) supported() bool {
 	_, ok := minorUnits[c]
 	return ok
+}
+
+// Currencies returns the supported currencies, sorted by code.
+func Currencies() []Currency {
+	return slices.Sorted(maps.Keys(minorUnits))
 }

@@ -2,6 +2,7 @@ package money
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/bojanz/currency"
@@ -41,5 +42,19 @@ func TestParseCurrencyRejects(t *testing.T) {
 	for _, code := range []string{"", "eur", "Eur", " EUR", "EUR ", "EURO", "XXX", "USD\x00", "ЕUR"} {
 		_, err := ParseCurrency(code)
 		assert.True(t, errors.Is(err, ErrValidation), "%q: %v", code, err)
+	}
+}
+
+func TestCurrenciesListsTheSupportedSetSorted(t *testing.T) {
+	t.Parallel()
+	got := Currencies()
+	want := []Currency{CHF, EUR, GBP, JPY, KWD, SEK, USD}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Currencies() = %v, want %v", got, want)
+	}
+	for _, c := range got {
+		if _, err := ParseCurrency(string(c)); err != nil {
+			t.Errorf("%s listed but not parseable: %v", c, err)
+		}
 	}
 }

@@ -1,0 +1,323 @@
+package api_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/truora/minidyn/server"
+
+	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/internal/wire"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+func TestCreateReturns201AndReplaysByteForByte(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	first := f.post(t, jsonHeaders("key-201"), widget)
+	require.Equal(t, 201, first.StatusCode, first.Body)
+	assert.Equal(t, "application/json", first.Headers["Content-Type"])
+	var body product.Body
+	require.NoError(t, json.Unmarshal([]byte(first.Body), &body))
+	assert.Equal(t, "/products/"+body.ID, first.Headers["Location"])
+	assert.Equal(t, "Widget", body.Name)
+	assert.Equal(t, int64(999), body.PriceCents)
+	assert.Equal(t, "EUR", body.Currency)
+	assert.Equal(t, sellerID, body.SellerID)
+	created, err := time.Parse(time.RFC3339, body.CreatedAt)
+	require.NoError(t, err)
+	assert.Equal(t, time.UTC, created.Location())
+	assert.NotContains(t, first.Headers, "Idempotent-Replayed")
+
+	// The same request again, with other field order and whitespace.
+	reordered := `{ "seller_id": "` + sellerID + `", "currency": "EUR",
+		"price_cents": 999, "name": "Widget" }`
+	again := f.post(t, jsonHeaders(`"key-201"`), reordered)
+	assert.Equal(t, 201, again.StatusCode)
+	assert.Equal(t, first.Body, again.Body, "byte for byte")
+	assert.Equal(t, first.Headers["Location"], again.Headers["Location"])
+	assert.Equal(t, "true", again.Headers["Idempotent-Replayed"])
+
+	assert.Equal(t, 1, f.count(t, f.env.Tables.Products))
+	assert.Equal(t, 1, f.count(t, f.env.Tables.Outbox))
+
+	// The outbox event carries the 201 body as its data.
+	out, err := f.env.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(f.env.Tables.Outbox)})
+	require.NoError(t, err)
+	ev, err := outbox.DecodeItem(out.Items[0])
+	require.NoError(t, err)
+	assert.Equal(t, first.Body, string(ev.Data))
+	assert.Equal(t, "ProductCreated", ev.Type)
+	assert.Equal(t, body.ID, ev.Subject)
+	assert.Equal(t, "idemlambda.products", ev.Source)
+
+	// GET follows the Location.
+	got := f.getProduct(t, body.ID)
+	assert.Equal(t, 200, got.StatusCode)
+	assert.Equal(t, first.Body, got.Body)
+
+	// Logs carry the outcome and never the key or the body.
+	logs := f.logs.String()
+	assert.Contains(t, logs, `"outcome":"executed"`)
+	assert.Contains(t, logs, `"outcome":"replayed"`)
+	assert.Contains(t, logs, `"api_request_id":"req-1"`)
+	assert.NotContains(t, logs, "key-201")
+	assert.NotContains(t, logs, "Widget")
+}
+
+func TestCreateKeyFromBodyAndHeaderTogether(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	withKey := `{"idempotency_key":"body-key","name":"Widget","price_cents":999,"currency":"EUR","seller_id":"` + sellerID + `"}`
+	first := f.post(t, jsonHeaders(""), withKey)
+	require.Equal(t, 201, first.StatusCode, first.Body)
+	same := f.post(t, jsonHeaders("body-key"), withKey)
+	assert.Equal(t, first.Body, same.Body, "header equal to the body field is the same key")
+	assert.Equal(t, "true", same.Headers["Idempotent-Replayed"])
+	headerOnly := f.post(t, jsonHeaders("body-key"), widget)
+	assert.Equal(t, first.Body, headerOnly.Body, "the key is not part of the fingerprint")
+}
+
+func TestCreateRejectsBadRequestsWithProblemsAndWritesNothing(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 201)
+	body := func(name, price, currency, seller string) string {
+		return `{"name":` + name + `,"price_cents":` + price + `,"currency":` + currency + `,"seller_id":` + seller + `}`
+	}
+	ok := func(s string) string { return `"` + s + `"` }
+	cases := []struct {
+		name    string
+		headers map[string]string
+		body    string
+		status  int
+		kind    string
+		fields  []string // fields expected in errors
+	}{
+		{"no key", jsonHeaders(""), widget, 400, "idempotency-key", nil},
+		{"empty key header", jsonHeaders(`""`), widget, 400, "idempotency-key", nil},
+		{"key with space", jsonHeaders(`"a b"`), widget, 400, "idempotency-key", nil},
+		{"key too long", jsonHeaders(strings.Repeat("k", 256)), widget, 400, "idempotency-key", nil},
+		{"key unterminated", jsonHeaders(`"abc`), widget, 400, "idempotency-key", nil},
+		{"header and body differ", jsonHeaders("a"), `{"idempotency_key":"b","name":"Widget","price_cents":999,"currency":"EUR","seller_id":"` + sellerID + `"}`, 400, "idempotency-key", nil},
+		{"body key invalid", jsonHeaders(""), `{"idempotency_key":"with space","name":"Widget","price_cents":999,"currency":"EUR","seller_id":"` + sellerID + `"}`, 400, "validation", []string{"idempotency_key"}},
+		{"not json", jsonHeaders("k"), `{name:`, 400, "bad-request", nil},
+		{"array", jsonHeaders("k"), `[1]`, 400, "bad-request", nil},
+		{"trailing data", jsonHeaders("k"), widget + `{}`, 400, "bad-request", nil},
+		{"duplicate field", jsonHeaders("k"), `{"name":"A","name":"B","price_cents":1,"currency":"EUR","seller_id":"` + sellerID + `"}`, 400, "bad-request", nil},
+		{"empty body", jsonHeaders("k"), ``, 400, "bad-request", nil},
+		{"price float", jsonHeaders("k"), body(ok("W"), "999.0", ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
+		{"price exponent", jsonHeaders("k"), body(ok("W"), "1e3", ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
+		{"price string", jsonHeaders("k"), body(ok("W"), `"999"`, ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
+		{"price null", jsonHeaders("k"), body(ok("W"), `null`, ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
+		{"price zero", jsonHeaders("k"), body(ok("W"), "0", ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
+		{"price negative", jsonHeaders("k"), body(ok("W"), "-5", ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
+		{"price out of range", jsonHeaders("k"), body(ok("W"), "9223372036854775808", ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
+		{"name empty", jsonHeaders("k"), body(ok("   "), "1", ok("EUR"), ok(sellerID)), 400, "validation", []string{"name"}},
+		{"name too long", jsonHeaders("k"), body(ok(long), "1", ok("EUR"), ok(sellerID)), 400, "validation", []string{"name"}},
+		{"name control", jsonHeaders("k"), body(`"a\u0007b"`, "1", ok("EUR"), ok(sellerID)), 400, "validation", []string{"name"}},
+		{"name number", jsonHeaders("k"), body(`7`, "1", ok("EUR"), ok(sellerID)), 400, "validation", []string{"name"}},
+		{"currency unknown", jsonHeaders("k"), body(ok("W"), "1", ok("XXX"), ok(sellerID)), 400, "validation", []string{"currency"}},
+		{"currency lower", jsonHeaders("k"), body(ok("W"), "1", ok("eur"), ok(sellerID)), 400, "validation", []string{"currency"}},
+		{"seller not uuid", jsonHeaders("k"), body(ok("W"), "1", ok("EUR"), ok("bob")), 400, "validation", []string{"seller_id"}},
+		{"seller braces", jsonHeaders("k"), body(ok("W"), "1", ok("EUR"), ok("{"+sellerID+"}")), 400, "validation", []string{"seller_id"}},
+		{"unknown field", jsonHeaders("k"), `{"name":"W","price_cents":1,"currency":"EUR","seller_id":"` + sellerID + `","price":1}`, 400, "validation", []string{"price"}},
+		{"everything missing", jsonHeaders("k"), `{}`, 400, "validation", []string{"currency", "name", "price_cents", "seller_id"}},
+		{"too large", jsonHeaders("k"), `{"name":"` + strings.Repeat("x", 16<<10) + `"}`, 413, "too-large", nil},
+		{"text/plain", map[string]string{"content-type": "text/plain", "idempotency-key": "k"}, widget, 415, "unsupported-media-type", nil},
+		{"no content type", map[string]string{"idempotency-key": "k"}, widget, 415, "unsupported-media-type", nil},
+		{"latin1", map[string]string{"content-type": "application/json; charset=latin1", "idempotency-key": "k"}, widget, 415, "unsupported-media-type", nil},
+	}
+	f := newFixture(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := f.post(t, tc.headers, tc.body)
+			p := assertProblem(t, resp, tc.status, tc.kind)
+			var fields []string
+			for _, e := range p.Errors {
+				fields = append(fields, e.Field)
+				assert.NotEmpty(t, e.Message)
+			}
+			if tc.fields != nil {
+				assert.Equal(t, tc.fields, fields)
+			}
+			f.assertNothingWritten(t)
+		})
+	}
+	assert.NotContains(t, f.logs.String(), sellerID, "bodies are never logged")
+}
+
+func TestCreateAcceptsCharsetAndBase64(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	req := postReq(map[string]string{"Content-Type": "application/json; charset=UTF-8", "Idempotency-Key": "b64"},
+		base64.StdEncoding.EncodeToString([]byte(widget)))
+	req.IsBase64Encoded = true
+	resp, err := f.create.Handle(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, 201, resp.StatusCode, resp.Body)
+
+	req.Body = "!!!"
+	resp, err = f.create.Handle(context.Background(), req)
+	require.NoError(t, err)
+	assertProblem(t, resp, 400, "bad-request")
+
+	req.Body = base64.StdEncoding.EncodeToString([]byte(strings.Repeat(" ", 16<<10+1)))
+	resp, err = f.create.Handle(context.Background(), req)
+	require.NoError(t, err)
+	assertProblem(t, resp, 413, "too-large")
+}
+
+func TestCreateSameKeyOtherPayloadIs422(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	require.Equal(t, 201, f.post(t, jsonHeaders("k-422"), widget).StatusCode)
+	gadget := strings.Replace(widget, "Widget", "Gadget", 1)
+	p := assertProblem(t, f.post(t, jsonHeaders("k-422"), gadget), 422, "key-reuse")
+	assert.Contains(t, p.Detail, "different request body")
+	assert.Equal(t, 1, f.count(t, f.env.Tables.Products))
+}
+
+func TestCreateInFlightIs409WithRetryAfter(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	// A first request holds the key: reserve it as the handler would.
+	cmd, err := product.NewCreateCommand(product.CreateInput{Name: "Widget", PriceCents: 999, Currency: "EUR", SellerID: sellerID})
+	require.NoError(t, err)
+	fp, err := cmd.Fingerprint()
+	require.NoError(t, err)
+	store, err := idem.NewStore(f.env.Client, f.env.Tables.Idempotency)
+	require.NoError(t, err)
+	scope, err := idem.NewScope(product.Operation, "anonymous", "k-409")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = store.Reserve(ctx, scope, fp)
+	require.NoError(t, err)
+
+	resp := f.post(t, jsonHeaders("k-409"), widget)
+	assertProblem(t, resp, 409, "in-flight")
+	assert.Regexp(t, `^(1[0-2]|[1-9])$`, resp.Headers["Retry-After"], "seconds until the holder's lease ends (deadline 10s + margin)")
+	assert.Zero(t, f.count(t, f.env.Tables.Products))
+}
+
+func TestCreateUnavailableStoreIs503(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	if f.env.Embedded == nil {
+		t.Skipf("failure injection needs the embedded backend; %s has none", f.env.Kind)
+	}
+	f.env.Embedded.EmulateFailure(server.FailureConditionInternalServerError)
+	resp := f.post(t, jsonHeaders("k-503"), widget)
+	f.env.Embedded.EmulateFailure(server.FailureConditionNone)
+	assertProblem(t, resp, 503, "unavailable")
+	assert.Equal(t, "1", resp.Headers["Retry-After"])
+	f.assertNothingWritten(t)
+	assert.Contains(t, f.logs.String(), `"level":"ERROR"`)
+
+	// The key was never taken: the retry creates the product.
+	assert.Equal(t, 201, f.post(t, jsonHeaders("k-503"), widget).StatusCode)
+}
+
+func TestCreateUnexpectedFailureIs500AndReleasesTheKey(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := settings(f.env.Tables)
+	s.Tables.Products = "no-such-table"
+	broken, err := wire.CreateHandler(f.env.Client, s, wire.Logger(f.logs, 0))
+	require.NoError(t, err)
+	resp, err := broken.Handle(context.Background(), postReq(jsonHeaders("k-500"), widget))
+	require.NoError(t, err)
+	p := assertProblem(t, resp, 500, "internal")
+	assert.NotContains(t, p.Detail, "no-such-table", "no internal detail to the client")
+	assert.Contains(t, f.logs.String(), "ResourceNotFoundException", "the log has it")
+	f.assertNothingWritten(t)
+
+	// Released: the fixed handler runs the same key at once.
+	assert.Equal(t, 201, f.post(t, jsonHeaders("k-500"), widget).StatusCode)
+}
+
+func TestCreateScopesKeysByPrincipal(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	as := func(sub, name string) events.APIGatewayV2HTTPResponse {
+		req := postReq(jsonHeaders("shared-key"), strings.Replace(widget, "Widget", name, 1))
+		req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": sub, "iss": "https://issuer"}},
+		}
+		resp, err := f.create.Handle(context.Background(), req)
+		require.NoError(t, err)
+		return resp
+	}
+	assert.Equal(t, 201, as("alice", "Widget").StatusCode)
+	assert.Equal(t, 201, as("bob", "Gadget").StatusCode, "another caller's key is another record")
+	assert.Equal(t, 422, as("alice", "Gadget").StatusCode)
+	assert.Equal(t, 2, f.count(t, f.env.Tables.Products))
+}
+
+func TestCreateWrongMethodIs405(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	req := postReq(jsonHeaders("k"), widget)
+	req.RequestContext.HTTP.Method = "PUT"
+	resp, err := f.create.Handle(context.Background(), req)
+	require.NoError(t, err)
+	assertProblem(t, resp, 405, "method-not-allowed")
+	assert.Equal(t, "POST", resp.Headers["Allow"])
+}
+
+func TestConcurrentDuplicatePostsCreateOneProduct(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const callers = 16
+	statuses := make(chan int, callers)
+	bodies := make(chan string, callers)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			resp := f.post(t, jsonHeaders("dup"), widget)
+			statuses <- resp.StatusCode
+			if resp.StatusCode == 201 {
+				bodies <- resp.Body
+			}
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	close(bodies)
+	counts := map[int]int{}
+	for s := range statuses {
+		counts[s]++
+	}
+	t.Logf("statuses: %v", counts)
+	assert.Equal(t, callers, counts[201]+counts[409], "only 201 and 409")
+	first := ""
+	for b := range bodies {
+		if first == "" {
+			first = b
+		}
+		assert.Equal(t, first, b, "every 201 is the same product")
+	}
+	assert.Equal(t, 1, f.count(t, f.env.Tables.Products))
+	assert.Equal(t, 1, f.count(t, f.env.Tables.Outbox))
+}
+
+func TestGetStatuses(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	assertProblem(t, f.getProduct(t, uuid.NewString()), 404, "not-found")
+	assertProblem(t, f.getProduct(t, "not-a-uuid"), 400, "bad-request")
+	assertProblem(t, f.getProduct(t, "urn:uuid:"+sellerID), 400, "bad-request")
+	assertProblem(t, f.getProduct(t, ""), 400, "bad-request")
+}

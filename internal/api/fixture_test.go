@@ -1,0 +1,142 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/ddbtest"
+	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/wire"
+)
+
+// syncBuffer collects log lines from concurrent handlers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type fixture struct {
+	env    *ddbtest.Env
+	create *api.CreateHandler
+	get    *api.GetHandler
+	logs   *syncBuffer
+}
+
+func settings(n tables.Names) wire.Settings {
+	return wire.Settings{Tables: n, EventSource: "idemlambda.products", Retention: 24 * 60 * 60 * 1e9, LogLevel: slog.LevelInfo}
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	env := ddbtest.New(t)
+	logs := &syncBuffer{}
+	log := wire.Logger(logs, slog.LevelDebug)
+	create, err := wire.CreateHandler(env.Client, settings(env.Tables), log)
+	require.NoError(t, err)
+	get, err := wire.GetHandler(env.Client, settings(env.Tables), log)
+	require.NoError(t, err)
+	return &fixture{env: env, create: create, get: get, logs: logs}
+}
+
+const sellerID = "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"
+
+const widget = `{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"` + sellerID + `"}`
+
+func jsonHeaders(key string) map[string]string {
+	h := map[string]string{"content-type": "application/json"}
+	if key != "" {
+		h["idempotency-key"] = key
+	}
+	return h
+}
+
+func postReq(headers map[string]string, body string) events.APIGatewayV2HTTPRequest {
+	return events.APIGatewayV2HTTPRequest{
+		RouteKey: "POST /products", RawPath: "/products", Headers: headers, Body: body,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RequestID: "req-1",
+			HTTP:      events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
+		},
+	}
+}
+
+func (f *fixture) post(t *testing.T, headers map[string]string, body string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	resp, err := f.create.Handle(context.Background(), postReq(headers, body))
+	require.NoError(t, err, "handlers never return an error to Lambda")
+	return resp
+}
+
+func (f *fixture) getProduct(t *testing.T, id string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	resp, err := f.get.Handle(context.Background(), events.APIGatewayV2HTTPRequest{
+		RouteKey: "GET /products/{id}", RawPath: "/products/" + id, PathParameters: map[string]string{"id": id},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}},
+	})
+	require.NoError(t, err)
+	return resp
+}
+
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	Errors []struct {
+		Field   string `json:"field"`
+		Message string `json:"message"`
+	} `json:"errors"`
+}
+
+// assertProblem checks an RFC 9457 response and returns it decoded.
+func assertProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int, kind string) problem {
+	t.Helper()
+	assert.Equal(t, status, resp.StatusCode, resp.Body)
+	assert.Equal(t, "application/problem+json", resp.Headers["Content-Type"])
+	var p problem
+	dec := json.NewDecoder(bytes.NewReader([]byte(resp.Body)))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&p), resp.Body)
+	assert.Equal(t, api.ProblemTypeBase+kind, p.Type)
+	assert.Equal(t, status, p.Status)
+	assert.NotEmpty(t, p.Title)
+	assert.NotEmpty(t, p.Detail)
+	return p
+}
+
+func (f *fixture) count(t *testing.T, table string) int {
+	t.Helper()
+	out, err := f.env.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	return len(out.Items)
+}
+
+func (f *fixture) assertNothingWritten(t *testing.T) {
+	t.Helper()
+	for _, tb := range tables.All() {
+		assert.Zero(t, f.count(t, f.env.Tables.Of(tb)), "%s has items after a rejected request", tb.Logical)
+	}
+}

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
+
+	"github.com/idemlambda/idemlambda/internal/product"
+)
+
+// GetHandler serves GET /products/{id}.
+type GetHandler struct {
+	reader *product.Reader
+	log    *slog.Logger
+	now    func() time.Time
+}
+
+// NewGetHandler returns the handler.
+func NewGetHandler(reader *product.Reader, log *slog.Logger) *GetHandler {
+	return &GetHandler{reader: reader, log: log, now: time.Now}
+}
+
+// Handle answers one API Gateway request; like CreateHandler.Handle it
+// never returns an error.
+func (h *GetHandler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	start := h.now()
+	resp, err := h.handle(ctx, req)
+	attrs := append(requestAttrs(ctx, req),
+		slog.Int("status", resp.StatusCode),
+		slog.Int64("duration_ms", h.now().Sub(start).Milliseconds()))
+	level := slog.LevelInfo
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+		if resp.StatusCode >= 500 {
+			level = slog.LevelError
+		}
+	}
+	h.log.LogAttrs(ctx, level, "get product", attrs...)
+	return resp, nil
+}
+
+func (h *GetHandler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	if m := req.RequestContext.HTTP.Method; m != "" && m != http.MethodGet {
+		p := probMethod.with("use GET")
+		p.headers = map[string]string{"Allow": http.MethodGet}
+		return p.response(), errors.New(p.Detail)
+	}
+	raw := req.PathParameters["id"]
+	id, err := uuid.Parse(raw)
+	if err != nil || len(raw) != 36 {
+		p := probBadRequest.with("the product id must be a UUID such as 3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b")
+		return p.response(), errors.New(p.Detail)
+	}
+	p, err := h.reader.Get(ctx, id)
+	switch {
+	case errors.Is(err, product.ErrNotFound):
+		prob := probNotFound.with("no product has id " + id.String())
+		return prob.response(), nil
+	case err != nil && unavailable(err):
+		prob := probUnavailable.with("the data store is busy; retry").retryAfter(1)
+		return prob.response(), err
+	case err != nil:
+		prob := probInternal.with("the request failed")
+		return prob.response(), err
+	}
+	body, err := json.Marshal(p.Body())
+	if err != nil {
+		prob := probInternal.with("the request failed")
+		return prob.response(), err
+	}
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: http.StatusOK,
+		Headers:    map[string]string{"Content-Type": "application/json"},
+		Body:       string(body),
+	}, nil
+}

@@ -1,0 +1,86 @@
+package product
+
+import (
+	"github.com/google/uuid"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/money"
+)
+
+// CreateInput is a create request as the API decoded it: types checked,
+// rules not yet.
+type CreateInput struct {
+	Name       string
+	PriceCents int64
+	Currency   string
+	SellerID   string
+}
+
+// CreateCommand is a create request that passed every rule.
+type CreateCommand struct {
+	name     string
+	price    money.Money
+	sellerID uuid.UUID
+}
+
+// NewCreateCommand checks every field and reports all broken rules at once
+// as a *ValidationError.
+func NewCreateCommand(in CreateInput) (CreateCommand, error) {
+	var verr ValidationError
+	name, msg := CheckName(in.Name)
+	if msg != "" {
+		verr.add("name", msg)
+	}
+	currency, cerr := money.ParseCurrency(in.Currency)
+	if cerr != nil {
+		verr.add("currency", "must be a supported ISO 4217 code ("+supportedList()+")")
+	}
+	var price money.Money
+	switch {
+	case in.PriceCents <= 0:
+		verr.add("price_cents", "must be an integer greater than 0")
+	case cerr == nil:
+		p, err := money.New(in.PriceCents, currency)
+		if err != nil {
+			verr.add("price_cents", err.Error())
+		}
+		price = p
+	}
+	seller, err := uuid.Parse(in.SellerID)
+	if err != nil || seller == uuid.Nil || len(in.SellerID) != 36 {
+		// Only the canonical 36-character form: uuid.Parse also takes
+		// urn:uuid: and braces, which would give one seller two spellings.
+		verr.add("seller_id", "must be a UUID such as 3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b")
+	}
+	if err := verr.orNil(); err != nil {
+		return CreateCommand{}, err
+	}
+	return CreateCommand{name: name, price: price, sellerID: seller}, nil
+}
+
+// fingerprintDoc is what identifies a create request for key reuse: the
+// validated fields, never the idempotency key itself.
+type fingerprintDoc struct {
+	Name       string `json:"name"`
+	PriceCents int64  `json:"price_cents"`
+	Currency   string `json:"currency"`
+	SellerID   string `json:"seller_id"`
+}
+
+// Fingerprint is the SHA-256 of the command's canonical JSON.
+func (c CreateCommand) Fingerprint() (string, error) {
+	return idem.Fingerprint(fingerprintDoc{
+		Name: c.name, PriceCents: c.price.Cents(), Currency: string(c.price.Currency()), SellerID: c.sellerID.String(),
+	})
+}
+
+func supportedList() string {
+	s := ""
+	for i, c := range money.Currencies() {
+		if i > 0 {
+			s += ", "
+		}
+		s += string(c)
+	}
+	return s
+}

@@ -1,0 +1,160 @@
+// Package product holds the Product entity and the CreateProduct use case:
+// reserve the idempotency key, build the product and its ProductCreated
+// event, and commit both with the key's completion in one transaction.
+package product
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/idemlambda/idemlambda/pkg/money"
+)
+
+// MaxNameLength is the longest product name, in characters after trimming.
+const MaxNameLength = 200
+
+// EventCreated is the type of the event a new product emits.
+const EventCreated = "ProductCreated"
+
+// TimeLayout is the wire form of created_at: RFC 3339, UTC, milliseconds.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// ErrValidation reports input that breaks a product rule. Errors carrying
+// field detail are *ValidationError.
+var ErrValidation = errors.New("product: validation failed")
+
+// FieldError is one rule broken by one field.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// ValidationError lists every broken rule, so a client fixes them at once.
+type ValidationError struct {
+	Errors []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Errors))
+	for i, f := range e.Errors {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return fmt.Sprintf("%v: %s", ErrValidation, strings.Join(parts, "; "))
+}
+
+// Is makes errors.Is(err, ErrValidation) true.
+func (e *ValidationError) Is(target error) bool { return target == ErrValidation }
+
+// add records a broken rule.
+func (e *ValidationError) add(field, msg string) { e.Errors = append(e.Errors, FieldError{field, msg}) }
+
+// orNil returns e as an error when it holds anything.
+func (e *ValidationError) orNil() error {
+	if len(e.Errors) == 0 {
+		return nil
+	}
+	return e
+}
+
+// Product is a product for sale. Build it with New; its fields are read
+// through methods so no code can make an invalid one.
+type Product struct {
+	id        uuid.UUID
+	name      string
+	price     money.Money
+	sellerID  uuid.UUID
+	createdAt time.Time
+}
+
+// New validates and returns a product. The name is trimmed; the price must
+// be a valid Money above zero; ids must not be the nil UUID. createdAt is
+// kept in UTC at millisecond precision, the precision of its wire form.
+func New(id uuid.UUID, name string, price money.Money, sellerID uuid.UUID, createdAt time.Time) (Product, error) {
+	var verr ValidationError
+	if id == uuid.Nil {
+		verr.add("id", "must not be the nil UUID")
+	}
+	name, msg := CheckName(name)
+	if msg != "" {
+		verr.add("name", msg)
+	}
+	switch {
+	case !price.IsValid():
+		verr.add("price_cents", "must be a valid amount in a supported currency")
+	case price.IsZero():
+		verr.add("price_cents", "must be greater than 0")
+	}
+	if sellerID == uuid.Nil {
+		verr.add("seller_id", "must not be the nil UUID")
+	}
+	if createdAt.IsZero() {
+		verr.add("created_at", "must be set")
+	}
+	if err := verr.orNil(); err != nil {
+		return Product{}, err
+	}
+	return Product{id: id, name: name, price: price, sellerID: sellerID, createdAt: createdAt.UTC().Truncate(time.Millisecond)}, nil
+}
+
+// CheckName trims name and returns it, or a message saying which rule it
+// breaks: 1 to 200 characters, valid UTF-8, no control characters.
+func CheckName(name string) (string, string) {
+	if !utf8.ValidString(name) {
+		return "", "must be valid UTF-8"
+	}
+	name = strings.TrimSpace(name)
+	n := utf8.RuneCountInString(name)
+	switch {
+	case n == 0:
+		return "", "must not be empty"
+	case n > MaxNameLength:
+		return "", fmt.Sprintf("must be at most %d characters, got %d", MaxNameLength, n)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return "", "must not contain control characters"
+		}
+	}
+	return name, ""
+}
+
+// ID returns the product id.
+func (p Product) ID() uuid.UUID { return p.id }
+
+// Name returns the trimmed name.
+func (p Product) Name() string { return p.name }
+
+// Price returns the price.
+func (p Product) Price() money.Money { return p.price }
+
+// SellerID returns the seller's id.
+func (p Product) SellerID() uuid.UUID { return p.sellerID }
+
+// CreatedAt returns the creation time in UTC.
+func (p Product) CreatedAt() time.Time { return p.createdAt }
+
+// Body is the product's JSON representation in API responses and in the
+// ProductCreated event's data (DESIGN.md section 3).
+type Body struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	PriceCents int64  `json:"price_cents"`
+	Currency   string `json:"currency"`
+	SellerID   string `json:"seller_id"`
+	CreatedAt  string `json:"created_at"`
+}
+
+// Body returns the product's representation.
+func (p Product) Body() Body {
+	return Body{
+		ID: p.id.String(), Name: p.name,
+		PriceCents: p.price.Cents(), Currency: string(p.price.Currency()),
+		SellerID: p.sellerID.String(), CreatedAt: p.createdAt.Format(TimeLayout),
+	}
+}

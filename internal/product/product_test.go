@@ -1,0 +1,128 @@
+package product_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/pkg/money"
+)
+
+func eur(t *testing.T, cents int64) money.Money {
+	t.Helper()
+	m, err := money.New(cents, money.EUR)
+	require.NoError(t, err)
+	return m
+}
+
+func TestNewValidatesEveryRule(t *testing.T) {
+	t.Parallel()
+	id, seller := uuid.New(), uuid.New()
+	at := time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.FixedZone("X", 7200))
+	p, err := product.New(id, "  Widget  ", eur(t, 999), seller, at)
+	require.NoError(t, err)
+	assert.Equal(t, "Widget", p.Name())
+	assert.Equal(t, time.Date(2026, 11, 29, 10, 0, 0, 123000000, time.UTC), p.CreatedAt())
+	assert.Equal(t, product.Body{
+		ID: id.String(), Name: "Widget", PriceCents: 999, Currency: "EUR",
+		SellerID: seller.String(), CreatedAt: "2026-11-29T10:00:00.123Z",
+	}, p.Body())
+
+	_, err = product.New(uuid.Nil, "", money.Money{}, uuid.Nil, time.Time{})
+	var verr *product.ValidationError
+	require.ErrorAs(t, err, &verr)
+	require.ErrorIs(t, err, product.ErrValidation)
+	fields := []string{}
+	for _, e := range verr.Errors {
+		fields = append(fields, e.Field)
+	}
+	assert.Equal(t, []string{"id", "name", "price_cents", "seller_id", "created_at"}, fields)
+
+	_, err = product.New(id, "W", eur(t, 0), seller, at)
+	require.ErrorIs(t, err, product.ErrValidation, "a zero price is a valid Money but not a valid product price")
+}
+
+func TestCheckName(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"Widget": "Widget", " \tWidget\n": "Widget", "Café ☕": "Café ☕", strings.Repeat("é", 200): strings.Repeat("é", 200)} {
+		got, msg := product.CheckName(in)
+		assert.Empty(t, msg, in)
+		assert.Equal(t, want, got)
+	}
+	for _, in := range []string{"", "   ", strings.Repeat("é", 201), "a\x00b", "a\u0085b", "a\u2028b", "\xff"} {
+		_, msg := product.CheckName(in)
+		assert.NotEmpty(t, msg, "%q", in)
+	}
+}
+
+func TestCreateCommand(t *testing.T) {
+	t.Parallel()
+	in := product.CreateInput{Name: " Widget ", PriceCents: 999, Currency: "EUR", SellerID: "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}
+	cmd, err := product.NewCreateCommand(in)
+	require.NoError(t, err)
+	fp, err := cmd.Fingerprint()
+	require.NoError(t, err)
+	trimmed := in
+	trimmed.Name = "Widget"
+	cmd2, err := product.NewCreateCommand(trimmed)
+	require.NoError(t, err)
+	fp2, err := cmd2.Fingerprint()
+	require.NoError(t, err)
+	assert.Equal(t, fp, fp2, "the same validated product")
+	other := in
+	other.PriceCents = 1000
+	cmd3, err := product.NewCreateCommand(other)
+	require.NoError(t, err)
+	fp3, err := cmd3.Fingerprint()
+	require.NoError(t, err)
+	assert.NotEqual(t, fp, fp3)
+
+	_, err = product.NewCreateCommand(product.CreateInput{PriceCents: -1, Currency: "BTC", SellerID: "x"})
+	var verr *product.ValidationError
+	require.ErrorAs(t, err, &verr)
+	assert.Len(t, verr.Errors, 4)
+	assert.Contains(t, err.Error(), "EUR", "the message lists the supported currencies")
+}
+
+func TestItemRoundTripAndCorruptItems(t *testing.T) {
+	t.Parallel()
+	p, err := product.New(uuid.New(), "Widget", eur(t, 999), uuid.New(), time.Now())
+	require.NoError(t, err)
+	back, err := product.FromItem(p.Item())
+	require.NoError(t, err)
+	assert.Equal(t, p, back)
+
+	corrupt := func(name string, av types.AttributeValue) map[string]types.AttributeValue {
+		item := p.Item()
+		if av == nil {
+			delete(item, name)
+		} else {
+			item[name] = av
+		}
+		return item
+	}
+	for name, item := range map[string]map[string]types.AttributeValue{
+		"no id":          corrupt("id", nil),
+		"id not uuid":    corrupt("id", &types.AttributeValueMemberS{Value: "x"}),
+		"name number":    corrupt("name", &types.AttributeValueMemberN{Value: "1"}),
+		"empty name":     corrupt("name", &types.AttributeValueMemberS{Value: " "}),
+		"negative price": corrupt("price_cents", &types.AttributeValueMemberN{Value: "-1"}),
+		"zero price":     corrupt("price_cents", &types.AttributeValueMemberN{Value: "0"}),
+		"float price":    corrupt("price_cents", &types.AttributeValueMemberN{Value: "9.99"}),
+		"price string":   corrupt("price_cents", &types.AttributeValueMemberS{Value: "999"}),
+		"bad currency":   corrupt("currency", &types.AttributeValueMemberS{Value: "XXX"}),
+		"no seller":      corrupt("seller_id", nil),
+		"bad time":       corrupt("created_at", &types.AttributeValueMemberS{Value: "yesterday"}),
+		"nil":            nil,
+	} {
+		_, err := product.FromItem(item)
+		assert.True(t, errors.Is(err, product.ErrCorrupt), "%s: %v", name, err)
+	}
+}

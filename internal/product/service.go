@@ -1,0 +1,184 @@
+package product
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+
+	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+// Operation is the idempotency scope's operation for product creation.
+const Operation = "POST /products"
+
+// ErrNotFound reports a product id with no product.
+var ErrNotFound = errors.New("product: not found")
+
+// DB is the part of the DynamoDB client a Reader uses; *dynamodb.Client
+// implements it.
+type DB interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// Config wires a Service.
+type Config struct {
+	// Store keeps the idempotency records.
+	Store *idem.Store
+	// Tables names the products and outbox tables.
+	Tables tables.Names
+	// EventSource is the CloudEvents source of ProductCreated.
+	EventSource string
+	// EventRetention is the outbox item's TTL (default outbox.DefaultRetention).
+	EventRetention time.Duration
+	// Now replaces time.Now in tests.
+	Now func() time.Time
+}
+
+// Service runs the product use cases.
+type Service struct {
+	cfg Config
+}
+
+// NewService checks the configuration and returns the service.
+func NewService(cfg Config) (*Service, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("product: idempotency store is required")
+	case cfg.Tables.Products == "" || cfg.Tables.Outbox == "":
+		return nil, errors.New("product: products and outbox table names are required")
+	case cfg.EventSource == "":
+		return nil, errors.New("product: event source is required")
+	}
+	if cfg.EventRetention <= 0 {
+		cfg.EventRetention = outbox.DefaultRetention
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{cfg: cfg}, nil
+}
+
+// Result is the answer to a create request.
+type Result struct {
+	// Response is the 201 to send: fresh, or replayed byte for byte.
+	Response idem.Response
+	// Outcome is executed, takeover or replayed.
+	Outcome idem.Outcome
+}
+
+// Create creates the product once per (principal, key) scope. It reserves
+// the key, then commits the product, its ProductCreated outbox event and
+// the key's completion in one TransactWriteItems. Errors wrap
+// idem.ErrInFlight, idem.ErrKeyReuse, idem.ErrLeaseLost, idem.ErrInvalidKey
+// or the infrastructure error; on any failure after the reservation, the
+// key is released so a retry can run at once.
+func (s *Service) Create(ctx context.Context, principal, key string, cmd CreateCommand) (Result, error) {
+	scope, err := idem.NewScope(Operation, principal, key)
+	if err != nil {
+		return Result{}, err
+	}
+	fp, err := cmd.Fingerprint()
+	if err != nil {
+		return Result{}, err
+	}
+	claim, err := s.cfg.Store.Reserve(ctx, scope, fp)
+	if err != nil {
+		return Result{}, err
+	}
+	if claim.Replay != nil {
+		return Result{Response: *claim.Replay, Outcome: idem.OutcomeReplayed}, nil
+	}
+	resp, items, err := s.build(cmd)
+	if err == nil {
+		err = claim.Lease.Commit(ctx, resp, items...)
+	}
+	if err != nil {
+		if !errors.Is(err, idem.ErrLeaseLost) {
+			if rerr := claim.Lease.Release(ctx); rerr != nil && !errors.Is(rerr, idem.ErrLeaseLost) {
+				err = errors.Join(err, rerr)
+			}
+		}
+		return Result{}, err
+	}
+	return Result{Response: resp, Outcome: claim.Outcome}, nil
+}
+
+// build makes the product, its 201 response and the business writes.
+func (s *Service) build(cmd CreateCommand) (idem.Response, []types.TransactWriteItem, error) {
+	now := s.cfg.Now()
+	id, err := uuid.NewV7()
+	if err != nil {
+		return idem.Response{}, nil, fmt.Errorf("product: new id: %w", err)
+	}
+	p, err := New(id, cmd.name, cmd.price, cmd.sellerID, now)
+	if err != nil {
+		return idem.Response{}, nil, err
+	}
+	body, err := json.Marshal(p.Body())
+	if err != nil {
+		return idem.Response{}, nil, fmt.Errorf("product: encode body: %w", err)
+	}
+	event, err := outbox.NewEvent(s.cfg.EventSource, EventCreated, id.String(), body, p.CreatedAt())
+	if err != nil {
+		return idem.Response{}, nil, err
+	}
+	eventPut, err := event.Put(s.cfg.Tables.Outbox, s.cfg.EventRetention)
+	if err != nil {
+		return idem.Response{}, nil, err
+	}
+	productPut := types.TransactWriteItem{Put: &types.Put{
+		TableName:                aws.String(s.cfg.Tables.Products),
+		Item:                     p.Item(),
+		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
+		ExpressionAttributeNames: map[string]string{"#id": attrID},
+	}}
+	resp := idem.Response{
+		Status: 201,
+		Headers: map[string]string{
+			"Content-Type": "application/json",
+			"Location":     "/products/" + id.String(),
+		},
+		Body: body,
+	}
+	return resp, []types.TransactWriteItem{productPut, eventPut}, nil
+}
+
+// Reader reads products; the getproduct function needs nothing more.
+type Reader struct {
+	db    DB
+	table string
+}
+
+// NewReader returns a Reader on the products table.
+func NewReader(db DB, table string) (*Reader, error) {
+	if db == nil || table == "" {
+		return nil, errors.New("product: reader needs a DB and the products table name")
+	}
+	return &Reader{db: db, table: table}, nil
+}
+
+// Get returns a product by id, or ErrNotFound. The read is strongly
+// consistent so a client following a 201's Location always finds it.
+func (r *Reader) Get(ctx context.Context, id uuid.UUID) (Product, error) {
+	out, err := r.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(r.table),
+		Key:            map[string]types.AttributeValue{attrID: &types.AttributeValueMemberS{Value: id.String()}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Product{}, fmt.Errorf("product: get: %w", err)
+	}
+	if len(out.Item) == 0 {
+		return Product{}, ErrNotFound
+	}
+	return FromItem(out.Item)
+}

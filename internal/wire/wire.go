@@ -1,0 +1,81 @@
+// Package wire builds the handlers from settings and a DynamoDB client, so
+// the Lambda mains and the local runner assemble them the same way.
+package wire
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+// Settings is a function's configuration, read from the environment.
+type Settings struct {
+	Tables      tables.Names
+	EventSource string
+	Retention   time.Duration
+	LogLevel    slog.Level
+}
+
+// Load reads exactly the variables config.Vars(fn) lists.
+func Load(getenv func(string) string, fn config.Function) (Settings, error) {
+	env := config.New(getenv)
+	var s Settings
+	for _, v := range config.Vars(fn) {
+		switch v {
+		case config.ProductsTable:
+			s.Tables.Products = env.String(v)
+		case config.IdempotencyTable:
+			s.Tables.Idempotency = env.String(v)
+		case config.OutboxTable:
+			s.Tables.Outbox = env.String(v)
+		case config.EventSource:
+			s.EventSource = env.String(v)
+		case config.IdempotencyRetention:
+			s.Retention = env.Duration(v)
+		case config.LogLevel:
+			s.LogLevel = env.Level(v)
+		}
+	}
+	if err := env.Err(); err != nil {
+		return Settings{}, fmt.Errorf("%s: %w", fn, err)
+	}
+	return s, nil
+}
+
+// Logger returns the JSON logger every function uses (Lambda's JSON log
+// format expects one JSON object per line on stdout).
+func Logger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// CreateHandler assembles POST /products.
+func CreateHandler(client *dynamodb.Client, s Settings, log *slog.Logger, opts ...idem.Option) (*api.CreateHandler, error) {
+	opts = append([]idem.Option{idem.WithRetention(s.Retention)}, opts...)
+	store, err := idem.NewStore(client, s.Tables.Idempotency, opts...)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := product.NewService(product.Config{Store: store, Tables: s.Tables, EventSource: s.EventSource})
+	if err != nil {
+		return nil, err
+	}
+	return api.NewCreateHandler(svc, log), nil
+}
+
+// GetHandler assembles GET /products/{id}.
+func GetHandler(client *dynamodb.Client, s Settings, log *slog.Logger) (*api.GetHandler, error) {
+	reader, err := product.NewReader(client, s.Tables.Products)
+	if err != nil {
+		return nil, err
+	}
+	return api.NewGetHandler(reader, log), nil
+}
