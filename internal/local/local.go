@@ -1,0 +1,189 @@
+// Package local runs the service on a laptop: an embedded
+// DynamoDB-compatible store (or an endpoint you name), the three tables,
+// and the API handlers on a port, the same handlers the Lambdas run.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/truora/minidyn/server"
+
+	"github.com/idemlambda/idemlambda/internal/httpadapter"
+	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/wire"
+)
+
+// Config says what to run.
+type Config struct {
+	// APIAddr is where the API listens (":8080"); empty runs the store only.
+	APIAddr string
+	// StoreAddr is where the embedded store listens ("127.0.0.1:8000").
+	StoreAddr string
+	// Endpoint, when set, is an existing DynamoDB endpoint (DynamoDB Local,
+	// moto) used instead of the embedded store.
+	Endpoint string
+	// Settings names the tables and the event source.
+	Settings wire.Settings
+	// Log receives the handlers' JSON log lines.
+	Log *slog.Logger
+}
+
+// Runner is a started local environment.
+type Runner struct {
+	// APIURL is the API's base URL, empty when the API is off.
+	APIURL string
+	// StoreURL is the DynamoDB endpoint in use.
+	StoreURL string
+	// Client talks to the store.
+	Client *dynamodb.Client
+	// Embedded is the embedded store, nil with an external endpoint.
+	Embedded *server.Server
+
+	servers []*http.Server
+	errs    chan error
+}
+
+// Start brings the store, tables and API up and returns once they serve.
+func Start(ctx context.Context, cfg Config) (*Runner, error) {
+	r := &Runner{errs: make(chan error, 2)}
+	if cfg.Endpoint == "" {
+		ln, err := net.Listen("tcp", cfg.StoreAddr)
+		if err != nil {
+			return nil, fmt.Errorf("embedded store: %w", err)
+		}
+		r.Embedded = server.NewServer()
+		r.serve(ln, r.Embedded)
+		r.StoreURL = "http://" + ln.Addr().String()
+	} else {
+		r.StoreURL = cfg.Endpoint
+	}
+	client, err := Client(ctx, r.StoreURL)
+	if err != nil {
+		return nil, errors.Join(err, r.Close(ctx))
+	}
+	r.Client = client
+	if err := EnsureTables(ctx, client, cfg.Settings.Tables, r.Embedded != nil); err != nil {
+		return nil, errors.Join(err, r.Close(ctx))
+	}
+	if cfg.APIAddr == "" {
+		return r, nil
+	}
+	create, err := wire.CreateHandler(client, cfg.Settings, cfg.Log)
+	if err != nil {
+		return nil, errors.Join(err, r.Close(ctx))
+	}
+	get, err := wire.GetHandler(client, cfg.Settings, cfg.Log)
+	if err != nil {
+		return nil, errors.Join(err, r.Close(ctx))
+	}
+	ln, err := net.Listen("tcp", cfg.APIAddr)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("api: %w", err), r.Close(ctx))
+	}
+	r.serve(ln, httpadapter.New(
+		httpadapter.Route{Method: http.MethodPost, Pattern: "/products", Handler: create.Handle},
+		httpadapter.Route{Method: http.MethodGet, Pattern: "/products/{id}", Handler: get.Handle},
+	))
+	r.APIURL = "http://" + hostPort(ln.Addr())
+	return r, nil
+}
+
+func (r *Runner) serve(ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	r.servers = append(r.servers, srv)
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			r.errs <- err
+		}
+	}()
+}
+
+// Err delivers a server's failure while running.
+func (r *Runner) Err() <-chan error { return r.errs }
+
+// Close shuts the servers down, letting requests in progress finish.
+func (r *Runner) Close(ctx context.Context) error {
+	var errs []error
+	for i := len(r.servers) - 1; i >= 0; i-- {
+		errs = append(errs, r.servers[i].Shutdown(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Client returns a DynamoDB client for a local endpoint with dummy
+// credentials: nothing here may touch a real account by accident.
+func Client(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx,
+		config.WithRegion("us-east-1"),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
+		// The embedded store sends no CRC32 header; loopback needs none.
+		o.DisableValidateResponseChecksum = true
+	}), nil
+}
+
+// EnsureTables creates any of the tables that do not exist yet.
+func EnsureTables(ctx context.Context, client *dynamodb.Client, n tables.Names, embedded bool) error {
+	for _, t := range tables.All() {
+		name := n.Of(t)
+		_, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		var notFound *types.ResourceNotFoundException
+		switch {
+		case err == nil:
+			continue
+		case !errors.As(err, &notFound):
+			return fmt.Errorf("describe %s: %w", name, err)
+		}
+		if err := t.Create(ctx, client, name, tables.CreateOptions{SkipTTL: embedded}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hostPort shows a wildcard listen address as localhost.
+func hostPort(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// Banner prints where things run and a first request to try.
+func Banner(w io.Writer, r *Runner) {
+	if r.APIURL != "" {
+		fmt.Fprintf(w, "idemlambda API on %s (POST /products, GET /products/{id})\n", r.APIURL)
+	}
+	fmt.Fprintf(w, "DynamoDB-compatible store on %s\n", r.StoreURL)
+	if r.APIURL == "" {
+		return
+	}
+	fmt.Fprintf(w, `
+Try it:
+  curl -i -X POST %s/products \
+    -H 'Content-Type: application/json' -H 'Idempotency-Key: "order-42"' \
+    -d '{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}'
+Send it again for the stored response (Idempotent-Replayed: true). Ctrl-C stops.
+`, r.APIURL)
+}

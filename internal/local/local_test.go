@@ -1,0 +1,132 @@
+package local_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/local"
+	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/wire"
+)
+
+const widget = `{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`
+
+func start(t *testing.T) *local.Runner {
+	t.Helper()
+	ctx := context.Background()
+	r, err := local.Start(ctx, local.Config{
+		APIAddr: "127.0.0.1:0", StoreAddr: "127.0.0.1:0",
+		Settings: wire.Settings{
+			Tables:      tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox"},
+			EventSource: "idemlambda.products", Retention: time.Hour,
+		},
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		assert.NoError(t, r.Close(ctx))
+	})
+	return r
+}
+
+type reply struct {
+	status  int
+	headers http.Header
+	body    string
+}
+
+func post(t *testing.T, url, key, body string) reply {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"/products", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", `"`+key+`"`)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return reply{resp.StatusCode, resp.Header, string(b)}
+}
+
+func count(t *testing.T, r *local.Runner, table string) int {
+	t.Helper()
+	out, err := r.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	return len(out.Items)
+}
+
+// TestLiveServerScenario is the scenario from the article, over real HTTP:
+// five concurrent POSTs with one key, a later retry, then key reuse.
+func TestLiveServerScenario(t *testing.T) {
+	t.Parallel()
+	r := start(t)
+	const concurrent = 5
+	replies := make([]reply, concurrent)
+	var wg sync.WaitGroup
+	for i := range concurrent {
+		wg.Go(func() { replies[i] = post(t, r.APIURL, "k-42", widget) })
+	}
+	wg.Wait()
+	var first reply
+	statuses := map[int]int{}
+	for _, rep := range replies {
+		statuses[rep.status]++
+		switch rep.status {
+		case http.StatusCreated:
+			if first.body == "" {
+				first = rep
+			}
+			assert.Equal(t, first.body, rep.body, "every 201 is the one product")
+		case http.StatusConflict:
+			assert.NotEmpty(t, rep.headers.Get("Retry-After"))
+			assert.Equal(t, "application/problem+json", rep.headers.Get("Content-Type"))
+		default:
+			t.Errorf("unexpected status %d: %s", rep.status, rep.body)
+		}
+	}
+	t.Logf("5 concurrent POSTs: %v", statuses)
+	require.NotEmpty(t, first.body, "at least the winner answers 201")
+	assert.Equal(t, 1, count(t, r, "products"))
+	assert.Equal(t, 1, count(t, r, "outbox"))
+
+	later := post(t, r.APIURL, "k-42", widget)
+	assert.Equal(t, http.StatusCreated, later.status)
+	assert.Equal(t, first.body, later.body, "byte for byte")
+	assert.Equal(t, "true", later.headers.Get("Idempotent-Replayed"))
+	assert.Equal(t, first.headers.Get("Location"), later.headers.Get("Location"))
+
+	gadget := post(t, r.APIURL, "k-42", strings.Replace(widget, "Widget", "Gadget", 1))
+	assert.Equal(t, http.StatusUnprocessableEntity, gadget.status, gadget.body)
+
+	resp, err := http.Get(r.APIURL + first.headers.Get("Location"))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, first.body, string(b))
+	assert.Equal(t, 1, count(t, r, "products"))
+}
+
+func TestUnknownRouteIsProblem404(t *testing.T) {
+	t.Parallel()
+	r := start(t)
+	resp, err := http.Get(r.APIURL + "/nope")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
+}
