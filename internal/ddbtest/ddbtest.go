@@ -2,7 +2,7 @@
 // created tables. The backend is chosen by DYNAMODB_TEST_BACKEND:
 //
 //   - embedded (default): github.com/truora/minidyn/server behind an
-//     httptest server, reached by the real SDK over HTTP;
+//     httptest server (internal/embedded), reached by the real SDK over HTTP;
 //   - endpoint: whatever AWS_ENDPOINT_URL_DYNAMODB points at (DynamoDB Local,
 //     moto, or a real account when it is unset);
 //   - container: amazon/dynamodb-local started by testcontainers-go; skipped,
@@ -32,6 +32,7 @@ import (
 	"github.com/truora/minidyn/server"
 
 	"github.com/idemlambda/idemlambda/internal/ddb"
+	"github.com/idemlambda/idemlambda/internal/embedded"
 	"github.com/idemlambda/idemlambda/internal/tables"
 )
 
@@ -101,8 +102,9 @@ func Connect(tb testing.TB) *Env {
 	env := &Env{Kind: kind, Counter: ddb.NewCounter()}
 	switch kind {
 	case Embedded:
-		env.Embedded = server.NewServer()
-		srv := httptest.NewServer(env.Embedded)
+		store := embedded.New()
+		env.Embedded = store.Server
+		srv := httptest.NewServer(store)
 		tb.Cleanup(srv.Close)
 		env.URL = srv.URL
 		// minidyn v0.8.2 ignores ALL_OLD on PutItem (pinned by
@@ -188,9 +190,6 @@ func staticClient(tb testing.TB, url string, counter *ddb.Counter) *dynamodb.Cli
 	}
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(url)
-		// minidyn sends no X-Amz-Crc32 header; without this every
-		// response logs a checksum warning. TLS-less loopback only.
-		o.DisableValidateResponseChecksum = true
 	}, counter.Option)
 }
 

@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/truora/minidyn/server"
 
+	"github.com/idemlambda/idemlambda/internal/embedded"
 	"github.com/idemlambda/idemlambda/internal/httpadapter"
 	"github.com/idemlambda/idemlambda/internal/tables"
 	"github.com/idemlambda/idemlambda/internal/wire"
@@ -49,7 +49,7 @@ type Runner struct {
 	// Client talks to the store.
 	Client *dynamodb.Client
 	// Embedded is the embedded store, nil with an external endpoint.
-	Embedded *server.Server
+	Embedded *embedded.Store
 
 	servers []*http.Server
 	errs    chan error
@@ -63,7 +63,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		if err != nil {
 			return nil, fmt.Errorf("embedded store: %w", err)
 		}
-		r.Embedded = server.NewServer()
+		r.Embedded = embedded.New()
 		r.serve(ln, r.Embedded)
 		r.StoreURL = "http://" + ln.Addr().String()
 	} else {
@@ -134,8 +134,6 @@ func Client(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
 	}
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
-		// The embedded store sends no CRC32 header; loopback needs none.
-		o.DisableValidateResponseChecksum = true
 	}), nil
 }
 
