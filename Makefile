@@ -32,6 +32,16 @@ build: ## Build every function under functions/ as bin/<fn>/bootstrap (linux/arm
 			$(GO) build $(LAMBDA_FLAGS) -o $(BIN)/$$fn/bootstrap ./functions/$$fn; \
 	done
 
+.PHONY: run
+run: ## Run the API on :8080 with an embedded store on 127.0.0.1:8000 (Ctrl-C stops).
+	$(GO) run ./cmd/local
+
+FN    ?= createproduct
+EVENT ?= events/create.json
+.PHONY: invoke
+invoke: ## Run FN's real bootstrap under aws-lambda-rie with EVENT (no Docker).
+	scripts/invoke.sh $(FN) $(EVENT)
+
 .PHONY: fmt-check
 fmt-check: ## Fail if any Go file is not gofmt-formatted.
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -68,8 +78,8 @@ cover: ## Check the coverage floors in COVER_FLOORS (pkg/money >= 95%).
 
 BENCHTIME ?= 1s
 .PHONY: bench
-bench: ## Run every benchmark once with -benchmem (BENCHTIME, default 1s).
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+bench: ## Run every benchmark with -benchmem, the store in its own process (BENCHTIME, BENCH).
+	BENCHTIME=$(BENCHTIME) scripts/bench.sh
 
 .PHONY: ci
 ci: fmt-check test cover fuzz ## Everything CI runs.

@@ -49,11 +49,16 @@ func settings(n tables.Names) wire.Settings {
 	return wire.Settings{Tables: n, EventSource: "idemlambda.products", Retention: 24 * 60 * 60 * 1e9, LogLevel: slog.LevelInfo}
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureLevel(t, slog.LevelDebug) }
+
+// newBenchFixture logs errors only, as production would at volume.
+func newBenchFixture(b *testing.B) *fixture { return newFixtureLevel(b, slog.LevelError) }
+
+func newFixtureLevel(t testing.TB, level slog.Level) *fixture {
 	t.Helper()
 	env := ddbtest.New(t)
 	logs := &syncBuffer{}
-	log := wire.Logger(logs, slog.LevelDebug)
+	log := wire.Logger(logs, level)
 	create, err := wire.CreateHandler(env.Client, settings(env.Tables), log)
 	require.NoError(t, err)
 	get, err := wire.GetHandler(env.Client, settings(env.Tables), log)

@@ -160,8 +160,7 @@ func (e *Env) CreateTables(tb testing.TB) tables.Names {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	opts := tables.CreateOptions{SkipTTL: e.Kind == Embedded}
-	if err := tables.CreateAll(ctx, e.Client, n, opts); err != nil {
+	if err := tables.CreateAll(ctx, e.Client, n, tables.CreateOptions{}); err != nil {
 		tb.Fatalf("create tables: %v", err)
 	}
 	if e.Kind != Embedded {

@@ -5,9 +5,12 @@ package embedded
 
 import (
 	"bytes"
+	"encoding/json"
 	"hash/crc32"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/truora/minidyn/server"
 )
@@ -17,16 +20,87 @@ type Store struct {
 	// Server is minidyn's server, for failure injection in tests.
 	Server  *server.Server
 	handler http.Handler
+
+	mu  sync.Mutex
+	ttl map[string]ttlSpec // table name -> TTL setting
 }
 
 // New returns an empty store.
 func New() *Store {
-	s := server.NewServer()
-	return &Store{Server: s, handler: withCRC32(s)}
+	s := &Store{Server: server.NewServer(), ttl: map[string]ttlSpec{}}
+	s.handler = withCRC32(http.HandlerFunc(s.route))
+	return s
 }
 
 // ServeHTTP answers DynamoDB JSON API requests.
 func (s *Store) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// route answers the TTL API itself (minidyn has none) and hands the rest
+// to minidyn.
+func (s *Store) route(w http.ResponseWriter, r *http.Request) {
+	target := r.Header.Get("X-Amz-Target")
+	op := target[strings.LastIndexByte(target, '.')+1:]
+	switch op {
+	case "UpdateTimeToLive":
+		s.updateTTL(w, r)
+	case "DescribeTimeToLive":
+		s.describeTTL(w, r)
+	default:
+		s.Server.ServeHTTP(w, r)
+	}
+}
+
+type ttlSpec struct {
+	AttributeName string `json:"AttributeName"`
+	Enabled       bool   `json:"Enabled"`
+}
+
+// updateTTL records the setting. Like AWS, which deletes expired items
+// only eventually (within days), the store never deletes them: readers
+// must treat expired items as absent, and this project's do.
+func (s *Store) updateTTL(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		TableName               string  `json:"TableName"`
+		TimeToLiveSpecification ttlSpec `json:"TimeToLiveSpecification"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.TableName == "" || in.TimeToLiveSpecification.AttributeName == "" {
+		writeError(w, "ValidationException", "TableName and TimeToLiveSpecification.AttributeName are required")
+		return
+	}
+	s.mu.Lock()
+	s.ttl[in.TableName] = in.TimeToLiveSpecification
+	s.mu.Unlock()
+	writeJSON(w, map[string]any{"TimeToLiveSpecification": in.TimeToLiveSpecification})
+}
+
+func (s *Store) describeTTL(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		TableName string `json:"TableName"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.TableName == "" {
+		writeError(w, "ValidationException", "TableName is required")
+		return
+	}
+	s.mu.Lock()
+	spec, ok := s.ttl[in.TableName]
+	s.mu.Unlock()
+	desc := map[string]any{"TimeToLiveStatus": "DISABLED"}
+	if ok && spec.Enabled {
+		desc = map[string]any{"TimeToLiveStatus": "ENABLED", "AttributeName": spec.AttributeName}
+	}
+	writeJSON(w, map[string]any{"TimeToLiveDescription": desc})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code, msg string) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazon.coral.validate#" + code, "message": msg})
+}
 
 // withCRC32 adds the X-Amz-Crc32 header DynamoDB sends with every
 // response. The SDK checks it and, when it is missing, logs a warning on

@@ -37,3 +37,30 @@ func TestResponsesCarryDynamoDBCRC32(t *testing.T) {
 		assert.Equal(t, strconv.Itoa(len(body)), resp.Header.Get("Content-Length"))
 	}
 }
+
+func TestTimeToLiveIsRecordedAndDescribed(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(embedded.New())
+	defer srv.Close()
+	call := func(op, body string) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	status, body := call("DescribeTimeToLive", `{"TableName":"t"}`)
+	assert.Equal(t, 200, status)
+	assert.JSONEq(t, `{"TimeToLiveDescription":{"TimeToLiveStatus":"DISABLED"}}`, body)
+	status, _ = call("UpdateTimeToLive", `{"TableName":"t","TimeToLiveSpecification":{"AttributeName":"expires_at","Enabled":true}}`)
+	assert.Equal(t, 200, status)
+	_, body = call("DescribeTimeToLive", `{"TableName":"t"}`)
+	assert.JSONEq(t, `{"TimeToLiveDescription":{"TimeToLiveStatus":"ENABLED","AttributeName":"expires_at"}}`, body)
+	status, body = call("UpdateTimeToLive", `{"TableName":"t"}`)
+	assert.Equal(t, 400, status)
+	assert.Contains(t, body, "ValidationException")
+}

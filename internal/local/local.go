@@ -74,7 +74,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		return nil, errors.Join(err, r.Close(ctx))
 	}
 	r.Client = client
-	if err := EnsureTables(ctx, client, cfg.Settings.Tables, r.Embedded != nil); err != nil {
+	if err := EnsureTables(ctx, client, cfg.Settings.Tables); err != nil {
 		return nil, errors.Join(err, r.Close(ctx))
 	}
 	if cfg.APIAddr == "" {
@@ -138,7 +138,7 @@ func Client(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
 }
 
 // EnsureTables creates any of the tables that do not exist yet.
-func EnsureTables(ctx context.Context, client *dynamodb.Client, n tables.Names, embedded bool) error {
+func EnsureTables(ctx context.Context, client *dynamodb.Client, n tables.Names) error {
 	for _, t := range tables.All() {
 		name := n.Of(t)
 		_, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
@@ -149,7 +149,7 @@ func EnsureTables(ctx context.Context, client *dynamodb.Client, n tables.Names, 
 		case !errors.As(err, &notFound):
 			return fmt.Errorf("describe %s: %w", name, err)
 		}
-		if err := t.Create(ctx, client, name, tables.CreateOptions{SkipTTL: embedded}); err != nil {
+		if err := t.Create(ctx, client, name, tables.CreateOptions{}); err != nil {
 			return err
 		}
 	}

@@ -86,9 +86,9 @@ func (t Table) CreateTableInput(name string) *dynamodb.CreateTableInput {
 
 // CreateOptions tunes Create for backends that lack part of the API.
 type CreateOptions struct {
-	// SkipTTL leaves TTL off. The embedded store has no UpdateTimeToLive;
-	// nothing in this project depends on TTL deletion, which AWS itself
-	// delays by up to two days, so readers check expires_at themselves.
+	// SkipTTL leaves TTL off, for a server without the TTL API. Nothing in
+	// this project depends on TTL deletion, which AWS itself delays by up
+	// to two days: readers check expires_at themselves.
 	SkipTTL bool
 	// WaitTimeout bounds the wait for the table to become ACTIVE (default 2m).
 	WaitTimeout time.Duration
