@@ -1,40 +1,31 @@
-// Command createproduct is the POST /products Lambda function. It only
-// wires configuration; internal/api serves the request.
+// Command createproduct is the POST /products Lambda function. It only wires
+// configuration; internal/api serves the request.
 package main
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/wire"
 )
 
 func main() {
-	if err := run(context.Background()); err != nil {
+	if err := wire.Serve(context.Background(), config.CreateProduct, build); err != nil {
 		fmt.Fprintln(os.Stderr, "createproduct:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context) error {
-	s, err := wire.Load(os.Getenv, config.CreateProduct)
+func build(c *dynamodb.Client, s wire.Settings, log *slog.Logger) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+	h, err := wire.CreateHandler(c, s, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	log := wire.Logger(os.Stdout, s.LogLevel)
-	client, _, err := ddb.NewClient(ctx)
-	if err != nil {
-		return err
-	}
-	h, err := wire.CreateHandler(client, s, log)
-	if err != nil {
-		return err
-	}
-	lambda.Start(h.Handle)
-	return nil
+	return h.Handle, nil
 }

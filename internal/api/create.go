@@ -40,18 +40,8 @@ func (h *CreateHandler) Handle(ctx context.Context, req events.APIGatewayV2HTTPR
 	start := h.now()
 	attrs := requestAttrs(ctx, req)
 	resp, outcome, err := h.handle(ctx, req, &attrs)
-	attrs = append(attrs,
-		slog.String("outcome", string(outcome)),
-		slog.Int("status", resp.StatusCode),
-		slog.Int64("duration_ms", h.now().Sub(start).Milliseconds()))
-	level := slog.LevelInfo
-	if err != nil {
-		attrs = append(attrs, slog.String("error", err.Error()))
-		if resp.StatusCode >= 500 {
-			level = slog.LevelError
-		}
-	}
-	h.log.LogAttrs(ctx, level, "create product", attrs...)
+	attrs = append(attrs, slog.String("outcome", string(outcome)))
+	logRequest(ctx, h.log, "create product", attrs, resp.StatusCode, h.now().Sub(start), err)
 	return resp, nil
 }
 
@@ -154,6 +144,19 @@ func fromIdem(r idem.Response) events.APIGatewayV2HTTPResponse {
 func keyHash(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:8])
+}
+
+// logRequest writes the one line per request: info, or error for a 5xx.
+func logRequest(ctx context.Context, log *slog.Logger, msg string, attrs []slog.Attr, status int, took time.Duration, err error) {
+	attrs = append(attrs, slog.Int("status", status), slog.Int64("duration_ms", took.Milliseconds()))
+	level := slog.LevelInfo
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+		if status >= 500 {
+			level = slog.LevelError
+		}
+	}
+	log.LogAttrs(ctx, level, msg, attrs...)
 }
 
 // requestAttrs are the ids that tie a log line to a request.

@@ -31,17 +31,7 @@ func NewGetHandler(reader *product.Reader, log *slog.Logger) *GetHandler {
 func (h *GetHandler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	start := h.now()
 	resp, err := h.handle(ctx, req)
-	attrs := append(requestAttrs(ctx, req),
-		slog.Int("status", resp.StatusCode),
-		slog.Int64("duration_ms", h.now().Sub(start).Milliseconds()))
-	level := slog.LevelInfo
-	if err != nil {
-		attrs = append(attrs, slog.String("error", err.Error()))
-		if resp.StatusCode >= 500 {
-			level = slog.LevelError
-		}
-	}
-	h.log.LogAttrs(ctx, level, "get product", attrs...)
+	logRequest(ctx, h.log, "get product", requestAttrs(ctx, req), resp.StatusCode, h.now().Sub(start), err)
 	return resp, nil
 }
 

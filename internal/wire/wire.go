@@ -3,15 +3,21 @@
 package wire
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/internal/tables"
 	"github.com/idemlambda/idemlambda/pkg/idem"
@@ -78,4 +84,27 @@ func GetHandler(client *dynamodb.Client, s Settings, log *slog.Logger) (*api.Get
 		return nil, err
 	}
 	return api.NewGetHandler(reader, log), nil
+}
+
+// Builder makes an API handler from a client, settings and a logger.
+type Builder func(*dynamodb.Client, Settings, *slog.Logger) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error)
+
+// Serve is an HTTP API function's main: it loads fn's settings from the
+// environment, builds the handler on a default-config DynamoDB client and
+// hands it to the Lambda runtime, which never returns.
+func Serve(ctx context.Context, fn config.Function, build Builder) error {
+	s, err := Load(os.Getenv, fn)
+	if err != nil {
+		return err
+	}
+	client, _, err := ddb.NewClient(ctx)
+	if err != nil {
+		return err
+	}
+	h, err := build(client, s, Logger(os.Stdout, s.LogLevel))
+	if err != nil {
+		return fmt.Errorf("%s: %w", fn, err)
+	}
+	lambda.StartWithOptions(h, lambda.WithContext(ctx))
+	return nil
 }
