@@ -7,11 +7,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"hash/crc32"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/truora/minidyn/server"
 )
 
@@ -23,7 +25,25 @@ type Store struct {
 
 	mu  sync.Mutex
 	ttl map[string]ttlSpec // table name -> TTL setting
+
+	// writeMu orders write requests with their OnPut callbacks when a
+	// callback is set; minidyn serializes every request anyway.
+	writeMu sync.Mutex
+	onPut   func(Put)
 }
+
+// Put is an item that a successful write request put into a table.
+type Put struct {
+	Table string
+	Item  map[string]events.DynamoDBAttributeValue
+}
+
+// OnPut registers fn to receive every item put by PutItem,
+// TransactWriteItems or BatchWriteItem once the write has succeeded, in
+// commit order. The embedded store has no Streams API; this is what the
+// local runner feeds the outbox relay from. Updates and deletes are not
+// reported. Call it before the store serves requests.
+func (s *Store) OnPut(fn func(Put)) { s.onPut = fn }
 
 // New returns an empty store.
 func New() *Store {
@@ -45,9 +65,94 @@ func (s *Store) route(w http.ResponseWriter, r *http.Request) {
 		s.updateTTL(w, r)
 	case "DescribeTimeToLive":
 		s.describeTTL(w, r)
+	case "PutItem", "TransactWriteItems", "BatchWriteItem":
+		if s.onPut == nil {
+			s.Server.ServeHTTP(w, r)
+			return
+		}
+		s.write(w, r, op)
 	default:
 		s.Server.ServeHTTP(w, r)
 	}
+}
+
+// write serves a write request and reports its puts when it succeeded.
+func (s *Store) write(w http.ResponseWriter, r *http.Request, op string) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, "ValidationException", "cannot read request body")
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	s.Server.ServeHTTP(sw, r)
+	if sw.status != http.StatusOK {
+		return
+	}
+	for _, p := range puts(op, body) {
+		s.onPut(p)
+	}
+}
+
+// puts lists the items a write request put, from its JSON.
+func puts(op string, body []byte) []Put {
+	type item = map[string]events.DynamoDBAttributeValue
+	var out []Put
+	switch op {
+	case "PutItem":
+		var in struct {
+			TableName string
+			Item      item
+		}
+		if json.Unmarshal(body, &in) == nil {
+			out = append(out, Put{Table: in.TableName, Item: in.Item})
+		}
+	case "TransactWriteItems":
+		var in struct {
+			TransactItems []struct {
+				Put *struct {
+					TableName string
+					Item      item
+				}
+			}
+		}
+		if json.Unmarshal(body, &in) == nil {
+			for _, ti := range in.TransactItems {
+				if ti.Put != nil {
+					out = append(out, Put{Table: ti.Put.TableName, Item: ti.Put.Item})
+				}
+			}
+		}
+	case "BatchWriteItem":
+		var in struct {
+			RequestItems map[string][]struct {
+				PutRequest *struct{ Item item }
+			}
+		}
+		if json.Unmarshal(body, &in) == nil {
+			for table, reqs := range in.RequestItems {
+				for _, req := range reqs {
+					if req.PutRequest != nil {
+						out = append(out, Put{Table: table, Item: req.PutRequest.Item})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// statusWriter remembers the status a handler sent.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	w.status = status
+	w.ResponseWriter.WriteHeader(status)
 }
 
 type ttlSpec struct {

@@ -1,18 +1,26 @@
 package embedded_test
 
 import (
+	"context"
 	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/embedded"
+	"github.com/idemlambda/idemlambda/internal/local"
+	"github.com/idemlambda/idemlambda/internal/tables"
 )
 
 func TestResponsesCarryDynamoDBCRC32(t *testing.T) {
@@ -63,4 +71,49 @@ func TestTimeToLiveIsRecordedAndDescribed(t *testing.T) {
 	status, body = call("UpdateTimeToLive", `{"TableName":"t"}`)
 	assert.Equal(t, 400, status)
 	assert.Contains(t, body, "ValidationException")
+}
+
+func TestOnPutReportsCommittedPutsInOrder(t *testing.T) {
+	t.Parallel()
+	store := embedded.New()
+	var mu sync.Mutex
+	var got []string
+	store.OnPut(func(p embedded.Put) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, p.Table+":"+p.Item["id"].String())
+	})
+	srv := httptest.NewServer(store)
+	defer srv.Close()
+	ctx := context.Background()
+	client, err := local.Client(ctx, srv.URL)
+	require.NoError(t, err)
+	n := tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}
+	require.NoError(t, local.EnsureTables(ctx, client, n))
+	item := func(id string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: id}}
+	}
+	_, err = client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("p"), Item: item("a")})
+	require.NoError(t, err)
+	// A failed conditional put is not reported.
+	_, err = client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("p"), Item: item("a"), ConditionExpression: aws.String("attribute_not_exists(id)")})
+	require.Error(t, err)
+	_, err = client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String("p"), Item: item("b")}},
+		{Put: &types.Put{TableName: aws.String("i"), Item: item("c")}},
+	}})
+	require.NoError(t, err)
+	// A cancelled transaction reports nothing.
+	_, err = client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String("p"), Item: item("d")}},
+		{Put: &types.Put{TableName: aws.String("p"), Item: item("b"), ConditionExpression: aws.String("attribute_not_exists(id)")}},
+	}})
+	require.Error(t, err)
+	_, err = client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
+		"i": {{PutRequest: &types.PutRequest{Item: item("e")}}},
+	}})
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"p:a", "p:b", "i:c", "i:e"}, got)
 }
