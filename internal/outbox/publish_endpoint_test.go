@@ -1,0 +1,41 @@
+package outbox_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/outbox"
+)
+
+// TestEventBridgePublisherAgainstEndpoint sends real PutEvents requests
+// through the SDK to the endpoint in AWS_ENDPOINT_URL_EVENTBRIDGE (moto in
+// make e2e); without one it skips.
+func TestEventBridgePublisherAgainstEndpoint(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("AWS_ENDPOINT_URL_EVENTBRIDGE") == "" {
+		t.Skip("set AWS_ENDPOINT_URL_EVENTBRIDGE (moto, make e2e) to publish to a real EventBridge API")
+	}
+	ctx := t.Context()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	require.NoError(t, err)
+	client := eventbridge.NewFromConfig(cfg)
+	bus := fmt.Sprintf("outbox-test-%d", time.Now().UnixNano())
+	_, err = client.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String(bus)})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = client.DeleteEventBus(t.Context(), &eventbridge.DeleteEventBusInput{Name: aws.String(bus)})
+	})
+	p, err := outbox.NewEventBridgePublisher(client, outbox.EventBridgeConfig{Bus: bus, Source: "idemlambda.products"})
+	require.NoError(t, err)
+	res, err := p.Publish(ctx, newEvents(t, 25))
+	require.NoError(t, err)
+	assert.Equal(t, 25, res.Published)
+}

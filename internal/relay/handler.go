@@ -1,0 +1,159 @@
+// Package relay turns outbox INSERT records from the DynamoDB stream into
+// published events: the outboxrelay Lambda's handler, also fed by the local
+// runner.
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/streams"
+	"github.com/idemlambda/idemlambda/internal/tables"
+)
+
+// deadlineMargin is kept back from the invocation's deadline for
+// publishing, so a hung call still ends in a batchItemFailures response
+// rather than a timeout that would retry the whole batch.
+const deadlineMargin = 500 * time.Millisecond
+
+// Handler relays outbox events from the table's stream to a Publisher.
+type Handler struct {
+	publisher outbox.Publisher
+	log       *slog.Logger
+}
+
+// NewHandler returns a Handler that publishes through p and logs to log.
+func NewHandler(p outbox.Publisher, log *slog.Logger) *Handler {
+	return &Handler{publisher: p, log: log}
+}
+
+// counts is the outcome of one batch, logged once per invocation.
+type counts struct {
+	published, skipped, undecodable, failed int
+}
+
+// Handle publishes the events of the batch's INSERT records, in order. A
+// record that can never become an event is logged with its keys, counted
+// and passed over. When publishing fails, it stops there and reports the
+// sequence number of the earliest record not published, so the event
+// source mapping retries from that record on and the order per shard
+// holds. It returns an error only when that record has no sequence number
+// to report, which makes Lambda retry the whole batch.
+func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
+	var c counts
+	pending, from := h.decodeInserts(ctx, ev.Records, &c)
+	if len(pending) > 0 {
+		pctx, cancel := withMargin(ctx, deadlineMargin)
+		res, err := h.publisher.Publish(pctx, pending)
+		cancel()
+		c.published = res.Published
+		for _, rej := range res.Rejected {
+			c.undecodable++
+			var r events.DynamoDBEventRecord
+			if rej.Index >= 0 && rej.Index < len(from) {
+				r = ev.Records[from[rej.Index]]
+			}
+			h.log.ErrorContext(ctx, "unpublishable outbox event", recordAttrs(r, slog.Any("err", rej.Err))...)
+		}
+		if err != nil {
+			stop := 0
+			if pe, ok := errors.AsType[*outbox.PublishError](err); ok && pe.Index >= 0 && pe.Index < len(pending) {
+				stop = pe.Index
+			}
+			c.failed = len(pending) - stop
+			r := ev.Records[from[stop]]
+			h.log.ErrorContext(ctx, "publish failed; retrying from this record", recordAttrs(r, slog.Any("err", err))...)
+			if r.Change.SequenceNumber == "" {
+				h.logOutcome(ctx, len(ev.Records), c)
+				return events.DynamoDBEventResponse{}, fmt.Errorf("relay: record %d has no sequence number to retry from: %w", from[stop], err)
+			}
+			resp.BatchItemFailures = append(resp.BatchItemFailures,
+				events.DynamoDBBatchItemFailure{ItemIdentifier: r.Change.SequenceNumber})
+		}
+	}
+	h.logOutcome(ctx, len(ev.Records), c)
+	return resp, nil
+}
+
+// decodeInserts returns the events of the INSERT records, in order, and
+// the index of the record each came from; it logs and counts the records
+// it passes over.
+func (h *Handler) decodeInserts(ctx context.Context, records []events.DynamoDBEventRecord, c *counts) ([]outbox.Event, []int) {
+	pending := make([]outbox.Event, 0, len(records))
+	from := make([]int, 0, len(records))
+	for i, r := range records {
+		if r.EventName != string(events.DynamoDBOperationTypeInsert) {
+			// MODIFY never happens to an outbox item; REMOVE is its TTL.
+			c.skipped++
+			h.log.DebugContext(ctx, "skipped stream record", recordAttrs(r, slog.String("event_name", r.EventName))...)
+			continue
+		}
+		e, err := decode(r)
+		if err != nil {
+			c.undecodable++
+			h.log.ErrorContext(ctx, "undecodable outbox record", recordAttrs(r, slog.Any("err", err))...)
+			continue
+		}
+		pending = append(pending, e)
+		from = append(from, i)
+	}
+	return pending, from
+}
+
+// logOutcome writes the batch's one summary line, at warn level when
+// something was not published.
+func (h *Handler) logOutcome(ctx context.Context, records int, c counts) {
+	level := slog.LevelInfo
+	if c.failed > 0 || c.undecodable > 0 {
+		level = slog.LevelWarn
+	}
+	h.log.Log(ctx, level, "outbox relay batch", slog.Int("records", records), slog.Int("published", c.published),
+		slog.Int("skipped", c.skipped), slog.Int("undecodable", c.undecodable), slog.Int("failed", c.failed))
+}
+
+// decode turns an INSERT record's new image into the event it carries.
+// Every error wraps outbox.ErrUndecodable.
+func decode(r events.DynamoDBEventRecord) (outbox.Event, error) {
+	item, err := streams.Item(r.Change.NewImage)
+	if err != nil {
+		return outbox.Event{}, fmt.Errorf("%w: new image: %w", outbox.ErrUndecodable, err)
+	}
+	return outbox.DecodeItem(item)
+}
+
+// recordAttrs identifies a record in a log line by its sequence number and
+// outbox keys, never its data.
+func recordAttrs(r events.DynamoDBEventRecord, extra ...any) []any {
+	return append([]any{
+		slog.String("sequence_number", r.Change.SequenceNumber),
+		slog.String(tables.AttrAggregateID, keyString(r.Change.Keys, tables.AttrAggregateID)),
+		slog.String(tables.AttrEventID, keyString(r.Change.Keys, tables.AttrEventID)),
+	}, extra...)
+}
+
+// keyString returns a string key attribute, or "" when it is absent or of
+// another type (a zero value's accessors would panic).
+func keyString(keys map[string]events.DynamoDBAttributeValue, name string) string {
+	av, ok := keys[name]
+	if !ok || av.DataType() != events.DataTypeString || av.IsNull() {
+		return ""
+	}
+	return av.String()
+}
+
+// withMargin shortens ctx's deadline by margin, when there is one and it
+// leaves time to work with.
+func withMargin(ctx context.Context, margin time.Duration) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok || time.Until(deadline) <= 2*margin {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, deadline.Add(-margin))
+}

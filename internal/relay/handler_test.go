@@ -1,0 +1,461 @@
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/streams"
+)
+
+const (
+	testBus    = "products-bus"
+	testSource = "idemlambda.products"
+)
+
+// fakeBus is an in-process EventBridge PutEvents that records its calls and
+// answers as respond says (everything accepted by default).
+type fakeBus struct {
+	mu      sync.Mutex
+	calls   [][]ebtypes.PutEventsRequestEntry
+	respond func(call int, entries []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error)
+}
+
+func (b *fakeBus) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+	b.mu.Lock()
+	call := len(b.calls)
+	b.calls = append(b.calls, slices.Clone(in.Entries))
+	respond := b.respond
+	b.mu.Unlock()
+	if respond != nil {
+		return respond(call, in.Entries)
+	}
+	return &eventbridge.PutEventsOutput{Entries: make([]ebtypes.PutEventsResultEntry, len(in.Entries))}, nil
+}
+
+func (b *fakeBus) Calls() [][]ebtypes.PutEventsRequestEntry {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.calls)
+}
+
+// sentIDs lists the CloudEvent ids the bus received, in order.
+func (b *fakeBus) sentIDs(t *testing.T) []string {
+	t.Helper()
+	var ids []string
+	for _, c := range b.Calls() {
+		for _, e := range c {
+			var ce outbox.Event
+			require.NoError(t, json.Unmarshal([]byte(aws.ToString(e.Detail)), &ce))
+			ids = append(ids, ce.ID)
+		}
+	}
+	return ids
+}
+
+// failEntry refuses entry k of call `call`.
+func failEntry(call, k int) func(int, []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error) {
+	return func(c int, entries []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error) {
+		out := &eventbridge.PutEventsOutput{Entries: make([]ebtypes.PutEventsResultEntry, len(entries))}
+		if c == call {
+			out.FailedEntryCount = 1
+			out.Entries[k] = ebtypes.PutEventsResultEntry{ErrorCode: aws.String("ThrottlingException"), ErrorMessage: aws.String("slow down")}
+		}
+		return out, nil
+	}
+}
+
+// harness is a Handler publishing to a fakeBus through the real
+// EventBridge publisher, logging JSON into a buffer.
+type harness struct {
+	bus *fakeBus
+	log *syncBuffer
+	h   *Handler
+}
+
+func newHarness(t testing.TB) *harness {
+	t.Helper()
+	bus := &fakeBus{}
+	pub, err := outbox.NewEventBridgePublisher(bus, outbox.EventBridgeConfig{Bus: testBus, Source: testSource})
+	require.NoError(t, err)
+	buf := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return &harness{bus: bus, log: buf, h: NewHandler(pub, log)}
+}
+
+// lines parses the captured log, one JSON object per line.
+func (h *harness) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(h.log.String()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), sc.Text())
+		out = append(out, m)
+	}
+	return out
+}
+
+func (h *harness) linesWithMsg(t *testing.T, msg string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range h.lines(t) {
+		if l["msg"] == msg {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// outcome returns the counts of the batch's outcome line.
+func (h *harness) outcome(t *testing.T) map[string]any {
+	t.Helper()
+	ls := h.linesWithMsg(t, "outbox relay batch")
+	require.Len(t, ls, 1, "one outcome line per batch")
+	return ls[0]
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func seqOf(i int) string { return fmt.Sprintf("%021d", 4000+i) }
+
+func newEvent(t testing.TB, i int, data string) outbox.Event {
+	t.Helper()
+	e, err := outbox.NewEvent(testSource, "ProductCreated", fmt.Sprintf("p-%03d", i%7),
+		[]byte(data), time.Date(2026, 11, 29, 12, 0, 0, i, time.UTC))
+	require.NoError(t, err)
+	return e
+}
+
+// insert is the stream record Lambda delivers for writing e to the outbox.
+func insert(t testing.TB, e outbox.Event, seq string) events.DynamoDBEventRecord {
+	t.Helper()
+	item, err := e.Item(outbox.DefaultRetention)
+	require.NoError(t, err)
+	image, err := streams.Image(item)
+	require.NoError(t, err)
+	return events.DynamoDBEventRecord{
+		EventID: "eventid-" + seq, EventName: "INSERT", EventSource: "aws:dynamodb", AWSRegion: "us-east-1",
+		Change: events.DynamoDBStreamRecord{
+			Keys: map[string]events.DynamoDBAttributeValue{
+				"aggregate_id": image["aggregate_id"], "event_id": image["event_id"],
+			},
+			NewImage: image, SequenceNumber: seq, StreamViewType: "NEW_IMAGE",
+		},
+	}
+}
+
+// batch returns n INSERT records and their events.
+func batch(t testing.TB, n int) (events.DynamoDBEvent, []outbox.Event) {
+	t.Helper()
+	var ev events.DynamoDBEvent
+	var es []outbox.Event
+	for i := range n {
+		e := newEvent(t, i, fmt.Sprintf(`{"id":"p-%03d","name":"Widget %d","price_cents":999}`, i%7, i))
+		es = append(es, e)
+		ev.Records = append(ev.Records, insert(t, e, seqOf(i)))
+	}
+	return ev, es
+}
+
+func ids(es []outbox.Event) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.ID)
+	}
+	return out
+}
+
+func TestHandlePublishesInCallsOfTen(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 10, 11, 100} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			ev, es := batch(t, n)
+			resp, err := h.h.Handle(t.Context(), ev)
+			require.NoError(t, err)
+			assert.Empty(t, resp.BatchItemFailures)
+			assert.Len(t, h.bus.Calls(), (n+9)/10, "ceil(n/10) PutEvents calls")
+			assert.Equal(t, ids(es), h.bus.sentIDs(t), "published in the order given")
+			out := h.outcome(t)
+			assert.EqualValues(t, n, out["published"])
+			assert.EqualValues(t, 0, out["failed"])
+		})
+	}
+}
+
+func TestHandleEntryFields(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ev, es := batch(t, 1)
+	_, err := h.h.Handle(t.Context(), ev)
+	require.NoError(t, err)
+	entry := h.bus.Calls()[0][0]
+	assert.Equal(t, testSource, aws.ToString(entry.Source))
+	assert.Equal(t, "ProductCreated", aws.ToString(entry.DetailType))
+	assert.Equal(t, testBus, aws.ToString(entry.EventBusName))
+	require.NotNil(t, entry.Time)
+	assert.True(t, es[0].Time.Equal(*entry.Time))
+	var ce map[string]any
+	require.NoError(t, json.Unmarshal([]byte(aws.ToString(entry.Detail)), &ce))
+	assert.Equal(t, "1.0", ce["specversion"])
+	assert.Equal(t, es[0].ID, ce["id"])
+	assert.Equal(t, es[0].Subject, ce["subject"])
+	assert.Equal(t, "Widget 0", ce["data"].(map[string]any)["name"])
+}
+
+func TestHandleReportsTheRecordOfAFailedEntry(t *testing.T) {
+	t.Parallel()
+	const n = 35
+	for _, k := range []int{0, 1, 9, 10, 17, 29, 34} {
+		t.Run(fmt.Sprint(k), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			h.bus.respond = failEntry(k/10, k%10)
+			ev, _ := batch(t, n)
+			resp, err := h.h.Handle(t.Context(), ev)
+			require.NoError(t, err)
+			assert.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: seqOf(k)}}, resp.BatchItemFailures,
+				"exactly the sequence number of record k")
+			assert.Len(t, h.bus.Calls(), k/10+1, "nothing after the failed call is published")
+			out := h.outcome(t)
+			assert.EqualValues(t, k, out["published"])
+			assert.EqualValues(t, n-k, out["failed"])
+			assert.Equal(t, "WARN", out["level"])
+		})
+	}
+}
+
+func TestHandleReportsTheFirstRecordOfAFailedCall(t *testing.T) {
+	t.Parallel()
+	for _, call := range []int{0, 1, 2} {
+		t.Run(fmt.Sprint(call), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			h.bus.respond = func(c int, entries []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error) {
+				if c == call {
+					return nil, errors.New("AccessDenied")
+				}
+				return &eventbridge.PutEventsOutput{Entries: make([]ebtypes.PutEventsResultEntry, len(entries))}, nil
+			}
+			ev, _ := batch(t, 25)
+			resp, err := h.h.Handle(t.Context(), ev)
+			require.NoError(t, err)
+			assert.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: seqOf(call * 10)}}, resp.BatchItemFailures)
+			assert.Len(t, h.bus.Calls(), call+1)
+			failed := h.linesWithMsg(t, "publish failed; retrying from this record")
+			require.Len(t, failed, 1)
+			assert.Equal(t, seqOf(call*10), failed[0]["sequence_number"])
+			assert.Contains(t, failed[0]["err"], "AccessDenied")
+		})
+	}
+}
+
+func TestHandleSkipsModifyAndRemove(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ev, es := batch(t, 4)
+	ev.Records[1].EventName = "REMOVE" // TTL expiry
+	ev.Records[1].Change.NewImage = nil
+	ev.Records[1].UserIdentity = &events.DynamoDBUserIdentity{Type: "Service", PrincipalID: "dynamodb.amazonaws.com"}
+	ev.Records[2].EventName = "MODIFY"
+	resp, err := h.h.Handle(t.Context(), ev)
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures)
+	assert.Equal(t, []string{es[0].ID, es[3].ID}, h.bus.sentIDs(t))
+
+	skipped := h.linesWithMsg(t, "skipped stream record")
+	require.Len(t, skipped, 2)
+	assert.Equal(t, "REMOVE", skipped[0]["event_name"])
+	assert.Equal(t, seqOf(1), skipped[0]["sequence_number"])
+	assert.Equal(t, es[1].ID, skipped[0]["event_id"])
+	assert.Equal(t, "MODIFY", skipped[1]["event_name"])
+	out := h.outcome(t)
+	assert.EqualValues(t, 2, out["published"])
+	assert.EqualValues(t, 2, out["skipped"])
+}
+
+func TestHandleLogsAndPassesOverUndecodableRecords(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ev, es := batch(t, 5)
+	const secret = "Widget 2"
+	ev.Records[1].Change.NewImage["payload"] = events.NewStringAttribute(`{"specversion":"0.3"}`)
+	ev.Records[2].Change.NewImage["payload"] = events.NewStringAttribute(`{"data":{"name":"` + secret + `"},`)
+	ev.Records[3].Change.NewImage["payload"] = events.DynamoDBAttributeValue{} // zero value: would panic if read naively
+	resp, err := h.h.Handle(t.Context(), ev)
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures, "never retried")
+	assert.Equal(t, []string{es[0].ID, es[4].ID}, h.bus.sentIDs(t))
+
+	bad := h.linesWithMsg(t, "undecodable outbox record")
+	require.Len(t, bad, 3)
+	for i, l := range bad {
+		assert.Equal(t, "ERROR", l["level"])
+		assert.Equal(t, es[i+1].Subject, l["aggregate_id"])
+		assert.Equal(t, es[i+1].ID, l["event_id"])
+		assert.Equal(t, seqOf(i+1), l["sequence_number"])
+		assert.Contains(t, l["err"], "undecodable")
+	}
+	assert.NotContains(t, h.log.String(), secret, "event data never reaches the log")
+	out := h.outcome(t)
+	assert.EqualValues(t, 2, out["published"])
+	assert.EqualValues(t, 3, out["undecodable"])
+}
+
+func TestHandleMapsFailuresPastSkippedRecords(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ev, _ := batch(t, 6)
+	ev.Records[0].EventName = "REMOVE"
+	ev.Records[2].Change.NewImage = nil // undecodable
+	// Entries sent: records 1, 3, 4, 5; refuse the third, which is record 4.
+	h.bus.respond = failEntry(0, 2)
+	resp, err := h.h.Handle(t.Context(), ev)
+	require.NoError(t, err)
+	assert.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: seqOf(4)}}, resp.BatchItemFailures)
+	out := h.outcome(t)
+	assert.EqualValues(t, 2, out["published"])
+	assert.EqualValues(t, 2, out["failed"])
+	assert.EqualValues(t, 1, out["skipped"])
+	assert.EqualValues(t, 1, out["undecodable"])
+}
+
+func TestHandleEmptyBatch(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	resp, err := h.h.Handle(t.Context(), events.DynamoDBEvent{})
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures)
+	assert.Empty(t, h.bus.Calls())
+	raw, err := json.Marshal(resp)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"batchItemFailures":[]}`, string(raw))
+}
+
+func TestHandleSplitsCallsAtTheSizeLimit(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	var ev events.DynamoDBEvent
+	var es []outbox.Event
+	for i := range 10 { // 10 x ~50 KiB: fits the count limit, not the size limit
+		e := newEvent(t, i, `{"blob":"`+strings.Repeat("y", 50*1024)+`"}`)
+		es = append(es, e)
+		ev.Records = append(ev.Records, insert(t, e, seqOf(i)))
+	}
+	resp, err := h.h.Handle(t.Context(), ev)
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures)
+	calls := h.bus.Calls()
+	assert.Greater(t, len(calls), 1)
+	for _, c := range calls {
+		size := 0
+		for _, e := range c {
+			size += outbox.EntrySize(e)
+		}
+		assert.LessOrEqual(t, size, outbox.DefaultMaxRequestBytes)
+	}
+	assert.Equal(t, ids(es), h.bus.sentIDs(t))
+}
+
+func TestHandleSkipsAndCountsAnEventTooLargeToPublish(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ev, es := batch(t, 3)
+	huge := newEvent(t, 1, `{"blob":"`+strings.Repeat("z", outbox.DefaultMaxRequestBytes)+`"}`)
+	ev.Records[1] = insert(t, huge, seqOf(1))
+	resp, err := h.h.Handle(t.Context(), ev)
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures, "retrying cannot make it fit")
+	assert.Equal(t, []string{es[0].ID, es[2].ID}, h.bus.sentIDs(t))
+	bad := h.linesWithMsg(t, "unpublishable outbox event")
+	require.Len(t, bad, 1)
+	assert.Equal(t, huge.ID, bad[0]["event_id"])
+	assert.Contains(t, bad[0]["err"], "too large")
+	assert.NotContains(t, h.log.String(), "zzzz")
+	out := h.outcome(t)
+	assert.EqualValues(t, 2, out["published"])
+	assert.EqualValues(t, 1, out["undecodable"])
+}
+
+func TestHandleWithoutSequenceNumberFailsTheInvocation(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.bus.respond = failEntry(0, 1)
+	ev, _ := batch(t, 3)
+	ev.Records[1].Change.SequenceNumber = ""
+	resp, err := h.h.Handle(t.Context(), ev)
+	require.Error(t, err, "an empty identifier is never reported; the whole batch is retried")
+	assert.Empty(t, resp.BatchItemFailures)
+}
+
+// blockingPublisher publishes nothing until ctx ends.
+type blockingPublisher struct{}
+
+func (blockingPublisher) Publish(ctx context.Context, _ []outbox.Event) (outbox.Result, error) {
+	<-ctx.Done()
+	return outbox.Result{}, &outbox.PublishError{Index: 0, Err: fmt.Errorf("%w: %w", outbox.ErrCallFailed, ctx.Err())}
+}
+
+func TestHandleAnswersBeforeTheInvocationDeadline(t *testing.T) {
+	t.Parallel()
+	h := NewHandler(blockingPublisher{}, slog.New(slog.DiscardHandler))
+	ev, _ := batch(t, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	resp, err := h.Handle(ctx, ev)
+	require.NoError(t, err)
+	assert.NoError(t, ctx.Err(), "answered with time to spare")
+	assert.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: seqOf(0)}}, resp.BatchItemFailures)
+}
+
+func TestHandleRelaysThroughJSONLines(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	h := NewHandler(outbox.NewJSONLinesPublisher(&out), slog.New(slog.DiscardHandler))
+	ev, es := batch(t, 3)
+	resp, err := h.Handle(t.Context(), ev)
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 3)
+	for i, l := range lines {
+		var ce outbox.Event
+		require.NoError(t, json.Unmarshal([]byte(l), &ce))
+		assert.Equal(t, es[i].ID, ce.ID)
+	}
+}
