@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,6 +22,9 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/embedded"
 	"github.com/idemlambda/idemlambda/internal/httpadapter"
+	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/relay"
+	"github.com/idemlambda/idemlambda/internal/streams"
 	"github.com/idemlambda/idemlambda/internal/tables"
 	"github.com/idemlambda/idemlambda/internal/wire"
 )
@@ -38,6 +42,12 @@ type Config struct {
 	Settings wire.Settings
 	// Log receives the handlers' JSON log lines.
 	Log *slog.Logger
+	// Publisher, when set, runs the outbox relay into it: fed from the
+	// embedded store's outbox puts, or from the endpoint's stream.
+	Publisher outbox.Publisher
+	// Streams reads the endpoint's stream; required with Endpoint and
+	// Publisher.
+	Streams streams.Client
 }
 
 // Runner is a started local environment.
@@ -53,17 +63,31 @@ type Runner struct {
 
 	servers []*http.Server
 	errs    chan error
+	feed    *feed
+	stop    context.CancelFunc
+	bg      sync.WaitGroup
 }
 
 // Start brings the store, tables and API up and returns once they serve.
 func Start(ctx context.Context, cfg Config) (*Runner, error) {
-	r := &Runner{errs: make(chan error, 2)}
+	r := &Runner{errs: make(chan error, 4)}
+	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	r.stop = stop
+	var relayHandler *relay.Handler
+	if cfg.Publisher != nil {
+		relayHandler = relay.NewHandler(cfg.Publisher, cfg.Log)
+	}
 	if cfg.Endpoint == "" {
 		ln, err := net.Listen("tcp", cfg.StoreAddr)
 		if err != nil {
 			return nil, fmt.Errorf("embedded store: %w", err)
 		}
 		r.Embedded = embedded.New()
+		if relayHandler != nil {
+			r.feed = newFeed(cfg.Settings.Tables.Outbox, streams.DefaultBatchSize, cfg.Log)
+			r.Embedded.OnPut(r.feed.put)
+			r.background(func() { r.feed.run(bgCtx, relayHandler.Handle) })
+		}
 		r.serve(ln, r.Embedded)
 		r.StoreURL = "http://" + ln.Addr().String()
 	} else {
@@ -76,6 +100,11 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	r.Client = client
 	if err := EnsureTables(ctx, client, cfg.Settings.Tables); err != nil {
 		return nil, errors.Join(err, r.Close(ctx))
+	}
+	if relayHandler != nil && r.Embedded == nil {
+		if err := r.pollStream(ctx, bgCtx, cfg, relayHandler); err != nil {
+			return nil, errors.Join(err, r.Close(ctx))
+		}
 	}
 	if cfg.APIAddr == "" {
 		return r, nil
@@ -110,6 +139,34 @@ func (r *Runner) serve(ln net.Listener, h http.Handler) {
 	}()
 }
 
+// pollStream reads the endpoint's outbox stream into the relay, as the
+// event source mapping would.
+func (r *Runner) pollStream(ctx, bgCtx context.Context, cfg Config, h *relay.Handler) error {
+	if cfg.Streams == nil {
+		return errors.New("local: an endpoint relay needs a Streams client")
+	}
+	arn, err := streams.LatestStreamARN(ctx, r.Client, cfg.Settings.Tables.Outbox)
+	if err != nil {
+		return err
+	}
+	p, err := streams.NewPoller(cfg.Streams, arn, h.Handle, streams.Options{Logger: cfg.Log})
+	if err != nil {
+		return err
+	}
+	r.background(func() {
+		if err := p.Run(bgCtx); err != nil {
+			r.errs <- fmt.Errorf("stream poller: %w", err)
+		}
+	})
+	return nil
+}
+
+func (r *Runner) background(fn func()) { r.bg.Go(fn) }
+
+// RelayIdle reports whether the embedded feed has delivered every outbox
+// put so far (always true without one).
+func (r *Runner) RelayIdle() bool { return r.feed == nil || r.feed.idle() }
+
 // Err delivers a server's failure while running.
 func (r *Runner) Err() <-chan error { return r.errs }
 
@@ -119,6 +176,8 @@ func (r *Runner) Close(ctx context.Context) error {
 	for i := len(r.servers) - 1; i >= 0; i-- {
 		errs = append(errs, r.servers[i].Shutdown(ctx))
 	}
+	r.stop()
+	r.bg.Wait()
 	return errors.Join(errs...)
 }
 

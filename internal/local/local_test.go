@@ -2,6 +2,8 @@ package local_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,16 +18,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/local"
+	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/tables"
 	"github.com/idemlambda/idemlambda/internal/wire"
 )
 
 const widget = `{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`
 
-func start(t *testing.T) *local.Runner {
+func start(t *testing.T) *local.Runner { return startWith(t, nil) }
+
+func startWith(t *testing.T, pub outbox.Publisher) *local.Runner {
 	t.Helper()
 	ctx := context.Background()
 	r, err := local.Start(ctx, local.Config{
+		Publisher: pub,
 		APIAddr: "127.0.0.1:0", StoreAddr: "127.0.0.1:0",
 		Settings: wire.Settings{
 			Tables:      tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox"},
@@ -129,4 +135,70 @@ func TestUnknownRouteIsProblem404(t *testing.T) {
 	defer resp.Body.Close()
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	assert.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
+}
+
+// flaky fails its first publish call, as EventBridge might, then relays.
+type flaky struct {
+	mu    sync.Mutex
+	calls int
+	next  outbox.Publisher
+}
+
+func (f *flaky) Publish(ctx context.Context, evs []outbox.Event) (outbox.Result, error) {
+	f.mu.Lock()
+	f.calls++
+	first := f.calls == 1
+	f.mu.Unlock()
+	if first {
+		return outbox.Result{}, &outbox.PublishError{Index: 0, Err: outbox.ErrCallFailed}
+	}
+	return f.next.Publish(ctx, evs)
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Split(strings.TrimSpace(l.b.String()), "\n")
+}
+
+// TestRelayFeedsEmbeddedOutboxWritesAndRetriesAFailedPublish: the local
+// relay publishes one CloudEvent per product, whose data is the 201 body,
+// and a failed publish is retried from the failed record.
+func TestRelayFeedsEmbeddedOutboxWritesAndRetriesAFailedPublish(t *testing.T) {
+	t.Parallel()
+	var out lockedBuffer
+	pub := &flaky{next: outbox.NewJSONLinesPublisher(&out)}
+	r := startWith(t, pub)
+	bodies := map[string]string{}
+	for i := range 3 {
+		rep := post(t, r.APIURL, fmt.Sprintf("relay-%d", i), strings.Replace(widget, "Widget", fmt.Sprintf("W%d", i), 1))
+		require.Equal(t, http.StatusCreated, rep.status)
+		var b struct{ ID string }
+		require.NoError(t, json.Unmarshal([]byte(rep.body), &b))
+		bodies[b.ID] = rep.body
+	}
+	require.Eventually(t, func() bool { return r.RelayIdle() && len(out.lines()) == 3 }, 10*time.Second, 20*time.Millisecond)
+	seen := map[string]bool{}
+	for _, line := range out.lines() {
+		var ev outbox.Event
+		require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
+		assert.Equal(t, "ProductCreated", ev.Type)
+		assert.Equal(t, bodies[ev.Subject], string(ev.Data), "data is the 201 body")
+		assert.False(t, seen[ev.ID], "each event once")
+		seen[ev.ID] = true
+	}
+	pub.mu.Lock()
+	defer pub.mu.Unlock()
+	assert.GreaterOrEqual(t, pub.calls, 2, "the failed call was retried")
 }
