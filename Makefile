@@ -82,7 +82,7 @@ bench: ## Run every benchmark with -benchmem, the store in its own process (BENC
 	BENCHTIME=$(BENCHTIME) scripts/bench.sh
 
 .PHONY: ci
-ci: fmt-check test cover fuzz ## Everything CI runs.
+ci: fmt-check test cover validate fuzz ## Everything CI runs.
 
 .PHONY: clean
 clean: ## Remove build output.

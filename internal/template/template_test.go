@@ -1,0 +1,535 @@
+package template_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/template"
+)
+
+// The drift test: template.yaml against internal/tables and internal/config.
+// A key, TTL attribute, stream view or environment variable changed on one
+// side only fails here, before anything is deployed.
+
+var templatePath = filepath.Join("..", "..", "template.yaml")
+
+// tableIDs maps each table of internal/tables to its logical id.
+var tableIDs = map[string]tables.Table{
+	"ProductsTable":    tables.Products,
+	"IdempotencyTable": tables.Idempotency,
+	"OutboxTable":      tables.Outbox,
+}
+
+func load(t *testing.T) *template.Template {
+	t.Helper()
+	tpl, err := template.Load(templatePath)
+	if err != nil {
+		t.Fatalf("load template: %v", err)
+	}
+	return tpl
+}
+
+// functionIDs maps each config.Function to its logical id: the id is the
+// function's name in CamelCase plus "Function" (CreateProductFunction is
+// createproduct).
+func functionIDs(t *testing.T, tpl *template.Template) map[config.Function]string {
+	t.Helper()
+	ids := map[config.Function]string{}
+	for _, id := range tpl.OfType("AWS::Serverless::Function") {
+		fn := config.Function(strings.ToLower(strings.TrimSuffix(id, "Function")))
+		if !strings.HasSuffix(id, "Function") || !slices.Contains(config.Functions(), fn) {
+			t.Errorf("function %s is not one of config.Functions() %v (logical ids are <Name>Function)", id, config.Functions())
+			continue
+		}
+		ids[fn] = id
+	}
+	for _, fn := range config.Functions() {
+		if _, ok := ids[fn]; !ok {
+			t.Errorf("config.Functions() has %s but template.yaml has no AWS::Serverless::Function for it", fn)
+		}
+	}
+	return ids
+}
+
+type keyElement struct {
+	AttributeName string
+	KeyType       string
+}
+
+type attributeDefinition struct {
+	AttributeName string
+	AttributeType string
+}
+
+type tableProperties struct {
+	BillingMode             string
+	KeySchema               []keyElement
+	AttributeDefinitions    []attributeDefinition
+	TimeToLiveSpecification *struct {
+		AttributeName string
+		Enabled       bool
+	}
+	StreamSpecification *struct {
+		StreamViewType string
+	}
+	PointInTimeRecoverySpecification *struct {
+		PointInTimeRecoveryEnabled bool
+	}
+	SSESpecification *struct {
+		SSEEnabled bool
+	}
+}
+
+func TestTablesMatchInternalTables(t *testing.T) {
+	tpl := load(t)
+	for _, id := range tpl.OfType("AWS::DynamoDB::Table") {
+		if _, ok := tableIDs[id]; !ok {
+			t.Errorf("table %s is not one of internal/tables (known: %v)", id, sortedKeys(tableIDs))
+		}
+	}
+	for id, want := range tableIDs {
+		t.Run(want.Logical, func(t *testing.T) {
+			r, ok := tpl.Resources[id]
+			if !ok || r.Type != "AWS::DynamoDB::Table" {
+				t.Fatalf("template.yaml has no AWS::DynamoDB::Table %s for tables.%s", id, want.Logical)
+			}
+			var p tableProperties
+			if err := template.Decode(r.Properties, &p); err != nil {
+				t.Fatalf("%s properties: %v", id, err)
+			}
+			if p.BillingMode != "PAY_PER_REQUEST" {
+				t.Errorf("%s BillingMode = %q, want PAY_PER_REQUEST", id, p.BillingMode)
+			}
+
+			wantKeys := []keyElement{{want.HashKey, "HASH"}}
+			wantAttrs := []attributeDefinition{{want.HashKey, "S"}}
+			if want.RangeKey != "" {
+				wantKeys = append(wantKeys, keyElement{want.RangeKey, "RANGE"})
+				wantAttrs = append(wantAttrs, attributeDefinition{want.RangeKey, "S"})
+			}
+			if !slices.Equal(p.KeySchema, wantKeys) {
+				t.Errorf("%s KeySchema = %+v, internal/tables says %+v", id, p.KeySchema, wantKeys)
+			}
+			gotAttrs := slices.Clone(p.AttributeDefinitions)
+			sort.Slice(gotAttrs, func(i, j int) bool { return gotAttrs[i].AttributeName < gotAttrs[j].AttributeName })
+			sort.Slice(wantAttrs, func(i, j int) bool { return wantAttrs[i].AttributeName < wantAttrs[j].AttributeName })
+			if !slices.Equal(gotAttrs, wantAttrs) {
+				t.Errorf("%s AttributeDefinitions = %+v, internal/tables says %+v", id, p.AttributeDefinitions, wantAttrs)
+			}
+
+			switch ttl := p.TimeToLiveSpecification; {
+			case want.TTLAttribute == "" && ttl != nil && ttl.Enabled:
+				t.Errorf("%s has TTL on %q, internal/tables says no TTL", id, ttl.AttributeName)
+			case want.TTLAttribute != "" && (ttl == nil || !ttl.Enabled):
+				t.Errorf("%s has no enabled TimeToLiveSpecification, internal/tables says TTL attribute %q", id, want.TTLAttribute)
+			case want.TTLAttribute != "" && ttl.AttributeName != want.TTLAttribute:
+				t.Errorf("%s TTL attribute = %q, internal/tables says %q", id, ttl.AttributeName, want.TTLAttribute)
+			}
+
+			switch s := p.StreamSpecification; {
+			case want.StreamView == "" && s != nil:
+				t.Errorf("%s has a %s stream, internal/tables says no stream", id, s.StreamViewType)
+			case want.StreamView != "" && s == nil:
+				t.Errorf("%s has no StreamSpecification, internal/tables says %s", id, want.StreamView)
+			case want.StreamView != "" && s.StreamViewType != string(want.StreamView):
+				t.Errorf("%s StreamViewType = %q, internal/tables says %q", id, s.StreamViewType, want.StreamView)
+			}
+
+			if p.PointInTimeRecoverySpecification == nil || !p.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled {
+				t.Errorf("%s: point-in-time recovery is off", id)
+			}
+			if p.SSESpecification == nil || !p.SSESpecification.SSEEnabled {
+				t.Errorf("%s: SSESpecification.SSEEnabled is not true", id)
+			}
+		})
+	}
+	if r := tpl.Resources["ProductsTable"]; r.DeletionPolicy != "Retain" || r.UpdateReplacePolicy != "Retain" {
+		t.Errorf("ProductsTable DeletionPolicy/UpdateReplacePolicy = %q/%q, want Retain/Retain (the system of record)",
+			r.DeletionPolicy, r.UpdateReplacePolicy)
+	}
+}
+
+// functionEnv returns a function's environment: Globals merged with the
+// function's own variables, as SAM merges them.
+func functionEnv(tpl *template.Template, id string) map[string]any {
+	env := map[string]any{}
+	for _, src := range []any{
+		template.Path(tpl.Globals, "Function", "Environment", "Variables"),
+		template.Path(tpl.Resources[id].Properties, "Environment", "Variables"),
+	} {
+		if m, ok := src.(map[string]any); ok {
+			for k, v := range m {
+				env[k] = v
+			}
+		}
+	}
+	return env
+}
+
+func TestFunctionEnvironmentMatchesConfig(t *testing.T) {
+	tpl := load(t)
+	for fn, id := range functionIDs(t, tpl) {
+		t.Run(string(fn), func(t *testing.T) {
+			env := functionEnv(tpl, id)
+			got := sortedKeys(env)
+			var want []string
+			for _, v := range config.Vars(fn) {
+				want = append(want, v.Name)
+			}
+			sort.Strings(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s environment (Globals + function) = %v, config.Vars(%s) = %v\n  only in template: %v\n  only in config:   %v",
+					id, got, fn, want, minus(got, want), minus(want, got))
+			}
+			// Table names come from the stack's own tables.
+			for tid, tbl := range tableIDs {
+				v, ok := env[tbl.EnvVar]
+				if !ok {
+					continue
+				}
+				if ref, _ := template.RefTarget(v); ref != tid {
+					t.Errorf("%s %s = %v, want !Ref %s", id, tbl.EnvVar, v, tid)
+				}
+			}
+			if v, ok := env[config.EventBusName.Name]; ok {
+				ref, _ := template.RefTarget(v)
+				if tpl.Resources[ref].Type != "AWS::Events::EventBus" {
+					t.Errorf("%s %s = %v, want !Ref of an AWS::Events::EventBus", id, config.EventBusName.Name, v)
+				}
+			}
+		})
+	}
+}
+
+func TestFunctionsBuildWithMakefileForArm64(t *testing.T) {
+	tpl := load(t)
+	global := func(id, key string) any {
+		if v, ok := tpl.Resources[id].Properties[key]; ok {
+			return v
+		}
+		return template.Path(tpl.Globals, "Function", key)
+	}
+	for _, id := range functionIDs(t, tpl) {
+		if got := template.Path(tpl.Resources[id].Metadata, "BuildMethod"); got != "makefile" {
+			t.Errorf("%s Metadata.BuildMethod = %v, want makefile (mk/sam.mk has build-%s)", id, got, id)
+		}
+		// mk/sam.mk builds linux/arm64 binaries named bootstrap.
+		if got := fmt.Sprint(global(id, "Architectures")); got != "[arm64]" {
+			t.Errorf("%s Architectures = %s, want [arm64] (what mk/sam.mk builds)", id, got)
+		}
+		if got := global(id, "Runtime"); got != "provided.al2023" {
+			t.Errorf("%s Runtime = %v, want provided.al2023", id, got)
+		}
+		if got := global(id, "Handler"); got != "bootstrap" {
+			t.Errorf("%s Handler = %v, want bootstrap", id, got)
+		}
+	}
+}
+
+// statements returns every IAM policy statement in the template, with
+// where it was found.
+func statements(v any, where string, out map[string][]map[string]any) {
+	switch x := v.(type) {
+	case map[string]any:
+		if st, ok := x["Statement"]; ok {
+			list, isList := st.([]any)
+			if !isList {
+				list = []any{st}
+			}
+			for _, s := range list {
+				if m, ok := s.(map[string]any); ok {
+					out[where] = append(out[where], m)
+				} else {
+					out[where] = append(out[where], map[string]any{"?": s})
+				}
+			}
+		}
+		for k, c := range x {
+			statements(c, where+"."+k, out)
+		}
+	case []any:
+		for i, c := range x {
+			statements(c, fmt.Sprintf("%s[%d]", where, i), out)
+		}
+	}
+}
+
+func actionsOf(s map[string]any) []string {
+	switch a := s["Action"].(type) {
+	case string:
+		return []string{a}
+	case []any:
+		var out []string
+		for _, x := range a {
+			out = append(out, fmt.Sprint(x))
+		}
+		return out
+	}
+	return nil
+}
+
+func TestIAMHasNoWildcardActions(t *testing.T) {
+	tpl := load(t)
+	found := map[string][]map[string]any{}
+	for id, r := range tpl.Resources {
+		statements(r.Properties, id, found)
+	}
+	if len(found) == 0 {
+		t.Fatal("no IAM statements found at all; the walk is broken")
+	}
+	for where, list := range found {
+		for _, s := range list {
+			if _, ok := s["NotAction"]; ok {
+				t.Errorf("%s: NotAction grants everything else: %v", where, s)
+			}
+			acts := actionsOf(s)
+			if len(acts) == 0 && s["Effect"] == "Allow" {
+				t.Errorf("%s: Allow statement without a literal Action list: %v", where, s)
+			}
+			for _, a := range acts {
+				if strings.Contains(a, "*") {
+					t.Errorf("%s: wildcard action %q", where, a)
+				}
+			}
+		}
+	}
+	// SAM policy templates (DynamoDBCrudPolicy, ...) and managed policies
+	// expand to broad action sets, and SAM attaches managed policies to the
+	// roles it generates: every function brings its own role.
+	for _, id := range functionIDs(t, tpl) {
+		p := tpl.Resources[id].Properties
+		if _, ok := p["Role"]; !ok {
+			t.Errorf("%s has no Role: SAM would generate one with managed policies", id)
+		}
+		if pol, ok := p["Policies"]; ok {
+			t.Errorf("%s Policies = %v: write the statements in its role instead", id, pol)
+		}
+	}
+	for _, id := range tpl.OfType("AWS::IAM::Role") {
+		if m, ok := tpl.Resources[id].Properties["ManagedPolicyArns"]; ok {
+			t.Errorf("role %s has ManagedPolicyArns %v: managed policies are not least privilege", id, m)
+		}
+	}
+}
+
+// TestDynamoDBGrantsAreLeastPrivilege pins the DynamoDB actions each
+// function's role allows, per table: what its code calls and nothing more.
+func TestDynamoDBGrantsAreLeastPrivilege(t *testing.T) {
+	want := map[config.Function][]string{
+		config.CreateProduct: {
+			// reserve, replay read, fenced complete, fenced release
+			"IdempotencyTable.Arn dynamodb:DeleteItem",
+			"IdempotencyTable.Arn dynamodb:GetItem",
+			"IdempotencyTable.Arn dynamodb:PutItem",
+			"IdempotencyTable.Arn dynamodb:UpdateItem",
+			// the Puts of the commit transaction
+			"OutboxTable.Arn dynamodb:PutItem",
+			"ProductsTable.Arn dynamodb:PutItem",
+		},
+		config.GetProduct: {
+			"ProductsTable.Arn dynamodb:GetItem",
+		},
+		config.OutboxRelay: {
+			"OutboxTable.StreamArn dynamodb:DescribeStream",
+			"OutboxTable.StreamArn dynamodb:GetRecords",
+			"OutboxTable.StreamArn dynamodb:GetShardIterator",
+			"OutboxTable.StreamArn dynamodb:ListStreams",
+		},
+	}
+	tpl := load(t)
+	for fn, id := range functionIDs(t, tpl) {
+		role, attr, ok := template.GetAttTarget(tpl.Resources[id].Properties["Role"])
+		if !ok || attr != "Arn" || tpl.Resources[role].Type != "AWS::IAM::Role" {
+			t.Errorf("%s Role = %v, want !GetAtt <an AWS::IAM::Role of this template>.Arn", id, tpl.Resources[id].Properties["Role"])
+			continue
+		}
+		found := map[string][]map[string]any{}
+		statements(tpl.Resources[role].Properties["Policies"], role, found)
+		var got []string
+		for where, list := range found {
+			for _, s := range list {
+				for _, a := range actionsOf(s) {
+					if !strings.HasPrefix(a, "dynamodb:") {
+						continue
+					}
+					res := s["Resource"]
+					rl, isList := res.([]any)
+					if !isList {
+						rl = []any{res}
+					}
+					for _, r := range rl {
+						rid, rattr, ok := template.GetAttTarget(r)
+						if !ok {
+							t.Errorf("%s: %s on %v: want !GetAtt of a table of this stack", where, a, r)
+							continue
+						}
+						got = append(got, rid+"."+rattr+" "+a)
+					}
+				}
+			}
+		}
+		sort.Strings(got)
+		if !slices.Equal(got, want[fn]) {
+			t.Errorf("%s (role %s) DynamoDB grants differ\n  only in template: %v\n  only in test:     %v",
+				id, role, minus(got, want[fn]), minus(want[fn], got))
+		}
+	}
+}
+
+func TestRoutesAreAuthorized(t *testing.T) {
+	tpl := load(t)
+	apis := tpl.OfType("AWS::Serverless::HttpApi")
+	if len(apis) != 1 {
+		t.Fatalf("want one AWS::Serverless::HttpApi, got %v", apis)
+	}
+	api := tpl.Resources[apis[0]].Properties
+	if got := template.Path(api, "Auth", "DefaultAuthorizer"); got != "AWS_IAM" {
+		t.Errorf("HttpApi Auth.DefaultAuthorizer = %v, want AWS_IAM", got)
+	}
+	routes := map[string]bool{}
+	for _, id := range tpl.OfType("AWS::Serverless::Function") {
+		events, _ := tpl.Resources[id].Properties["Events"].(map[string]any)
+		for name, ev := range events {
+			if template.Path(ev, "Type") != "HttpApi" {
+				continue
+			}
+			method := strings.ToLower(fmt.Sprint(template.Path(ev, "Properties", "Method")))
+			path := fmt.Sprint(template.Path(ev, "Properties", "Path"))
+			routes[strings.ToUpper(method)+" "+path] = true
+			if ref, _ := template.RefTarget(template.Path(ev, "Properties", "ApiId")); ref != apis[0] {
+				t.Errorf("%s event %s is not on the HttpApi %s (implicit APIs are open)", id, name, apis[0])
+			}
+			if a := template.Path(ev, "Properties", "Auth", "Authorizer"); a == "NONE" {
+				t.Errorf("%s event %s has Authorizer NONE", id, name)
+			}
+			// Routes in the DefinitionBody carry their own security; one
+			// without it falls back to DefaultAuthorizer (AWS_IAM).
+			if op := template.Path(api, "DefinitionBody", "paths", path, method); op != nil {
+				if template.Path(op, "security") == nil {
+					t.Errorf("DefinitionBody %s %s has no security", method, path)
+				}
+			}
+		}
+	}
+	for _, want := range []string{"POST /products", "GET /products/{id}"} {
+		if !routes[want] {
+			t.Errorf("no function serves %s (routes: %v)", want, sortedKeys(routes))
+		}
+	}
+}
+
+func TestRelayEventSource(t *testing.T) {
+	tpl := load(t)
+	ids := functionIDs(t, tpl)
+	id, ok := ids[config.OutboxRelay]
+	if !ok {
+		t.Skip("no relay function")
+	}
+	events, _ := tpl.Resources[id].Properties["Events"].(map[string]any)
+	var n int
+	for name, ev := range events {
+		if template.Path(ev, "Type") != "DynamoDB" {
+			continue
+		}
+		n++
+		p, _ := template.Path(ev, "Properties").(map[string]any)
+		if sid, attr, _ := template.GetAttTarget(p["Stream"]); sid != "OutboxTable" || attr != "StreamArn" {
+			t.Errorf("%s event %s Stream = %v, want !GetAtt OutboxTable.StreamArn", id, name, p["Stream"])
+		}
+		if got := fmt.Sprint(p["FunctionResponseTypes"]); got != "[ReportBatchItemFailures]" {
+			t.Errorf("%s event %s FunctionResponseTypes = %s, want [ReportBatchItemFailures]", id, name, got)
+		}
+		if p["BisectBatchOnFunctionError"] != true {
+			t.Errorf("%s event %s: BisectBatchOnFunctionError is not true", id, name)
+		}
+		for _, k := range []string{"MaximumRetryAttempts", "MaximumRecordAgeInSeconds"} {
+			if v, ok := p[k].(int); !ok || v < 0 {
+				t.Errorf("%s event %s %s = %v, want a finite number", id, name, k, p[k])
+			}
+		}
+		if template.Path(p, "DestinationConfig", "OnFailure", "Destination") == nil {
+			t.Errorf("%s event %s has no on-failure destination", id, name)
+		}
+		filters, _ := template.Path(p, "FilterCriteria", "Filters").([]any)
+		if len(filters) != 1 || strings.ReplaceAll(fmt.Sprint(template.Path(filters[0], "Pattern")), " ", "") != `{"eventName":["INSERT"]}` {
+			t.Errorf("%s event %s FilterCriteria = %v, want one INSERT filter", id, name, p["FilterCriteria"])
+		}
+	}
+	if n != 1 {
+		t.Errorf("%s has %d DynamoDB events, want 1", id, n)
+	}
+}
+
+// TestParseShortTags pins the reader's handling of CloudFormation tags.
+func TestParseShortTags(t *testing.T) {
+	src := `
+Resources:
+  A:
+    Type: X::Y
+    Properties:
+      Ref: !Ref B
+      Att: !GetAtt B.Arn
+      AttList: !GetAtt [B, StreamArn]
+      Sub: !Sub "${AWS::StackName}-x"
+      If: !If [C, [{K: []}], !Ref AWS::NoValue]
+      Num: 10
+      Bool: true
+`
+	tpl, err := template.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tpl.Resources["A"].Properties
+	if ref, ok := template.RefTarget(p["Ref"]); !ok || ref != "B" {
+		t.Errorf("Ref = %v", p["Ref"])
+	}
+	for _, k := range []string{"Att", "AttList"} {
+		if id, _, ok := template.GetAttTarget(p[k]); !ok || id != "B" {
+			t.Errorf("%s = %v", k, p[k])
+		}
+	}
+	if got := fmt.Sprint(p["Sub"]); got != "map[Fn::Sub:${AWS::StackName}-x]" {
+		t.Errorf("Sub = %s", got)
+	}
+	if got := fmt.Sprint(p["If"]); got != "map[Fn::If:[C [map[K:[]]] map[Ref:AWS::NoValue]]]" {
+		t.Errorf("If = %s", got)
+	}
+	if p["Num"] != 10 || p["Bool"] != true {
+		t.Errorf("Num, Bool = %#v, %#v", p["Num"], p["Bool"])
+	}
+	for _, bad := range []string{
+		"Resources:\n  A:\n    Type: X\n    Properties: {P: !Bogus x}\n",
+		"Resources:\n  A:\n    Type: X\n  A:\n    Type: Y\n",
+		"Resources:\n  A:\n    Properties: {}\n",
+	} {
+		if _, err := template.Parse([]byte(bad)); err == nil {
+			t.Errorf("Parse(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// minus returns the elements of a that are not in b.
+func minus(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

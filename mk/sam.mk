@@ -1,0 +1,59 @@
+# AWS SAM: template.yaml validation and the per-function builds `sam build`
+# runs (BuildMethod: makefile calls `make build-<LogicalId>` with
+# ARTIFACTS_DIR set to .aws-sam/build/<LogicalId>).
+
+# The sam CLI, pinned, in its own virtualenv (reused while the pin holds).
+SAM_VERSION ?= 1.170.0
+SAM_VENV    ?= .venv/sam
+SAM         := $(SAM_VENV)/bin/sam
+SAM_STAMP   := $(SAM_VENV)/.aws-sam-cli-$(SAM_VERSION)
+# Region for cfn-lint's resource specs; nothing is sent to AWS.
+SAM_REGION  ?= us-east-1
+# The functions of template.yaml, by logical id.
+SAM_FUNCTIONS := CreateProductFunction GetProductFunction OutboxRelayFunction
+# Offline and in CI: no telemetry.
+export SAM_CLI_TELEMETRY := 0
+
+$(SAM_STAMP):
+	@test -x $(SAM_VENV)/bin/pip || python3 -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --disable-pip-version-check --quiet 'aws-sam-cli==$(SAM_VERSION)'
+	@rm -f $(SAM_VENV)/.aws-sam-cli-*
+	@touch $@
+
+.PHONY: validate
+validate: $(SAM_STAMP) ## Lint template.yaml (sam validate --lint, offline) and sam build the linux/arm64 bootstraps into .aws-sam/build.
+	$(SAM) validate --lint --region $(SAM_REGION)
+	@# Informational rules too (sam validate --lint reports errors and warnings only).
+	$(SAM_VENV)/bin/cfn-lint --include-checks I --regions $(SAM_REGION) -- template.yaml
+	@# In the checkout (--build-in-source): without it sam copies the whole
+	@# repository, .venv/sam included, once per function (85 s instead of 2 s
+	@# with a warm Go cache). Not --parallel: go build already uses every core,
+	@# and parallel sam builds had their compiles interrupted here.
+	$(SAM) build --build-in-source
+	@for fn in $(SAM_FUNCTIONS); do \
+		b=.aws-sam/build/$$fn/bootstrap; \
+		test -x "$$b" || { echo "validate: $$b is missing or not executable" >&2; exit 1; }; \
+		magic=$$(od -An -tx1 -N4 "$$b" | tr -d ' \n'); \
+		machine=$$(od -An -tx1 -j18 -N2 "$$b" | tr -d ' \n'); \
+		if [ "$$magic" != 7f454c46 ] || [ "$$machine" != b700 ]; then \
+			echo "validate: $$b is not a linux/arm64 ELF binary (magic $$magic, e_machine $$machine)" >&2; exit 1; \
+		fi; \
+		if command -v file >/dev/null 2>&1; then file "$$b"; else echo "$$b: ELF aarch64"; fi; \
+	done
+
+# sam build runs these with ARTIFACTS_DIR set; the architecture is the
+# template's (arm64), whatever LAMBDA_GOARCH says for `make build`.
+SAM_GO_BUILD = test -n "$(ARTIFACTS_DIR)" || { echo "$@: ARTIFACTS_DIR is not set (sam build sets it)" >&2; exit 1; }; \
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/$(1)
+
+.PHONY: build-CreateProductFunction
+build-CreateProductFunction: ## (sam build) functions/createproduct as $ARTIFACTS_DIR/bootstrap, linux/arm64.
+	$(call SAM_GO_BUILD,createproduct)
+
+.PHONY: build-GetProductFunction
+build-GetProductFunction: ## (sam build) functions/getproduct as $ARTIFACTS_DIR/bootstrap, linux/arm64.
+	$(call SAM_GO_BUILD,getproduct)
+
+.PHONY: build-OutboxRelayFunction
+build-OutboxRelayFunction: ## (sam build) functions/outboxrelay as $ARTIFACTS_DIR/bootstrap, linux/arm64.
+	$(call SAM_GO_BUILD,outboxrelay)
