@@ -32,7 +32,7 @@ func startWith(t *testing.T, pub outbox.Publisher) *local.Runner {
 	ctx := context.Background()
 	r, err := local.Start(ctx, local.Config{
 		Publisher: pub,
-		APIAddr: "127.0.0.1:0", StoreAddr: "127.0.0.1:0",
+		APIAddr:   "127.0.0.1:0", StoreAddr: "127.0.0.1:0",
 		Settings: wire.Settings{
 			Tables:      tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox"},
 			EventSource: "idemlambda.products", Retention: time.Hour,
