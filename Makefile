@@ -52,8 +52,8 @@ vet: ## Run go vet on every package.
 	$(GO) vet ./...
 
 .PHONY: test
-test: vet ## go vet, then every test with -race on $(DYNAMODB_TEST_BACKEND) (default embedded).
-	$(GO) test -race -count=1 ./...
+test: vet ## go vet, then every test with -race on $(DYNAMODB_TEST_BACKEND) (default embedded); skips say why.
+	scripts/test.sh
 
 FUZZTIME ?= 10s
 .PHONY: fuzz
