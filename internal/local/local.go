@@ -61,11 +61,12 @@ type Runner struct {
 	// Embedded is the embedded store, nil with an external endpoint.
 	Embedded *embedded.Store
 
-	servers []*http.Server
-	errs    chan error
-	feed    *feed
-	stop    context.CancelFunc
-	bg      sync.WaitGroup
+	store *http.Server // the embedded store's, nil with an endpoint
+	api   *http.Server
+	errs  chan error
+	feed  *feed
+	stop  context.CancelFunc
+	bg    sync.WaitGroup
 }
 
 // Start brings the store, tables and API up and returns once they serve.
@@ -88,7 +89,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 			r.Embedded.OnPut(r.feed.put)
 			r.background(func() { r.feed.run(bgCtx, relayHandler.Handle) })
 		}
-		r.serve(ln, r.Embedded)
+		r.store = r.serve(ln, r.Embedded)
 		r.StoreURL = "http://" + ln.Addr().String()
 	} else {
 		r.StoreURL = cfg.Endpoint
@@ -121,7 +122,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), r.Close(ctx))
 	}
-	r.serve(ln, httpadapter.New(
+	r.api = r.serve(ln, httpadapter.New(
 		httpadapter.Route{Method: http.MethodPost, Pattern: "/products", Handler: create.Handle},
 		httpadapter.Route{Method: http.MethodGet, Pattern: "/products/{id}", Handler: get.Handle},
 	))
@@ -129,14 +130,14 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	return r, nil
 }
 
-func (r *Runner) serve(ln net.Listener, h http.Handler) {
+func (r *Runner) serve(ln net.Listener, h http.Handler) *http.Server {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	r.servers = append(r.servers, srv)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			r.errs <- err
 		}
 	}()
+	return srv
 }
 
 // pollStream reads the endpoint's outbox stream into the relay, as the
@@ -170,20 +171,23 @@ func (r *Runner) RelayIdle() bool { return r.feed == nil || r.feed.idle() }
 // Err delivers a server's failure while running.
 func (r *Runner) Err() <-chan error { return r.errs }
 
-// Close shuts the servers down, letting requests in progress finish until
-// ctx ends, then stops the relay.
+// Close shuts the API down, letting requests in progress finish until ctx
+// ends, then stops the relay and the embedded store, which no request
+// needs any more. (A graceful shutdown of the store would wait 5 s for
+// the SDK's spare connections, which never carry a request.)
 func (r *Runner) Close(ctx context.Context) error {
-	var errs []error
-	for i := len(r.servers) - 1; i >= 0; i-- {
-		// A client's spare connection that never carried a request holds
-		// Shutdown for 5 s; when ctx ends first, close what is left.
-		if err := r.servers[i].Shutdown(ctx); err != nil {
-			errs = append(errs, r.servers[i].Close())
+	var err error
+	if r.api != nil {
+		if err = r.api.Shutdown(ctx); err != nil {
+			err = errors.Join(err, r.api.Close())
 		}
 	}
 	r.stop()
 	r.bg.Wait()
-	return errors.Join(errs...)
+	if r.store != nil {
+		err = errors.Join(err, r.store.Close())
+	}
+	return err
 }
 
 // Client returns a DynamoDB client for a local endpoint with dummy

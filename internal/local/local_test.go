@@ -41,6 +41,8 @@ func startWith(t *testing.T, pub outbox.Publisher) *local.Runner {
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
+		// Idle client connections would hold a graceful shutdown.
+		http.DefaultClient.CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		assert.NoError(t, r.Close(ctx))
