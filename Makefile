@@ -22,7 +22,7 @@ export DYNAMODB_TEST_BACKEND
 
 .PHONY: help
 help: ## List the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%-]+:.*## / {printf "  %-28s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build every function under functions/ as bin/<fn>/bootstrap (linux/arm64).
@@ -82,7 +82,7 @@ bench: ## Run every benchmark with -benchmem, the store in its own process (BENC
 	BENCHTIME=$(BENCHTIME) scripts/bench.sh
 
 .PHONY: ci
-ci: fmt-check test cover validate fuzz ## Everything CI runs.
+ci: fmt-check test cover e2e api-fuzz validate fuzz ## Everything CI runs.
 
 .PHONY: clean
 clean: ## Remove build output.
