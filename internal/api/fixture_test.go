@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -17,32 +16,15 @@ import (
 	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/ddbtest"
 	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/testutil"
 	"github.com/idemlambda/idemlambda/internal/wire"
 )
-
-// syncBuffer collects log lines from concurrent handlers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 type fixture struct {
 	env    *ddbtest.Env
 	create *api.CreateHandler
 	get    *api.GetHandler
-	logs   *syncBuffer
+	logs   *testutil.Buffer
 }
 
 func settings(n tables.Names) wire.Settings {
@@ -57,7 +39,7 @@ func newBenchFixture(b *testing.B) *fixture { return newFixtureLevel(b, slog.Lev
 func newFixtureLevel(t testing.TB, level slog.Level) *fixture {
 	t.Helper()
 	env := ddbtest.New(t)
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	log := wire.Logger(logs, level)
 	create, err := wire.CreateHandler(env.Client, settings(env.Tables), log)
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/local"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/testutil"
 	"github.com/idemlambda/idemlambda/internal/wire"
 )
 
@@ -157,29 +158,12 @@ func (f *flaky) Publish(ctx context.Context, evs []outbox.Event) (outbox.Result,
 	return f.next.Publish(ctx, evs)
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Split(strings.TrimSpace(l.b.String()), "\n")
-}
-
 // TestRelayFeedsEmbeddedOutboxWritesAndRetriesAFailedPublish: the local
 // relay publishes one CloudEvent per product, whose data is the 201 body,
 // and a failed publish is retried from the failed record.
 func TestRelayFeedsEmbeddedOutboxWritesAndRetriesAFailedPublish(t *testing.T) {
 	t.Parallel()
-	var out lockedBuffer
+	var out testutil.Buffer
 	pub := &flaky{next: outbox.NewJSONLinesPublisher(&out)}
 	r := startWith(t, pub)
 	bodies := map[string]string{}
@@ -190,9 +174,9 @@ func TestRelayFeedsEmbeddedOutboxWritesAndRetriesAFailedPublish(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(rep.body), &b))
 		bodies[b.ID] = rep.body
 	}
-	require.Eventually(t, func() bool { return r.RelayIdle() && len(out.lines()) == 3 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return r.RelayIdle() && len(out.Lines()) == 3 }, 10*time.Second, 20*time.Millisecond)
 	seen := map[string]bool{}
-	for _, line := range out.lines() {
+	for _, line := range out.Lines() {
 		var ev outbox.Event
 		require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
 		assert.Equal(t, "ProductCreated", ev.Type)

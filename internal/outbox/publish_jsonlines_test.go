@@ -13,25 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/testutil"
 )
-
-// syncBuffer is a bytes.Buffer safe for the concurrent test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestJSONLinesWritesOneCloudEventPerLine(t *testing.T) {
 	t.Parallel()
@@ -98,7 +81,7 @@ func TestJSONLinesStopsWhenCancelled(t *testing.T) {
 
 func TestJSONLinesNeverInterleavesLines(t *testing.T) {
 	t.Parallel()
-	var buf syncBuffer
+	var buf testutil.Buffer
 	p := outbox.NewJSONLinesPublisher(&buf)
 	events := newEvents(t, 20)
 	var wg sync.WaitGroup

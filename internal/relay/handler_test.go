@@ -23,6 +23,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/streams"
+	"github.com/idemlambda/idemlambda/internal/testutil"
 )
 
 const (
@@ -86,7 +87,7 @@ func failEntry(call, k int) func(int, []ebtypes.PutEventsRequestEntry) (*eventbr
 // EventBridge publisher, logging JSON into a buffer.
 type harness struct {
 	bus *fakeBus
-	log *syncBuffer
+	log *testutil.Buffer
 	h   *Handler
 }
 
@@ -95,7 +96,7 @@ func newHarness(t testing.TB) *harness {
 	bus := &fakeBus{}
 	pub, err := outbox.NewEventBridgePublisher(bus, outbox.EventBridgeConfig{Bus: testBus, Source: testSource})
 	require.NoError(t, err)
-	buf := &syncBuffer{}
+	buf := &testutil.Buffer{}
 	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return &harness{bus: bus, log: buf, h: NewHandler(pub, log)}
 }
@@ -131,23 +132,6 @@ func (h *harness) outcome(t *testing.T) map[string]any {
 	ls := h.linesWithMsg(t, "outbox relay batch")
 	require.Len(t, ls, 1, "one outcome line per batch")
 	return ls[0]
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func seqOf(i int) string { return fmt.Sprintf("%021d", 4000+i) }
