@@ -1,0 +1,332 @@
+// Command gorunner is the idemlambda side of make bench-peer: the real
+// POST /products handler from wire.CreateHandler, invoked in this process
+// with API Gateway v2 events, one workload per process, so the process's
+// CPU time is this implementation's alone.
+//
+// It speaks the runner protocol that bench/cmd/peer drives (and that
+// bench/powertools/runner.mjs speaks too): after a warm-up it prints
+// {"phase":"ready"} and waits for a line on stdin; then it runs the
+// workload and prints {"phase":"done",...} (or {"phase":"crashed",...} for
+// the crash workload, after which it waits to be killed).
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/wire"
+)
+
+// sellerID is the seller of every benchmark product.
+const sellerID = "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"
+
+type flags struct {
+	endpoint, products, idempotency, outbox string
+	workload, prefix, eventFile             string
+	keys, dup, warmup                       int
+	timeout                                 time.Duration
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "gorunner:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var f flags
+	flag.StringVar(&f.endpoint, "endpoint", "", "DynamoDB endpoint (the counting proxy)")
+	flag.StringVar(&f.products, "products", "", "products table")
+	flag.StringVar(&f.idempotency, "idempotency", "", "idempotency table")
+	flag.StringVar(&f.outbox, "outbox", "", "outbox table")
+	flag.StringVar(&f.workload, "workload", "seq", "seq | dup | serve | crash | retry")
+	flag.StringVar(&f.prefix, "prefix", "w", "key prefix")
+	flag.StringVar(&f.eventFile, "event", "events/create.json", "API Gateway v2 event template")
+	flag.IntVar(&f.keys, "keys", 10, "distinct keys")
+	flag.IntVar(&f.dup, "dup", 8, "concurrent duplicates per key (dup workload)")
+	flag.IntVar(&f.warmup, "warmup", 20, "warm-up keys (each sent twice, then 8-way concurrent rounds)")
+	flag.DurationVar(&f.timeout, "timeout", 30*time.Second, "Lambda timeout: each invocation's context deadline")
+	flag.Parse()
+
+	tmpl, err := loadEvent(f.eventFile)
+	if err != nil {
+		return err
+	}
+	hook := &hookClient{base: awshttp.NewBuildableClient(), reached: make(chan struct{}, 1)}
+	client, err := newClient(context.Background(), f.endpoint, hook)
+	if err != nil {
+		return err
+	}
+	settings := wire.Settings{
+		Tables:      tables.Names{Products: f.products, Idempotency: f.idempotency, Outbox: f.outbox},
+		EventSource: "idemlambda.products",
+		Retention:   24 * time.Hour,
+		LogLevel:    slog.LevelError,
+	}
+	// Errors only, as the project's own benchmarks log at volume: the
+	// Powertools side logs nothing either.
+	h, err := wire.CreateHandler(client, settings, wire.Logger(io.Discard, settings.LogLevel))
+	if err != nil {
+		return err
+	}
+	r := &runner{h: h, tmpl: tmpl, timeout: 30 * time.Second}
+
+	// Warm-up, on keys the scan ignores: fresh, replay and contended paths.
+	for i := range f.warmup {
+		k := fmt.Sprintf("warm-%s-%d", f.prefix, i)
+		r.invoke(k)
+		r.invoke(k)
+	}
+	for i := range 5 {
+		r.concurrent(fmt.Sprintf("warm-%s-dup-%d", f.prefix, i), 8)
+	}
+	r.reset()
+	hook.writes.Store(0)
+	emit(map[string]any{"phase": "ready", "impl": "idemlambda", "versions": versions()})
+	stdin := bufio.NewReader(os.Stdin)
+	if _, err := stdin.ReadString('\n'); err != nil {
+		return fmt.Errorf("wait for go: %w", err)
+	}
+
+	r.timeout = f.timeout
+	cpu0, wall0 := cpuTime(), time.Now()
+	key := func(i int) string { return fmt.Sprintf("%s-k%04d", f.prefix, i) }
+	switch f.workload {
+	case "seq", "retry":
+		for i := range f.keys {
+			r.invoke(key(i))
+		}
+	case "dup":
+		for i := range f.keys {
+			r.concurrent(key(i), f.dup)
+		}
+	case "serve":
+		// One Lambda execution environment of several: invoke each key
+		// the driver sends ("invoke KEY"), one at a time, until "end".
+		for {
+			line, err := stdin.ReadString('\n')
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			line = strings.TrimSpace(line)
+			if line == "end" {
+				break
+			}
+			lat, outcome := r.invoke(strings.TrimPrefix(line, "invoke "))
+			emit(map[string]any{"phase": "invoked", "us": lat, "outcome": outcome})
+		}
+	case "crash":
+		// Each invocation is abandoned the moment its TransactWriteItems
+		// (product + outbox + key completion) has committed: the hook
+		// never returns to the SDK, so the handler never answers. Then the
+		// process waits for the SIGKILL that ends it.
+		hook.crash.Store(true)
+		for i := range f.keys {
+			go func() { _, _ = r.invoke(key(i)) }()
+			select {
+			case <-hook.reached:
+			case <-time.After(f.timeout + 5*time.Second):
+				return fmt.Errorf("crash point not reached for %s", key(i))
+			}
+		}
+		cpu1 := cpuTime()
+		emit(map[string]any{"phase": "crashed", "requests": f.keys, "abandoned": f.keys,
+			"writes": hook.writes.Load(), "cpu_user_ms": cpu1.user - cpu0.user, "cpu_sys_ms": cpu1.sys - cpu0.sys,
+			"wall_ms": float64(time.Since(wall0).Microseconds()) / 1000})
+		time.Sleep(time.Hour) // killed before this ends
+		return nil
+	default:
+		return fmt.Errorf("unknown workload %q", f.workload)
+	}
+	cpu1, wall := cpuTime(), time.Since(wall0)
+	lat, outcomes := r.results()
+	emit(map[string]any{"phase": "done", "requests": len(lat), "latency_us": lat, "outcomes": outcomes,
+		"writes": hook.writes.Load(), "cpu_user_ms": cpu1.user - cpu0.user, "cpu_sys_ms": cpu1.sys - cpu0.sys,
+		"wall_ms": float64(wall.Microseconds()) / 1000})
+	return nil
+}
+
+// runner invokes the handler and records each request's latency and outcome.
+type runner struct {
+	h       *api.CreateHandler
+	tmpl    events.APIGatewayV2HTTPRequest
+	timeout time.Duration
+	seq     atomic.Int64
+
+	mu       sync.Mutex
+	lat      []int64
+	outcomes map[string]int
+}
+
+func (r *runner) reset() {
+	r.mu.Lock()
+	r.lat, r.outcomes = nil, map[string]int{}
+	r.mu.Unlock()
+}
+
+func (r *runner) results() ([]int64, map[string]int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lat, r.outcomes
+}
+
+// invoke runs one Lambda invocation as the runtime would: a context with
+// the invocation's deadline and request id, the API Gateway v2 event.
+func (r *runner) invoke(key string) (latencyUS int64, outcome string) {
+	ev := r.event(key)
+	start := time.Now()
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: ev.RequestContext.RequestID})
+	ctx, cancel := context.WithDeadline(ctx, start.Add(r.timeout))
+	resp, err := r.h.Handle(ctx, ev)
+	d := time.Since(start)
+	cancel()
+	outcome = fmt.Sprint(resp.StatusCode)
+	switch {
+	case err != nil:
+		outcome = "error"
+	case resp.Headers[api.HeaderReplayed] == "true":
+		outcome += " replayed"
+	}
+	r.mu.Lock()
+	if r.outcomes == nil {
+		r.outcomes = map[string]int{}
+	}
+	r.lat = append(r.lat, d.Microseconds())
+	r.outcomes[outcome]++
+	r.mu.Unlock()
+	return d.Microseconds(), outcome
+}
+
+// concurrent sends n invocations for one key at once and waits for all.
+func (r *runner) concurrent(key string, n int) {
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for range n {
+		done.Go(func() {
+			start.Wait()
+			r.invoke(key)
+		})
+	}
+	start.Done()
+	done.Wait()
+}
+
+func (r *runner) event(key string) events.APIGatewayV2HTTPRequest {
+	ev := r.tmpl
+	ev.Headers = make(map[string]string, len(r.tmpl.Headers))
+	for k, v := range r.tmpl.Headers {
+		ev.Headers[k] = v
+	}
+	ev.Headers["idempotency-key"] = `"` + key + `"` // a structured-field string, as in events/create.json
+	ev.Body = `{"name":"Widget ` + key + `","price_cents":999,"currency":"EUR","seller_id":"` + sellerID + `"}`
+	n := r.seq.Add(1)
+	ev.RequestContext.RequestID = fmt.Sprintf("bench-%d-%d", os.Getpid(), n)
+	ev.RequestContext.TimeEpoch = time.Now().UnixMilli()
+	return ev
+}
+
+func loadEvent(path string) (events.APIGatewayV2HTTPRequest, error) {
+	var ev events.APIGatewayV2HTTPRequest
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ev, err
+	}
+	if err := json.Unmarshal(b, &ev); err != nil {
+		return ev, fmt.Errorf("%s: %w", path, err)
+	}
+	return ev, nil
+}
+
+// hookClient is the SDK's default HTTP client with a crash point: with
+// crash set, a TransactWriteItems that committed (HTTP 200) never returns.
+type hookClient struct {
+	base    aws.HTTPClient
+	crash   atomic.Bool
+	writes  atomic.Int64 // committed TransactWriteItems
+	reached chan struct{}
+}
+
+func (h *hookClient) Do(req *http.Request) (*http.Response, error) {
+	isTx := strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems")
+	resp, err := h.base.Do(req)
+	if err != nil || !isTx || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	h.writes.Add(1)
+	if h.crash.Load() {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		h.reached <- struct{}{}
+		select {} // the invocation is abandoned here, after the commit
+	}
+	return resp, nil
+}
+
+// newClient is local.Client with the hooked HTTP client: dummy
+// credentials, the endpoint given, the SDK's defaults otherwise.
+func newClient(ctx context.Context, endpoint string, hc aws.HTTPClient) (*dynamodb.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx,
+		config.WithRegion("us-east-1"),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
+		config.WithHTTPClient(hc),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
+}
+
+type cpu struct{ user, sys float64 }
+
+// cpuTime is this process's CPU time so far (every thread), in ms.
+func cpuTime() cpu {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	ms := func(t syscall.Timeval) float64 { return float64(t.Sec)*1e3 + float64(t.Usec)/1e3 }
+	return cpu{user: ms(ru.Utime), sys: ms(ru.Stime)}
+}
+
+func versions() map[string]string {
+	v := map[string]string{"go": runtime.Version()}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			switch d.Path {
+			case "github.com/aws/aws-sdk-go-v2", "github.com/aws/aws-sdk-go-v2/service/dynamodb":
+				v[d.Path] = d.Version
+			}
+		}
+	}
+	return v
+}
+
+func emit(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	os.Stdout.Write(append(b, '\n'))
+}

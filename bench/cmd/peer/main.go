@@ -1,0 +1,758 @@
+// Command peer runs make bench-peer: the same three workloads against
+// idemlambda's POST /products handler and against a handler made
+// idempotent by Powertools for AWS Lambda (TypeScript), one process per
+// implementation and workload, on one embedded DynamoDB-compatible store
+// (cmd/local in store-only mode) behind a counting reverse proxy.
+//
+// It writes bench/results.json and bench/RESULTS.md; bench/plot.py draws
+// bench/results.png from the JSON.
+package main
+
+import (
+	"bufio"
+	"context"
+	"debug/buildinfo"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/logging"
+
+	"github.com/idemlambda/idemlambda/bench/proxy"
+	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+// workloads, by the name their tables and keys use: seq (1), dup (2a,
+// in-process), dupp (2b, one process per duplicate), crash (3).
+var workloads = []string{"seq", "dup", "dupp", "crash"}
+
+// The two implementations, by the name the results use.
+const (
+	Ours       = "idemlambda"
+	Powertools = "powertools"
+)
+
+type options struct {
+	out, work, store, gorunner, node, ptDir, event string
+	seqKeys, dupKeys, dup, crashKeys, warmup       int
+	crashTimeout, phaseTimeout                     time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.out, "out", "bench", "where results.json and RESULTS.md go")
+	flag.StringVar(&o.work, "work", "bench/.work", "logs and binaries")
+	flag.StringVar(&o.store, "store", "bench/.work/local", "cmd/local binary (store-only mode)")
+	flag.StringVar(&o.gorunner, "gorunner", "bench/.work/gorunner", "bench/cmd/gorunner binary")
+	flag.StringVar(&o.node, "node", "node", "node binary")
+	flag.StringVar(&o.ptDir, "powertools", "bench/powertools", "the Powertools runner's folder (npm ci done)")
+	flag.StringVar(&o.event, "event", "events/create.json", "API Gateway v2 event template")
+	flag.IntVar(&o.seqKeys, "seq-keys", 1000, "workload 1: distinct keys, sequential")
+	flag.IntVar(&o.dupKeys, "dup-keys", 200, "workload 2: keys")
+	flag.IntVar(&o.dup, "dup", 8, "workload 2: concurrent duplicates per key")
+	flag.IntVar(&o.crashKeys, "crash-keys", 20, "workload 3: keys")
+	flag.IntVar(&o.warmup, "warmup", 20, "warm-up keys per process (not measured)")
+	flag.DurationVar(&o.crashTimeout, "crash-timeout", 2*time.Second, "workload 3: the crashed invocations' Lambda timeout")
+	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 3*time.Minute, "limit for one runner process")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-peer:", err)
+		os.Exit(1)
+	}
+}
+
+// Phase is one runner process's measured run.
+type Phase struct {
+	Impl     string `json:"impl"`
+	Workload string `json:"workload"` // seq, dup, crash
+	Step     string `json:"step"`     // run, or crash / retry
+	Label    string `json:"label"`
+	Procs    int    `json:"processes"`
+
+	Requests int            `json:"requests"`
+	Outcomes map[string]int `json:"outcomes,omitempty"`
+	Writes   int64          `json:"business_writes_seen_in_process"`
+
+	P50ms  float64 `json:"p50_ms"`
+	P99ms  float64 `json:"p99_ms"`
+	MeanMs float64 `json:"mean_ms"`
+	MaxMs  float64 `json:"max_ms"`
+
+	CPUUserMs     float64 `json:"cpu_user_ms"`
+	CPUSysMs      float64 `json:"cpu_sys_ms"`
+	CPUPerReqUs   float64 `json:"cpu_us_per_request"`
+	ProcessCPUMs  float64 `json:"process_cpu_ms_incl_startup"`
+	WallMs        float64 `json:"wall_ms"`
+	LoadAvgBefore string  `json:"loadavg_before"`
+
+	Calls         proxy.Counts       `json:"calls"`
+	CallsPerReq   map[string]float64 `json:"calls_per_request"`
+	TotalPerReq   float64            `json:"calls_per_request_total"`
+	AWSPerReq     float64            `json:"expected_calls_per_request_on_aws"`
+	StoreMsPerReq float64            `json:"store_ms_per_request"`
+	OwnMsPerReq   float64            `json:"mean_ms_outside_store"`
+	FallbackNote  string             `json:"fallback_check,omitempty"`
+
+	Keys *KeyStats `json:"keys,omitempty"`
+}
+
+// KeyStats is what the products table holds for a workload's keys.
+type KeyStats struct {
+	Keys          int `json:"keys"`
+	Products      int `json:"products"`
+	OutboxEvents  int `json:"outbox_events"`
+	MinPerKey     int `json:"min_products_per_key"`
+	MaxPerKey     int `json:"max_products_per_key"`
+	KeysDuplicate int `json:"keys_with_duplicates"`
+	KeysMissing   int `json:"keys_without_product"`
+}
+
+// Results is results.json.
+type Results struct {
+	Date     string            `json:"date"`
+	Machine  map[string]string `json:"machine"`
+	Versions map[string]string `json:"versions"`
+	Config   map[string]any    `json:"config"`
+	Phases   []*Phase          `json:"phases"`
+	Seconds  float64           `json:"seconds"`
+}
+
+func run(o options) error {
+	began := time.Now()
+	ctx := context.Background()
+	if err := os.MkdirAll(o.work, 0o755); err != nil {
+		return err
+	}
+	res := &Results{
+		Date: began.UTC().Format(time.RFC3339), Machine: machine(), Versions: map[string]string{},
+		Config: map[string]any{
+			"seq_keys": o.seqKeys, "dup_keys": o.dupKeys, "dup": o.dup, "crash_keys": o.crashKeys,
+			"warmup_keys": o.warmup, "crash_lambda_timeout": o.crashTimeout.String(),
+			"lambda_timeout": "30s", "idemlambda_lease_margin": idem.DefaultLeaseMargin.String(),
+		},
+	}
+	for k, v := range storeVersions(o.store) {
+		res.Versions[k] = v
+	}
+
+	// The store, in its own process, and the counting proxy in this one.
+	storeAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	storeLog, err := os.Create(filepath.Join(o.work, "store.log"))
+	if err != nil {
+		return err
+	}
+	defer storeLog.Close()
+	store := exec.Command(o.store, "-addr", "", "-store-addr", storeAddr)
+	store.Env = cleanEnv()
+	store.Stdout, store.Stderr = storeLog, storeLog
+	if err := store.Start(); err != nil {
+		return fmt.Errorf("start store: %w", err)
+	}
+	defer func() { _ = store.Process.Kill(); _, _ = store.Process.Wait() }()
+	if err := waitTCP(storeAddr, 15*time.Second); err != nil {
+		return fmt.Errorf("store: %w (see %s)", err, storeLog.Name())
+	}
+	storeURL := "http://" + storeAddr
+	target, _ := url.Parse(storeURL)
+	px := proxy.New(target)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: px, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	proxyURL := "http://" + ln.Addr().String()
+	sdkLog, err := os.Create(filepath.Join(o.work, "driver-sdk.log"))
+	if err != nil {
+		return err
+	}
+	defer sdkLog.Close()
+	direct, err := directClient(ctx, storeURL, sdkLog) // setup and scans: not counted
+	if err != nil {
+		return err
+	}
+	fmt.Printf("bench-peer: store %s (pid %d), counting proxy %s; load %s\n", storeURL, store.Process.Pid, proxyURL, loadavg())
+
+	b := &bench{o: o, px: px, proxyURL: proxyURL, direct: direct, res: res}
+	for _, impl := range []string{Ours, Powertools} {
+		for _, w := range workloads {
+			if err := b.createTables(ctx, impl, w); err != nil {
+				return err
+			}
+		}
+	}
+	// Alternate which implementation goes first, so neither always runs
+	// on the machine the other just warmed (or loaded).
+	for _, w := range []struct {
+		name  string
+		order []string
+	}{
+		{"seq", []string{Ours, Powertools}}, {"dup", []string{Powertools, Ours}},
+		{"dupp", []string{Ours, Powertools}}, {"crash", []string{Powertools, Ours}},
+	} {
+		for _, impl := range w.order {
+			if err := b.workload(ctx, impl, w.name); err != nil {
+				return fmt.Errorf("%s %s: %w", impl, w.name, err)
+			}
+		}
+	}
+	res.Seconds = time.Since(began).Seconds()
+	res.Machine["loadavg_end"] = loadavg()
+	if err := writeJSON(filepath.Join(o.out, "results.json"), res); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "RESULTS.md"), []byte(markdown(res)), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("bench-peer: wrote %s and %s in %.0fs\n", filepath.Join(o.out, "results.json"), filepath.Join(o.out, "RESULTS.md"), res.Seconds)
+	return nil
+}
+
+type bench struct {
+	o        options
+	px       *proxy.Proxy
+	proxyURL string
+	direct   *dynamodb.Client
+	res      *Results
+}
+
+func names(impl, workload string) tables.Names {
+	p := impl + "-" + workload + "-"
+	return tables.Names{Products: p + "products", Idempotency: p + "idempotency", Outbox: p + "outbox"}
+}
+
+// createTables creates the implementation's tables for a workload: the
+// products and outbox tables from internal/tables for both; idemlambda's
+// idempotency table from internal/tables, and Powertools' with the key
+// its DynamoDBPersistenceLayer expects (id, S) and TTL on its own
+// attribute (expiration).
+func (b *bench) createTables(ctx context.Context, impl, workload string) error {
+	n := names(impl, workload)
+	for _, t := range []tables.Table{tables.Products, tables.Outbox} {
+		if err := t.Create(ctx, b.direct, n.Of(t), tables.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	if impl == Ours {
+		return tables.Idempotency.Create(ctx, b.direct, n.Idempotency, tables.CreateOptions{})
+	}
+	_, err := b.direct.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(n.Idempotency),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+	})
+	if err != nil {
+		return fmt.Errorf("create %s: %w", n.Idempotency, err)
+	}
+	_, err = b.direct.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: aws.String(n.Idempotency),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String("expiration"), Enabled: aws.Bool(true),
+		},
+	})
+	return err
+}
+
+func (b *bench) workload(ctx context.Context, impl, w string) error {
+	var (
+		p   *Phase
+		err error
+	)
+	switch w {
+	case "seq":
+		if p, err = b.phase(impl, w, "run", b.o.seqKeys, 1, nil); err != nil {
+			return err
+		}
+		p.Label = fmt.Sprintf("1. %d distinct keys, sequential", b.o.seqKeys)
+		p.Keys, err = b.scan(ctx, impl, w, b.o.seqKeys)
+		return err
+	case "dup":
+		if p, err = b.phase(impl, w, "run", b.o.dupKeys, 1, []string{fmt.Sprintf("--dup=%d", b.o.dup)}); err != nil {
+			return err
+		}
+		p.Label = fmt.Sprintf("2a. %d keys x %d concurrent duplicates, in one process", b.o.dupKeys, b.o.dup)
+		p.Keys, err = b.scan(ctx, impl, w, b.o.dupKeys)
+		return err
+	case "dupp":
+		if p, err = b.phase(impl, w, "run", b.o.dupKeys, b.o.dup, nil); err != nil {
+			return err
+		}
+		p.Label = fmt.Sprintf("2b. %d keys x %d concurrent duplicates, one process each", b.o.dupKeys, b.o.dup)
+		p.Keys, err = b.scan(ctx, impl, w, b.o.dupKeys)
+		return err
+	}
+	// 3. Crash after the business write, then retry after the lease ends.
+	crash, err := b.phase(impl, w, "crash", b.o.crashKeys, 1, []string{"--timeout=" + b.o.crashTimeout.String()})
+	if err != nil {
+		return err
+	}
+	crash.Label = fmt.Sprintf("3a. %d keys, crash after the business write", b.o.crashKeys)
+	if crash.Keys, err = b.scan(ctx, impl, w, b.o.crashKeys); err != nil {
+		return err
+	}
+	// Every crashed invocation started before the crash report, so every
+	// lease (Powertools: in_progress_expiration = start + remaining time;
+	// idemlambda: deadline + lease margin) has ended after this wait.
+	wait := b.o.crashTimeout + idem.DefaultLeaseMargin + 500*time.Millisecond
+	fmt.Printf("  waiting %v for the crashed invocations' leases to end\n", wait)
+	time.Sleep(wait)
+	retry, err := b.phase(impl, w, "retry", b.o.crashKeys, 1, nil)
+	if err != nil {
+		return err
+	}
+	retry.Label = fmt.Sprintf("3b. retry of the %d crashed keys after the lease", b.o.crashKeys)
+	retry.Keys, err = b.scan(ctx, impl, w, b.o.crashKeys)
+	return err
+}
+
+type runnerMsg struct {
+	Phase     string            `json:"phase"`
+	Versions  map[string]string `json:"versions"`
+	Requests  int               `json:"requests"`
+	LatencyUS []int64           `json:"latency_us"`
+	Outcomes  map[string]int    `json:"outcomes"`
+	Writes    int64             `json:"writes"`
+	CPUUserMs float64           `json:"cpu_user_ms"`
+	CPUSysMs  float64           `json:"cpu_sys_ms"`
+	WallMs    float64           `json:"wall_ms"`
+	// One invocation in serve mode.
+	Latency int64  `json:"us"`
+	Outcome string `json:"outcome"`
+}
+
+// proc is one runner process.
+type proc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines *bufio.Scanner
+	log   *os.File
+	ended bool
+}
+
+func (p *proc) next() (runnerMsg, error) {
+	var m runnerMsg
+	for p.lines.Scan() {
+		if err := json.Unmarshal(p.lines.Bytes(), &m); err != nil || m.Phase == "" {
+			continue
+		}
+		return m, nil
+	}
+	return m, fmt.Errorf("runner ended without a result (see %s): %v", p.log.Name(), p.lines.Err())
+}
+
+func (p *proc) send(line string) error {
+	_, err := io.WriteString(p.stdin, line+"\n")
+	return err
+}
+
+// kill ends the process if it still runs and reaps it.
+func (p *proc) kill() {
+	if !p.ended {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		_ = p.cmd.Wait()
+		p.ended = true
+	}
+}
+
+// start runs one runner process and waits for its warm-up to end.
+func (b *bench) start(impl string, args []string, logName string) (*proc, map[string]string, error) {
+	var cmd *exec.Cmd
+	if impl == Ours {
+		cmd = exec.Command(b.o.gorunner, args...)
+	} else {
+		cmd = exec.Command(b.o.node, append([]string{filepath.Join(b.o.ptDir, "runner.mjs")}, args...)...)
+	}
+	cmd.Env = append(cleanEnv(), "AWS_LAMBDA_FUNCTION_NAME=createproduct", "AWS_REGION=us-east-1")
+	logf, err := os.Create(filepath.Join(b.o.work, logName))
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.Stderr = logf
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 1<<20), 64<<20)
+	p := &proc{cmd: cmd, stdin: stdin, lines: lines, log: logf}
+	ready, err := p.next()
+	if err != nil || ready.Phase != "ready" {
+		p.kill()
+		return nil, nil, fmt.Errorf("waiting for ready: %v %q", err, ready.Phase)
+	}
+	return p, ready.Versions, nil
+}
+
+// phase runs one measured step: procs runner processes (one per Lambda
+// execution environment) each warm up, then run the workload. With more
+// than one process, this driver sends each key to every process at once
+// and waits for all of their answers before the next key.
+func (b *bench) phase(impl, workload, step string, keys, procs int, extra []string) (*Phase, error) {
+	n := names(impl, workload)
+	mode := workload
+	switch {
+	case workload == "crash":
+		mode = step
+	case procs > 1:
+		mode = "serve"
+	}
+	args := []string{
+		"--endpoint=" + b.proxyURL, "--products=" + n.Products, "--idempotency=" + n.Idempotency, "--outbox=" + n.Outbox,
+		"--workload=" + mode, "--prefix=" + workload, fmt.Sprintf("--keys=%d", keys),
+		fmt.Sprintf("--warmup=%d", b.o.warmup), "--event=" + b.o.event,
+	}
+	args = append(args, extra...)
+	p := &Phase{Impl: impl, Workload: workload, Step: step, LoadAvgBefore: loadavg(), Outcomes: map[string]int{}}
+	fmt.Printf("  %-10s %-5s %-5s keys=%d procs=%d load %s ... ", impl, workload, step, keys, procs, p.LoadAvgBefore)
+	var ps []*proc
+	defer func() {
+		for _, x := range ps {
+			x.kill()
+			x.log.Close()
+		}
+	}()
+	for i := range procs {
+		x, v, err := b.start(impl, args, fmt.Sprintf("%s-%s-%s-%d.log", impl, workload, step, i))
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, x)
+		for k, val := range v {
+			b.res.Versions[k] = val
+		}
+	}
+	timer := time.AfterFunc(b.o.phaseTimeout, func() {
+		for _, x := range ps {
+			_ = x.cmd.Process.Kill()
+		}
+	})
+	defer timer.Stop()
+
+	b.px.Reset()
+	for _, x := range ps {
+		if err := x.send("go"); err != nil {
+			return nil, err
+		}
+	}
+	var lat []int64
+	if mode == "serve" {
+		for i := range keys {
+			key := fmt.Sprintf("%s-k%04d", workload, i)
+			for _, x := range ps {
+				if err := x.send("invoke " + key); err != nil {
+					return nil, err
+				}
+			}
+			for _, x := range ps {
+				m, err := x.next()
+				if err != nil || m.Phase != "invoked" {
+					return nil, fmt.Errorf("invoke %s: %v %q", key, err, m.Phase)
+				}
+			}
+		}
+		for _, x := range ps {
+			if err := x.send("end"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, x := range ps {
+		m, err := x.next()
+		if err != nil {
+			return nil, err
+		}
+		switch m.Phase {
+		case "crashed":
+			// The process dies as a crashed Lambda does: SIGKILL, nothing
+			// after the crash point runs.
+			x.kill()
+		case "done":
+			_ = x.stdin.Close()
+			err := x.cmd.Wait()
+			x.ended = true
+			if err != nil {
+				return nil, fmt.Errorf("runner: %w (see %s)", err, x.log.Name())
+			}
+		default:
+			return nil, fmt.Errorf("unexpected runner message %q", m.Phase)
+		}
+		p.Requests += m.Requests
+		p.Writes += m.Writes
+		p.CPUUserMs += m.CPUUserMs
+		p.CPUSysMs += m.CPUSysMs
+		p.WallMs = max(p.WallMs, m.WallMs)
+		for k, v := range m.Outcomes {
+			p.Outcomes[k] += v
+		}
+		lat = append(lat, m.LatencyUS...)
+		if st := x.cmd.ProcessState; st != nil {
+			p.ProcessCPUMs += float64((st.UserTime() + st.SystemTime()).Microseconds()) / 1000
+		}
+	}
+	p.Calls = b.px.Snapshot()
+	p.Procs = procs
+	if p.Requests > 0 {
+		p.CPUPerReqUs = (p.CPUUserMs + p.CPUSysMs) * 1000 / float64(p.Requests)
+	}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		p.P50ms, p.P99ms = pct(lat, 0.50), pct(lat, 0.99)
+		p.MaxMs = float64(lat[len(lat)-1]) / 1000
+		var sum int64
+		for _, v := range lat {
+			sum += v
+		}
+		p.MeanMs = float64(sum) / float64(len(lat)) / 1000
+	}
+	p.CallsPerReq = map[string]float64{}
+	if p.Requests > 0 {
+		for op, c := range p.Calls.Ops {
+			p.CallsPerReq[op] = float64(c) / float64(p.Requests)
+		}
+		p.TotalPerReq = float64(p.Calls.Total()) / float64(p.Requests)
+		p.StoreMsPerReq = float64(p.Calls.TotalMicros()) / 1000 / float64(p.Requests)
+		if p.MeanMs > 0 {
+			p.OwnMsPerReq = p.MeanMs - p.StoreMsPerReq
+		}
+		// On AWS, a failed conditional PutItem returns the item that beat
+		// it (ReturnValuesOnConditionCheckFailure=ALL_OLD); both libraries
+		// read it from there and issue their GetItem only when it is
+		// missing, as it is on the embedded store.
+		p.AWSPerReq = float64(p.Calls.Total()-p.Calls.Ops["GetItem"]) / float64(p.Requests)
+	}
+	if g, f := p.Calls.Ops["GetItem"], p.Calls.Errors["PutItem ConditionalCheckFailedException"]; g != f {
+		p.FallbackNote = fmt.Sprintf("GetItem %d != failed conditional PutItem %d", g, f)
+	}
+	b.res.Phases = append(b.res.Phases, p)
+	fmt.Printf("%d requests, %s, p50 %.2f ms p99 %.2f ms, cpu %.0f us/req\n",
+		p.Requests, opsString(p.Calls.Ops), p.P50ms, p.P99ms, p.CPUPerReqUs)
+	return p, nil
+}
+
+// scan counts the products (by the key in their name) and outbox events of
+// a workload's tables, straight from the store.
+func (b *bench) scan(ctx context.Context, impl, workload string, keys int) (*KeyStats, error) {
+	n := names(impl, workload)
+	per := map[string]int{}
+	warm := 0
+	err := scanAll(ctx, b.direct, n.Products, func(item map[string]types.AttributeValue) {
+		name, _ := item["name"].(*types.AttributeValueMemberS)
+		if name == nil {
+			return
+		}
+		k := strings.TrimPrefix(name.Value, "Widget ")
+		if strings.HasPrefix(k, "warm-") {
+			warm++
+			return
+		}
+		per[k]++
+	})
+	if err != nil {
+		return nil, err
+	}
+	outbox := 0
+	err = scanAll(ctx, b.direct, n.Outbox, func(item map[string]types.AttributeValue) {
+		payload, _ := item["payload"].(*types.AttributeValueMemberS)
+		if payload != nil && !strings.Contains(payload.Value, `Widget warm-`) {
+			outbox++
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	ks := &KeyStats{Keys: keys, OutboxEvents: outbox, MinPerKey: math.MaxInt}
+	for i := range keys {
+		c := per[fmt.Sprintf("%s-k%04d", workload, i)]
+		ks.Products += c
+		ks.MinPerKey = min(ks.MinPerKey, c)
+		ks.MaxPerKey = max(ks.MaxPerKey, c)
+		switch {
+		case c == 0:
+			ks.KeysMissing++
+		case c > 1:
+			ks.KeysDuplicate++
+		}
+	}
+	return ks, nil
+}
+
+func scanAll(ctx context.Context, c *dynamodb.Client, table string, fn func(map[string]types.AttributeValue)) error {
+	var start map[string]types.AttributeValue
+	for {
+		out, err := c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return fmt.Errorf("scan %s: %w", table, err)
+		}
+		for _, it := range out.Items {
+			fn(it)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+// pct is the nearest-rank percentile of sorted microseconds, in ms.
+func pct(sorted []int64, p float64) float64 {
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return float64(sorted[max(0, min(i, len(sorted)-1))]) / 1000
+}
+
+func opsString(ops map[string]int) string {
+	keys := make([]string, 0, len(ops))
+	for k := range ops {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, ops[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// cleanEnv is this environment without the AWS endpoint and credential
+// variables, so nothing reaches past the proxy or a real account.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "AWS_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "AWS_EC2_METADATA_DISABLED=true")
+}
+
+// directClient talks to the store without the proxy, for table setup and
+// the scans. Its SDK log lines go to a file: now and then the SDK warns
+// there that it could not discard the rest of a response body (the
+// embedded store ends every response with a newline after the JSON) and
+// that the partial checksum did not match; the response itself had
+// decoded in full.
+func directClient(ctx context.Context, endpoint string, log io.Writer) (*dynamodb.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx,
+		config.WithRegion("us-east-1"),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
+		config.WithLogger(logging.NewStandardLogger(log)),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func waitTCP(addr string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func machine() map[string]string {
+	m := map[string]string{"nproc": fmt.Sprint(runtime.NumCPU()), "os": runtime.GOOS + "/" + runtime.GOARCH, "loadavg_start": loadavg()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m["cpu"] = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "MemTotal:") {
+				var kb int64
+				fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "MemTotal:")), "%d", &kb)
+				m["memory"] = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m["kernel"] = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+// storeVersions reads the store binary's build info for minidyn's version.
+func storeVersions(bin string) map[string]string {
+	v := map[string]string{}
+	bi, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		return v
+	}
+	for _, d := range bi.Deps {
+		if d.Path == "github.com/truora/minidyn" {
+			v["minidyn (embedded store)"] = d.Version
+		}
+	}
+	return v
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
