@@ -291,7 +291,14 @@ func TestConformancePutItemReturnValuesAllOld(t *testing.T) {
 		return out.Attributes
 	}
 	first, second := put("first"), put("second")
-	t.Logf("backend=%s PutItem ALL_OLD on success: fresh=%v replaced=%v", env.Kind, first, second["lease_token"])
+	token := func(m map[string]types.AttributeValue) string {
+		if v, ok := m["lease_token"].(*types.AttributeValueMemberS); ok {
+			return v.Value
+		}
+		return "<none>"
+	}
+	t.Logf("backend=%s PutItem ALL_OLD on success returns lease_token: first put=%s, second put=%s (DynamoDB: <none>, first)",
+		env.Kind, token(first), token(second))
 	if env.PutItemReturnsOldItem {
 		assert.Empty(t, first, "no item was replaced")
 		assert.Equal(t, s("first"), second["lease_token"], "the replaced item")
