@@ -111,7 +111,7 @@ func Connect(tb testing.TB) *Env {
 		// TestConformanceReturnValuesOnConditionCheckFailure and
 		// TestConformancePutItemReturnValuesAllOld).
 		env.PutItemReturnsOldItem = false
-		env.Client = staticClient(tb, env.URL, env.Counter)
+		env.Client = staticClient(tb, env.URL, env.Counter.Option)
 	case Endpoint:
 		env.URL = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
 		env.PutItemReturnsOldItem = true
@@ -127,24 +127,26 @@ func Connect(tb testing.TB) *Env {
 		}
 		env.URL = url
 		env.PutItemReturnsOldItem = true
-		env.Client = staticClient(tb, url, env.Counter)
+		env.Client = staticClient(tb, url, env.Counter.Option)
 	}
 	return env
 }
 
 // NewClient returns another client for the same endpoint with its own
-// counter, for tests that count one party's calls.
-func (e *Env) NewClient(tb testing.TB) (*dynamodb.Client, *ddb.Counter) {
+// counter, for tests that count one party's calls; opts adjust it (an
+// HTTP client that loses responses, say).
+func (e *Env) NewClient(tb testing.TB, opts ...func(*dynamodb.Options)) (*dynamodb.Client, *ddb.Counter) {
 	tb.Helper()
 	c := ddb.NewCounter()
+	opts = append([]func(*dynamodb.Options){c.Option}, opts...)
 	if e.Kind == Endpoint {
-		client, _, err := ddb.NewClient(context.Background(), c.Option)
+		client, _, err := ddb.NewClient(context.Background(), opts...)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		return client, c
 	}
-	return staticClient(tb, e.URL, c), c
+	return staticClient(tb, e.URL, opts...), c
 }
 
 // CreateTables creates the project's three tables under names unique to
@@ -178,7 +180,7 @@ func (e *Env) CreateTables(tb testing.TB) tables.Names {
 
 // staticClient talks to a local endpoint with dummy credentials, so no AWS
 // account or profile on the machine is needed or touched.
-func staticClient(tb testing.TB, url string, counter *ddb.Counter) *dynamodb.Client {
+func staticClient(tb testing.TB, url string, opts ...func(*dynamodb.Options)) *dynamodb.Client {
 	tb.Helper()
 	cfg, err := config.LoadDefaultConfig(context.Background(),
 		config.WithRegion("us-east-1"),
@@ -187,9 +189,8 @@ func staticClient(tb testing.TB, url string, counter *ddb.Counter) *dynamodb.Cli
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		o.BaseEndpoint = aws.String(url)
-	}, counter.Option)
+	opts = append([]func(*dynamodb.Options){func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(url) }}, opts...)
+	return dynamodb.NewFromConfig(cfg, opts...)
 }
 
 var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)

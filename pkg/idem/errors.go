@@ -27,6 +27,9 @@ var (
 	// ErrConflict: the transaction kept conflicting with concurrent ones;
 	// nothing was written and the caller may retry.
 	ErrConflict = errors.New("idem: transaction conflict")
+	// ErrThrottled: the transaction was cancelled for throttling, again
+	// after retries; nothing was written and the caller may retry later.
+	ErrThrottled = errors.New("idem: transaction throttled")
 	// ErrCorruptRecord: a stored record cannot be read back.
 	ErrCorruptRecord = errors.New("idem: corrupt idempotency record")
 	// ErrNotRecorded: Do ran the effect but could not record its

@@ -102,9 +102,10 @@ func (l *Lease) CompletionItem(resp Response) (types.TransactWriteItem, error) {
 }
 
 // Commit writes items and the fenced completion in one TransactWriteItems.
-// It retries a TransactionConflict a bounded number of times. Errors wrap
-// ErrLeaseLost (fenced out: nothing written), ErrConditionFailed (a
-// business condition: nothing written), ErrConflict, or the DynamoDB error;
+// It retries a transaction cancelled by a conflict or throttling a bounded
+// number of times. Errors wrap ErrLeaseLost (fenced out: nothing written),
+// ErrConditionFailed (a business condition: nothing written), ErrConflict
+// or ErrThrottled (retries spent: nothing written), or the DynamoDB error;
 // on the last, whether the transaction landed is unknown, and Release is
 // still safe to call because it cannot delete a completed record.
 func (l *Lease) Commit(ctx context.Context, resp Response, items ...types.TransactWriteItem) error {
@@ -113,14 +114,22 @@ func (l *Lease) Commit(ctx context.Context, resp Response, items ...types.Transa
 		return err
 	}
 	all := append(items[:len(items):len(items)], done)
-	in := &dynamodb.TransactWriteItemsInput{TransactItems: all}
 	for attempt := 1; ; attempt++ {
-		_, err = l.store.db.TransactWriteItems(ctx, in)
+		// A fresh input per attempt: the SDK fills in a ClientRequestToken,
+		// and a cancelled transaction's token is not one to reuse.
+		_, err = l.store.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
 		if err == nil {
 			return nil
 		}
 		err = ExplainTx(err, len(items))
-		if !errors.Is(err, ErrConflict) || attempt >= l.store.maxTxAttempts {
+		if (errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrConditionFailed)) && l.landed(ctx) {
+			// An earlier attempt landed and its answer was lost; the SDK's
+			// retry then failed on its own writes. (DynamoDB answers such
+			// a retry from its ClientRequestToken; not every backend does.)
+			return nil
+		}
+		retryable := errors.Is(err, ErrConflict) || errors.Is(err, ErrThrottled)
+		if !retryable || attempt >= l.store.maxTxAttempts {
 			return err
 		}
 		// Full jitter: conflicting writers should not retry in step.
@@ -131,6 +140,25 @@ func (l *Lease) Commit(ctx context.Context, resp Response, items ...types.Transa
 		case <-time.After(backoff):
 		}
 	}
+}
+
+// landed reads the record back: is it this lease's own completed record?
+func (l *Lease) landed(ctx context.Context) bool {
+	out, err := l.store.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(l.store.table), Key: l.key(), ConsistentRead: aws.Bool(true),
+	})
+	return err == nil && l.completedByUs(out.Item)
+}
+
+// completedByUs reports whether item, the record a fenced write found, is
+// this lease's own completed record: the write had already landed.
+func (l *Lease) completedByUs(item map[string]types.AttributeValue) bool {
+	st, ok := item[attrStatus].(*types.AttributeValueMemberS)
+	if !ok || st.Value != StatusCompleted {
+		return false
+	}
+	lt, ok := item[attrLeaseToken].(*types.AttributeValueMemberS)
+	return ok && lt.Value == l.Token
 }
 
 // Complete marks the key COMPLETED with resp in its own fenced UpdateItem,
@@ -145,9 +173,13 @@ func (l *Lease) Complete(ctx context.Context, resp Response) error {
 		TableName: u.TableName, Key: u.Key,
 		UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
 		ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
+		if l.completedByUs(ccf.Item) {
+			return nil // the SDK retried an update that had landed
+		}
 		return fmt.Errorf("%w: completion refused: %w", ErrLeaseLost, err)
 	}
 	if err != nil {
@@ -204,7 +236,8 @@ func (e *TxError) Unwrap() []error { return []error{e.kind, e.err} }
 // ExplainTx reads a TransactWriteItems error whose item at fenceIndex is a
 // lease's completion. A failed fence wraps ErrLeaseLost; another item's
 // failed condition wraps ErrConditionFailed; a TransactionConflict wraps
-// ErrConflict. Other errors come back wrapped unchanged.
+// ErrConflict; a cancellation for throttling wraps ErrThrottled. Other
+// errors come back wrapped unchanged.
 func ExplainTx(err error, fenceIndex int) error {
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
@@ -228,6 +261,10 @@ func ExplainTx(err error, fenceIndex int) error {
 		case "TransactionConflict":
 			if conflict == nil {
 				conflict = &TxError{Index: i, Code: code, kind: ErrConflict, err: err}
+			}
+		case "ThrottlingError", "ProvisionedThroughputExceeded":
+			if conflict == nil {
+				conflict = &TxError{Index: i, Code: code, kind: ErrThrottled, err: err}
 			}
 		default:
 			// Throttling, validation, capacity: report the first such item.

@@ -145,6 +145,13 @@ func decodeRecord(item map[string]types.AttributeValue) (Record, error) {
 	r.CompletedAt = getT(attrCompletedAt)
 	switch r.Status {
 	case StatusInProgress:
+		// Without both, no caller could ever take the key over.
+		if _, ok := item[attrLeaseToken]; !ok && err == nil {
+			err = fmt.Errorf("%w: in progress without %s", ErrCorruptRecord, attrLeaseToken)
+		}
+		if _, ok := item[attrLeaseExpiresAt]; !ok && err == nil {
+			err = fmt.Errorf("%w: in progress without %s", ErrCorruptRecord, attrLeaseExpiresAt)
+		}
 	case StatusCompleted:
 		r.Response.Status = int(getN(attrResponseStatus, true))
 		r.Response.Body = []byte(getS(attrResponseBody, true))

@@ -31,6 +31,9 @@ const (
 	DefaultMaxResponseBytes = 64 << 10
 	DefaultReleaseTimeout   = 3 * time.Second
 	DefaultMaxTxAttempts    = 3
+	// MaxResponseBytesLimit caps WithMaxResponseBytes so a completed
+	// record stays under DynamoDB's 400 KB item size.
+	MaxResponseBytesLimit = 300 << 10
 )
 
 // Store keeps idempotency records in one DynamoDB table whose partition key
@@ -104,6 +107,8 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("idem: retention %v shorter than a lease (%v)", s.retention, s.lease+s.margin)
 	case s.maxAttempts < 1 || s.maxTxAttempts < 1 || s.maxResponseBytes < 1:
 		return nil, errors.New("idem: attempts and response limit must be at least 1")
+	case s.maxResponseBytes > MaxResponseBytesLimit:
+		return nil, fmt.Errorf("idem: response limit %d over %d: a record must fit DynamoDB's 400 KB item", s.maxResponseBytes, MaxResponseBytesLimit)
 	}
 	return s, nil
 }
@@ -126,14 +131,14 @@ type Claim struct {
 func (s *Store) Reserve(ctx context.Context, scope Scope, fingerprint string) (Claim, error) {
 	id := scope.ID()
 	for range s.maxAttempts {
-		claim, rec, err := s.tryReserve(ctx, id, fingerprint)
-		if err != nil || claim.Outcome != "" {
-			return claim, err
+		a, err := s.tryReserve(ctx, id, fingerprint)
+		if err != nil || a.claim.Outcome != "" {
+			return a.claim, err
 		}
-		if rec == nil {
+		if a.current == nil {
 			continue // released between our write and our read: try again
 		}
-		claim, again, err := s.judge(*rec, fingerprint)
+		claim, again, err := s.judge(*a.current, fingerprint, a)
 		if !again {
 			return claim, err
 		}
@@ -143,23 +148,32 @@ func (s *Store) Reserve(ctx context.Context, scope Scope, fingerprint string) (C
 	return Claim{}, &InFlightError{RetryAfter: time.Second}
 }
 
+// attempt is one conditional put: what it wrote and what it found.
+type attempt struct {
+	claim    Claim     // set when the put succeeded
+	current  *Record   // the record that beat the condition, nil if none
+	token    string    // the lease token this attempt wrote
+	now      time.Time // the time the condition compared against
+	leaseEnd time.Time
+}
+
 // tryReserve sends the conditional put. On a lost condition it returns the
 // current record (nil when there is none) and an empty claim.
-func (s *Store) tryReserve(ctx context.Context, id, fingerprint string) (Claim, *Record, error) {
+func (s *Store) tryReserve(ctx context.Context, id, fingerprint string) (attempt, error) {
 	now := s.now()
 	leaseEnd := now.Add(s.lease)
 	if dl, ok := ctx.Deadline(); ok {
 		leaseEnd = dl
 	}
 	leaseEnd = leaseEnd.Add(s.margin)
-	token := s.newToken()
+	a := attempt{token: s.newToken(), now: now, leaseEnd: leaseEnd}
 	out, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table),
 		Item: map[string]types.AttributeValue{
 			attrID:             str(id),
 			attrStatus:         str(StatusInProgress),
 			attrFingerprint:    str(fingerprint),
-			attrLeaseToken:     str(token),
+			attrLeaseToken:     str(a.token),
 			attrLeaseExpiresAt: num(leaseEnd.UnixMilli()),
 			attrCreatedAt:      timeAttr(now),
 			attrExpiresAt:      num(now.Add(max(s.retention, leaseEnd.Sub(now))).Unix()),
@@ -182,16 +196,16 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint string) (Claim, 
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
-		outcome := OutcomeExecuted
-		if wasHeldByAnother(out.Attributes, token) {
-			outcome = OutcomeTakeover
-		}
-		lease := &Lease{store: s, id: id, Token: token, ExpiresAt: leaseEnd, Takeover: outcome == OutcomeTakeover}
-		return Claim{Lease: lease, Outcome: outcome}, nil, nil
+		a.claim = s.leased(id, a, wasHeldByAnother(out.Attributes, a.token))
+		return a, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
-		return Claim{}, nil, fmt.Errorf("idem: reserve: %w", err)
+		// The write may have landed with its answer lost: remove it, so
+		// the client's retry is not told its own request is in flight.
+		lost := &Lease{store: s, id: id, Token: a.token}
+		_ = lost.Release(ctx)
+		return a, fmt.Errorf("idem: reserve: %w", err)
 	}
 	item := ccf.Item
 	if len(item) == 0 {
@@ -202,18 +216,31 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint string) (Claim, 
 			ConsistentRead: aws.Bool(true),
 		})
 		if gerr != nil {
-			return Claim{}, nil, fmt.Errorf("idem: read after lost reserve: %w", gerr)
+			return a, fmt.Errorf("idem: read after lost reserve: %w", gerr)
 		}
 		if len(got.Item) == 0 {
-			return Claim{}, nil, nil
+			return a, nil
 		}
 		item = got.Item
 	}
 	rec, err := decodeRecord(item)
 	if err != nil {
-		return Claim{}, nil, err
+		return a, err
 	}
-	return Claim{}, &rec, nil
+	a.current = &rec
+	return a, nil
+}
+
+// leased is the claim of the caller that holds the key after attempt a.
+func (s *Store) leased(id string, a attempt, takeover bool) Claim {
+	outcome := OutcomeExecuted
+	if takeover {
+		outcome = OutcomeTakeover
+	}
+	return Claim{
+		Lease:   &Lease{store: s, id: id, Token: a.token, ExpiresAt: a.leaseEnd, Takeover: takeover},
+		Outcome: outcome,
+	}
 }
 
 // wasHeldByAnother reads PutItem's ALL_OLD attributes. A backend that
@@ -229,11 +256,12 @@ func wasHeldByAnother(old map[string]types.AttributeValue, token string) bool {
 	return ok && lt.Value != token
 }
 
-// judge answers a caller that lost the reserve condition to rec. again is
-// true when the record changed under us and a new attempt is needed.
-func (s *Store) judge(rec Record, fingerprint string) (claim Claim, again bool, err error) {
-	now := s.now()
-	if rec.expired(now) {
+// judge answers a caller that lost the reserve condition to rec, at the
+// time and with the token of its attempt a, so it agrees with the
+// condition the store evaluated. again is true when the record changed
+// under us and a new attempt is needed.
+func (s *Store) judge(rec Record, fingerprint string, a attempt) (claim Claim, again bool, err error) {
+	if rec.expired(a.now) {
 		return Claim{}, true, nil // expired: counts as absent, reserve again
 	}
 	if rec.Fingerprint != fingerprint {
@@ -244,8 +272,12 @@ func (s *Store) judge(rec Record, fingerprint string) (claim Claim, again bool, 
 		resp := rec.Response
 		return Claim{Replay: &resp, Outcome: OutcomeReplayed}, false, nil
 	default:
-		if left := rec.LeaseExpiresAt.Sub(now); left >= 0 {
-			return Claim{}, false, &InFlightError{RetryAfter: left}
+		if rec.LeaseToken == a.token {
+			// Our own write: the SDK retried a put that had landed.
+			return s.leased(rec.ID, a, false), false, nil
+		}
+		if rec.LeaseExpiresAt.UnixMilli() >= a.now.UnixMilli() {
+			return Claim{}, false, &InFlightError{RetryAfter: max(rec.LeaseExpiresAt.Sub(a.now), 0)}
 		}
 		return Claim{}, true, nil // lease ended since our write: take over
 	}

@@ -1,0 +1,204 @@
+package idem_test
+
+import (
+	"context"
+	"hash/crc32"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/ddbtest"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+// lossy sends every request on to the store, then, for the next `drops`
+// requests of operation op, throws the store's answer away and reports a
+// 500: the write landed and the client never heard. The SDK retries 500s,
+// which is how a retry meets its own earlier write.
+type lossy struct {
+	op    string
+	mu    sync.Mutex
+	drops int
+	lost  int
+}
+
+func (l *lossy) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil || !strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+l.op) {
+		return resp, err
+	}
+	l.mu.Lock()
+	drop := l.drops > 0
+	if drop {
+		l.drops--
+		l.lost++
+	}
+	l.mu.Unlock()
+	if !drop {
+		return resp, nil
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	body := `{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"lost"}`
+	return &http.Response{
+		StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error",
+		Header: http.Header{
+			"Content-Type": {"application/x-amz-json-1.0"},
+			"X-Amz-Crc32":  {strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10)},
+		},
+		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req,
+	}, nil
+}
+
+func lossyStore(t *testing.T, env *ddbtest.Env, l *lossy, opts ...idem.Option) *idem.Store {
+	t.Helper()
+	client, _ := env.NewClient(t, func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: l}
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxAttempts = 3 })
+	})
+	s, err := idem.NewStore(client, env.Tables.Idempotency, opts...)
+	require.NoError(t, err)
+	return s
+}
+
+// A reserve whose answer was lost must not tell its caller the key is in
+// flight (its own record), and must not leave the key blocked.
+func TestReserveWhoseAnswerWasLostStillHoldsTheKey(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	l := &lossy{op: "PutItem", drops: 1}
+	s := lossyStore(t, env, l)
+	ctx := context.Background()
+
+	claim, err := s.Reserve(ctx, scope(t, "lost-put"), "fp")
+	require.NoError(t, err, "the SDK's retry found our own reservation")
+	require.NotNil(t, claim.Lease)
+	assert.Equal(t, 1, l.lost)
+	id, items := businessWrites(env)
+	require.NoError(t, claim.Lease.Commit(ctx, created(id), items...))
+
+	replay, err := newStore(t, env).Reserve(ctx, scope(t, "lost-put"), "fp")
+	require.NoError(t, err)
+	require.NotNil(t, replay.Replay)
+	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+}
+
+func TestReserveFailingAfterItsWriteLandedReleasesIt(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	l := &lossy{op: "PutItem", drops: 3} // every attempt lands, every answer is lost
+	s := lossyStore(t, env, l)
+	ctx := context.Background()
+
+	_, err := s.Reserve(ctx, scope(t, "lost-all"), "fp")
+	require.Error(t, err)
+	require.NotErrorIs(t, err, idem.ErrInFlight)
+	assert.Equal(t, 3, l.lost)
+
+	_, ok, err := newStore(t, env).Get(ctx, scope(t, "lost-all"))
+	require.NoError(t, err)
+	assert.False(t, ok, "the write that landed was released")
+	retry, err := newStore(t, env).Reserve(ctx, scope(t, "lost-all"), "fp")
+	require.NoError(t, err)
+	require.NotNil(t, retry.Lease, "the client's retry runs at once, no 409")
+}
+
+func TestCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	l := &lossy{op: "TransactWriteItems", drops: 1}
+	s := lossyStore(t, env, l)
+	ctx := context.Background()
+	claim, err := s.Reserve(ctx, scope(t, "lost-commit"), "fp")
+	require.NoError(t, err)
+	id, items := businessWrites(env)
+	require.NoError(t, claim.Lease.Commit(ctx, created(id), items...), "the first attempt landed")
+	assert.Equal(t, 1, l.lost)
+	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+	rec, _, err := s.Get(ctx, scope(t, "lost-commit"))
+	require.NoError(t, err)
+	assert.Equal(t, created(id), rec.Response)
+}
+
+func TestDoWhoseCompletionAnswerWasLostReportsSuccess(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	l := &lossy{op: "UpdateItem", drops: 1}
+	s := lossyStore(t, env, l)
+	runs := 0
+	v, outcome, err := idem.Do(context.Background(), s, scope(t, "lost-complete"), "fp", func(context.Context) (int, error) {
+		runs++
+		return 42, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, idem.OutcomeExecuted, outcome)
+	assert.Equal(t, 42, v)
+	assert.Equal(t, 1, l.lost)
+	v, outcome, err = idem.Do(context.Background(), s, scope(t, "lost-complete"), "fp", func(context.Context) (int, error) {
+		runs++
+		return 0, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, idem.OutcomeReplayed, outcome)
+	assert.Equal(t, 42, v)
+	assert.Equal(t, 1, runs)
+}
+
+func TestExplainTxSortsCancellationReasons(t *testing.T) {
+	t.Parallel()
+	cancel := func(codes ...string) error {
+		reasons := make([]types.CancellationReason, len(codes))
+		for i, c := range codes {
+			reasons[i] = types.CancellationReason{Code: &c}
+		}
+		return &types.TransactionCanceledException{CancellationReasons: reasons}
+	}
+	for _, tc := range []struct {
+		codes []string
+		want  error
+		index int
+	}{
+		{[]string{"None", "None", "ConditionalCheckFailed"}, idem.ErrLeaseLost, 2},
+		{[]string{"ConditionalCheckFailed", "None", "None"}, idem.ErrConditionFailed, 0},
+		{[]string{"None", "TransactionConflict", "None"}, idem.ErrConflict, 1},
+		{[]string{"ThrottlingError", "None", "None"}, idem.ErrThrottled, 0},
+		{[]string{"None", "ProvisionedThroughputExceeded", "None"}, idem.ErrThrottled, 1},
+		{[]string{"TransactionConflict", "ConditionalCheckFailed", "None"}, idem.ErrConditionFailed, 1},
+	} {
+		err := idem.ExplainTx(cancel(tc.codes...), 2)
+		require.ErrorIs(t, err, tc.want, "%v", tc.codes)
+		var txErr *idem.TxError
+		require.ErrorAs(t, err, &txErr)
+		assert.Equal(t, tc.index, txErr.Index, "%v", tc.codes)
+	}
+	other := idem.ExplainTx(cancel("None", "ValidationError", "None"), 2)
+	for _, kind := range []error{idem.ErrLeaseLost, idem.ErrConditionFailed, idem.ErrConflict, idem.ErrThrottled} {
+		assert.NotErrorIs(t, other, kind)
+	}
+}
+
+func TestLeaseEndSubMillisecondAgreesWithTheCondition(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	clk := newClock()
+	client, counter := env.NewClient(t)
+	s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithClock(clk.Now))
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = s.Reserve(ctx, scope(t, "edge"), "fp")
+	require.NoError(t, err)
+	clk.Advance(leaseTotal + 500_000) // half a millisecond past the lease end
+	counter.Reset()
+	_, err = s.Reserve(ctx, scope(t, "edge"), "fp")
+	require.ErrorIs(t, err, idem.ErrInFlight, "the condition compares milliseconds: still held")
+	assert.Equal(t, 1, counter.Get("PutItem"), "one attempt, not a retry loop")
+}
