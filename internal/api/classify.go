@@ -35,5 +35,5 @@ func unavailable(err error) bool {
 	var netErr net.Error
 	var ise *types.InternalServerError
 	return errors.As(err, &maxAttempts) || errors.As(err, &sendErr) || errors.As(err, &netErr) ||
-		errors.As(err, &ise) || errors.Is(err, context.DeadlineExceeded)
+		errors.As(err, &ise) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }

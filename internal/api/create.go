@@ -14,12 +14,17 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 // HeaderReplayed marks a response replayed from the idempotency store.
 const HeaderReplayed = "Idempotent-Replayed"
+
+// DeadlineMargin is how long before the invocation's deadline a handler
+// stops waiting on the store and answers 503.
+const DeadlineMargin = time.Second
 
 // CreateHandler serves POST /products.
 type CreateHandler struct {
@@ -92,7 +97,18 @@ func (h *CreateHandler) handle(ctx context.Context, req events.APIGatewayV2HTTPR
 		return reject(&p)
 	}
 
-	res, err := h.svc.Create(ctx, Principal(req.RequestContext), key, cmd)
+	principal, ok := Principal(req.RequestContext)
+	if !ok {
+		p := probForbidden.with("the token names no subject (sub, client_id or azp); keys are scoped to the caller")
+		return reject(&p)
+	}
+	// Stop the work a little before Lambda's deadline, so a hung store
+	// still ends in a 503 the client can act on, not a gateway timeout.
+	// The lease, taken from this shorter deadline plus the store's
+	// margin, still outlives the invocation.
+	work, cancel := deadline.Before(ctx, DeadlineMargin)
+	defer cancel()
+	res, err := h.svc.Create(work, principal, key, cmd)
 	if err != nil {
 		return errorResponse(err)
 	}
@@ -120,9 +136,9 @@ func errorResponse(err error) (events.APIGatewayV2HTTPResponse, idem.Outcome, er
 	case errors.Is(err, idem.ErrInvalidKey):
 		p := probKey.with(err.Error())
 		return p.response(), "rejected", err
-	case errors.Is(err, idem.ErrConflict) || unavailable(err):
+	case errors.Is(err, idem.ErrConflict) || errors.Is(err, idem.ErrThrottled) || unavailable(err):
 		p := probUnavailable.with("the data store is busy; retry with the same idempotency key").retryAfter(1)
-		return p.response(), idem.OutcomeReleased, err
+		return p.response(), "unavailable", err
 	default:
 		p := probInternal.with("the request failed; retry with the same idempotency key, it is safe")
 		return p.response(), idem.OutcomeError, err

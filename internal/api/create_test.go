@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -17,8 +20,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/truora/minidyn/server"
 
+	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/local"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/testutil"
 	"github.com/idemlambda/idemlambda/internal/wire"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
@@ -320,4 +327,66 @@ func TestGetStatuses(t *testing.T) {
 	assertProblem(t, f.getProduct(t, "not-a-uuid"), 400, "bad-request")
 	assertProblem(t, f.getProduct(t, "urn:uuid:"+sellerID), 400, "bad-request")
 	assertProblem(t, f.getProduct(t, ""), 400, "bad-request")
+}
+
+func TestCreateRejectsInvalidUTF8(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	resp := f.post(t, jsonHeaders("k-utf8"), strings.Replace(widget, "Widget", "Wid\xff\xfeget", 1))
+	p := assertProblem(t, resp, 400, "bad-request")
+	assert.Contains(t, p.Detail, "UTF-8")
+	f.assertNothingWritten(t)
+}
+
+func TestCreatePrincipalFromJWTWithoutSub(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	as := func(claims map[string]string, name string) events.APIGatewayV2HTTPResponse {
+		req := postReq(jsonHeaders("m2m-key"), strings.Replace(widget, "Widget", name, 1))
+		req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: claims},
+		}
+		resp, err := f.create.Handle(context.Background(), req)
+		require.NoError(t, err)
+		return resp
+	}
+	assert.Equal(t, 201, as(map[string]string{"iss": "i", "client_id": "svc-a"}, "A").StatusCode)
+	assert.Equal(t, 201, as(map[string]string{"iss": "i", "client_id": "svc-b"}, "B").StatusCode, "another client, another scope")
+	assert.Equal(t, 422, as(map[string]string{"iss": "i", "client_id": "svc-a"}, "B").StatusCode)
+	p := assertProblem(t, as(map[string]string{"iss": "i"}, "C"), 403, "forbidden")
+	assert.Contains(t, p.Detail, "subject")
+	assert.Equal(t, 2, f.count(t, f.env.Tables.Products))
+}
+
+// TestCreateHungStoreIs503BeforeTheDeadline: a store that never answers
+// ends in a problem+json 503 a margin before Lambda's deadline, not in a
+// timeout API Gateway would turn into an opaque error.
+func TestCreateHungStoreIs503BeforeTheDeadline(t *testing.T) {
+	t.Parallel()
+	stop := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	defer func() {
+		close(stop)
+		hung.Close()
+	}()
+	client, err := local.Client(context.Background(), hung.URL)
+	require.NoError(t, err)
+	logs := &testutil.Buffer{}
+	h, err := wire.CreateHandler(client, settings(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}), wire.Logger(logs, slog.LevelInfo))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	resp, err := h.Handle(ctx, postReq(jsonHeaders("k-hung"), widget))
+	require.NoError(t, err)
+	took := time.Since(start)
+	assertProblem(t, resp, 503, "unavailable")
+	assert.Equal(t, "1", resp.Headers["Retry-After"])
+	assert.Less(t, took, 3*time.Second-api.DeadlineMargin/4, "answered inside the invocation")
+	assert.Contains(t, logs.String(), `"outcome":"unavailable"`)
 }

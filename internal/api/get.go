@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
+	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/product"
 )
 
@@ -47,7 +48,9 @@ func (h *GetHandler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequ
 		p := probBadRequest.with("the product id must be a UUID such as 3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b")
 		return p.response(), errors.New(p.Detail)
 	}
-	p, err := h.reader.Get(ctx, id)
+	work, cancel := deadline.Before(ctx, DeadlineMargin)
+	defer cancel()
+	p, err := h.reader.Get(work, id)
 	switch {
 	case errors.Is(err, product.ErrNotFound):
 		prob := probNotFound.with("no product has id " + id.String())

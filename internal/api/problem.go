@@ -34,6 +34,7 @@ var (
 	probBadRequest  = Problem{Type: "bad-request", Title: "Bad request", Status: http.StatusBadRequest}
 	probValidation  = Problem{Type: "validation", Title: "Invalid product", Status: http.StatusBadRequest}
 	probKey         = Problem{Type: "idempotency-key", Title: "Invalid or missing idempotency key", Status: http.StatusBadRequest}
+	probForbidden   = Problem{Type: "forbidden", Title: "Caller cannot be identified", Status: http.StatusForbidden}
 	probNotFound    = Problem{Type: "not-found", Title: "Product not found", Status: http.StatusNotFound}
 	probInFlight    = Problem{Type: "in-flight", Title: "Request with this idempotency key is in progress", Status: http.StatusConflict}
 	probTooLarge    = Problem{Type: "too-large", Title: "Request body too large", Status: http.StatusRequestEntityTooLarge}

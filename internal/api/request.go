@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -138,6 +139,11 @@ var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 // once each, the right JSON type for each. Every problem is reported, and
 // product rules are checked for the fields that decoded.
 func decodeCreate(body []byte) (createBody, *Problem) {
+	if !utf8.Valid(body) {
+		// encoding/json would quietly turn bad bytes into U+FFFD.
+		p := probBadRequest.with("body is not valid UTF-8")
+		return createBody{}, &p
+	}
 	fields, perr := objectFields(body)
 	if perr != nil {
 		return createBody{}, perr

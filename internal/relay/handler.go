@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/streams"
 	"github.com/idemlambda/idemlambda/internal/tables"
@@ -50,7 +51,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	var c counts
 	pending, from := h.decodeInserts(ctx, ev.Records, &c)
 	if len(pending) > 0 {
-		pctx, cancel := withMargin(ctx, deadlineMargin)
+		pctx, cancel := deadline.Before(ctx, deadlineMargin)
 		res, err := h.publisher.Publish(pctx, pending)
 		cancel()
 		c.published = res.Published
@@ -146,14 +147,4 @@ func keyString(keys map[string]events.DynamoDBAttributeValue, name string) strin
 		return ""
 	}
 	return av.String()
-}
-
-// withMargin shortens ctx's deadline by margin, when there is one and it
-// leaves time to work with.
-func withMargin(ctx context.Context, margin time.Duration) (context.Context, context.CancelFunc) {
-	deadline, ok := ctx.Deadline()
-	if !ok || time.Until(deadline) <= 2*margin {
-		return ctx, func() {}
-	}
-	return context.WithDeadline(ctx, deadline.Add(-margin))
 }

@@ -65,7 +65,8 @@ func Logger(w io.Writer, level slog.Level) *slog.Logger {
 
 // CreateHandler assembles POST /products.
 func CreateHandler(client *dynamodb.Client, s Settings, log *slog.Logger, opts ...idem.Option) (*api.CreateHandler, error) {
-	opts = append([]idem.Option{idem.WithRetention(s.Retention)}, opts...)
+	// The release must finish inside the handler's deadline margin.
+	opts = append([]idem.Option{idem.WithRetention(s.Retention), idem.WithReleaseTimeout(api.DeadlineMargin / 2)}, opts...)
 	store, err := idem.NewStore(client, s.Tables.Idempotency, opts...)
 	if err != nil {
 		return nil, err
