@@ -24,7 +24,7 @@ func TestParseIdempotencyKey(t *testing.T) {
 			t.Errorf("ParseIdempotencyKey(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, in := range []string{``, `  `, `""`, `"a b"`, `"abc`, `"abc"x`, `"abc";p=1`, `a,b`, `a"b`, `"a\nb"`, `"a\x"`, "\"caf\u00e9\"", `"` + strings.Repeat("k", 256) + `"`, "a\tb"} {
+	for _, in := range []string{``, `  `, `""`, `"a b"`, `"abc`, `"abc"x`, `"abc";P=1`, `"abc";`, `"abc",`, `a,b`, `a"b`, `"a\nb"`, `"a\x"`, "\"caf\u00e9\"", `"` + strings.Repeat("k", 256) + `"`, "a\tb"} {
 		if _, err := ParseIdempotencyKey(in); err == nil {
 			t.Errorf("ParseIdempotencyKey(%q) accepted", in)
 		}

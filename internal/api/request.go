@@ -89,8 +89,9 @@ func readBody(req events.APIGatewayV2HTTPRequest) ([]byte, *Problem) {
 }
 
 // ParseIdempotencyKey reads an Idempotency-Key header value: a
-// structured-field string ("abc", with \" and \\ escapes) or, leniently, a
-// bare token. The result must pass idem.ValidateKey.
+// structured-field string ("abc", with \" and \\ escapes, parameters
+// ignored) or, leniently, a bare token. The result must pass
+// idem.ValidateKey.
 func ParseIdempotencyKey(v string) (string, error) {
 	v = strings.Trim(v, " \t")
 	if v == "" {
@@ -113,8 +114,8 @@ func ParseIdempotencyKey(v string) (string, error) {
 			}
 			b.WriteByte(v[i])
 		case c == '"':
-			if rest := v[i+1:]; rest != "" {
-				return "", fmt.Errorf("%w: unexpected %.16q after the quoted key", idem.ErrInvalidKey, rest)
+			if err := checkParams(v[i+1:]); err != nil {
+				return "", err
 			}
 			key := b.String()
 			return key, idem.ValidateKey(key)
@@ -126,6 +127,35 @@ func ParseIdempotencyKey(v string) (string, error) {
 	}
 	return "", fmt.Errorf("%w: unterminated quoted string", idem.ErrInvalidKey)
 }
+
+// checkParams accepts what may follow an sf-string item: nothing, or
+// parameters (";name" or ";name=value", RFC 8941 section 3.1.2), which
+// carry nothing this API uses and are ignored.
+func checkParams(rest string) error {
+	for rest != "" {
+		if rest[0] != ';' {
+			return fmt.Errorf("%w: unexpected %.16q after the quoted key", idem.ErrInvalidKey, rest)
+		}
+		rest = strings.TrimLeft(rest[1:], " ")
+		end := strings.IndexByte(rest, ';')
+		if end < 0 {
+			end = len(rest)
+		}
+		name, _, _ := strings.Cut(rest[:end], "=")
+		if !paramName.MatchString(name) {
+			return fmt.Errorf("%w: malformed parameter %.16q", idem.ErrInvalidKey, rest[:end])
+		}
+		for _, c := range []byte(rest[:end]) {
+			if c < 0x20 || c > 0x7e {
+				return fmt.Errorf("%w: parameter is not printable ASCII", idem.ErrInvalidKey)
+			}
+		}
+		rest = rest[end:]
+	}
+	return nil
+}
+
+var paramName = regexp.MustCompile(`^[a-z*][a-z0-9_.*-]*$`)
 
 // createBody is a decoded create request body.
 type createBody struct {
