@@ -1,13 +1,11 @@
 package outbox_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,53 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/outboxtest"
 )
-
-// fakeBus is an in-process EventBridge PutEvents: it records every call and
-// answers with whatever respond returns (all accepted by default).
-type fakeBus struct {
-	mu      sync.Mutex
-	calls   [][]ebtypes.PutEventsRequestEntry
-	respond func(call int, entries []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error)
-}
-
-func (b *fakeBus) PutEvents(_ context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
-	b.mu.Lock()
-	call := len(b.calls)
-	b.calls = append(b.calls, slices.Clone(in.Entries))
-	respond := b.respond
-	b.mu.Unlock()
-	if respond != nil {
-		return respond(call, in.Entries)
-	}
-	return accepted(len(in.Entries)), nil
-}
-
-func (b *fakeBus) Calls() [][]ebtypes.PutEventsRequestEntry {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.calls)
-}
-
-func accepted(n int) *eventbridge.PutEventsOutput {
-	out := &eventbridge.PutEventsOutput{Entries: make([]ebtypes.PutEventsResultEntry, n)}
-	for i := range out.Entries {
-		out.Entries[i].EventId = aws.String(fmt.Sprintf("eb-%d", i))
-	}
-	return out
-}
-
-// failEntry answers call `call` with its entry k refused.
-func failEntry(call, k int) func(int, []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error) {
-	return func(c int, entries []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error) {
-		out := accepted(len(entries))
-		if c == call {
-			out.FailedEntryCount = 1
-			out.Entries[k] = ebtypes.PutEventsResultEntry{ErrorCode: aws.String("InternalFailure"), ErrorMessage: aws.String("try again")}
-		}
-		return out, nil
-	}
-}
 
 func newEvent(t testing.TB, i int, data string) outbox.Event {
 	t.Helper()
@@ -83,7 +36,7 @@ func newEvents(t testing.TB, n int) []outbox.Event {
 	return out
 }
 
-func newPublisher(t testing.TB, bus *fakeBus) *outbox.EventBridgePublisher {
+func newPublisher(t testing.TB, bus *outboxtest.Bus) *outbox.EventBridgePublisher {
 	t.Helper()
 	p, err := outbox.NewEventBridgePublisher(bus, outbox.EventBridgeConfig{Bus: "products-bus", Source: "idemlambda.products"})
 	require.NoError(t, err)
@@ -131,7 +84,7 @@ func TestEntrySizeFollowsAWSRules(t *testing.T) {
 
 func TestEventBridgeEntryCarriesTheCloudEvent(t *testing.T) {
 	t.Parallel()
-	bus := &fakeBus{}
+	bus := &outboxtest.Bus{}
 	e := newEvent(t, 7, `{"id":"p-007","name":"Widget"}`)
 	res, err := newPublisher(t, bus).Publish(t.Context(), []outbox.Event{e})
 	require.NoError(t, err)
@@ -155,7 +108,7 @@ func TestEventBridgeCallsHoldAtMostTenEntries(t *testing.T) {
 	for _, n := range []int{0, 1, 9, 10, 11, 20, 100, 101} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			t.Parallel()
-			bus := &fakeBus{}
+			bus := &outboxtest.Bus{}
 			events := newEvents(t, n)
 			res, err := newPublisher(t, bus).Publish(t.Context(), events)
 			require.NoError(t, err)
@@ -173,7 +126,7 @@ func TestEventBridgeCallsHoldAtMostTenEntries(t *testing.T) {
 
 func TestEventBridgeCallsRespectTheSizeLimit(t *testing.T) {
 	t.Parallel()
-	bus := &fakeBus{}
+	bus := &outboxtest.Bus{}
 	// 10 events of about 40 KiB: 400 KiB in all, too much for one call.
 	big := `{"blob":"` + strings.Repeat("x", 40*1024) + `"}`
 	events := make([]outbox.Event, 10)
@@ -197,7 +150,7 @@ func TestEventBridgeCallsRespectTheSizeLimit(t *testing.T) {
 
 func TestEventBridgeRejectsAnEventTooLargeForACall(t *testing.T) {
 	t.Parallel()
-	bus := &fakeBus{}
+	bus := &outboxtest.Bus{}
 	events := newEvents(t, 5)
 	events[2] = newEvent(t, 2, `{"blob":"`+strings.Repeat("x", outbox.DefaultMaxRequestBytes)+`"}`)
 	res, err := newPublisher(t, bus).Publish(t.Context(), events)
@@ -211,7 +164,7 @@ func TestEventBridgeRejectsAnEventTooLargeForACall(t *testing.T) {
 
 func TestEventBridgeMaxRequestBytesIsConfigurable(t *testing.T) {
 	t.Parallel()
-	bus := &fakeBus{}
+	bus := &outboxtest.Bus{}
 	p, err := outbox.NewEventBridgePublisher(bus, outbox.EventBridgeConfig{Bus: "b", Source: "s", MaxRequestBytes: 1 << 20})
 	require.NoError(t, err)
 	e := newEvent(t, 0, `{"blob":"`+strings.Repeat("x", 300*1024)+`"}`) // over 256 KiB, under 1 MiB
@@ -226,7 +179,7 @@ func TestEventBridgeStopsAtAFailedEntry(t *testing.T) {
 	for _, k := range []int{0, 3, 9, 10, 15, 24} {
 		t.Run(fmt.Sprint(k), func(t *testing.T) {
 			t.Parallel()
-			bus := &fakeBus{respond: failEntry(k/10, k%10)}
+			bus := &outboxtest.Bus{Respond: outboxtest.FailEntry(k/10, k%10, "InternalFailure")}
 			events := newEvents(t, 25)
 			res, err := newPublisher(t, bus).Publish(t.Context(), events)
 			pe, ok := errors.AsType[*outbox.PublishError](err)
@@ -243,11 +196,11 @@ func TestEventBridgeStopsAtAFailedEntry(t *testing.T) {
 func TestEventBridgeStopsAtAFailedCall(t *testing.T) {
 	t.Parallel()
 	cause := errors.New("throttled")
-	bus := &fakeBus{respond: func(call int, entries []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error) {
+	bus := &outboxtest.Bus{Respond: func(call int, entries []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error) {
 		if call == 1 {
 			return nil, cause
 		}
-		return accepted(len(entries)), nil
+		return outboxtest.Accepted(len(entries)), nil
 	}}
 	res, err := newPublisher(t, bus).Publish(t.Context(), newEvents(t, 25))
 	pe, ok := errors.AsType[*outbox.PublishError](err)
@@ -265,11 +218,11 @@ func TestEventBridgeDistrustsAnUnaccountedResponse(t *testing.T) {
 		"count without codes": {FailedEntryCount: 1, Entries: make([]ebtypes.PutEventsResultEntry, 10)},
 		"too few results":     {Entries: make([]ebtypes.PutEventsResultEntry, 3)},
 	} {
-		bus := &fakeBus{respond: func(call int, entries []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error) {
+		bus := &outboxtest.Bus{Respond: func(call int, entries []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error) {
 			if call == 1 {
 				return out, nil
 			}
-			return accepted(len(entries)), nil
+			return outboxtest.Accepted(len(entries)), nil
 		}}
 		_, err := newPublisher(t, bus).Publish(t.Context(), newEvents(t, 20))
 		pe, ok := errors.AsType[*outbox.PublishError](err)
@@ -281,7 +234,7 @@ func TestEventBridgeDistrustsAnUnaccountedResponse(t *testing.T) {
 
 func TestEventBridgeKeepsOnlyRejectionsBeforeTheStop(t *testing.T) {
 	t.Parallel()
-	bus := &fakeBus{respond: failEntry(0, 1)}
+	bus := &outboxtest.Bus{Respond: outboxtest.FailEntry(0, 1, "InternalFailure")}
 	events := newEvents(t, 6)
 	tooBig := `{"blob":"` + strings.Repeat("x", outbox.DefaultMaxRequestBytes) + `"}`
 	events[0] = newEvent(t, 0, tooBig) // rejected before the stop: kept
@@ -302,7 +255,7 @@ func TestNewEventBridgePublisherValidates(t *testing.T) {
 		"no source":      {Bus: "b"},
 		"negative limit": {Bus: "b", Source: "s", MaxRequestBytes: -1},
 	} {
-		_, err := outbox.NewEventBridgePublisher(&fakeBus{}, cfg)
+		_, err := outbox.NewEventBridgePublisher(&outboxtest.Bus{}, cfg)
 		assert.Error(t, err, name)
 	}
 	_, err := outbox.NewEventBridgePublisher(nil, outbox.EventBridgeConfig{Bus: "b", Source: "s"})

@@ -74,7 +74,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		resp, err := h.h.Handle(t.Context(), ev)
 		require.NoError(t, err)
 		require.Empty(t, resp.BatchItemFailures)
-		sent := h.bus.sentIDs(t)
+		sent := sentIDs(t, h.bus)
 		require.NotEmpty(t, sent)
 		require.Equal(t, good.ID, sent[len(sent)-1], "the valid record after it is published")
 		require.LessOrEqual(t, len(sent), 2)

@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/outboxtest"
 	"github.com/idemlambda/idemlambda/internal/streams"
 	"github.com/idemlambda/idemlambda/internal/testutil"
 )
@@ -31,34 +30,8 @@ const (
 	testSource = "idemlambda.products"
 )
 
-// fakeBus is an in-process EventBridge PutEvents that records its calls and
-// answers as respond says (everything accepted by default).
-type fakeBus struct {
-	mu      sync.Mutex
-	calls   [][]ebtypes.PutEventsRequestEntry
-	respond func(call int, entries []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error)
-}
-
-func (b *fakeBus) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
-	b.mu.Lock()
-	call := len(b.calls)
-	b.calls = append(b.calls, slices.Clone(in.Entries))
-	respond := b.respond
-	b.mu.Unlock()
-	if respond != nil {
-		return respond(call, in.Entries)
-	}
-	return &eventbridge.PutEventsOutput{Entries: make([]ebtypes.PutEventsResultEntry, len(in.Entries))}, nil
-}
-
-func (b *fakeBus) Calls() [][]ebtypes.PutEventsRequestEntry {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.calls)
-}
-
 // sentIDs lists the CloudEvent ids the bus received, in order.
-func (b *fakeBus) sentIDs(t *testing.T) []string {
+func sentIDs(t *testing.T, b *outboxtest.Bus) []string {
 	t.Helper()
 	var ids []string
 	for _, c := range b.Calls() {
@@ -71,29 +44,17 @@ func (b *fakeBus) sentIDs(t *testing.T) []string {
 	return ids
 }
 
-// failEntry refuses entry k of call `call`.
-func failEntry(call, k int) func(int, []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error) {
-	return func(c int, entries []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error) {
-		out := &eventbridge.PutEventsOutput{Entries: make([]ebtypes.PutEventsResultEntry, len(entries))}
-		if c == call {
-			out.FailedEntryCount = 1
-			out.Entries[k] = ebtypes.PutEventsResultEntry{ErrorCode: aws.String("ThrottlingException"), ErrorMessage: aws.String("slow down")}
-		}
-		return out, nil
-	}
-}
-
-// harness is a Handler publishing to a fakeBus through the real
+// harness is a Handler publishing to an outboxtest.Bus through the real
 // EventBridge publisher, logging JSON into a buffer.
 type harness struct {
-	bus *fakeBus
+	bus *outboxtest.Bus
 	log *testutil.Buffer
 	h   *Handler
 }
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
-	bus := &fakeBus{}
+	bus := &outboxtest.Bus{}
 	pub, err := outbox.NewEventBridgePublisher(bus, outbox.EventBridgeConfig{Bus: testBus, Source: testSource})
 	require.NoError(t, err)
 	buf := &testutil.Buffer{}
@@ -194,7 +155,7 @@ func TestHandlePublishesInCallsOfTen(t *testing.T) {
 			require.NoError(t, err)
 			assert.Empty(t, resp.BatchItemFailures)
 			assert.Len(t, h.bus.Calls(), (n+9)/10, "ceil(n/10) PutEvents calls")
-			assert.Equal(t, ids(es), h.bus.sentIDs(t), "published in the order given")
+			assert.Equal(t, ids(es), sentIDs(t, h.bus), "published in the order given")
 			out := h.outcome(t)
 			assert.EqualValues(t, n, out["published"])
 			assert.EqualValues(t, 0, out["failed"])
@@ -229,7 +190,7 @@ func TestHandleReportsTheRecordOfAFailedEntry(t *testing.T) {
 		t.Run(fmt.Sprint(k), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t)
-			h.bus.respond = failEntry(k/10, k%10)
+			h.bus.Respond = outboxtest.FailEntry(k/10, k%10, "ThrottlingException")
 			ev, _ := batch(t, n)
 			resp, err := h.h.Handle(t.Context(), ev)
 			require.NoError(t, err)
@@ -250,7 +211,7 @@ func TestHandleReportsTheFirstRecordOfAFailedCall(t *testing.T) {
 		t.Run(fmt.Sprint(call), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t)
-			h.bus.respond = func(c int, entries []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error) {
+			h.bus.Respond = func(c int, entries []ebtypes.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error) {
 				if c == call {
 					return nil, errors.New("AccessDenied")
 				}
@@ -280,7 +241,7 @@ func TestHandleSkipsModifyAndRemove(t *testing.T) {
 	resp, err := h.h.Handle(t.Context(), ev)
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures)
-	assert.Equal(t, []string{es[0].ID, es[3].ID}, h.bus.sentIDs(t))
+	assert.Equal(t, []string{es[0].ID, es[3].ID}, sentIDs(t, h.bus))
 
 	skipped := h.linesWithMsg(t, "skipped stream record")
 	require.Len(t, skipped, 2)
@@ -304,7 +265,7 @@ func TestHandleLogsAndPassesOverUndecodableRecords(t *testing.T) {
 	resp, err := h.h.Handle(t.Context(), ev)
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures, "never retried")
-	assert.Equal(t, []string{es[0].ID, es[4].ID}, h.bus.sentIDs(t))
+	assert.Equal(t, []string{es[0].ID, es[4].ID}, sentIDs(t, h.bus))
 
 	bad := h.linesWithMsg(t, "undecodable outbox record")
 	require.Len(t, bad, 3)
@@ -328,7 +289,7 @@ func TestHandleMapsFailuresPastSkippedRecords(t *testing.T) {
 	ev.Records[0].EventName = "REMOVE"
 	ev.Records[2].Change.NewImage = nil // undecodable
 	// Entries sent: records 1, 3, 4, 5; refuse the third, which is record 4.
-	h.bus.respond = failEntry(0, 2)
+	h.bus.Respond = outboxtest.FailEntry(0, 2, "ThrottlingException")
 	resp, err := h.h.Handle(t.Context(), ev)
 	require.NoError(t, err)
 	assert.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: seqOf(4)}}, resp.BatchItemFailures)
@@ -373,7 +334,7 @@ func TestHandleSplitsCallsAtTheSizeLimit(t *testing.T) {
 		}
 		assert.LessOrEqual(t, size, outbox.DefaultMaxRequestBytes)
 	}
-	assert.Equal(t, ids(es), h.bus.sentIDs(t))
+	assert.Equal(t, ids(es), sentIDs(t, h.bus))
 }
 
 func TestHandleSkipsAndCountsAnEventTooLargeToPublish(t *testing.T) {
@@ -385,7 +346,7 @@ func TestHandleSkipsAndCountsAnEventTooLargeToPublish(t *testing.T) {
 	resp, err := h.h.Handle(t.Context(), ev)
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures, "retrying cannot make it fit")
-	assert.Equal(t, []string{es[0].ID, es[2].ID}, h.bus.sentIDs(t))
+	assert.Equal(t, []string{es[0].ID, es[2].ID}, sentIDs(t, h.bus))
 	bad := h.linesWithMsg(t, "unpublishable outbox event")
 	require.Len(t, bad, 1)
 	assert.Equal(t, huge.ID, bad[0]["event_id"])
@@ -399,7 +360,7 @@ func TestHandleSkipsAndCountsAnEventTooLargeToPublish(t *testing.T) {
 func TestHandleWithoutSequenceNumberFailsTheInvocation(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.bus.respond = failEntry(0, 1)
+	h.bus.Respond = outboxtest.FailEntry(0, 1, "ThrottlingException")
 	ev, _ := batch(t, 3)
 	ev.Records[1].Change.SequenceNumber = ""
 	resp, err := h.h.Handle(t.Context(), ev)
