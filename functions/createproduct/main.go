@@ -5,27 +5,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
-
-	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/wire"
 )
 
 func main() {
-	if err := wire.Serve(context.Background(), config.CreateProduct, build); err != nil {
+	if err := wire.Serve(context.Background(), config.CreateProduct, wire.CreateFunc); err != nil {
 		fmt.Fprintln(os.Stderr, "createproduct:", err)
 		os.Exit(1)
 	}
-}
-
-func build(c *dynamodb.Client, s wire.Settings, log *slog.Logger) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
-	h, err := wire.CreateHandler(c, s, log)
-	if err != nil {
-		return nil, err
-	}
-	return h.Handle, nil
 }

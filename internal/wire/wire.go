@@ -109,3 +109,21 @@ func Serve(ctx context.Context, fn config.Function, build Builder) error {
 	lambda.StartWithOptions(h, lambda.WithContext(ctx))
 	return nil
 }
+
+// CreateFunc is the Builder of the createproduct function.
+func CreateFunc(c *dynamodb.Client, s Settings, log *slog.Logger) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+	h, err := CreateHandler(c, s, log)
+	if err != nil {
+		return nil, err
+	}
+	return h.Handle, nil
+}
+
+// GetFunc is the Builder of the getproduct function.
+func GetFunc(c *dynamodb.Client, s Settings, log *slog.Logger) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+	h, err := GetHandler(c, s, log)
+	if err != nil {
+		return nil, err
+	}
+	return h.Handle, nil
+}
