@@ -32,56 +32,58 @@ import (
 
 func TestCreateReturns201AndReplaysByteForByte(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	first := f.post(t, jsonHeaders("key-201"), widget)
-	require.Equal(t, 201, first.StatusCode, first.Body)
-	assert.Equal(t, "application/json", first.Headers["Content-Type"])
-	var body product.Body
-	require.NoError(t, json.Unmarshal([]byte(first.Body), &body))
-	assert.Equal(t, "/products/"+body.ID, first.Headers["Location"])
-	assert.Equal(t, "Widget", body.Name)
-	assert.Equal(t, int64(999), body.PriceCents)
-	assert.Equal(t, "EUR", body.Currency)
-	assert.Equal(t, sellerID, body.SellerID)
-	created, err := time.Parse(time.RFC3339, body.CreatedAt)
-	require.NoError(t, err)
-	assert.Equal(t, time.UTC, created.Location())
-	assert.NotContains(t, first.Headers, "Idempotent-Replayed")
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		f := newFixtureMode(t, mode, slog.LevelDebug)
+		first := f.post(t, jsonHeaders("key-201"), widget)
+		require.Equal(t, 201, first.StatusCode, first.Body)
+		assert.Equal(t, "application/json", first.Headers["Content-Type"])
+		var body product.Body
+		require.NoError(t, json.Unmarshal([]byte(first.Body), &body))
+		assert.Equal(t, "/products/"+body.ID, first.Headers["Location"])
+		assert.Equal(t, "Widget", body.Name)
+		assert.Equal(t, int64(999), body.PriceCents)
+		assert.Equal(t, "EUR", body.Currency)
+		assert.Equal(t, sellerID, body.SellerID)
+		created, err := time.Parse(time.RFC3339, body.CreatedAt)
+		require.NoError(t, err)
+		assert.Equal(t, time.UTC, created.Location())
+		assert.NotContains(t, first.Headers, "Idempotent-Replayed")
 
-	// The same request again, with other field order and whitespace.
-	reordered := `{ "seller_id": "` + sellerID + `", "currency": "EUR",
-		"price_cents": 999, "name": "Widget" }`
-	again := f.post(t, jsonHeaders(`"key-201"`), reordered)
-	assert.Equal(t, 201, again.StatusCode)
-	assert.Equal(t, first.Body, again.Body, "byte for byte")
-	assert.Equal(t, first.Headers["Location"], again.Headers["Location"])
-	assert.Equal(t, "true", again.Headers["Idempotent-Replayed"])
+		// The same request again, with other field order and whitespace.
+		reordered := `{ "seller_id": "` + sellerID + `", "currency": "EUR",
+			"price_cents": 999, "name": "Widget" }`
+		again := f.post(t, jsonHeaders(`"key-201"`), reordered)
+		assert.Equal(t, 201, again.StatusCode)
+		assert.Equal(t, first.Body, again.Body, "byte for byte")
+		assert.Equal(t, first.Headers["Location"], again.Headers["Location"])
+		assert.Equal(t, "true", again.Headers["Idempotent-Replayed"])
 
-	assert.Equal(t, 1, f.count(t, f.env.Tables.Products))
-	assert.Equal(t, 1, f.count(t, f.env.Tables.Outbox))
+		assert.Equal(t, 1, f.count(t, f.env.Tables.Products))
+		assert.Equal(t, 1, f.count(t, f.env.Tables.Outbox))
 
-	// The outbox event carries the 201 body as its data.
-	out, err := f.env.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(f.env.Tables.Outbox)})
-	require.NoError(t, err)
-	ev, err := outbox.DecodeItem(out.Items[0])
-	require.NoError(t, err)
-	assert.Equal(t, first.Body, string(ev.Data))
-	assert.Equal(t, "ProductCreated", ev.Type)
-	assert.Equal(t, body.ID, ev.Subject)
-	assert.Equal(t, "idemlambda.products", ev.Source)
+		// The outbox event carries the 201 body as its data.
+		out, err := f.env.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(f.env.Tables.Outbox)})
+		require.NoError(t, err)
+		ev, err := outbox.DecodeItem(out.Items[0])
+		require.NoError(t, err)
+		assert.Equal(t, first.Body, string(ev.Data))
+		assert.Equal(t, "ProductCreated", ev.Type)
+		assert.Equal(t, body.ID, ev.Subject)
+		assert.Equal(t, "idemlambda.products", ev.Source)
 
-	// GET follows the Location.
-	got := f.getProduct(t, body.ID)
-	assert.Equal(t, 200, got.StatusCode)
-	assert.Equal(t, first.Body, got.Body)
+		// GET follows the Location.
+		got := f.getProduct(t, body.ID)
+		assert.Equal(t, 200, got.StatusCode)
+		assert.Equal(t, first.Body, got.Body)
 
-	// Logs carry the outcome and never the key or the body.
-	logs := f.logs.String()
-	assert.Contains(t, logs, `"outcome":"executed"`)
-	assert.Contains(t, logs, `"outcome":"replayed"`)
-	assert.Contains(t, logs, `"api_request_id":"req-1"`)
-	assert.NotContains(t, logs, "key-201")
-	assert.NotContains(t, logs, "Widget")
+		// Logs carry the outcome and never the key or the body.
+		logs := f.logs.String()
+		assert.Contains(t, logs, `"outcome":"executed"`)
+		assert.Contains(t, logs, `"outcome":"replayed"`)
+		assert.Contains(t, logs, `"api_request_id":"req-1"`)
+		assert.NotContains(t, logs, "key-201")
+		assert.NotContains(t, logs, "Widget")
+	})
 }
 
 func TestCreateKeyFromBodyAndHeaderTogether(t *testing.T) {
@@ -188,71 +190,79 @@ func TestCreateAcceptsCharsetAndBase64(t *testing.T) {
 
 func TestCreateSameKeyOtherPayloadIs422(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	require.Equal(t, 201, f.post(t, jsonHeaders("k-422"), widget).StatusCode)
-	gadget := strings.Replace(widget, "Widget", "Gadget", 1)
-	p := assertProblem(t, f.post(t, jsonHeaders("k-422"), gadget), 422, "key-reuse")
-	assert.Contains(t, p.Detail, "different request body")
-	assert.Equal(t, 1, f.count(t, f.env.Tables.Products))
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		f := newFixtureMode(t, mode, slog.LevelDebug)
+		require.Equal(t, 201, f.post(t, jsonHeaders("k-422"), widget).StatusCode)
+		gadget := strings.Replace(widget, "Widget", "Gadget", 1)
+		p := assertProblem(t, f.post(t, jsonHeaders("k-422"), gadget), 422, "key-reuse")
+		assert.Contains(t, p.Detail, "different request body")
+		assert.Equal(t, 1, f.count(t, f.env.Tables.Products))
+	})
 }
 
 func TestCreateInFlightIs409WithRetryAfter(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	// A first request holds the key: reserve it as the handler would.
-	cmd, err := product.NewCreateCommand(product.CreateInput{Name: "Widget", PriceCents: 999, Currency: "EUR", SellerID: sellerID})
-	require.NoError(t, err)
-	fp, err := cmd.Fingerprint()
-	require.NoError(t, err)
-	store, err := idem.NewStore(f.env.Client, f.env.Tables.Idempotency)
-	require.NoError(t, err)
-	scope, err := idem.NewScope(product.Operation, "anonymous", "k-409")
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err = store.Reserve(ctx, scope, fp)
-	require.NoError(t, err)
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		f := newFixtureMode(t, mode, slog.LevelDebug)
+		// A first request holds the key: reserve it as the handler would.
+		cmd, err := product.NewCreateCommand(product.CreateInput{Name: "Widget", PriceCents: 999, Currency: "EUR", SellerID: sellerID})
+		require.NoError(t, err)
+		fp, err := cmd.Fingerprint()
+		require.NoError(t, err)
+		store, err := idem.NewStore(f.env.Client, f.env.Tables.Idempotency)
+		require.NoError(t, err)
+		scope, err := idem.NewScope(product.Operation, "anonymous", "k-409")
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err = store.Reserve(ctx, scope, fp)
+		require.NoError(t, err)
 
-	resp := f.post(t, jsonHeaders("k-409"), widget)
-	assertProblem(t, resp, 409, "in-flight")
-	assert.Regexp(t, `^(1[0-2]|[1-9])$`, resp.Headers["Retry-After"], "seconds until the holder's lease ends (deadline 10s + margin)")
-	assert.Zero(t, f.count(t, f.env.Tables.Products))
+		resp := f.post(t, jsonHeaders("k-409"), widget)
+		assertProblem(t, resp, 409, "in-flight")
+		assert.Regexp(t, `^(1[0-2]|[1-9])$`, resp.Headers["Retry-After"], "seconds until the holder's lease ends (deadline 10s + margin)")
+		assert.Zero(t, f.count(t, f.env.Tables.Products))
+	})
 }
 
 func TestCreateUnavailableStoreIs503(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	if f.env.Embedded == nil {
-		t.Skipf("failure injection needs the embedded backend; %s has none", f.env.Kind)
-	}
-	f.env.Embedded.EmulateFailure(server.FailureConditionInternalServerError)
-	resp := f.post(t, jsonHeaders("k-503"), widget)
-	f.env.Embedded.EmulateFailure(server.FailureConditionNone)
-	assertProblem(t, resp, 503, "unavailable")
-	assert.Equal(t, "1", resp.Headers["Retry-After"])
-	f.assertNothingWritten(t)
-	assert.Contains(t, f.logs.String(), `"level":"ERROR"`)
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		f := newFixtureMode(t, mode, slog.LevelDebug)
+		if f.env.Embedded == nil {
+			t.Skipf("failure injection needs the embedded backend; %s has none", f.env.Kind)
+		}
+		f.env.Embedded.EmulateFailure(server.FailureConditionInternalServerError)
+		resp := f.post(t, jsonHeaders("k-503"), widget)
+		f.env.Embedded.EmulateFailure(server.FailureConditionNone)
+		assertProblem(t, resp, 503, "unavailable")
+		assert.Equal(t, "1", resp.Headers["Retry-After"])
+		f.assertNothingWritten(t)
+		assert.Contains(t, f.logs.String(), `"level":"ERROR"`)
 
-	// The key was never taken: the retry creates the product.
-	assert.Equal(t, 201, f.post(t, jsonHeaders("k-503"), widget).StatusCode)
+		// The key was never taken: the retry creates the product.
+		assert.Equal(t, 201, f.post(t, jsonHeaders("k-503"), widget).StatusCode)
+	})
 }
 
 func TestCreateUnexpectedFailureIs500AndReleasesTheKey(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	s := settings(f.env.Tables)
-	s.Tables.Products = "no-such-table"
-	broken, err := wire.CreateHandler(f.env.Client, s, wire.Logger(f.logs, 0))
-	require.NoError(t, err)
-	resp, err := broken.Handle(context.Background(), postReq(jsonHeaders("k-500"), widget))
-	require.NoError(t, err)
-	p := assertProblem(t, resp, 500, "internal")
-	assert.NotContains(t, p.Detail, "no-such-table", "no internal detail to the client")
-	assert.Contains(t, f.logs.String(), "ResourceNotFoundException", "the log has it")
-	f.assertNothingWritten(t)
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		f := newFixtureMode(t, mode, slog.LevelDebug)
+		s := settings(f.env.Tables, mode)
+		s.Tables.Products = "no-such-table"
+		broken, err := wire.CreateHandler(f.env.Client, s, wire.Logger(f.logs, 0))
+		require.NoError(t, err)
+		resp, err := broken.Handle(context.Background(), postReq(jsonHeaders("k-500"), widget))
+		require.NoError(t, err)
+		p := assertProblem(t, resp, 500, "internal")
+		assert.NotContains(t, p.Detail, "no-such-table", "no internal detail to the client")
+		assert.Contains(t, f.logs.String(), "ResourceNotFoundException", "the log has it")
+		f.assertNothingWritten(t)
 
-	// Released: the fixed handler runs the same key at once.
-	assert.Equal(t, 201, f.post(t, jsonHeaders("k-500"), widget).StatusCode)
+		// Released: the fixed handler runs the same key at once.
+		assert.Equal(t, 201, f.post(t, jsonHeaders("k-500"), widget).StatusCode)
+	})
 }
 
 func TestCreateScopesKeysByPrincipal(t *testing.T) {
@@ -286,38 +296,43 @@ func TestCreateWrongMethodIs405(t *testing.T) {
 
 func TestConcurrentDuplicatePostsCreateOneProduct(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	const callers = 16
-	statuses := make(chan int, callers)
-	bodies := make(chan string, callers)
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Go(func() {
-			resp := f.post(t, jsonHeaders("dup"), widget)
-			statuses <- resp.StatusCode
-			if resp.StatusCode == 201 {
-				bodies <- resp.Body
-			}
-		})
-	}
-	wg.Wait()
-	close(statuses)
-	close(bodies)
-	counts := map[int]int{}
-	for s := range statuses {
-		counts[s]++
-	}
-	t.Logf("statuses: %v", counts)
-	assert.Equal(t, callers, counts[201]+counts[409], "only 201 and 409")
-	first := ""
-	for b := range bodies {
-		if first == "" {
-			first = b
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		f := newFixtureMode(t, mode, slog.LevelDebug)
+		const callers = 16
+		statuses := make(chan int, callers)
+		bodies := make(chan string, callers)
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Go(func() {
+				resp := f.post(t, jsonHeaders("dup"), widget)
+				statuses <- resp.StatusCode
+				if resp.StatusCode == 201 {
+					bodies <- resp.Body
+				}
+			})
 		}
-		assert.Equal(t, first, b, "every 201 is the same product")
-	}
-	assert.Equal(t, 1, f.count(t, f.env.Tables.Products))
-	assert.Equal(t, 1, f.count(t, f.env.Tables.Outbox))
+		wg.Wait()
+		close(statuses)
+		close(bodies)
+		counts := map[int]int{}
+		for s := range statuses {
+			counts[s]++
+		}
+		t.Logf("mode=%s statuses: %v", mode, counts)
+		assert.Equal(t, callers, counts[201]+counts[409], "only 201 and 409")
+		if mode == idem.ModeTransact {
+			assert.Equal(t, callers, counts[201], "transact mode: every duplicate gets the winner's 201, none a 409")
+		}
+		first := ""
+		for b := range bodies {
+			if first == "" {
+				first = b
+			}
+			assert.Equal(t, first, b, "every 201 is the same product")
+		}
+		assert.Equal(t, 1, f.count(t, f.env.Tables.Products))
+		assert.Equal(t, 1, f.count(t, f.env.Tables.Outbox))
+	})
 }
 
 func TestGetStatuses(t *testing.T) {
@@ -363,30 +378,32 @@ func TestCreatePrincipalFromJWTWithoutSub(t *testing.T) {
 // timeout API Gateway would turn into an opaque error.
 func TestCreateHungStoreIs503BeforeTheDeadline(t *testing.T) {
 	t.Parallel()
-	stop := make(chan struct{})
-	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-stop:
-		}
-	}))
-	defer func() {
-		close(stop)
-		hung.Close()
-	}()
-	client, err := local.Client(context.Background(), hung.URL)
-	require.NoError(t, err)
-	logs := &testutil.Buffer{}
-	h, err := wire.CreateHandler(client, settings(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}), wire.Logger(logs, slog.LevelInfo))
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	start := time.Now()
-	resp, err := h.Handle(ctx, postReq(jsonHeaders("k-hung"), widget))
-	require.NoError(t, err)
-	took := time.Since(start)
-	assertProblem(t, resp, 503, "unavailable")
-	assert.Equal(t, "1", resp.Headers["Retry-After"])
-	assert.Less(t, took, 3*time.Second-api.DeadlineMargin/4, "answered inside the invocation")
-	assert.Contains(t, logs.String(), `"outcome":"unavailable"`)
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		stop := make(chan struct{})
+		hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+		}))
+		defer func() {
+			close(stop)
+			hung.Close()
+		}()
+		client, err := local.Client(context.Background(), hung.URL)
+		require.NoError(t, err)
+		logs := &testutil.Buffer{}
+		h, err := wire.CreateHandler(client, settings(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}, mode), wire.Logger(logs, slog.LevelInfo))
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		start := time.Now()
+		resp, err := h.Handle(ctx, postReq(jsonHeaders("k-hung"), widget))
+		require.NoError(t, err)
+		took := time.Since(start)
+		assertProblem(t, resp, 503, "unavailable")
+		assert.Equal(t, "1", resp.Headers["Retry-After"])
+		assert.Less(t, took, 3*time.Second-api.DeadlineMargin/4, "answered inside the invocation")
+		assert.Contains(t, logs.String(), `"outcome":"unavailable"`)
+	})
 }

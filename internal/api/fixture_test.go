@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,6 +19,8 @@ import (
 	"github.com/idemlambda/idemlambda/internal/tables"
 	"github.com/idemlambda/idemlambda/internal/testutil"
 	"github.com/idemlambda/idemlambda/internal/wire"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
 type fixture struct {
@@ -27,23 +30,40 @@ type fixture struct {
 	logs   *testutil.Buffer
 }
 
-func settings(n tables.Names) wire.Settings {
-	return wire.Settings{Tables: n, EventSource: "idemlambda.products", Retention: 24 * 60 * 60 * 1e9, LogLevel: slog.LevelInfo}
+func settings(n tables.Names, mode idem.Mode) wire.Settings {
+	return wire.Settings{Tables: n, EventSource: "idemlambda.products", Retention: 24 * time.Hour, Mode: mode, LogLevel: slog.LevelInfo}
 }
 
-func newFixture(t *testing.T) *fixture { return newFixtureLevel(t, slog.LevelDebug) }
+// modes are the two ways createproduct can claim a key (IDEMPOTENCY_MODE).
+var modes = []idem.Mode{idem.ModeReserve, idem.ModeTransact}
+
+// eachMode runs f as a parallel subtest per mode.
+func eachMode(t *testing.T, f func(t *testing.T, mode idem.Mode)) {
+	t.Helper()
+	for _, m := range modes {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			f(t, m)
+		})
+	}
+}
+
+func newFixture(t *testing.T) *fixture { return newFixtureMode(t, idem.ModeReserve, slog.LevelDebug) }
 
 // newBenchFixture logs errors only, as production would at volume.
-func newBenchFixture(b *testing.B) *fixture { return newFixtureLevel(b, slog.LevelError) }
+func newBenchFixture(b *testing.B, mode idem.Mode, cache int) *fixture {
+	f := newFixtureMode(b, mode, slog.LevelError, idem.WithCache(cache))
+	return f
+}
 
-func newFixtureLevel(t testing.TB, level slog.Level) *fixture {
+func newFixtureMode(t testing.TB, mode idem.Mode, level slog.Level, opts ...idem.Option) *fixture {
 	t.Helper()
 	env := ddbtest.New(t)
 	logs := &testutil.Buffer{}
 	log := wire.Logger(logs, level)
-	create, err := wire.CreateHandler(env.Client, settings(env.Tables), log)
+	create, err := wire.CreateHandler(env.Client, settings(env.Tables, mode), log, opts...)
 	require.NoError(t, err)
-	get, err := wire.GetHandler(env.Client, settings(env.Tables), log)
+	get, err := wire.GetHandler(env.Client, settings(env.Tables, mode), log)
 	require.NoError(t, err)
 	return &fixture{env: env, create: create, get: get, logs: logs}
 }
@@ -107,7 +127,7 @@ func assertProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status in
 	dec := json.NewDecoder(bytes.NewReader([]byte(resp.Body)))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&p), resp.Body)
-	assert.Equal(t, api.ProblemTypeBase+kind, p.Type)
+	assert.Equal(t, idemhttp.TypeBase+kind, p.Type)
 	assert.Equal(t, status, p.Status)
 	assert.NotEmpty(t, p.Title)
 	assert.NotEmpty(t, p.Detail)

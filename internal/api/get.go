@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
 // GetHandler serves GET /products/{id}.
@@ -38,34 +39,28 @@ func (h *GetHandler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequ
 
 func (h *GetHandler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	if m := req.RequestContext.HTTP.Method; m != "" && m != http.MethodGet {
-		p := probMethod.with("use GET")
-		p.headers = map[string]string{"Allow": http.MethodGet}
-		return p.response(), errors.New(p.Detail)
+		p := methodNotAllowed(http.MethodGet)
+		return respond(p), errors.New(p.Detail)
 	}
 	raw := req.PathParameters["id"]
 	id, err := uuid.Parse(raw)
 	if err != nil || len(raw) != 36 {
-		p := probBadRequest.with("the product id must be a UUID such as 3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b")
-		return p.response(), errors.New(p.Detail)
+		p := probBadRequest.WithDetail("the product id must be a UUID such as 3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b")
+		return respond(p), errors.New(p.Detail)
 	}
 	work, cancel := deadline.Before(ctx, DeadlineMargin)
 	defer cancel()
 	p, err := h.reader.Get(work, id)
 	switch {
 	case errors.Is(err, product.ErrNotFound):
-		prob := probNotFound.with("no product has id " + id.String())
-		return prob.response(), nil
-	case err != nil && unavailable(err):
-		prob := probUnavailable.with("the data store is busy; retry").retryAfter(1)
-		return prob.response(), err
+		return respond(probNotFound.WithDetail("no product has id " + id.String())), nil
 	case err != nil:
-		prob := probInternal.with("the request failed")
-		return prob.response(), err
+		// 503 when the store is unavailable, else 500 without detail.
+		return respond(idemhttp.ProblemFor(err)), err
 	}
 	body, err := json.Marshal(p.Body())
 	if err != nil {
-		prob := probInternal.with("the request failed")
-		return prob.response(), err
+		return respond(idemhttp.ProblemFor(err)), err
 	}
 	return events.APIGatewayV2HTTPResponse{
 		StatusCode: http.StatusOK,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/ddbtest"
 	"github.com/idemlambda/idemlambda/internal/wire"
+	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 // FuzzCreateHandler drives the whole POST handler, against a real store,
@@ -20,7 +21,7 @@ func FuzzCreateHandler(f *testing.F) {
 	f.Add("text/plain", "", `{}`)
 	f.Add("application/json; charset=utf-8", `"a\"b"`, `{"idempotency_key":"x","name":"A","price_cents":1,"currency":"JPY","seller_id":"`+sellerID+`"}`)
 	env := ddbtest.New(f)
-	h, err := wire.CreateHandler(env.Client, settings(env.Tables), wire.Logger(io.Discard, slog.LevelError))
+	h, err := wire.CreateHandler(env.Client, settings(env.Tables, idem.ModeTransact), wire.Logger(io.Discard, slog.LevelError))
 	if err != nil {
 		f.Fatal(err)
 	}

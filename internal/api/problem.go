@@ -1,73 +1,46 @@
 // Package api serves the products HTTP API as API Gateway HTTP API
-// (payload format 2.0) handlers: request decoding, the idempotency headers,
-// and RFC 9457 problem+json errors. The Lambda functions and the local
+// (payload format 2.0) handlers: request decoding and RFC 9457
+// problem+json errors, with the idempotency side (keys, callers, replays,
+// 409/422/503) from pkg/idem/idemhttp. The Lambda functions and the local
 // runner serve the same handlers.
 package api
 
 import (
-	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
-// ProblemTypeBase prefixes every problem type URI; docs/problems.md
-// documents each type under its anchor.
-const ProblemTypeBase = "https://github.com/idemlambda/idemlambda/blob/main/docs/problems.md#"
-
-// Problem is an RFC 9457 problem details object.
-type Problem struct {
-	Type   string               `json:"type"`
-	Title  string               `json:"title"`
-	Status int                  `json:"status"`
-	Detail string               `json:"detail"`
-	Errors []product.FieldError `json:"errors,omitempty"`
-	// headers are sent with the problem (Retry-After).
-	headers map[string]string
-}
-
-// Problem types, each with its status and title.
+// The problems of the products API beyond idemhttp's; docs/problems.md
+// documents every type.
 var (
-	probBadRequest  = Problem{Type: "bad-request", Title: "Bad request", Status: http.StatusBadRequest}
-	probValidation  = Problem{Type: "validation", Title: "Invalid product", Status: http.StatusBadRequest}
-	probKey         = Problem{Type: "idempotency-key", Title: "Invalid or missing idempotency key", Status: http.StatusBadRequest}
-	probForbidden   = Problem{Type: "forbidden", Title: "Caller cannot be identified", Status: http.StatusForbidden}
-	probNotFound    = Problem{Type: "not-found", Title: "Product not found", Status: http.StatusNotFound}
-	probInFlight    = Problem{Type: "in-flight", Title: "Request with this idempotency key is in progress", Status: http.StatusConflict}
-	probTooLarge    = Problem{Type: "too-large", Title: "Request body too large", Status: http.StatusRequestEntityTooLarge}
-	probMediaType   = Problem{Type: "unsupported-media-type", Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType}
-	probKeyReuse    = Problem{Type: "key-reuse", Title: "Idempotency key reused with a different payload", Status: http.StatusUnprocessableEntity}
-	probUnavailable = Problem{Type: "unavailable", Title: "Service temporarily unavailable", Status: http.StatusServiceUnavailable}
-	probInternal    = Problem{Type: "internal", Title: "Internal server error", Status: http.StatusInternalServerError}
-	probMethod      = Problem{Type: "method-not-allowed", Title: "Method not allowed", Status: http.StatusMethodNotAllowed}
+	probBadRequest = idemhttp.NewProblem(http.StatusBadRequest, "bad-request", "Bad request", "")
+	probValidation = idemhttp.NewProblem(http.StatusBadRequest, "validation", "Invalid product", "")
+	probNotFound   = idemhttp.NewProblem(http.StatusNotFound, "not-found", "Product not found", "")
+	probTooLarge   = idemhttp.NewProblem(http.StatusRequestEntityTooLarge, "too-large", "Request body too large", "")
+	probMediaType  = idemhttp.NewProblem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type", "")
+	probMethod     = idemhttp.NewProblem(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", "")
 )
 
-// with returns a copy of p with a detail.
-func (p Problem) with(detail string) Problem {
-	p.Detail = detail
+// methodNotAllowed is the 405 for a route that serves only allow.
+func methodNotAllowed(allow string) idemhttp.Problem {
+	p := probMethod.WithDetail("use " + allow)
+	p.Headers = map[string]string{"Allow": allow}
 	return p
 }
 
-// retryAfter returns a copy of p with a Retry-After header of at least one
-// second.
-func (p Problem) retryAfter(seconds int) Problem {
-	p.headers = map[string]string{"Retry-After": strconv.Itoa(max(1, seconds))}
+// validation is the 400 listing every broken rule.
+func validation(errs []product.FieldError) idemhttp.Problem {
+	p := probValidation.WithDetail("the request body breaks the rules listed in errors")
+	p.Errors = make([]idemhttp.FieldError, len(errs))
+	for i, e := range errs {
+		p.Errors[i] = idemhttp.FieldError{Field: e.Field, Message: e.Message}
+	}
 	return p
 }
 
-// response renders the problem as an API Gateway response.
-func (p Problem) response() events.APIGatewayV2HTTPResponse {
-	p.Type = ProblemTypeBase + p.Type
-	body, err := json.Marshal(p)
-	if err != nil { // a Problem always encodes; keep the status anyway
-		body = []byte(`{"title":"Internal server error","status":500}`)
-	}
-	h := map[string]string{"Content-Type": "application/problem+json"}
-	for k, v := range p.headers {
-		h[k] = v
-	}
-	return events.APIGatewayV2HTTPResponse{StatusCode: p.Status, Headers: h, Body: string(body)}
-}
+// respond renders a problem.
+func respond(p idemhttp.Problem) events.APIGatewayV2HTTPResponse { return p.APIGatewayV2() }

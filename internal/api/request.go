@@ -18,44 +18,27 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
 // MaxBodyBytes is the largest create request body accepted (16 KiB).
 const MaxBodyBytes = 16 << 10
 
-// HeaderIdempotencyKey carries the client's key (IETF
-// draft-ietf-httpapi-idempotency-key-header: a structured-field string).
-const HeaderIdempotencyKey = "Idempotency-Key"
-
-// header returns a request header by case-insensitive name. API Gateway
-// sends lower-case names; other sources may not.
-func header(h map[string]string, name string) (string, bool) {
-	if v, ok := h[strings.ToLower(name)]; ok {
-		return v, true
-	}
-	for k, v := range h {
-		if strings.EqualFold(k, name) {
-			return v, true
-		}
-	}
-	return "", false
-}
-
 // checkJSONContentType accepts application/json with optional parameters
 // (charset=utf-8); anything else is 415.
-func checkJSONContentType(h map[string]string) *Problem {
-	ct, ok := header(h, "Content-Type")
+func checkJSONContentType(h map[string]string) *idemhttp.Problem {
+	ct, ok := idemhttp.HeaderV2(h, "Content-Type")
 	if !ok || strings.TrimSpace(ct) == "" {
-		p := probMediaType.with("Content-Type must be application/json")
+		p := probMediaType.WithDetail("Content-Type must be application/json")
 		return &p
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
-		p := probMediaType.with(fmt.Sprintf("Content-Type must be application/json, got %.64q", ct))
+		p := probMediaType.WithDetail(fmt.Sprintf("Content-Type must be application/json, got %.64q", ct))
 		return &p
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		p := probMediaType.with(fmt.Sprintf("charset must be utf-8, got %.32q", cs))
+		p := probMediaType.WithDetail(fmt.Sprintf("charset must be utf-8, got %.32q", cs))
 		return &p
 	}
 	return nil
@@ -63,9 +46,9 @@ func checkJSONContentType(h map[string]string) *Problem {
 
 // readBody returns the request body bytes, decoding base64 where API
 // Gateway encoded it, within MaxBodyBytes.
-func readBody(req events.APIGatewayV2HTTPRequest) ([]byte, *Problem) {
-	tooLarge := func(n int) *Problem {
-		p := probTooLarge.with(fmt.Sprintf("body is %d bytes or more; the limit is %d", n, MaxBodyBytes))
+func readBody(req events.APIGatewayV2HTTPRequest) ([]byte, *idemhttp.Problem) {
+	tooLarge := func(n int) *idemhttp.Problem {
+		p := probTooLarge.WithDetail(fmt.Sprintf("body is %d bytes or more; the limit is %d", n, MaxBodyBytes))
 		return &p
 	}
 	if !req.IsBase64Encoded {
@@ -79,7 +62,7 @@ func readBody(req events.APIGatewayV2HTTPRequest) ([]byte, *Problem) {
 	}
 	b, err := base64.StdEncoding.DecodeString(req.Body)
 	if err != nil {
-		p := probBadRequest.with("body is marked base64 but does not decode")
+		p := probBadRequest.WithDetail("body is marked base64 but does not decode")
 		return nil, &p
 	}
 	if len(b) > MaxBodyBytes {
@@ -88,90 +71,22 @@ func readBody(req events.APIGatewayV2HTTPRequest) ([]byte, *Problem) {
 	return b, nil
 }
 
-// ParseIdempotencyKey reads an Idempotency-Key header value: a
-// structured-field string ("abc", with \" and \\ escapes, parameters
-// ignored) or, leniently, a bare token. The result must pass
-// idem.ValidateKey.
-func ParseIdempotencyKey(v string) (string, error) {
-	v = strings.Trim(v, " \t")
-	if v == "" {
-		return "", fmt.Errorf("%w: empty header", idem.ErrInvalidKey)
-	}
-	if v[0] != '"' {
-		if strings.ContainsAny(v, `",;`) {
-			return "", fmt.Errorf("%w: a bare key must not contain '\"', ',' or ';'; send a quoted string", idem.ErrInvalidKey)
-		}
-		return v, idem.ValidateKey(v)
-	}
-	var b strings.Builder
-	for i := 1; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case c == '\\':
-			i++
-			if i == len(v) || (v[i] != '"' && v[i] != '\\') {
-				return "", fmt.Errorf("%w: only \\\" and \\\\ may be escaped", idem.ErrInvalidKey)
-			}
-			b.WriteByte(v[i])
-		case c == '"':
-			if err := checkParams(v[i+1:]); err != nil {
-				return "", err
-			}
-			key := b.String()
-			return key, idem.ValidateKey(key)
-		case c < 0x20 || c > 0x7e:
-			return "", fmt.Errorf("%w: character %d is not printable ASCII", idem.ErrInvalidKey, i)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return "", fmt.Errorf("%w: unterminated quoted string", idem.ErrInvalidKey)
-}
-
-// checkParams accepts what may follow an sf-string item: nothing, or
-// parameters (";name" or ";name=value", RFC 8941 section 3.1.2), which
-// carry nothing this API uses and are ignored.
-func checkParams(rest string) error {
-	for rest != "" {
-		if rest[0] != ';' {
-			return fmt.Errorf("%w: unexpected %.16q after the quoted key", idem.ErrInvalidKey, rest)
-		}
-		rest = strings.TrimLeft(rest[1:], " ")
-		end := strings.IndexByte(rest, ';')
-		if end < 0 {
-			end = len(rest)
-		}
-		name, _, _ := strings.Cut(rest[:end], "=")
-		if !paramName.MatchString(name) {
-			return fmt.Errorf("%w: malformed parameter %.16q", idem.ErrInvalidKey, rest[:end])
-		}
-		for _, c := range []byte(rest[:end]) {
-			if c < 0x20 || c > 0x7e {
-				return fmt.Errorf("%w: parameter is not printable ASCII", idem.ErrInvalidKey)
-			}
-		}
-		rest = rest[end:]
-	}
-	return nil
-}
-
-var paramName = regexp.MustCompile(`^[a-z*][a-z0-9_.*-]*$`)
-
 // createBody is a decoded create request body.
 type createBody struct {
-	key   string // idempotency_key, "" when absent
-	input product.CreateInput
+	key string // idempotency_key, "" when absent
+	cmd product.CreateCommand
 }
 
 var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 
 // decodeCreate decodes the body strictly: one JSON object, known fields
 // once each, the right JSON type for each. Every problem is reported, and
-// product rules are checked for the fields that decoded.
-func decodeCreate(body []byte) (createBody, *Problem) {
+// product rules are checked for the fields that decoded; what passes comes
+// back as the validated command.
+func decodeCreate(body []byte) (createBody, *idemhttp.Problem) {
 	if !utf8.Valid(body) {
 		// encoding/json would quietly turn bad bytes into U+FFFD.
-		p := probBadRequest.with("body is not valid UTF-8")
+		p := probBadRequest.WithDetail("body is not valid UTF-8")
 		return createBody{}, &p
 	}
 	fields, perr := objectFields(body)
@@ -179,6 +94,7 @@ func decodeCreate(body []byte) (createBody, *Problem) {
 		return createBody{}, perr
 	}
 	var out createBody
+	var in product.CreateInput
 	var errs []product.FieldError
 	bad := map[string]bool{}
 	fail := func(field, msg string) {
@@ -199,14 +115,14 @@ func decodeCreate(body []byte) (createBody, *Problem) {
 			}
 		}
 	}
-	str("name", &out.input.Name, true)
-	str("currency", &out.input.Currency, true)
-	str("seller_id", &out.input.SellerID, true)
+	str("name", &in.Name, true)
+	str("currency", &in.Currency, true)
+	str("seller_id", &in.SellerID, true)
 	str("idempotency_key", &out.key, false)
 	if raw, ok := fields["price_cents"]; !ok {
 		fail("price_cents", "is required")
 	} else {
-		out.input.PriceCents = priceCents(raw, fail)
+		in.PriceCents = priceCents(raw, fail)
 	}
 	for name := range fields {
 		switch name {
@@ -218,9 +134,12 @@ func decodeCreate(body []byte) (createBody, *Problem) {
 			fail(name, "is not a known field")
 		}
 	}
-	if _, err := product.NewCreateCommand(out.input); err != nil {
+	cmd, err := product.NewCreateCommand(in)
+	if err != nil {
 		var verr *product.ValidationError
-		if errors.As(err, &verr) {
+		if !errors.As(err, &verr) {
+			errs = append(errs, product.FieldError{Field: "", Message: err.Error()})
+		} else {
 			for _, fe := range verr.Errors {
 				if !bad[fe.Field] {
 					errs = append(errs, fe)
@@ -228,6 +147,7 @@ func decodeCreate(body []byte) (createBody, *Problem) {
 			}
 		}
 	}
+	out.cmd = cmd
 	if _, ok := fields["idempotency_key"]; ok && !bad["idempotency_key"] {
 		if err := idem.ValidateKey(out.key); err != nil {
 			errs = append(errs, product.FieldError{Field: "idempotency_key", Message: "must be 1 to 255 printable ASCII characters (0x21-0x7E)"})
@@ -235,8 +155,7 @@ func decodeCreate(body []byte) (createBody, *Problem) {
 	}
 	if len(errs) > 0 {
 		sortFieldErrors(errs)
-		p := probValidation.with("the request body breaks the rules listed in errors")
-		p.Errors = errs
+		p := validation(errs)
 		return createBody{}, &p
 	}
 	return out, nil
@@ -266,9 +185,9 @@ func priceCents(raw json.RawMessage, fail func(field, msg string)) int64 {
 
 // objectFields splits a JSON object into its members, refusing duplicates
 // (which encoding/json would silently resolve to the last) and trailing data.
-func objectFields(body []byte) (map[string]json.RawMessage, *Problem) {
-	badJSON := func(detail string) (map[string]json.RawMessage, *Problem) {
-		p := probBadRequest.with(detail)
+func objectFields(body []byte) (map[string]json.RawMessage, *idemhttp.Problem) {
+	badJSON := func(detail string) (map[string]json.RawMessage, *idemhttp.Problem) {
+		p := probBadRequest.WithDetail(detail)
 		return nil, &p
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

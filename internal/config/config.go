@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,8 @@ var (
 	EventBusName         = Var{Name: "EVENT_BUS_NAME", Doc: "EventBridge bus the relay publishes to"}
 	EventSource          = Var{Name: "EVENT_SOURCE", Default: "idemlambda.products", Doc: "CloudEvents source and EventBridge Source"}
 	IdempotencyRetention = Var{Name: "IDEMPOTENCY_RETENTION", Default: "24h", Doc: "how long a completed key replays (Go duration)"}
+	IdempotencyMode      = Var{Name: "IDEMPOTENCY_MODE", Default: "reserve", Doc: "reserve (claim, then commit: 2 DynamoDB calls) or transact (claim inside the commit: 1 call)"}
+	IdempotencyCacheSize = Var{Name: "IDEMPOTENCY_CACHE_SIZE", Default: "1000", Doc: "completed records kept in memory per execution environment; 0 turns the cache off"}
 	LogLevel             = Var{Name: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error"}
 )
 
@@ -53,7 +56,7 @@ func Functions() []Function { return []Function{CreateProduct, GetProduct, Outbo
 func Vars(f Function) []Var {
 	switch f {
 	case CreateProduct:
-		return []Var{ProductsTable, IdempotencyTable, OutboxTable, EventSource, IdempotencyRetention, LogLevel}
+		return []Var{ProductsTable, IdempotencyTable, OutboxTable, EventSource, IdempotencyRetention, IdempotencyMode, IdempotencyCacheSize, LogLevel}
 	case GetProduct:
 		return []Var{ProductsTable, LogLevel}
 	case OutboxRelay:
@@ -99,6 +102,35 @@ func (e *Env) Duration(v Var) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// Int parses the variable as an integer from 0 to max.
+func (e *Env) Int(v Var, max int) int {
+	s := e.String(v)
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > max {
+		e.errs = append(e.errs, fmt.Errorf("%w: %s=%q is not a whole number from 0 to %d", ErrInvalid, v.Name, s, max))
+		return 0
+	}
+	return n
+}
+
+// Parse reads the variable through parse, recording its error.
+func Parse[T any](e *Env, v Var, parse func(string) (T, error)) T {
+	var zero T
+	s := e.String(v)
+	if s == "" {
+		return zero
+	}
+	t, err := parse(s)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%w: %s=%q: %w", ErrInvalid, v.Name, s, err))
+		return zero
+	}
+	return t
 }
 
 // Level parses the variable as a slog level.

@@ -200,6 +200,25 @@ func TestConformanceReturnValuesOnConditionCheckFailure(t *testing.T) {
 	} else {
 		assert.Nil(t, putItem, "this backend now returns ALL_OLD on PutItem: set PutItemReturnsOldItem")
 	}
+
+	// A Put inside a transaction, as pkg/idem's transact mode claims a key.
+	_, err = env.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Put: &types.Put{
+		TableName:                           aws.String(env.Tables.Idempotency),
+		Item:                                map[string]types.AttributeValue{"id": s("k1"), "status": s("COMPLETED"), "lease_token": s("holder-a")},
+		ConditionExpression:                 aws.String("attribute_not_exists(id)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}}})
+	require.ErrorAs(t, err, &tce)
+	require.Len(t, tce.CancellationReasons, 1)
+	assert.Equal(t, "ConditionalCheckFailed", aws.ToString(tce.CancellationReasons[0].Code))
+	txPutItem := tce.CancellationReasons[0].Item
+	t.Logf("backend=%s ALL_OLD returned by a Put in TransactWriteItems: %t", env.Kind, txPutItem != nil)
+	if env.TransactPutReturnsOldItem {
+		require.NotNil(t, txPutItem, "a transaction Put should return ALL_OLD on this backend")
+		assert.Equal(t, s("holder-b"), txPutItem["lease_token"])
+	} else {
+		assert.Nil(t, txPutItem, "this backend now returns ALL_OLD for a transaction Put: set TransactPutReturnsOldItem")
+	}
 }
 
 func TestConformanceConditionalUpdateAndDelete(t *testing.T) {

@@ -68,6 +68,12 @@ type Env struct {
 	// suite pins it per backend; UpdateItem and transactions return the old
 	// item everywhere.
 	PutItemReturnsOldItem bool
+	// TransactPutReturnsOldItem is false where a Put inside
+	// TransactWriteItems ignores ReturnValuesOnConditionCheckFailure, so a
+	// cancelled transaction's reason carries no item (minidyn v0.8.2
+	// passes it only for Update and ConditionCheck). pkg/idem's transact
+	// mode then reads the record with one consistent GetItem.
+	TransactPutReturnsOldItem bool
 }
 
 // Backend returns the backend named by DYNAMODB_TEST_BACKEND, or embedded.
@@ -111,10 +117,12 @@ func Connect(tb testing.TB) *Env {
 		// TestConformanceReturnValuesOnConditionCheckFailure and
 		// TestConformancePutItemReturnValuesAllOld).
 		env.PutItemReturnsOldItem = false
+		env.TransactPutReturnsOldItem = false
 		env.Client = staticClient(tb, env.URL, env.Counter.Option)
 	case Endpoint:
 		env.URL = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
 		env.PutItemReturnsOldItem = true
+		env.TransactPutReturnsOldItem = true
 		client, _, err := ddb.NewClient(context.Background(), env.Counter.Option)
 		if err != nil {
 			tb.Fatal(err)
@@ -127,6 +135,7 @@ func Connect(tb testing.TB) *Env {
 		}
 		env.URL = url
 		env.PutItemReturnsOldItem = true
+		env.TransactPutReturnsOldItem = true
 		env.Client = staticClient(tb, url, env.Counter.Option)
 	}
 	return env

@@ -31,7 +31,8 @@ type DB interface {
 
 // Config wires a Service.
 type Config struct {
-	// Store keeps the idempotency records.
+	// Store keeps the idempotency records; its mode decides one or two
+	// DynamoDB round trips per first execution.
 	Store *idem.Store
 	// Tables names the products and outbox tables.
 	Tables tables.Names
@@ -67,73 +68,49 @@ func NewService(cfg Config) (*Service, error) {
 	return &Service{cfg: cfg}, nil
 }
 
-// Result is the answer to a create request.
-type Result struct {
-	// Response is the 201 to send: fresh, or replayed byte for byte.
-	Response idem.Response
-	// Outcome is executed, takeover or replayed.
-	Outcome idem.Outcome
-}
-
-// Create creates the product once per (principal, key) scope. It reserves
-// the key, then commits the product, its ProductCreated outbox event and
-// the key's completion in one TransactWriteItems. Errors wrap
-// idem.ErrInFlight, idem.ErrKeyReuse, idem.ErrLeaseLost, idem.ErrInvalidKey
-// or the infrastructure error; on any failure after the reservation, the
-// key is released so a retry can run at once.
-func (s *Service) Create(ctx context.Context, principal, key string, cmd CreateCommand) (Result, error) {
+// Create creates the product once per (principal, key) scope: the
+// product, its ProductCreated outbox event and the key's completion commit
+// in one TransactWriteItems (idem.Store.Execute owns the rest: the claim,
+// the replay, the release on failure). The Result's response is the 201,
+// fresh or replayed byte for byte. Errors wrap idem.ErrInFlight,
+// idem.ErrKeyReuse, idem.ErrLeaseLost, idem.ErrInvalidKey or the
+// infrastructure error.
+func (s *Service) Create(ctx context.Context, principal, key string, cmd CreateCommand) (idem.Result, error) {
 	scope, err := idem.NewScope(Operation, principal, key)
 	if err != nil {
-		return Result{}, err
+		return idem.Result{Outcome: idem.OutcomeRejected}, err
 	}
 	fp, err := cmd.Fingerprint()
 	if err != nil {
-		return Result{}, err
+		return idem.Result{Outcome: idem.OutcomeError}, err
 	}
-	claim, err := s.cfg.Store.Reserve(ctx, scope, fp)
-	if err != nil {
-		return Result{}, err
-	}
-	if claim.Replay != nil {
-		return Result{Response: *claim.Replay, Outcome: idem.OutcomeReplayed}, nil
-	}
-	resp, items, err := s.build(cmd)
-	if err == nil {
-		err = claim.Lease.Commit(ctx, resp, items...)
-	}
-	if err != nil {
-		if !errors.Is(err, idem.ErrLeaseLost) {
-			if rerr := claim.Lease.Release(ctx); rerr != nil && !errors.Is(rerr, idem.ErrLeaseLost) {
-				err = errors.Join(err, rerr)
-			}
-		}
-		return Result{}, err
-	}
-	return Result{Response: resp, Outcome: claim.Outcome}, nil
+	return s.cfg.Store.Execute(ctx, scope, fp, func(context.Context) (idem.Effect, error) {
+		return s.build(cmd)
+	})
 }
 
 // build makes the product, its 201 response and the business writes.
-func (s *Service) build(cmd CreateCommand) (idem.Response, []types.TransactWriteItem, error) {
+func (s *Service) build(cmd CreateCommand) (idem.Effect, error) {
 	now := s.cfg.Now()
 	id, err := uuid.NewV7()
 	if err != nil {
-		return idem.Response{}, nil, fmt.Errorf("product: new id: %w", err)
+		return idem.Effect{}, fmt.Errorf("product: new id: %w", err)
 	}
 	p, err := New(id, cmd.name, cmd.price, cmd.sellerID, now)
 	if err != nil {
-		return idem.Response{}, nil, err
+		return idem.Effect{}, err
 	}
 	body, err := json.Marshal(p.Body())
 	if err != nil {
-		return idem.Response{}, nil, fmt.Errorf("product: encode body: %w", err)
+		return idem.Effect{}, fmt.Errorf("product: encode body: %w", err)
 	}
 	event, err := outbox.NewEvent(s.cfg.EventSource, EventCreated, id.String(), body, p.CreatedAt())
 	if err != nil {
-		return idem.Response{}, nil, err
+		return idem.Effect{}, err
 	}
 	eventPut, err := event.Put(s.cfg.Tables.Outbox, s.cfg.EventRetention)
 	if err != nil {
-		return idem.Response{}, nil, err
+		return idem.Effect{}, err
 	}
 	productPut := types.TransactWriteItem{Put: &types.Put{
 		TableName:                aws.String(s.cfg.Tables.Products),
@@ -141,15 +118,17 @@ func (s *Service) build(cmd CreateCommand) (idem.Response, []types.TransactWrite
 		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
 		ExpressionAttributeNames: map[string]string{"#id": attrID},
 	}}
-	resp := idem.Response{
-		Status: 201,
-		Headers: map[string]string{
-			"Content-Type": "application/json",
-			"Location":     "/products/" + id.String(),
+	return idem.Effect{
+		Response: idem.Response{
+			Status: 201,
+			Headers: map[string]string{
+				"Content-Type": "application/json",
+				"Location":     "/products/" + id.String(),
+			},
+			Body: body,
 		},
-		Body: body,
-	}
-	return resp, []types.TransactWriteItem{productPut, eventPut}, nil
+		Writes: []types.TransactWriteItem{productPut, eventPut},
+	}, nil
 }
 
 // Reader reads products; the getproduct function needs nothing more.

@@ -28,8 +28,14 @@ type Settings struct {
 	Tables      tables.Names
 	EventSource string
 	Retention   time.Duration
+	Mode        idem.Mode
+	CacheSize   int
 	LogLevel    slog.Level
 }
+
+// maxCacheSize bounds IDEMPOTENCY_CACHE_SIZE; memory is bounded apart from
+// it by idem.DefaultCacheBytes (16 MiB of responses).
+const maxCacheSize = 1_000_000
 
 // Load reads exactly the variables config.Vars(fn) lists.
 func Load(getenv func(string) string, fn config.Function) (Settings, error) {
@@ -47,6 +53,10 @@ func Load(getenv func(string) string, fn config.Function) (Settings, error) {
 			s.EventSource = env.String(v)
 		case config.IdempotencyRetention:
 			s.Retention = env.Duration(v)
+		case config.IdempotencyMode:
+			s.Mode = config.Parse(env, v, idem.ParseMode)
+		case config.IdempotencyCacheSize:
+			s.CacheSize = env.Int(v, maxCacheSize)
 		case config.LogLevel:
 			s.LogLevel = env.Level(v)
 		}
@@ -66,7 +76,10 @@ func Logger(w io.Writer, level slog.Level) *slog.Logger {
 // CreateHandler assembles POST /products.
 func CreateHandler(client *dynamodb.Client, s Settings, log *slog.Logger, opts ...idem.Option) (*api.CreateHandler, error) {
 	// The release must finish inside the handler's deadline margin.
-	opts = append([]idem.Option{idem.WithRetention(s.Retention), idem.WithReleaseTimeout(api.DeadlineMargin / 2)}, opts...)
+	opts = append([]idem.Option{
+		idem.WithRetention(s.Retention), idem.WithReleaseTimeout(api.DeadlineMargin / 2),
+		idem.WithMode(s.Mode), idem.WithCache(s.CacheSize),
+	}, opts...)
 	store, err := idem.NewStore(client, s.Tables.Idempotency, opts...)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
@@ -22,138 +23,166 @@ type tally struct {
 	executed, replayed, inFlight, other atomic.Int64
 }
 
-// call is one request: reserve, then commit business writes, or replay.
-func call(ctx context.Context, env *ddbtest.Env, s *idem.Store, sc idem.Scope, fp string, tl *tally) error {
-	claim, err := s.Reserve(ctx, sc, fp)
+func (tl *tally) add(res idem.Result, err error) {
 	switch {
 	case errors.Is(err, idem.ErrInFlight):
 		tl.inFlight.Add(1)
-		return nil
 	case err != nil:
 		tl.other.Add(1)
-		return err
-	case claim.Replay != nil:
+	case res.Outcome == idem.OutcomeReplayed:
 		tl.replayed.Add(1)
-		return nil
+	default:
+		tl.executed.Add(1)
 	}
-	id, items := businessWrites(env)
-	if err := claim.Lease.Commit(ctx, created(id), items...); err != nil {
-		tl.other.Add(1)
-		_ = claim.Lease.Release(ctx)
-		return err
-	}
-	tl.executed.Add(1)
-	return nil
 }
 
 func TestSixtyFourConcurrentCallersOneKeyExecuteOnce(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
-	s := newStore(t, env)
-	sc := scope(t, "one-key")
-	const callers = 64
-	var tl tally
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Go(func() {
-			time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond) // start jitter
-			if err := call(context.Background(), env, s, sc, "fp", &tl); err != nil {
-				t.Errorf("caller: %v", err)
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		sc := scope(t, "one-key")
+		const callers = 64
+		// Each caller is its own process-like client, so its calls can be
+		// counted on their own.
+		stores := make([]*idem.Store, callers)
+		counters := make([]*ddb.Counter, callers)
+		for i := range callers {
+			client, c := env.NewClient(t)
+			s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode))
+			require.NoError(t, err)
+			stores[i], counters[i] = s, c
+		}
+		var tl tally
+		results := make([]idem.Result, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond) // start jitter
+				res, err := stores[i].Execute(context.Background(), sc, "fp", effect(env))
+				if err != nil && !errors.Is(err, idem.ErrInFlight) {
+					t.Errorf("caller %d: %v", i, err)
+				}
+				tl.add(res, err)
+				results[i] = res
+			})
+		}
+		wg.Wait()
+		winner := -1
+		callsByCaller := map[int]int{}
+		for i, r := range results {
+			if r.Outcome == idem.OutcomeExecuted {
+				winner = i
 			}
-		})
-	}
-	wg.Wait()
-	t.Logf("callers=%d executed=%d replayed=%d in_flight=%d other=%d products=%d outbox=%d",
-		callers, tl.executed.Load(), tl.replayed.Load(), tl.inFlight.Load(), tl.other.Load(),
-		countItems(t, env, env.Tables.Products), countItems(t, env, env.Tables.Outbox))
-	assert.EqualValues(t, 1, tl.executed.Load(), "exactly one caller executes")
-	assert.EqualValues(t, callers-1, tl.replayed.Load()+tl.inFlight.Load(), "everyone else replays or is told in flight")
-	assert.Zero(t, tl.other.Load())
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Outbox))
+			callsByCaller[counters[i].Total()]++
+		}
+		t.Logf("mode=%s callers=%d executed=%d replayed=%d in_flight=%d other=%d products=%d outbox=%d calls-per-caller=%v",
+			mode, callers, tl.executed.Load(), tl.replayed.Load(), tl.inFlight.Load(), tl.other.Load(),
+			countItems(t, env, env.Tables.Products), countItems(t, env, env.Tables.Outbox), callsByCaller)
+		assert.EqualValues(t, 1, tl.executed.Load(), "exactly one caller executes")
+		assert.Zero(t, tl.other.Load())
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Products), "exactly one business write")
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Outbox))
+		require.GreaterOrEqual(t, winner, 0)
+		switch mode {
+		case idem.ModeReserve:
+			assert.EqualValues(t, callers-1, tl.replayed.Load()+tl.inFlight.Load(), "everyone else replays or is told in flight")
+		case idem.ModeTransact:
+			assert.Zero(t, tl.inFlight.Load(), "transact mode has no in-flight state to report")
+			assert.EqualValues(t, callers-1, tl.replayed.Load())
+			for i, r := range results {
+				assert.Equal(t, results[winner].Response, r.Response, "caller %d answers with the winner's response", i)
+			}
+			assert.Equal(t, map[string]int{"TransactWriteItems": 1}, counters[winner].Snapshot(), "a first execution is one call")
+		}
+	})
 }
 
-func TestThousandKeysTimesEightDuplicatesExecuteThousandTimes(t *testing.T) {
+// TestManyKeysTimesEightDuplicatesExecuteOncePerKey: 500 keys, each sent 8
+// times at once by 64 workers. (500, not more: the embedded store copies
+// every table a transaction touches, so its cost grows with the tables.)
+func TestManyKeysTimesEightDuplicatesExecuteOncePerKey(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
-	s := newStore(t, env)
-	const keys, dups, workers = 1000, 8, 64
-	type job struct{ key int }
-	jobs := make(chan job)
-	var tl tally
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for j := range jobs {
-				sc := scope(t, fmt.Sprintf("key-%04d", j.key))
-				if err := call(context.Background(), env, s, sc, "fp", &tl); err != nil {
-					t.Errorf("key %d: %v", j.key, err)
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		s := newStore(t, env, idem.WithMode(mode))
+		const keys, dups, workers = 500, 8, 64
+		jobs := make(chan int)
+		var tl tally
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for k := range jobs {
+					res, err := s.Execute(context.Background(), scope(t, fmt.Sprintf("key-%04d", k)), "fp", effect(env))
+					if err != nil && !errors.Is(err, idem.ErrInFlight) {
+						t.Errorf("key %d: %v", k, err)
+					}
+					tl.add(res, err)
 				}
-			}
-		})
-	}
-	// Duplicates of a key are queued next to each other, so they overlap.
-	for k := range keys {
-		for range dups {
-			jobs <- job{key: k}
+			})
 		}
-	}
-	close(jobs)
-	wg.Wait()
-	t.Logf("requests=%d executed=%d replayed=%d in_flight=%d other=%d calls: %s",
-		keys*dups, tl.executed.Load(), tl.replayed.Load(), tl.inFlight.Load(), tl.other.Load(), env.Counter)
-	assert.EqualValues(t, keys, tl.executed.Load())
-	assert.EqualValues(t, keys*dups, tl.executed.Load()+tl.replayed.Load()+tl.inFlight.Load())
-	assert.Equal(t, keys, countItems(t, env, env.Tables.Products))
-	assert.Equal(t, keys, countItems(t, env, env.Tables.Outbox))
-	assert.Equal(t, keys, env.Counter.Get("TransactWriteItems"), "one commit per key, no failed commits")
+		// Duplicates of a key are queued next to each other, so they overlap.
+		for k := range keys {
+			for range dups {
+				jobs <- k
+			}
+		}
+		close(jobs)
+		wg.Wait()
+		t.Logf("mode=%s requests=%d executed=%d replayed=%d in_flight=%d other=%d calls: %s",
+			mode, keys*dups, tl.executed.Load(), tl.replayed.Load(), tl.inFlight.Load(), tl.other.Load(), env.Counter)
+		assert.EqualValues(t, keys, tl.executed.Load())
+		assert.EqualValues(t, keys*dups, tl.executed.Load()+tl.replayed.Load()+tl.inFlight.Load())
+		assert.Equal(t, keys, countItems(t, env, env.Tables.Products))
+		assert.Equal(t, keys, countItems(t, env, env.Tables.Outbox))
+		switch mode {
+		case idem.ModeReserve:
+			assert.Equal(t, keys, env.Counter.Get("TransactWriteItems"), "one commit per key, no failed commits")
+		case idem.ModeTransact:
+			assert.Zero(t, tl.inFlight.Load())
+			assert.Zero(t, env.Counter.Get("PutItem"), "the claim rides in the transaction")
+			assert.GreaterOrEqual(t, env.Counter.Get("TransactWriteItems"), keys*dups, "one transaction per request")
+		}
+	})
 }
 
 // TestConcurrentTakeoverHasOneWinner: many callers find a dead holder's
 // key at once; the takeover is one atomic write, so one of them executes.
 func TestConcurrentTakeoverHasOneWinner(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
-	clk := newClock()
-	s := newStore(t, env, idem.WithClock(clk.Now))
-	sc := scope(t, "dead-holder")
-	_, err := s.Reserve(context.Background(), sc, "fp")
-	require.NoError(t, err)
-	clk.Advance(idem.DefaultLease + idem.DefaultLeaseMargin + time.Millisecond)
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		clk := newClock()
+		dead := newStore(t, env, idem.WithClock(clk.Now))
+		s := newStore(t, env, idem.WithClock(clk.Now), idem.WithMode(mode))
+		sc := scope(t, "dead-holder")
+		_, err := dead.Reserve(context.Background(), sc, "fp") // reserves, then dies
+		require.NoError(t, err)
+		clk.Advance(leaseTotal + time.Millisecond)
 
-	const callers = 32
-	var tl tally
-	var takeovers atomic.Int64
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Go(func() {
-			claim, err := s.Reserve(context.Background(), sc, "fp")
-			switch {
-			case errors.Is(err, idem.ErrInFlight):
-				tl.inFlight.Add(1)
-			case err != nil:
-				t.Errorf("reserve: %v", err)
-			case claim.Replay != nil:
-				tl.replayed.Add(1)
-			default:
-				if claim.Outcome == idem.OutcomeTakeover {
+		const callers = 32
+		var tl tally
+		var takeovers atomic.Int64
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Go(func() {
+				res, err := s.Execute(context.Background(), sc, "fp", effect(env))
+				if err != nil && !errors.Is(err, idem.ErrInFlight) {
+					t.Errorf("execute: %v", err)
+				}
+				if res.Outcome == idem.OutcomeTakeover {
 					takeovers.Add(1)
 				}
-				id, items := businessWrites(env)
-				if err := claim.Lease.Commit(context.Background(), created(id), items...); err != nil {
-					t.Errorf("commit: %v", err)
-				}
-				tl.executed.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	t.Logf("callers=%d takeovers=%d executed=%d replayed=%d in_flight=%d",
-		callers, takeovers.Load(), tl.executed.Load(), tl.replayed.Load(), tl.inFlight.Load())
-	if env.PutItemReturnsOldItem {
-		assert.EqualValues(t, 1, takeovers.Load())
-	}
-	assert.EqualValues(t, 1, tl.executed.Load())
-	assert.EqualValues(t, callers-1, tl.replayed.Load()+tl.inFlight.Load())
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+				tl.add(res, err)
+			})
+		}
+		wg.Wait()
+		t.Logf("mode=%s callers=%d takeovers=%d executed=%d replayed=%d in_flight=%d",
+			mode, callers, takeovers.Load(), tl.executed.Load(), tl.replayed.Load(), tl.inFlight.Load())
+		if env.PutItemReturnsOldItem && mode == idem.ModeReserve {
+			assert.EqualValues(t, 1, takeovers.Load())
+		}
+		assert.EqualValues(t, 1, tl.executed.Load())
+		assert.EqualValues(t, callers-1, tl.replayed.Load()+tl.inFlight.Load())
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+	})
 }

@@ -1,9 +1,15 @@
 package idem
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // Errors returned by the store, matched with errors.Is.
@@ -19,7 +25,7 @@ var (
 	// ErrResponseTooLarge: the response to store exceeds the store's limit.
 	ErrResponseTooLarge = errors.New("idem: response too large to store")
 	// ErrInvalidResponse: the response cannot be stored (status out of
-	// range, body or header not valid UTF-8).
+	// range, a header name empty or not valid UTF-8).
 	ErrInvalidResponse = errors.New("idem: response cannot be stored")
 	// ErrConditionFailed: one of the caller's own transaction items failed
 	// its condition; the transaction wrote nothing. See *TxError.
@@ -32,8 +38,10 @@ var (
 	ErrThrottled = errors.New("idem: transaction throttled")
 	// ErrCorruptRecord: a stored record cannot be read back.
 	ErrCorruptRecord = errors.New("idem: corrupt idempotency record")
-	// ErrNotRecorded: Do ran the effect but could not record its
-	// completion; a retry after the lease ends may run it again.
+	// ErrNotRecorded: the effect ran but its completion could not be
+	// recorded; a retry after the lease ends may run it again. A function
+	// passed to Run may return it too, to say its effect happened and the
+	// key must stay held rather than be released.
 	ErrNotRecorded = errors.New("idem: effect done but completion not recorded")
 )
 
@@ -54,11 +62,14 @@ func (e *InFlightError) Is(target error) bool { return target == ErrInFlight }
 // Outcome is what happened to one request, for logs and metrics.
 type Outcome string
 
-// The outcomes a caller can log and count.
+// The outcomes a caller can log and count. Every call of Execute, Run and
+// Do reports exactly one.
 const (
-	// OutcomeExecuted: this request reserved a fresh key and ran.
+	// OutcomeExecuted: this request claimed a fresh key and ran.
 	OutcomeExecuted Outcome = "executed"
 	// OutcomeTakeover: this request took over a dead holder's key and ran.
+	// Only reserve-mode calls on a backend that returns the replaced item
+	// (DynamoDB does) can tell; elsewhere a takeover reads "executed".
 	OutcomeTakeover Outcome = "takeover"
 	// OutcomeReplayed: the stored response was returned.
 	OutcomeReplayed Outcome = "replayed"
@@ -68,13 +79,29 @@ const (
 	OutcomeKeyReuse Outcome = "key_reuse"
 	// OutcomeLeaseLost: this holder was fenced out; it wrote nothing.
 	OutcomeLeaseLost Outcome = "lease_lost"
-	// OutcomeReleased: the request failed and its reservation was released.
+	// OutcomeReleased: the operation failed and the key is free for a
+	// retry (its reservation was released; in transact mode nothing had
+	// been claimed).
 	OutcomeReleased Outcome = "released"
-	// OutcomeError: an infrastructure or business error not listed above.
+	// OutcomeRejected: the request was refused before any store call (an
+	// invalid key, an unidentified caller).
+	OutcomeRejected Outcome = "rejected"
+	// OutcomeUnavailable: the store was throttled or out of reach after
+	// retries; the client should retry later with the same key.
+	OutcomeUnavailable Outcome = "unavailable"
+	// OutcomeError: any other failure.
 	OutcomeError Outcome = "error"
 )
 
-// OutcomeOf maps an error from this package to its outcome.
+// Outcomes lists every outcome, for dashboards and tests.
+func Outcomes() []Outcome {
+	return []Outcome{
+		OutcomeExecuted, OutcomeTakeover, OutcomeReplayed, OutcomeInFlight, OutcomeKeyReuse,
+		OutcomeLeaseLost, OutcomeReleased, OutcomeRejected, OutcomeUnavailable, OutcomeError,
+	}
+}
+
+// OutcomeOf maps an error to its outcome; nil is OutcomeExecuted.
 func OutcomeOf(err error) Outcome {
 	switch {
 	case err == nil:
@@ -85,7 +112,44 @@ func OutcomeOf(err error) Outcome {
 		return OutcomeKeyReuse
 	case errors.Is(err, ErrLeaseLost):
 		return OutcomeLeaseLost
+	case errors.Is(err, ErrInvalidKey):
+		return OutcomeRejected
+	case IsUnavailable(err):
+		return OutcomeUnavailable
 	default:
 		return OutcomeError
 	}
+}
+
+// unavailableCodes are DynamoDB error codes that mean "try again later"
+// once the SDK's own retries are spent.
+var unavailableCodes = map[string]bool{
+	"ProvisionedThroughputExceededException": true,
+	"ThrottlingException":                    true,
+	"RequestLimitExceeded":                   true,
+	"InternalServerError":                    true,
+	"ServiceUnavailable":                     true,
+	"LimitExceededException":                 true,
+	"TransactionInProgressException":         true,
+}
+
+// IsUnavailable reports whether err means the store was throttled, busy or
+// out of reach (or the caller's time ran out): a condition the client
+// should retry later with the same key (HTTP 503), not a bug (500).
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrThrottled) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && unavailableCodes[apiErr.ErrorCode()] {
+		return true
+	}
+	var maxAttempts *retry.MaxAttemptsError
+	var sendErr *smithyhttp.RequestSendError
+	var netErr net.Error
+	return errors.As(err, &maxAttempts) || errors.As(err, &sendErr) || errors.As(err, &netErr)
 }

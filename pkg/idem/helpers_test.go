@@ -94,3 +94,27 @@ func countItems(t testing.TB, env *ddbtest.Env, table string) int {
 		start = out.LastEvaluatedKey
 	}
 }
+
+// modes lists both ways Execute claims a key; tests that hold in both run
+// once per mode.
+var modes = []idem.Mode{idem.ModeReserve, idem.ModeTransact}
+
+// eachMode runs f as a parallel subtest per mode.
+func eachMode(t *testing.T, f func(t *testing.T, mode idem.Mode)) {
+	t.Helper()
+	for _, m := range modes {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			f(t, m)
+		})
+	}
+}
+
+// effect is an operation's Effect: a fresh product (a duplicate execution
+// would show as a second product), its outbox event, and the 201 naming it.
+func effect(env *ddbtest.Env) func(context.Context) (idem.Effect, error) {
+	return func(context.Context) (idem.Effect, error) {
+		id, items := businessWrites(env)
+		return idem.Effect{Response: created(id), Writes: items}, nil
+	}
+}

@@ -126,6 +126,8 @@ func TestNewStoreValidatesOptions(t *testing.T) {
 		"zero tx attempts":   {idem.WithMaxTxAttempts(0)},
 		"zero response size": {idem.WithMaxResponseBytes(0)},
 		"zero release":       {idem.WithReleaseTimeout(0)},
+		"negative cache":     {idem.WithCache(-1)},
+		"unknown mode":       {idem.WithMode("fast")},
 	} {
 		_, err := idem.NewStore(fakeAPI{}, "t", opts...)
 		assert.Error(t, err, name)
@@ -136,6 +138,14 @@ func TestNewStoreValidatesOptions(t *testing.T) {
 	assert.Error(t, err)
 	_, err = idem.NewStore(fakeAPI{}, "t")
 	assert.NoError(t, err)
+
+	for _, in := range []string{"reserve", " transact "} {
+		m, err := idem.ParseMode(in)
+		require.NoError(t, err)
+		assert.Contains(t, []idem.Mode{idem.ModeReserve, idem.ModeTransact}, m)
+	}
+	_, err = idem.ParseMode("Reserve")
+	assert.ErrorContains(t, err, `want "reserve" or "transact"`)
 }
 
 // fakeAPI only satisfies the interface for option validation; no test sends

@@ -42,17 +42,15 @@ func (l *Lease) key() map[string]types.AttributeValue {
 }
 
 // validate applies the store's limits to a response before it is stored.
-func (l *Lease) validate(resp Response) error {
+func (s *Store) validate(resp Response) error {
 	if resp.Status < 100 || resp.Status > 599 {
 		return fmt.Errorf("%w: status %d", ErrInvalidResponse, resp.Status)
 	}
-	if n := resp.size(); n > l.store.maxResponseBytes {
-		return fmt.Errorf("%w: %d bytes, limit %d", ErrResponseTooLarge, n, l.store.maxResponseBytes)
+	if n := resp.size(); n > s.maxResponseBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrResponseTooLarge, n, s.maxResponseBytes)
 	}
-	// The body is stored as a DynamoDB string, which must be UTF-8.
-	if !utf8.Valid(resp.Body) {
-		return fmt.Errorf("%w: body is not valid UTF-8", ErrInvalidResponse)
-	}
+	// Header names and values are DynamoDB strings, which must be UTF-8;
+	// the body is stored as binary when it is not.
 	for k, v := range resp.Headers {
 		if !utf8.ValidString(k) || !utf8.ValidString(v) || k == "" {
 			return fmt.Errorf("%w: header %q", ErrInvalidResponse, k)
@@ -61,40 +59,46 @@ func (l *Lease) validate(resp Response) error {
 	return nil
 }
 
-// completion is the fenced update that marks the key COMPLETED with resp.
-func (l *Lease) completion(resp Response) (*types.Update, error) {
-	if err := l.validate(resp); err != nil {
-		return nil, err
+// completion is the fenced update that marks the key COMPLETED with resp,
+// and the record's new expiry.
+func (l *Lease) completion(resp Response) (*types.Update, time.Time, error) {
+	if err := l.store.validate(resp); err != nil {
+		return nil, time.Time{}, err
 	}
 	now := l.store.now()
+	expires := time.Unix(now.Add(l.store.retention).Unix(), 0)
 	values := l.fenceValues()
 	values[":completed"] = str(StatusCompleted)
 	values[":rs"] = num(int64(resp.Status))
-	values[":rh"] = headersAttr(resp.Headers)
-	values[":rb"] = str(string(resp.Body))
+	values[":rb"] = bodyAttr(resp.Body)
 	values[":cat"] = timeAttr(now)
-	values[":exp"] = num(now.Add(l.store.retention).Unix())
+	values[":exp"] = num(expires.Unix())
 	names := l.fenceNames()
-	names["#rs"], names["#rh"], names["#rb"] = attrResponseStatus, attrResponseHeaders, attrResponseBody
+	names["#rs"], names["#rb"] = attrResponseStatus, attrResponseBody
 	names["#cat"], names["#exp"] = attrCompletedAt, attrExpiresAt
+	set := "SET #st = :completed, #rs = :rs, #rb = :rb, #cat = :cat, #exp = :exp"
+	if len(resp.Headers) > 0 {
+		values[":rh"], names["#rh"] = headersAttr(resp.Headers), attrResponseHeaders
+		set += ", #rh = :rh"
+	}
 	return &types.Update{
 		TableName:                 aws.String(l.store.table),
 		Key:                       l.key(),
-		UpdateExpression:          aws.String("SET #st = :completed, #rs = :rs, #rh = :rh, #rb = :rb, #cat = :cat, #exp = :exp"),
+		UpdateExpression:          aws.String(set),
 		ConditionExpression:       aws.String(fence),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 		// Tells a lost fence apart from other failures without a read.
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, nil
+	}, expires, nil
 }
 
 // CompletionItem returns the fenced update, as a transaction item, that
 // marks the key COMPLETED with resp. Add it to the TransactWriteItems that
-// carries the business writes, so both land or neither does; read a
-// failure with ExplainTx. Commit does all of this.
+// carries the business writes, so both land or neither does, preferably
+// first; read a failure with ExplainTx. Commit does all of this.
 func (l *Lease) CompletionItem(resp Response) (types.TransactWriteItem, error) {
-	u, err := l.completion(resp)
+	u, _, err := l.completion(resp)
 	if err != nil {
 		return types.TransactWriteItem{}, err
 	}
@@ -109,36 +113,56 @@ func (l *Lease) CompletionItem(resp Response) (types.TransactWriteItem, error) {
 // on the last, whether the transaction landed is unknown, and Release is
 // still safe to call because it cannot delete a completed record.
 func (l *Lease) Commit(ctx context.Context, resp Response, items ...types.TransactWriteItem) error {
-	done, err := l.CompletionItem(resp)
+	_, err := l.commit(ctx, resp, items)
+	return err
+}
+
+// commit is Commit, also returning the completed record's expiry.
+func (l *Lease) commit(ctx context.Context, resp Response, items []types.TransactWriteItem) (time.Time, error) {
+	done, expires, err := l.completion(resp)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
-	all := append(items[:len(items):len(items)], done)
+	// The completion goes first: a backend that stops at the first failed
+	// condition (minidyn does) then still says whether the lease was lost.
+	all := append([]types.TransactWriteItem{{Update: done}}, items...)
 	for attempt := 1; ; attempt++ {
 		// A fresh input per attempt: the SDK fills in a ClientRequestToken,
 		// and a cancelled transaction's token is not one to reuse.
 		_, err = l.store.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
 		if err == nil {
-			return nil
+			return expires, nil
 		}
-		err = ExplainTx(err, len(items))
+		err = ExplainTx(err, 0)
 		if (errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrConditionFailed)) && l.landed(ctx) {
 			// An earlier attempt landed and its answer was lost; the SDK's
 			// retry then failed on its own writes. (DynamoDB answers such
 			// a retry from its ClientRequestToken; not every backend does.)
-			return nil
+			return expires, nil
 		}
-		retryable := errors.Is(err, ErrConflict) || errors.Is(err, ErrThrottled)
-		if !retryable || attempt >= l.store.maxTxAttempts {
-			return err
+		if !retryableTx(err) || attempt >= l.store.maxTxAttempts {
+			return time.Time{}, err
 		}
-		// Full jitter: conflicting writers should not retry in step.
-		backoff := time.Duration(rand.Int64N(int64(10*time.Millisecond) << attempt))
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %w", err, ctx.Err())
-		case <-time.After(backoff):
+		if werr := backoff(ctx, attempt); werr != nil {
+			return time.Time{}, fmt.Errorf("%w: %w", err, werr)
 		}
+	}
+}
+
+// retryableTx reports whether a transaction error is worth another
+// attempt: a conflict with concurrent transactions, or throttling.
+func retryableTx(err error) bool { return errors.Is(err, ErrConflict) || errors.Is(err, ErrThrottled) }
+
+// backoff waits before transaction attempt+1 with full jitter (a random
+// wait up to 10 ms doubled per attempt, at most 320 ms), so conflicting
+// writers do not retry in step.
+func backoff(ctx context.Context, attempt int) error {
+	limit := 10 * time.Millisecond << min(attempt, 5)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(rand.Int64N(int64(limit)))):
+		return nil
 	}
 }
 
@@ -165,9 +189,15 @@ func (l *Lease) completedByUs(item map[string]types.AttributeValue) bool {
 // for effects outside DynamoDB. ErrLeaseLost means another holder has the
 // key (or it already completed).
 func (l *Lease) Complete(ctx context.Context, resp Response) error {
-	u, err := l.completion(resp)
+	_, err := l.complete(ctx, resp)
+	return err
+}
+
+// complete is Complete, also returning the completed record's expiry.
+func (l *Lease) complete(ctx context.Context, resp Response) (time.Time, error) {
+	u, expires, err := l.completion(resp)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	_, err = l.store.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: u.TableName, Key: u.Key,
@@ -178,14 +208,14 @@ func (l *Lease) Complete(ctx context.Context, resp Response) error {
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		if l.completedByUs(ccf.Item) {
-			return nil // the SDK retried an update that had landed
+			return expires, nil // the SDK retried an update that had landed
 		}
-		return fmt.Errorf("%w: completion refused: %w", ErrLeaseLost, err)
+		return time.Time{}, fmt.Errorf("%w: completion refused: %w", ErrLeaseLost, err)
 	}
 	if err != nil {
-		return fmt.Errorf("idem: complete: %w", err)
+		return time.Time{}, fmt.Errorf("idem: complete: %w", err)
 	}
-	return nil
+	return expires, nil
 }
 
 // Release deletes this holder's reservation so a retry can run at once.
@@ -234,10 +264,11 @@ func (e *TxError) Error() string {
 func (e *TxError) Unwrap() []error { return []error{e.kind, e.err} }
 
 // ExplainTx reads a TransactWriteItems error whose item at fenceIndex is a
-// lease's completion. A failed fence wraps ErrLeaseLost; another item's
-// failed condition wraps ErrConditionFailed; a TransactionConflict wraps
-// ErrConflict; a cancellation for throttling wraps ErrThrottled. Other
-// errors come back wrapped unchanged.
+// lease's completion (or, in transact mode, the claim). A failed fence
+// wraps ErrLeaseLost, whatever else failed: the key decides first. Another
+// item's failed condition wraps ErrConditionFailed; a TransactionConflict
+// wraps ErrConflict; a cancellation for throttling wraps ErrThrottled.
+// Other errors come back wrapped unchanged.
 func ExplainTx(err error, fenceIndex int) error {
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
@@ -247,34 +278,36 @@ func ExplainTx(err error, fenceIndex int) error {
 		}
 		return fmt.Errorf("idem: transaction: %w", err)
 	}
-	var conflict *TxError
-	for i, r := range tce.CancellationReasons {
+	reasons := tce.CancellationReasons
+	if fenceIndex >= 0 && fenceIndex < len(reasons) && aws.ToString(reasons[fenceIndex].Code) == "ConditionalCheckFailed" {
+		r := reasons[fenceIndex]
+		return &TxError{Index: fenceIndex, Code: "ConditionalCheckFailed", Item: r.Item, kind: ErrLeaseLost, err: err}
+	}
+	var retry *TxError
+	for i, r := range reasons {
 		code := aws.ToString(r.Code)
 		switch code {
 		case "", "None":
 			continue
 		case "ConditionalCheckFailed":
-			if i == fenceIndex {
-				return &TxError{Index: i, Code: code, Item: r.Item, kind: ErrLeaseLost, err: err}
-			}
 			return &TxError{Index: i, Code: code, Item: r.Item, kind: ErrConditionFailed, err: err}
 		case "TransactionConflict":
-			if conflict == nil {
-				conflict = &TxError{Index: i, Code: code, kind: ErrConflict, err: err}
+			if retry == nil {
+				retry = &TxError{Index: i, Code: code, kind: ErrConflict, err: err}
 			}
 		case "ThrottlingError", "ProvisionedThroughputExceeded":
-			if conflict == nil {
-				conflict = &TxError{Index: i, Code: code, kind: ErrThrottled, err: err}
+			if retry == nil {
+				retry = &TxError{Index: i, Code: code, kind: ErrThrottled, err: err}
 			}
 		default:
-			// Throttling, validation, capacity: report the first such item.
-			if conflict == nil {
+			// Validation, item size, capacity: not worth a retry.
+			if retry == nil {
 				return &TxError{Index: i, Code: code, kind: errTxOther, err: err}
 			}
 		}
 	}
-	if conflict != nil {
-		return conflict
+	if retry != nil {
+		return retry
 	}
 	return fmt.Errorf("idem: transaction cancelled: %w", err)
 }

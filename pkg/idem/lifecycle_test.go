@@ -19,94 +19,135 @@ import (
 
 const leaseTotal = idem.DefaultLease + idem.DefaultLeaseMargin
 
+// TestCrashedHolderIsInFlightUntilLeaseEndsThenTakenOver: a reserve-mode
+// holder reserves and dies; a caller of either mode is told 409 until the
+// lease ends, then takes the key over in one write, executes once and
+// replays from then on.
 func TestCrashedHolderIsInFlightUntilLeaseEndsThenTakenOver(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
-	clk := newClock()
-	s := newStore(t, env, idem.WithClock(clk.Now))
-	sc := scope(t, "crash")
-	ctx := context.Background()
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		clk := newClock()
+		holder := newStore(t, env, idem.WithClock(clk.Now))
+		s := newStore(t, env, idem.WithClock(clk.Now), idem.WithMode(mode))
+		sc := scope(t, "crash")
+		ctx := context.Background()
 
-	crashed, err := s.Reserve(ctx, sc, "fp") // reserves, then "dies"
-	require.NoError(t, err)
-	require.NotNil(t, crashed.Lease)
-	assert.Equal(t, idem.OutcomeExecuted, crashed.Outcome)
-	assert.Equal(t, clk.Now().Add(leaseTotal), crashed.Lease.ExpiresAt)
+		crashed, err := holder.Reserve(ctx, sc, "fp") // reserves, then "dies"
+		require.NoError(t, err)
+		require.NotNil(t, crashed.Lease)
+		assert.Equal(t, idem.OutcomeExecuted, crashed.Outcome)
+		assert.Equal(t, clk.Now().Add(leaseTotal), crashed.Lease.ExpiresAt)
 
-	clk.Advance(10 * time.Second)
-	_, err = s.Reserve(ctx, sc, "fp")
-	var inflight *idem.InFlightError
-	require.ErrorAs(t, err, &inflight)
-	require.ErrorIs(t, err, idem.ErrInFlight)
-	assert.Equal(t, leaseTotal-10*time.Second, inflight.RetryAfter, "time until the dead holder's lease ends")
+		clk.Advance(10 * time.Second)
+		res, err := s.Execute(ctx, sc, "fp", effect(env))
+		var inflight *idem.InFlightError
+		require.ErrorAs(t, err, &inflight)
+		require.ErrorIs(t, err, idem.ErrInFlight)
+		assert.Equal(t, idem.OutcomeInFlight, res.Outcome)
+		assert.Equal(t, leaseTotal-10*time.Second, inflight.RetryAfter, "time until the dead holder's lease ends")
 
-	clk.Advance(leaseTotal - 10*time.Second) // exactly at the lease end: still held
-	_, err = s.Reserve(ctx, sc, "fp")
-	require.ErrorIs(t, err, idem.ErrInFlight)
+		clk.Advance(leaseTotal - 10*time.Second) // exactly at the lease end: still held
+		_, err = s.Execute(ctx, sc, "fp", effect(env))
+		require.ErrorIs(t, err, idem.ErrInFlight)
+		assert.Zero(t, countItems(t, env, env.Tables.Products), "nothing ran while the key was held")
 
-	clk.Advance(time.Millisecond)
-	retry, err := s.Reserve(ctx, sc, "fp")
-	require.NoError(t, err)
-	require.NotNil(t, retry.Lease)
-	assertTakeover(t, env, retry)
-	id, items := businessWrites(env)
-	require.NoError(t, retry.Lease.Commit(ctx, created(id), items...))
+		clk.Advance(time.Millisecond)
+		first, err := s.Execute(ctx, sc, "fp", effect(env))
+		require.NoError(t, err)
+		if mode == idem.ModeReserve {
+			assertTakeover(t, env, first.Outcome)
+		} else {
+			assert.Equal(t, idem.OutcomeExecuted, first.Outcome)
+		}
 
-	rec, ok, err := s.Get(ctx, sc)
-	require.NoError(t, err)
-	require.True(t, ok)
-	assert.Equal(t, idem.StatusCompleted, rec.Status)
-	assert.Equal(t, created(id), rec.Response)
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+		rec, ok, err := s.Get(ctx, sc)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, idem.StatusCompleted, rec.Status)
+		assert.Equal(t, first.Response, rec.Response)
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
 
-	again, err := s.Reserve(ctx, sc, "fp")
-	require.NoError(t, err)
-	require.NotNil(t, again.Replay)
-	assert.Equal(t, created(id), *again.Replay, "status, headers and body replay exactly")
+		again, err := s.Execute(ctx, sc, "fp", effect(env))
+		require.NoError(t, err)
+		assert.Equal(t, idem.OutcomeReplayed, again.Outcome)
+		assert.Equal(t, first.Response, again.Response, "status, headers and body replay exactly")
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+
+		// The dead holder wakes up: its commit is fenced out.
+		id, items := businessWrites(env)
+		require.ErrorIs(t, crashed.Lease.Commit(ctx, created(id), items...), idem.ErrLeaseLost)
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+	})
 }
 
+// TestZombieHolderCannotCommitAfterTakeover: holder A's operation outlives
+// its lease; B (either mode) takes the key over and completes it; A's
+// commit, when its operation finally returns, writes nothing.
 func TestZombieHolderCannotCommitAfterTakeover(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
-	clk := newClock()
-	s := newStore(t, env, idem.WithClock(clk.Now))
-	sc := scope(t, "zombie")
-	ctx := context.Background()
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		clk := newClock()
+		a := newStore(t, env, idem.WithClock(clk.Now)) // A reserves: it has a lease to outlive
+		b := newStore(t, env, idem.WithClock(clk.Now), idem.WithMode(mode))
+		sc := scope(t, "zombie")
+		ctx := context.Background()
 
-	a, err := s.Reserve(ctx, sc, "fp")
-	require.NoError(t, err)
-	clk.Advance(leaseTotal + time.Second) // A stalls past its lease
+		var bRes idem.Result
+		aRes, err := a.Execute(ctx, sc, "fp", func(ctx context.Context) (idem.Effect, error) {
+			clk.Advance(leaseTotal + time.Second) // A stalls past its lease
+			var berr error
+			bRes, berr = b.Execute(ctx, sc, "fp", effect(env))
+			require.NoError(t, berr)
+			require.NotEqual(t, idem.OutcomeReplayed, bRes.Outcome, "B executes")
+			return effect(env)(ctx) // A wakes up with its own product
+		})
+		require.ErrorIs(t, err, idem.ErrLeaseLost)
+		assert.Equal(t, idem.OutcomeLeaseLost, aRes.Outcome)
+		var txErr *idem.TxError
+		require.ErrorAs(t, err, &txErr)
+		assert.Equal(t, 0, txErr.Index, "the completion goes first in the transaction")
+		assert.Equal(t, "ConditionalCheckFailed", txErr.Code)
+		require.NotNil(t, txErr.Item, "the record that fenced A out")
 
-	b, err := s.Reserve(ctx, sc, "fp")
-	require.NoError(t, err)
-	assertTakeover(t, env, b)
-	bID, bItems := businessWrites(env)
-	require.NoError(t, b.Lease.Commit(ctx, created(bID), bItems...))
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Products), "only B's product")
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Outbox))
+		rec, _, err := b.Get(ctx, sc)
+		require.NoError(t, err)
+		assert.Equal(t, bRes.Response, rec.Response, "B's response stands")
+		assert.Equal(t, rec.LeaseToken, txErr.Item["lease_token"].(*types.AttributeValueMemberS).Value)
 
-	// A wakes up and commits its own product: fenced out, nothing lands.
-	aID, aItems := businessWrites(env)
-	err = a.Lease.Commit(ctx, created(aID), aItems...)
-	require.ErrorIs(t, err, idem.ErrLeaseLost)
-	assert.Equal(t, idem.OutcomeLeaseLost, idem.OutcomeOf(err))
-	var txErr *idem.TxError
-	require.ErrorAs(t, err, &txErr)
-	assert.Equal(t, 2, txErr.Index, "the completion item, after the two business items")
-	assert.Equal(t, "ConditionalCheckFailed", txErr.Code)
-	require.NotNil(t, txErr.Item, "the record that fenced A out")
-	assert.Equal(t, sAttr(b.Lease.Token), txErr.Item["lease_token"])
+		replay, err := a.Execute(ctx, sc, "fp", effect(env))
+		require.NoError(t, err)
+		assert.Equal(t, bRes.Response, replay.Response, "A's client retries and gets B's answer")
+	})
+}
 
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Products), "business items")
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Outbox))
-	rec, _, err := s.Get(ctx, sc)
-	require.NoError(t, err)
-	assert.Equal(t, created(bID), rec.Response, "B's response stands")
+// TestFailedOperationOnACancelledContextFreesTheKey: the client goes away
+// and the operation fails with ctx.Err(); the key is free for the retry at
+// once (released in reserve mode, never claimed in transact mode).
+func TestFailedOperationOnACancelledContextFreesTheKey(t *testing.T) {
+	t.Parallel()
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		s := newStore(t, env, idem.WithMode(mode))
+		sc := scope(t, "cancelled")
+		ctx, cancel := context.WithCancel(context.Background())
+		res, err := s.Execute(ctx, sc, "fp", func(ctx context.Context) (idem.Effect, error) {
+			cancel()
+			return idem.Effect{}, ctx.Err()
+		})
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, idem.OutcomeReleased, res.Outcome)
+		_, ok, err := s.Get(context.Background(), sc)
+		require.NoError(t, err)
+		assert.False(t, ok, "no record left behind")
 
-	// A's non-transactional completion and release are fenced out too.
-	require.ErrorIs(t, a.Lease.Complete(ctx, created(aID)), idem.ErrLeaseLost)
-	require.ErrorIs(t, a.Lease.Release(ctx), idem.ErrLeaseLost)
-	rec, _, err = s.Get(ctx, sc)
-	require.NoError(t, err)
-	assert.Equal(t, created(bID), rec.Response)
+		retry, err := s.Execute(context.Background(), sc, "fp", effect(env))
+		require.NoError(t, err)
+		assert.Equal(t, idem.OutcomeExecuted, retry.Outcome, "an immediate retry executes")
+	})
 }
 
 func TestReleaseOnCancelledContextFreesTheKey(t *testing.T) {
@@ -163,106 +204,125 @@ func TestReleaseNeverDeletesAnotherHoldersOrACompletedRecord(t *testing.T) {
 
 func TestKeyReuseWithAnotherPayload(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
-	s := newStore(t, env)
-	ctx := context.Background()
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		s := newStore(t, env, idem.WithMode(mode))
+		ctx := context.Background()
 
-	inFlight := scope(t, "reuse-in-flight")
-	_, err := s.Reserve(ctx, inFlight, "fp-1")
-	require.NoError(t, err)
-	_, err = s.Reserve(ctx, inFlight, "fp-2")
-	require.ErrorIs(t, err, idem.ErrKeyReuse)
-	assert.Equal(t, idem.OutcomeKeyReuse, idem.OutcomeOf(err))
+		// Against a record in flight (only reserve mode makes those).
+		inFlight := scope(t, "reuse-in-flight")
+		_, err := newStore(t, env).Reserve(ctx, inFlight, "fp-1")
+		require.NoError(t, err)
+		res, err := s.Execute(ctx, inFlight, "fp-2", effect(env))
+		require.ErrorIs(t, err, idem.ErrKeyReuse)
+		assert.Equal(t, idem.OutcomeKeyReuse, res.Outcome)
 
-	done := scope(t, "reuse-completed")
-	claim, err := s.Reserve(ctx, done, "fp-1")
-	require.NoError(t, err)
-	require.NoError(t, claim.Lease.Commit(ctx, created("y")))
-	_, err = s.Reserve(ctx, done, "fp-2")
-	require.ErrorIs(t, err, idem.ErrKeyReuse)
-	replay, err := s.Reserve(ctx, done, "fp-1")
-	require.NoError(t, err)
-	require.NotNil(t, replay.Replay)
+		done := scope(t, "reuse-completed")
+		first, err := s.Execute(ctx, done, "fp-1", effect(env))
+		require.NoError(t, err)
+		res, err = s.Execute(ctx, done, "fp-2", effect(env))
+		require.ErrorIs(t, err, idem.ErrKeyReuse)
+		assert.Equal(t, idem.OutcomeKeyReuse, res.Outcome)
+		replay, err := s.Execute(ctx, done, "fp-1", effect(env))
+		require.NoError(t, err)
+		assert.Equal(t, first.Response, replay.Response)
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+	})
 }
 
 func TestExpiredRecordCountsAsAbsent(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
-	clk := newClock()
-	const retention = 5 * time.Minute
-	s := newStore(t, env, idem.WithClock(clk.Now), idem.WithRetention(retention))
-	ctx := context.Background()
-	sc := scope(t, "expired")
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		clk := newClock()
+		const retention = 5 * time.Minute
+		s := newStore(t, env, idem.WithClock(clk.Now), idem.WithRetention(retention), idem.WithMode(mode))
+		ctx := context.Background()
+		sc := scope(t, "expired")
 
-	claim, err := s.Reserve(ctx, sc, "fp-old")
-	require.NoError(t, err)
-	require.NoError(t, claim.Lease.Commit(ctx, created("old")))
-	clk.Advance(retention + time.Second) // past expires_at; TTL has not deleted it
+		_, err := s.Execute(ctx, sc, "fp-old", effect(env))
+		require.NoError(t, err)
+		clk.Advance(retention + time.Second) // past expires_at; TTL has not deleted it
 
-	_, ok, err := s.Get(ctx, sc)
-	require.NoError(t, err)
-	assert.False(t, ok, "an expired record reads as absent")
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Idempotency), "the item is still in the table")
+		_, ok, err := s.Get(ctx, sc)
+		require.NoError(t, err)
+		assert.False(t, ok, "an expired record reads as absent")
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Idempotency), "the item is still in the table")
 
-	fresh, err := s.Reserve(ctx, sc, "fp-new") // another payload: not key reuse any more
-	require.NoError(t, err)
-	require.NotNil(t, fresh.Lease)
-	assert.Equal(t, idem.OutcomeExecuted, fresh.Outcome)
+		fresh, err := s.Execute(ctx, sc, "fp-new", effect(env)) // another payload: not key reuse any more
+		require.NoError(t, err)
+		assert.Equal(t, idem.OutcomeExecuted, fresh.Outcome)
+		assert.Equal(t, 2, countItems(t, env, env.Tables.Products))
+	})
 }
 
+// TestCallsPerOutcome counts the DynamoDB requests of each path. On
+// DynamoDB (and moto) a lost claim returns the record that beat it; the
+// embedded store does not, which costs one consistent GetItem more.
 func TestCallsPerOutcome(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
-	client, counter := env.NewClient(t)
-	s, err := idem.NewStore(client, env.Tables.Idempotency)
-	require.NoError(t, err)
-	ctx := context.Background()
-	fallbackReads := 0
-	if !env.PutItemReturnsOldItem {
-		fallbackReads = 1
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		client, counter := env.NewClient(t)
+		s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode))
+		require.NoError(t, err)
+		ctx := context.Background()
+		fallback := 0
+		if !returnsOldItem(env, mode) {
+			fallback = 1
+		}
+		claimOp := "PutItem"
+		if mode == idem.ModeTransact {
+			claimOp = "TransactWriteItems"
+		}
+
+		// A holder in flight (a reserve-mode caller).
+		busy := scope(t, "calls-busy")
+		_, err = newStore(t, env).Reserve(ctx, busy, "fp")
+		require.NoError(t, err)
+		counter.Reset()
+		_, err = s.Execute(ctx, busy, "fp", effect(env))
+		require.ErrorIs(t, err, idem.ErrInFlight)
+		t.Logf("%s in flight: %s", mode, counter)
+		assert.Equal(t, map[string]int{claimOp: 1, "GetItem": fallback}, withZero(counter.Snapshot(), "GetItem"))
+
+		counter.Reset()
+		sc := scope(t, "calls")
+		_, err = s.Execute(ctx, sc, "fp", effect(env))
+		require.NoError(t, err)
+		t.Logf("%s first execution: %s", mode, counter)
+		want := map[string]int{"PutItem": 1, "TransactWriteItems": 1}
+		if mode == idem.ModeTransact {
+			want = map[string]int{"TransactWriteItems": 1}
+		}
+		assert.Equal(t, want, counter.Snapshot())
+
+		counter.Reset()
+		replay, err := s.Execute(ctx, sc, "fp", effect(env))
+		require.NoError(t, err)
+		assert.Equal(t, idem.OutcomeReplayed, replay.Outcome)
+		t.Logf("%s replay: %s", mode, counter)
+		assert.Equal(t, map[string]int{claimOp: 1, "GetItem": fallback}, withZero(counter.Snapshot(), "GetItem"))
+	})
+}
+
+// returnsOldItem says whether a lost claim in this mode comes back with
+// the record that beat it on this backend (see ddbtest.Env).
+func returnsOldItem(env *ddbtest.Env, mode idem.Mode) bool {
+	if mode == idem.ModeTransact {
+		return env.TransactPutReturnsOldItem
 	}
-
-	sc := scope(t, "calls")
-	claim, err := s.Reserve(ctx, sc, "fp")
-	require.NoError(t, err)
-
-	counter.Reset()
-	_, err = s.Reserve(ctx, sc, "fp")
-	require.ErrorIs(t, err, idem.ErrInFlight)
-	t.Logf("in flight: %s", counter)
-	assert.Equal(t, map[string]int{"PutItem": 1, "GetItem": fallbackReads}, withZero(counter.Snapshot(), "GetItem"))
-
-	counter.Reset()
-	id, items := businessWrites(env)
-	require.NoError(t, claim.Lease.Commit(ctx, created(id), items...))
-	assert.Equal(t, map[string]int{"TransactWriteItems": 1}, counter.Snapshot())
-
-	counter.Reset()
-	fresh := scope(t, "calls-2")
-	c2, err := s.Reserve(ctx, fresh, "fp")
-	require.NoError(t, err)
-	id2, items2 := businessWrites(env)
-	require.NoError(t, c2.Lease.Commit(ctx, created(id2), items2...))
-	t.Logf("first execution: %s", counter)
-	assert.Equal(t, map[string]int{"PutItem": 1, "TransactWriteItems": 1}, counter.Snapshot())
-
-	counter.Reset()
-	replay, err := s.Reserve(ctx, fresh, "fp")
-	require.NoError(t, err)
-	require.NotNil(t, replay.Replay)
-	t.Logf("replay: %s", counter)
-	assert.Equal(t, map[string]int{"PutItem": 1, "GetItem": fallbackReads}, withZero(counter.Snapshot(), "GetItem"))
+	return env.PutItemReturnsOldItem
 }
 
 // assertTakeover checks the takeover label where the backend can report it
 // (see ddbtest.Env.PutItemReturnsOldItem); on others it reads "executed".
-func assertTakeover(t *testing.T, env *ddbtest.Env, c idem.Claim) {
+func assertTakeover(t *testing.T, env *ddbtest.Env, o idem.Outcome) {
 	t.Helper()
 	if env.PutItemReturnsOldItem {
-		assert.Equal(t, idem.OutcomeTakeover, c.Outcome)
-		assert.True(t, c.Lease.Takeover)
+		assert.Equal(t, idem.OutcomeTakeover, o)
 	} else {
-		assert.Equal(t, idem.OutcomeExecuted, c.Outcome, "embedded server cannot show a takeover")
+		assert.Equal(t, idem.OutcomeExecuted, o, "embedded server cannot show a takeover")
 	}
 }
 
@@ -275,62 +335,79 @@ func withZero(m map[string]int, keys ...string) map[string]int {
 	return m
 }
 
-func TestBusinessConditionFailureWritesNothingAndKeepsTheLease(t *testing.T) {
+// TestBusinessConditionFailureWritesNothing: the operation's own condition
+// fails; nothing lands, and the key is free again.
+func TestBusinessConditionFailureWritesNothing(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
-	s := newStore(t, env)
-	ctx := context.Background()
-	id, items := businessWrites(env)
-	first, err := s.Reserve(ctx, scope(t, "first"), "fp")
-	require.NoError(t, err)
-	require.NoError(t, first.Lease.Commit(ctx, created(id), items...))
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		s := newStore(t, env, idem.WithMode(mode))
+		ctx := context.Background()
+		id, items := businessWrites(env)
+		_, err := s.Execute(ctx, scope(t, "first"), "fp", func(context.Context) (idem.Effect, error) {
+			return idem.Effect{Response: created(id), Writes: items}, nil
+		})
+		require.NoError(t, err)
 
-	// A second key tries to create the same product id.
-	sc := scope(t, "second")
-	second, err := s.Reserve(ctx, sc, "fp")
-	require.NoError(t, err)
-	_, outbox := businessWrites(env)
-	err = second.Lease.Commit(ctx, created(id), items[0], outbox[1])
-	require.ErrorIs(t, err, idem.ErrConditionFailed)
-	require.NotErrorIs(t, err, idem.ErrLeaseLost)
-	var txErr *idem.TxError
-	require.ErrorAs(t, err, &txErr)
-	assert.Equal(t, 0, txErr.Index)
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Outbox), "the second outbox put rolled back")
-	rec, _, err := s.Get(ctx, sc)
-	require.NoError(t, err)
-	assert.Equal(t, idem.StatusInProgress, rec.Status, "the completion rolled back too")
-	require.NoError(t, second.Lease.Release(ctx), "the holder still owns its lease")
+		// A second key tries to create the same product id.
+		sc := scope(t, "second")
+		_, outbox := businessWrites(env)
+		res, err := s.Execute(ctx, sc, "fp", func(context.Context) (idem.Effect, error) {
+			return idem.Effect{Response: created(id), Writes: []types.TransactWriteItem{items[0], outbox[1]}}, nil
+		})
+		require.ErrorIs(t, err, idem.ErrConditionFailed)
+		require.NotErrorIs(t, err, idem.ErrLeaseLost)
+		assert.Equal(t, idem.OutcomeReleased, res.Outcome)
+		var txErr *idem.TxError
+		require.ErrorAs(t, err, &txErr)
+		assert.Equal(t, 1, txErr.Index, "the product put, after the key's item")
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Outbox), "the second outbox put rolled back")
+		_, ok, err := s.Get(ctx, sc)
+		require.NoError(t, err)
+		assert.False(t, ok, "the key is free: released, or never claimed")
+	})
 }
 
 func TestResponseLimits(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
-	s := newStore(t, env, idem.WithMaxResponseBytes(1024))
-	ctx := context.Background()
-	claim, err := s.Reserve(ctx, scope(t, "big"), "fp")
-	require.NoError(t, err)
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		s := newStore(t, env, idem.WithMaxResponseBytes(1024), idem.WithMode(mode))
+		ctx := context.Background()
+		with := func(resp idem.Response) func(context.Context) (idem.Effect, error) {
+			return func(context.Context) (idem.Effect, error) {
+				_, items := businessWrites(env)
+				return idem.Effect{Response: resp, Writes: items}, nil
+			}
+		}
 
-	big := idem.Response{Status: 201, Body: []byte(strings.Repeat("x", 1024))}
-	id, items := businessWrites(env)
-	err = claim.Lease.Commit(ctx, big, items...)
-	require.ErrorIs(t, err, idem.ErrResponseTooLarge)
-	assert.Contains(t, err.Error(), "limit 1024")
-	assert.Zero(t, countItems(t, env, env.Tables.Products), "nothing sent")
-	_ = id
+		_, err := s.Execute(ctx, scope(t, "big"), "fp", with(idem.Response{Status: 201, Body: []byte(strings.Repeat("x", 1024))}))
+		require.ErrorIs(t, err, idem.ErrResponseTooLarge)
+		assert.Contains(t, err.Error(), "limit 1024")
+		assert.Zero(t, countItems(t, env, env.Tables.Products), "nothing written")
+		_, err = s.Execute(ctx, scope(t, "status"), "fp", with(idem.Response{Status: 42}))
+		require.ErrorIs(t, err, idem.ErrInvalidResponse)
+		_, err = s.Execute(ctx, scope(t, "header"), "fp", with(idem.Response{Status: 200, Headers: map[string]string{"X": "\xff"}}))
+		require.ErrorIs(t, err, idem.ErrInvalidResponse)
+		assert.Zero(t, countItems(t, env, env.Tables.Products), "nothing written")
 
-	err = claim.Lease.Commit(ctx, idem.Response{Status: 201, Body: []byte{0xff, 0xfe}})
-	require.ErrorIs(t, err, idem.ErrInvalidResponse)
-	err = claim.Lease.Commit(ctx, idem.Response{Status: 42})
-	require.ErrorIs(t, err, idem.ErrInvalidResponse)
+		// A body that is not UTF-8 is stored as binary and replays exactly.
+		binary := idem.Response{Status: 200, Headers: map[string]string{"Content-Type": "image/png"}, Body: []byte{0x89, 'P', 'N', 'G', 0xff, 0x00, 0xfe}}
+		first, err := s.Execute(ctx, scope(t, "binary"), "fp", with(binary))
+		require.NoError(t, err)
+		again, err := s.Execute(ctx, scope(t, "binary"), "fp", with(binary))
+		require.NoError(t, err)
+		assert.Equal(t, idem.OutcomeReplayed, again.Outcome)
+		assert.Equal(t, first.Response, again.Response)
+		assert.Equal(t, binary.Body, again.Response.Body)
 
-	// The default limit is 64 KiB.
-	def := newStore(t, env)
-	c2, err := def.Reserve(ctx, scope(t, "default-limit"), "fp")
-	require.NoError(t, err)
-	err = c2.Lease.Commit(ctx, idem.Response{Status: 200, Body: make([]byte, 64<<10)})
-	require.ErrorIs(t, err, idem.ErrResponseTooLarge)
-	require.NoError(t, c2.Lease.Commit(ctx, idem.Response{Status: 200, Body: []byte(strings.Repeat("y", 60<<10))}))
+		// The default limit is 64 KiB.
+		def := newStore(t, env, idem.WithMode(mode))
+		_, err = def.Execute(ctx, scope(t, "default-limit"), "fp", with(idem.Response{Status: 200, Body: make([]byte, 64<<10)}))
+		require.ErrorIs(t, err, idem.ErrResponseTooLarge)
+		_, err = def.Execute(ctx, scope(t, "default-ok"), "fp", with(idem.Response{Status: 200, Body: []byte(strings.Repeat("y", 60<<10))}))
+		require.NoError(t, err)
+	})
 }
 
 func TestLeaseFollowsContextDeadline(t *testing.T) {
@@ -352,18 +429,25 @@ func TestLeaseFollowsContextDeadline(t *testing.T) {
 
 func TestCorruptRecordIsAnErrorNotAPanic(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
-	s := newStore(t, env)
-	sc := scope(t, "corrupt")
-	for name, item := range map[string]map[string]types.AttributeValue{
-		"no status":      {"id": sAttr(sc.ID()), "fingerprint": sAttr("fp"), "expires_at": &types.AttributeValueMemberN{Value: "9999999999"}},
-		"bad status":     {"id": sAttr(sc.ID()), "status": sAttr("WAT"), "fingerprint": sAttr("fp"), "expires_at": &types.AttributeValueMemberN{Value: "9999999999"}},
-		"body number":    {"id": sAttr(sc.ID()), "status": sAttr("COMPLETED"), "fingerprint": sAttr("fp"), "expires_at": &types.AttributeValueMemberN{Value: "9999999999"}, "response_status": &types.AttributeValueMemberN{Value: "201"}, "response_body": &types.AttributeValueMemberN{Value: "1"}},
-		"completed only": {"id": sAttr(sc.ID()), "status": sAttr("COMPLETED"), "fingerprint": sAttr("fp"), "expires_at": &types.AttributeValueMemberN{Value: "9999999999"}},
-	} {
-		_, err := env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(env.Tables.Idempotency), Item: item})
-		require.NoError(t, err)
-		_, err = s.Reserve(context.Background(), sc, "fp")
-		require.True(t, errors.Is(err, idem.ErrCorruptRecord), "%s: %v", name, err)
-	}
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		s := newStore(t, env, idem.WithMode(mode))
+		sc := scope(t, "corrupt")
+		exp := &types.AttributeValueMemberN{Value: "9999999999"}
+		for name, item := range map[string]map[string]types.AttributeValue{
+			"no status":      {"id": sAttr(sc.ID()), "fingerprint": sAttr("fp"), "expires_at": exp},
+			"bad status":     {"id": sAttr(sc.ID()), "status": sAttr("WAT"), "fingerprint": sAttr("fp"), "expires_at": exp},
+			"body number":    {"id": sAttr(sc.ID()), "status": sAttr("COMPLETED"), "fingerprint": sAttr("fp"), "expires_at": exp, "response_status": &types.AttributeValueMemberN{Value: "201"}, "response_body": &types.AttributeValueMemberN{Value: "1"}},
+			"header number":  {"id": sAttr(sc.ID()), "status": sAttr("COMPLETED"), "fingerprint": sAttr("fp"), "expires_at": exp, "response_status": &types.AttributeValueMemberN{Value: "201"}, "response_body": sAttr("{}"), "response_headers": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"X": &types.AttributeValueMemberN{Value: "1"}}}},
+			"completed only": {"id": sAttr(sc.ID()), "status": sAttr("COMPLETED"), "fingerprint": sAttr("fp"), "expires_at": exp},
+			"status as text": {"id": sAttr(sc.ID()), "status": sAttr("COMPLETED"), "fingerprint": sAttr("fp"), "expires_at": exp, "response_status": sAttr("201"), "response_body": sAttr("{}")},
+		} {
+			_, err := env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(env.Tables.Idempotency), Item: item})
+			require.NoError(t, err)
+			res, err := s.Execute(context.Background(), sc, "fp", effect(env))
+			require.True(t, errors.Is(err, idem.ErrCorruptRecord), "%s: %v", name, err)
+			assert.Equal(t, idem.OutcomeError, res.Outcome, name)
+		}
+		assert.Zero(t, countItems(t, env, env.Tables.Products))
+	})
 }

@@ -112,21 +112,31 @@ func TestReserveFailingAfterItsWriteLandedReleasesIt(t *testing.T) {
 	require.NotNil(t, retry.Lease, "the client's retry runs at once, no 409")
 }
 
-func TestCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
+// TestExecuteWhoseTransactionAnswerWasLostSucceeds: the TransactWriteItems
+// lands and its answer is lost; the SDK retries it and meets the writes of
+// its own first attempt. Success, one product, in both modes.
+func TestExecuteWhoseTransactionAnswerWasLostSucceeds(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
-	l := &lossy{op: "TransactWriteItems", drops: 1}
-	s := lossyStore(t, env, l)
-	ctx := context.Background()
-	claim, err := s.Reserve(ctx, scope(t, "lost-commit"), "fp")
-	require.NoError(t, err)
-	id, items := businessWrites(env)
-	require.NoError(t, claim.Lease.Commit(ctx, created(id), items...), "the first attempt landed")
-	assert.Equal(t, 1, l.lost)
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
-	rec, _, err := s.Get(ctx, scope(t, "lost-commit"))
-	require.NoError(t, err)
-	assert.Equal(t, created(id), rec.Response)
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		l := &lossy{op: "TransactWriteItems", drops: 1}
+		s := lossyStore(t, env, l, idem.WithMode(mode))
+		ctx := context.Background()
+		res, err := s.Execute(ctx, scope(t, "lost-commit"), "fp", effect(env))
+		require.NoError(t, err, "the first attempt landed")
+		assert.Equal(t, idem.OutcomeExecuted, res.Outcome)
+		assert.Equal(t, 1, l.lost)
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+		rec, _, err := s.Get(ctx, scope(t, "lost-commit"))
+		require.NoError(t, err)
+		assert.Equal(t, res.Response, rec.Response)
+
+		replay, err := newStore(t, env, idem.WithMode(mode)).Execute(ctx, scope(t, "lost-commit"), "fp", effect(env))
+		require.NoError(t, err)
+		assert.Equal(t, idem.OutcomeReplayed, replay.Outcome)
+		assert.Equal(t, res.Response, replay.Response)
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+	})
 }
 
 func TestDoWhoseCompletionAnswerWasLostReportsSuccess(t *testing.T) {
@@ -173,6 +183,7 @@ func TestExplainTxSortsCancellationReasons(t *testing.T) {
 		{[]string{"ThrottlingError", "None", "None"}, idem.ErrThrottled, 0},
 		{[]string{"None", "ProvisionedThroughputExceeded", "None"}, idem.ErrThrottled, 1},
 		{[]string{"TransactionConflict", "ConditionalCheckFailed", "None"}, idem.ErrConditionFailed, 1},
+		{[]string{"ConditionalCheckFailed", "None", "ConditionalCheckFailed"}, idem.ErrLeaseLost, 2}, // the key decides first
 	} {
 		err := idem.ExplainTx(cancel(tc.codes...), 2)
 		require.ErrorIs(t, err, tc.want, "%v", tc.codes)
@@ -201,4 +212,72 @@ func TestLeaseEndSubMillisecondAgreesWithTheCondition(t *testing.T) {
 	_, err = s.Reserve(ctx, scope(t, "edge"), "fp")
 	require.ErrorIs(t, err, idem.ErrInFlight, "the condition compares milliseconds: still held")
 	assert.Equal(t, 1, counter.Get("PutItem"), "one attempt, not a retry loop")
+}
+
+// conflicting answers the next `left` TransactWriteItems itself, without
+// forwarding them, as DynamoDB answers a transaction that collided with
+// another on the same item: cancelled, reason TransactionConflict.
+type conflicting struct {
+	mu        sync.Mutex
+	left      int
+	conflicts int
+}
+
+func (c *conflicting) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	conflict := c.left > 0 && strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems")
+	if conflict {
+		c.left--
+		c.conflicts++
+	}
+	c.mu.Unlock()
+	if !conflict {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	body := `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException",` +
+		`"message":"Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict, None, None]",` +
+		`"CancellationReasons":[{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"},{"Code":"None"},{"Code":"None"}]}`
+	return &http.Response{
+		StatusCode: http.StatusBadRequest, Status: "400 Bad Request",
+		Header: http.Header{
+			"Content-Type": {"application/x-amz-json-1.0"},
+			"X-Amz-Crc32":  {strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10)},
+		},
+		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req,
+	}, nil
+}
+
+func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
+	t.Parallel()
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		store := func(c *conflicting) *idem.Store {
+			client, _ := env.NewClient(t, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: c} })
+			s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode), idem.WithMaxTxAttempts(4))
+			require.NoError(t, err)
+			return s
+		}
+		ctx := context.Background()
+
+		// Three conflicts, then the fourth attempt lands.
+		c := &conflicting{left: 3}
+		res, err := store(c).Execute(ctx, scope(t, "conflicts"), "fp", effect(env))
+		require.NoError(t, err)
+		assert.Equal(t, idem.OutcomeExecuted, res.Outcome)
+		assert.Equal(t, 3, c.conflicts)
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+
+		// Conflicts past the bound: nothing written, a retryable error, the
+		// key free for the client's retry.
+		c = &conflicting{left: 100}
+		res, err = store(c).Execute(ctx, scope(t, "conflicts-spent"), "fp", effect(env))
+		require.ErrorIs(t, err, idem.ErrConflict)
+		assert.True(t, idem.IsUnavailable(err))
+		assert.Equal(t, idem.OutcomeUnavailable, res.Outcome)
+		assert.Equal(t, 4, c.conflicts, "WithMaxTxAttempts(4)")
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+		retry, err := newStore(t, env, idem.WithMode(mode)).Execute(ctx, scope(t, "conflicts-spent"), "fp", effect(env))
+		require.NoError(t, err)
+		assert.Equal(t, idem.OutcomeExecuted, retry.Outcome)
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,6 +23,37 @@ type API interface {
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
+// Mode is how Execute claims a key.
+type Mode string
+
+// The modes. Both read and write the same records, so stores of either
+// mode can share a table and a key.
+const (
+	// ModeReserve claims the key with a conditional PutItem before the
+	// operation runs, then commits the operation's writes with the fenced
+	// completion in one TransactWriteItems: two calls on a first
+	// execution. A duplicate that arrives while the first runs gets
+	// ErrInFlight. Right for operations that take time.
+	ModeReserve Mode = "reserve"
+	// ModeTransact puts the claim into the operation's own transaction:
+	// one TransactWriteItems holds the writes and the record, already
+	// COMPLETED with the response. One call on a first execution; no
+	// IN_PROGRESS state, so nothing can wedge or needs releasing, and a
+	// concurrent duplicate gets the winner's response instead of
+	// ErrInFlight. The operation's function runs before the claim, so it
+	// must only compute its writes (no effect outside them).
+	ModeTransact Mode = "transact"
+)
+
+// ParseMode reads a mode name ("reserve" or "transact").
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.TrimSpace(s)); m {
+	case ModeReserve, ModeTransact:
+		return m, nil
+	}
+	return "", fmt.Errorf("idem: unknown mode %q: want %q or %q", s, ModeReserve, ModeTransact)
+}
+
 // Defaults for a Store; each has an Option.
 const (
 	DefaultLease            = 60 * time.Second
@@ -30,17 +62,21 @@ const (
 	DefaultMaxAttempts      = 3
 	DefaultMaxResponseBytes = 64 << 10
 	DefaultReleaseTimeout   = 3 * time.Second
-	DefaultMaxTxAttempts    = 3
+	DefaultMaxTxAttempts    = 5
+	// DefaultCacheBytes is the cache's budget for the responses it holds.
+	DefaultCacheBytes = 16 << 20
 	// MaxResponseBytesLimit caps WithMaxResponseBytes so a completed
 	// record stays under DynamoDB's 400 KB item size.
 	MaxResponseBytesLimit = 300 << 10
 )
 
 // Store keeps idempotency records in one DynamoDB table whose partition key
-// is the string attribute "id". It is safe for concurrent use.
+// is the string attribute "id" (see CreateTable). It is safe for
+// concurrent use; make one per table and process, and share it.
 type Store struct {
 	db               API
 	table            string
+	mode             Mode
 	now              func() time.Time
 	lease            time.Duration
 	margin           time.Duration
@@ -49,11 +85,38 @@ type Store struct {
 	maxResponseBytes int
 	releaseTimeout   time.Duration
 	maxTxAttempts    int
+	cacheEntries     int
+	cacheBytes       int
+	cache            *cache
 	newToken         func() string
 }
 
 // Option configures a Store.
 type Option func(*Store)
+
+// WithMode sets how Execute claims keys; "" means the default,
+// ModeReserve. Run and Do always reserve: their effects are outside
+// DynamoDB.
+func WithMode(m Mode) Option {
+	return func(s *Store) {
+		if m != "" {
+			s.mode = m
+		}
+	}
+}
+
+// WithCache keeps up to entries completed records in memory (an LRU), so a
+// replay of a key this process completed or replayed costs no DynamoDB
+// call. A completed record never changes before it expires, so the replay
+// is exact; a cached entry dies at its record's expires_at. In-progress
+// records are never cached. 0 (the default) turns the cache off. The
+// responses held never total more than WithCacheBytes.
+func WithCache(entries int) Option { return func(s *Store) { s.cacheEntries = entries } }
+
+// WithCacheBytes sets the cache's memory budget: the total size of the
+// responses it holds (default DefaultCacheBytes). Least recently used
+// entries go first when it is reached.
+func WithCacheBytes(n int) Option { return func(s *Store) { s.cacheBytes = n } }
 
 // WithClock replaces time.Now, for tests that move time.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
@@ -70,28 +133,30 @@ func WithLeaseMargin(d time.Duration) Option { return func(s *Store) { s.margin 
 // WithRetention sets how long a completed key replays before it expires.
 func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention = d } }
 
-// WithMaxAttempts bounds the reserve attempts when a record vanishes
-// between a failed reserve and the read of it (a release in between).
+// WithMaxAttempts bounds the claim attempts when a record vanishes
+// between a failed claim and the read of it (a release in between).
 func WithMaxAttempts(n int) Option { return func(s *Store) { s.maxAttempts = n } }
 
 // WithMaxResponseBytes limits the response stored for replay.
 func WithMaxResponseBytes(n int) Option { return func(s *Store) { s.maxResponseBytes = n } }
 
 // WithReleaseTimeout bounds a release, which runs detached from the
-// caller's (possibly cancelled) context.
+// caller's (possibly cancelled) context, and the completion of an effect
+// that already happened.
 func WithReleaseTimeout(d time.Duration) Option { return func(s *Store) { s.releaseTimeout = d } }
 
-// WithMaxTxAttempts bounds Commit's retries on TransactionConflict.
+// WithMaxTxAttempts bounds the attempts of a transaction cancelled by a
+// conflict or throttling (retried with full jitter).
 func WithMaxTxAttempts(n int) Option { return func(s *Store) { s.maxTxAttempts = n } }
 
 // NewStore returns a store on the named table.
 func NewStore(db API, table string, opts ...Option) (*Store, error) {
 	s := &Store{
-		db: db, table: table, now: time.Now,
+		db: db, table: table, mode: ModeReserve, now: time.Now,
 		lease: DefaultLease, margin: DefaultLeaseMargin, retention: DefaultRetention,
 		maxAttempts: DefaultMaxAttempts, maxResponseBytes: DefaultMaxResponseBytes,
 		releaseTimeout: DefaultReleaseTimeout, maxTxAttempts: DefaultMaxTxAttempts,
-		newToken: uuid.NewString,
+		cacheBytes: DefaultCacheBytes, newToken: uuid.NewString,
 	}
 	for _, o := range opts {
 		o(s)
@@ -101,6 +166,8 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 		return nil, errors.New("idem: nil DynamoDB client")
 	case table == "":
 		return nil, errors.New("idem: empty table name")
+	case s.mode != ModeReserve && s.mode != ModeTransact:
+		return nil, fmt.Errorf("idem: unknown mode %q", s.mode)
 	case s.lease <= 0 || s.margin < 0 || s.releaseTimeout <= 0:
 		return nil, errors.New("idem: lease and release timeout must be positive, margin not negative")
 	case s.retention < s.lease+s.margin:
@@ -109,9 +176,17 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 		return nil, errors.New("idem: attempts and response limit must be at least 1")
 	case s.maxResponseBytes > MaxResponseBytesLimit:
 		return nil, fmt.Errorf("idem: response limit %d over %d: a record must fit DynamoDB's 400 KB item", s.maxResponseBytes, MaxResponseBytesLimit)
+	case s.cacheEntries < 0 || s.cacheBytes < 1:
+		return nil, fmt.Errorf("idem: cache of %d entries and %d bytes: entries must not be negative, bytes must be positive", s.cacheEntries, s.cacheBytes)
+	}
+	if s.cacheEntries > 0 {
+		s.cache = newCache(s.cacheEntries, s.cacheBytes)
 	}
 	return s, nil
 }
+
+// Mode returns the store's mode.
+func (s *Store) Mode() Mode { return s.mode }
 
 // Claim is a successful Reserve: either a Lease (the caller executes) or a
 // stored Response to replay.
@@ -122,12 +197,16 @@ type Claim struct {
 	Replay *Response
 	// Outcome is OutcomeExecuted, OutcomeTakeover or OutcomeReplayed.
 	Outcome Outcome
+
+	expiresAt time.Time // the replayed record's, for the cache
 }
 
 // Reserve claims the scope's key for this caller with one conditional
-// PutItem. It returns a Claim with a Lease or a Replay, or an error that
-// wraps ErrInFlight (an *InFlightError), ErrKeyReuse, ErrCorruptRecord or
-// the DynamoDB error.
+// PutItem: the building block of Execute, Run and Do, for callers that
+// need to hold a lease themselves. It returns a Claim with a Lease or a
+// Replay, or an error that wraps ErrInFlight (an *InFlightError),
+// ErrKeyReuse, ErrCorruptRecord or the DynamoDB error. It does not use the
+// cache.
 func (s *Store) Reserve(ctx context.Context, scope Scope, fingerprint string) (Claim, error) {
 	id := scope.ID()
 	for range s.maxAttempts {
@@ -138,9 +217,17 @@ func (s *Store) Reserve(ctx context.Context, scope Scope, fingerprint string) (C
 		if a.current == nil {
 			continue // released between our write and our read: try again
 		}
-		claim, again, err := s.judge(*a.current, fingerprint, a)
-		if !again {
-			return claim, err
+		switch rec := *a.current; judge(rec, fingerprint, a.token, a.now) {
+		case verdictOwn:
+			// Our own write: the SDK retried a put that had landed.
+			return s.leased(id, a, false), nil
+		case verdictKeyReuse:
+			return Claim{}, ErrKeyReuse
+		case verdictReplay:
+			resp := rec.Response
+			return Claim{Replay: &resp, Outcome: OutcomeReplayed, expiresAt: rec.ExpiresAt}, nil
+		case verdictInFlight:
+			return Claim{}, &InFlightError{RetryAfter: max(rec.LeaseExpiresAt.Sub(a.now), 0)}
 		}
 	}
 	// The key keeps changing hands under us: treat it as busy rather than
@@ -178,18 +265,9 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint string) (attempt
 			attrCreatedAt:      timeAttr(now),
 			attrExpiresAt:      num(now.Add(max(s.retention, leaseEnd.Sub(now))).Unix()),
 		},
-		ConditionExpression: aws.String("attribute_not_exists(#id) OR #exp < :now_s OR " +
-			"(#st = :in_progress AND #lease_exp < :now_ms AND #fp = :fp)"),
-		ExpressionAttributeNames: map[string]string{
-			"#id": attrID, "#exp": attrExpiresAt, "#st": attrStatus,
-			"#lease_exp": attrLeaseExpiresAt, "#fp": attrFingerprint,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now_s":       num(now.Unix()),
-			":now_ms":      num(now.UnixMilli()),
-			":in_progress": str(StatusInProgress),
-			":fp":          str(fingerprint),
-		},
+		ConditionExpression:       aws.String(claimCondition),
+		ExpressionAttributeNames:  claimNames(),
+		ExpressionAttributeValues: claimValues(now, fingerprint),
 		// On success: the item we replaced, if any, tells a takeover apart.
 		ReturnValues: types.ReturnValueAllOld,
 		// On failure: the item that beat us, so no second read is needed.
@@ -207,28 +285,37 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint string) (attempt
 		_ = lost.Release(ctx)
 		return a, fmt.Errorf("idem: reserve: %w", err)
 	}
-	item := ccf.Item
+	rec, found, err := s.current(ctx, id, ccf.Item)
+	if err != nil || !found {
+		return a, err
+	}
+	a.current = &rec
+	return a, nil
+}
+
+// current decodes the record a failed condition returned, or reads it with
+// one consistent GetItem where the backend returned none (minidyn does so
+// for PutItem). found is false when there is no record at all.
+func (s *Store) current(ctx context.Context, id string, item map[string]types.AttributeValue) (Record, bool, error) {
 	if len(item) == 0 {
-		// Some backends (minidyn) return no ALL_OLD item on PutItem.
-		got, gerr := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		got, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName:      aws.String(s.table),
 			Key:            map[string]types.AttributeValue{attrID: str(id)},
 			ConsistentRead: aws.Bool(true),
 		})
-		if gerr != nil {
-			return a, fmt.Errorf("idem: read after lost reserve: %w", gerr)
+		if err != nil {
+			return Record{}, false, fmt.Errorf("idem: read after a lost claim: %w", err)
 		}
 		if len(got.Item) == 0 {
-			return a, nil
+			return Record{}, false, nil
 		}
 		item = got.Item
 	}
 	rec, err := decodeRecord(item)
 	if err != nil {
-		return a, err
+		return Record{}, false, err
 	}
-	a.current = &rec
-	return a, nil
+	return rec, true, nil
 }
 
 // leased is the claim of the caller that holds the key after attempt a.
@@ -254,33 +341,6 @@ func wasHeldByAnother(old map[string]types.AttributeValue, token string) bool {
 	}
 	lt, ok := old[attrLeaseToken].(*types.AttributeValueMemberS)
 	return ok && lt.Value != token
-}
-
-// judge answers a caller that lost the reserve condition to rec, at the
-// time and with the token of its attempt a, so it agrees with the
-// condition the store evaluated. again is true when the record changed
-// under us and a new attempt is needed.
-func (s *Store) judge(rec Record, fingerprint string, a attempt) (claim Claim, again bool, err error) {
-	if rec.expired(a.now) {
-		return Claim{}, true, nil // expired: counts as absent, reserve again
-	}
-	if rec.Fingerprint != fingerprint {
-		return Claim{}, false, ErrKeyReuse
-	}
-	switch rec.Status {
-	case StatusCompleted:
-		resp := rec.Response
-		return Claim{Replay: &resp, Outcome: OutcomeReplayed}, false, nil
-	default:
-		if rec.LeaseToken == a.token {
-			// Our own write: the SDK retried a put that had landed.
-			return s.leased(rec.ID, a, false), false, nil
-		}
-		if rec.LeaseExpiresAt.UnixMilli() >= a.now.UnixMilli() {
-			return Claim{}, false, &InFlightError{RetryAfter: max(rec.LeaseExpiresAt.Sub(a.now), 0)}
-		}
-		return Claim{}, true, nil // lease ended since our write: take over
-	}
 }
 
 // Get returns the record for a scope, treating an expired record as absent

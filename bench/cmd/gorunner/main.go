@@ -39,6 +39,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/tables"
 	"github.com/idemlambda/idemlambda/internal/wire"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
 // sellerID is the seller of every benchmark product.
@@ -209,7 +210,7 @@ func (r *runner) invoke(key string) (latencyUS int64, outcome string) {
 	switch {
 	case err != nil:
 		outcome = "error"
-	case resp.Headers[api.HeaderReplayed] == "true":
+	case resp.Headers[idemhttp.HeaderReplayed] == "true":
 		outcome += " replayed"
 	}
 	r.mu.Lock()

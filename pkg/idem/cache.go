@@ -1,0 +1,87 @@
+package idem
+
+import (
+	"container/list"
+	"sync"
+	"time"
+)
+
+// cache is a bounded LRU of completed records, keyed by record id. A
+// completed record never changes before it expires (only an expired record
+// can be claimed again), so serving it from memory is exact for as long as
+// the entry lives, which is never past the record's expires_at.
+type cache struct {
+	mu       sync.Mutex
+	max      int // entries
+	maxBytes int // total response size
+	bytes    int
+	order    *list.List // front: most recently used; values are *cached
+	entries  map[string]*list.Element
+}
+
+// cached is one completed record as the cache keeps it.
+type cached struct {
+	id          string
+	fingerprint string
+	response    Response
+	expiresAt   time.Time
+	size        int
+}
+
+func newCache(max, maxBytes int) *cache {
+	return &cache{max: max, maxBytes: maxBytes, order: list.New(), entries: make(map[string]*list.Element, min(max, 1024))}
+}
+
+// get returns the live entry for id; an entry whose record has expired at
+// now is dropped and missed.
+func (c *cache) get(id string, now time.Time) (cached, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[id]
+	if !ok {
+		return cached{}, false
+	}
+	e := el.Value.(*cached)
+	if !now.Before(e.expiresAt) {
+		c.remove(el)
+		return cached{}, false
+	}
+	c.order.MoveToFront(el)
+	return *e, true
+}
+
+// put keeps a completed record, evicting the least recently used entries
+// while the cache holds more than its entries or bytes allow. A response
+// larger than the whole byte budget is not kept. The response is copied:
+// callers may change theirs.
+func (c *cache) put(id, fingerprint string, resp Response, expiresAt time.Time) {
+	size := resp.size() + len(id) + len(fingerprint)
+	if size > c.maxBytes {
+		return
+	}
+	e := &cached{id: id, fingerprint: fingerprint, response: resp.clone(), expiresAt: expiresAt, size: size}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[id]; ok {
+		c.remove(el)
+	}
+	c.entries[id] = c.order.PushFront(e)
+	c.bytes += size
+	for c.order.Len() > c.max || c.bytes > c.maxBytes {
+		c.remove(c.order.Back())
+	}
+}
+
+// remove drops an entry; c.mu is held.
+func (c *cache) remove(el *list.Element) {
+	e := c.order.Remove(el).(*cached)
+	delete(c.entries, e.id)
+	c.bytes -= e.size
+}
+
+// len returns the number of entries held.
+func (c *cache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}

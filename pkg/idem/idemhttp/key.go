@@ -1,0 +1,87 @@
+package idemhttp
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+// HeaderKey carries the client's idempotency key
+// (draft-ietf-httpapi-idempotency-key-header): an RFC 8941 structured-field
+// string such as "order-42".
+const HeaderKey = "Idempotency-Key"
+
+// HeaderReplayed marks a response replayed from the store:
+// "Idempotent-Replayed: true". A first execution does not carry it.
+const HeaderReplayed = "Idempotent-Replayed"
+
+// ParseKey reads an Idempotency-Key header value: an RFC 8941 string
+// ("abc", with \" and \\ escapes, parameters after it ignored) or,
+// leniently, a bare token (abc). The key must pass idem.ValidateKey: 1 to
+// 255 printable ASCII characters. Every error wraps idem.ErrInvalidKey.
+func ParseKey(v string) (string, error) {
+	v = strings.Trim(v, " \t")
+	if v == "" {
+		return "", fmt.Errorf("%w: empty header", idem.ErrInvalidKey)
+	}
+	if v[0] != '"' {
+		if strings.ContainsAny(v, `",;`) {
+			return "", fmt.Errorf("%w: a bare key must not contain '\"', ',' or ';'; send a quoted string", idem.ErrInvalidKey)
+		}
+		return v, idem.ValidateKey(v)
+	}
+	var b strings.Builder
+	for i := 1; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '\\':
+			i++
+			if i == len(v) || (v[i] != '"' && v[i] != '\\') {
+				return "", fmt.Errorf("%w: only \\\" and \\\\ may be escaped", idem.ErrInvalidKey)
+			}
+			b.WriteByte(v[i])
+		case c == '"':
+			if err := checkParams(v[i+1:]); err != nil {
+				return "", err
+			}
+			key := b.String()
+			return key, idem.ValidateKey(key)
+		case c < 0x20 || c > 0x7e:
+			return "", fmt.Errorf("%w: character %d is not printable ASCII", idem.ErrInvalidKey, i)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", fmt.Errorf("%w: unterminated quoted string", idem.ErrInvalidKey)
+}
+
+// checkParams accepts what may follow an sf-string item: nothing, or
+// parameters (";name" or ";name=value", RFC 8941 section 3.1.2), which
+// carry nothing a key needs and are ignored.
+func checkParams(rest string) error {
+	for rest != "" {
+		if rest[0] != ';' {
+			return fmt.Errorf("%w: unexpected %.16q after the quoted key", idem.ErrInvalidKey, rest)
+		}
+		rest = strings.TrimLeft(rest[1:], " ")
+		end := strings.IndexByte(rest, ';')
+		if end < 0 {
+			end = len(rest)
+		}
+		name, _, _ := strings.Cut(rest[:end], "=")
+		if !paramName.MatchString(name) {
+			return fmt.Errorf("%w: malformed parameter %.16q", idem.ErrInvalidKey, rest[:end])
+		}
+		for _, c := range []byte(rest[:end]) {
+			if c < 0x20 || c > 0x7e {
+				return fmt.Errorf("%w: parameter is not printable ASCII", idem.ErrInvalidKey)
+			}
+		}
+		rest = rest[end:]
+	}
+	return nil
+}
+
+var paramName = regexp.MustCompile(`^[a-z*][a-z0-9_.*-]*$`)

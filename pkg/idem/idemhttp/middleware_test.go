@@ -1,0 +1,394 @@
+package idemhttp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/ddbtest"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+)
+
+// mailer is a toy endpoint that is not a product: it "sends" an e-mail (an
+// effect outside DynamoDB, counted) and answers 202 with a fresh message
+// id, so a second execution would show as another id.
+type mailer struct {
+	sent    atomic.Int64
+	gate    chan struct{} // when set, each send waits for it to close
+	started chan struct{} // closed when the first send starts
+	once    sync.Once
+}
+
+func newMailer() *mailer { return &mailer{started: make(chan struct{})} }
+
+func (m *mailer) send(ctx context.Context, body []byte) (int, []byte) {
+	m.once.Do(func() { close(m.started) })
+	if m.gate != nil {
+		<-m.gate
+	}
+	var req struct{ To string }
+	if err := json.Unmarshal(body, &req); err != nil || req.To == "" {
+		return http.StatusBadRequest, []byte(`{"error":"to is required"}`)
+	}
+	m.sent.Add(1)
+	out, _ := json.Marshal(map[string]string{"message_id": uuid.NewString(), "to": req.To})
+	return http.StatusAccepted, out
+}
+
+func (m *mailer) lambda(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	status, body := m.send(ctx, []byte(req.Body))
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: status,
+		Headers:    map[string]string{"Content-Type": "application/json"},
+		Cookies:    []string{"a=1; Path=/", "b=2; Path=/"},
+		Body:       string(body),
+	}, nil
+}
+
+func (m *mailer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	status, body := m.send(r.Context(), b)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Add("Set-Cookie", "a=1; Path=/")
+	w.Header().Add("Set-Cookie", "b=2; Path=/")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func newMiddleware(t *testing.T, observed *outcomes) *idemhttp.Middleware {
+	t.Helper()
+	env := ddbtest.New(t)
+	store, err := idem.NewStore(env.Client, env.Tables.Idempotency)
+	require.NoError(t, err)
+	return &idemhttp.Middleware{Store: store, Observe: observed.add}
+}
+
+type outcomes struct {
+	mu sync.Mutex
+	m  map[idem.Outcome]int
+}
+
+func (o *outcomes) add(_ context.Context, out idem.Outcome, _ error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[idem.Outcome]int{}
+	}
+	o.m[out]++
+}
+
+func (o *outcomes) get() map[idem.Outcome]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.m
+}
+
+func emailRequest(key, body string) events.APIGatewayV2HTTPRequest {
+	h := map[string]string{"content-type": "application/json"}
+	if key != "" {
+		h["idempotency-key"] = key
+	}
+	return events.APIGatewayV2HTTPRequest{
+		RouteKey: "POST /emails", RawPath: "/emails", Headers: h, Body: body,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/emails"},
+		},
+	}
+}
+
+func TestLambdaMiddlewareConcurrentDuplicatesRunOnce(t *testing.T) {
+	t.Parallel()
+	var seen outcomes
+	mw := newMiddleware(t, &seen)
+	m := newMailer()
+	m.gate = make(chan struct{})
+	h := mw.APIGatewayV2(m.lambda)
+	ctx := context.Background()
+	const dups = 32
+	req := emailRequest(`"mail-1"`, `{"to":"ada@example.com"}`)
+
+	// The first request runs and holds the key...
+	var first events.APIGatewayV2HTTPResponse
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var err error
+		first, err = h(ctx, req)
+		assert.NoError(t, err)
+	})
+	<-m.started
+	// ...while 31 duplicates arrive at once: each is told 409, retry later.
+	responses := make([]events.APIGatewayV2HTTPResponse, dups-1)
+	var dwg sync.WaitGroup
+	for i := range dups - 1 {
+		dwg.Go(func() {
+			resp, err := h(ctx, req)
+			assert.NoError(t, err)
+			responses[i] = resp
+		})
+	}
+	dwg.Wait()
+	for i, r := range responses {
+		assert.Equal(t, http.StatusConflict, r.StatusCode, "duplicate %d: %s", i, r.Body)
+		assert.Equal(t, idemhttp.ContentTypeProblem, r.Headers["Content-Type"])
+		secs, err := strconv.Atoi(r.Headers["Retry-After"])
+		require.NoError(t, err, "Retry-After is whole seconds")
+		assert.GreaterOrEqual(t, secs, 1)
+	}
+	close(m.gate)
+	wg.Wait()
+	require.Equal(t, http.StatusAccepted, first.StatusCode, first.Body)
+	assert.NotContains(t, first.Headers, idemhttp.HeaderReplayed)
+
+	// Now every duplicate replays the first answer byte for byte.
+	var rwg sync.WaitGroup
+	replays := make([]events.APIGatewayV2HTTPResponse, dups)
+	for i := range dups {
+		rwg.Go(func() {
+			resp, err := h(ctx, req)
+			assert.NoError(t, err)
+			replays[i] = resp
+		})
+	}
+	rwg.Wait()
+	for _, r := range replays {
+		assert.Equal(t, first.StatusCode, r.StatusCode)
+		assert.Equal(t, first.Body, r.Body, "byte for byte")
+		assert.Equal(t, first.Cookies, r.Cookies, "cookies replay in order")
+		assert.Equal(t, "true", r.Headers[idemhttp.HeaderReplayed])
+		assert.Equal(t, "application/json", r.Headers["Content-Type"])
+	}
+	assert.EqualValues(t, 1, m.sent.Load(), "one e-mail for 64 requests")
+	got := seen.get()
+	t.Logf("outcomes: %v", got)
+	assert.Equal(t, map[idem.Outcome]int{idem.OutcomeExecuted: 1, idem.OutcomeInFlight: dups - 1, idem.OutcomeReplayed: dups}, got)
+
+	// Same key, another body: 422. No key: 400.
+	resp, err := h(ctx, emailRequest(`"mail-1"`, `{"to":"bob@example.com"}`))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	resp, err = h(ctx, emailRequest("", `{"to":"bob@example.com"}`))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.EqualValues(t, 1, m.sent.Load())
+}
+
+func TestNetHTTPMiddlewareConcurrentDuplicatesRunOnce(t *testing.T) {
+	t.Parallel()
+	var seen outcomes
+	mw := newMiddleware(t, &seen)
+	mw.Principal = func(r *http.Request) (string, error) {
+		if u := r.Header.Get("X-User"); u != "" {
+			return "user:" + u, nil
+		}
+		return "", fmt.Errorf("no user")
+	}
+	m := newMailer()
+	m.gate = make(chan struct{})
+	mux := http.NewServeMux()
+	mux.Handle("POST /emails", mw.Handler(m))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	post := func(key, user, body string) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/emails", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set(idemhttp.HeaderKey, key)
+		}
+		if user != "" {
+			req.Header.Set("X-User", user)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		return resp
+	}
+	read := func(r *http.Response) string {
+		defer r.Body.Close()
+		b, err := io.ReadAll(r.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
+	const dups = 32
+	body := `{"to":"ada@example.com"}`
+
+	var first *http.Response
+	var firstBody string
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		first = post(`"mail-1"`, "ada", body)
+		firstBody = read(first)
+	})
+	<-m.started
+	var dwg sync.WaitGroup
+	for range dups - 1 {
+		dwg.Go(func() {
+			r := post(`"mail-1"`, "ada", `{ "to" : "ada@example.com" }`) // same payload, other spacing
+			assert.Equal(t, http.StatusConflict, r.StatusCode)
+			assert.NotEmpty(t, r.Header.Get("Retry-After"))
+			assert.Equal(t, idemhttp.ContentTypeProblem, r.Header.Get("Content-Type"))
+			_ = read(r)
+		})
+	}
+	dwg.Wait()
+	close(m.gate)
+	wg.Wait()
+	require.Equal(t, http.StatusAccepted, first.StatusCode, firstBody)
+	assert.Empty(t, first.Header.Get(idemhttp.HeaderReplayed))
+
+	var rwg sync.WaitGroup
+	for range dups {
+		rwg.Go(func() {
+			r := post(`"mail-1"`, "ada", body)
+			assert.Equal(t, http.StatusAccepted, r.StatusCode)
+			assert.Equal(t, "true", r.Header.Get(idemhttp.HeaderReplayed))
+			assert.Equal(t, first.Header.Values("Set-Cookie"), r.Header.Values("Set-Cookie"))
+			assert.Equal(t, firstBody, read(r), "byte for byte")
+		})
+	}
+	rwg.Wait()
+	assert.EqualValues(t, 1, m.sent.Load())
+
+	// Another caller's same key is another scope: it sends its own.
+	other := post(`"mail-1"`, "bob", body)
+	assert.Equal(t, http.StatusAccepted, other.StatusCode)
+	assert.NotEqual(t, firstBody, read(other))
+	assert.EqualValues(t, 2, m.sent.Load())
+	// A caller the Principal func cannot name: 403, nothing sent.
+	anon := post(`"mail-2"`, "", body)
+	assert.Equal(t, http.StatusForbidden, anon.StatusCode)
+	_ = read(anon)
+	assert.EqualValues(t, 2, m.sent.Load())
+	t.Logf("outcomes: %v", seen.get())
+	assert.Equal(t, 1, seen.get()[idem.OutcomeRejected])
+}
+
+// A response the middleware must not store (a 5xx, a 429) is sent as it
+// is, and the key is released for the retry.
+func TestMiddlewareReleasesOnServerErrors(t *testing.T) {
+	t.Parallel()
+	var seen outcomes
+	mw := newMiddleware(t, &seen)
+	var calls atomic.Int64
+	h := mw.APIGatewayV2(func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		switch calls.Add(1) {
+		case 1:
+			return events.APIGatewayV2HTTPResponse{StatusCode: 503, Body: "down"}, nil
+		case 2:
+			return events.APIGatewayV2HTTPResponse{StatusCode: 429, Body: "slow down"}, nil
+		case 3:
+			return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("handler crashed")
+		default:
+			return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: "ok"}, nil
+		}
+	})
+	ctx := context.Background()
+	req := emailRequest("k", `{}`)
+	r, err := h(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, 503, r.StatusCode)
+	assert.Equal(t, "down", r.Body)
+	r, err = h(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, 429, r.StatusCode)
+	_, err = h(ctx, req)
+	require.EqualError(t, err, "handler crashed", "the handler's error goes back to Lambda unchanged")
+	r, err = h(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, 200, r.StatusCode)
+	r, err = h(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, "true", r.Headers[idemhttp.HeaderReplayed])
+	assert.EqualValues(t, 4, calls.Load())
+	assert.Equal(t, map[idem.Outcome]int{idem.OutcomeReleased: 3, idem.OutcomeExecuted: 1, idem.OutcomeReplayed: 1}, seen.get())
+}
+
+func TestMiddlewareBinaryBodyAndOptionalKey(t *testing.T) {
+	t.Parallel()
+	mw := newMiddleware(t, &outcomes{})
+	png := []byte{0x89, 'P', 'N', 'G', 0xff, 0xfe, 0x00}
+	var calls atomic.Int64
+	h := mw.APIGatewayV2(func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		calls.Add(1)
+		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "image/png"},
+			Body: "iVBORw==", IsBase64Encoded: true}, nil
+	})
+	_ = png
+	ctx := context.Background()
+	first, err := h(ctx, emailRequest("img", ``))
+	require.NoError(t, err)
+	again, err := h(ctx, emailRequest("img", ``))
+	require.NoError(t, err)
+	assert.Equal(t, first.Body, again.Body)
+	assert.True(t, again.IsBase64Encoded, "binary bytes go out base64 again")
+	assert.EqualValues(t, 1, calls.Load())
+
+	mw.Optional = true
+	_, err = h(ctx, emailRequest("", ``))
+	require.NoError(t, err)
+	_, err = h(ctx, emailRequest("", ``))
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, calls.Load(), "without a key, the handler runs unprotected")
+}
+
+func TestNetHTTPMiddlewareRejectsLargeBodiesAndTwoKeys(t *testing.T) {
+	t.Parallel()
+	mw := newMiddleware(t, &outcomes{})
+	mw.MaxBodyBytes = 16
+	m := newMailer()
+	h := mw.Handler(m)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/emails", bytes.NewReader(bytes.Repeat([]byte("x"), 17))))
+	assert.Equal(t, http.StatusBadRequest, rec.Code, "no key first")
+
+	req := httptest.NewRequest(http.MethodPost, "/emails", bytes.NewReader(bytes.Repeat([]byte("x"), 17)))
+	req.Header.Set(idemhttp.HeaderKey, "k")
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
+
+	req = httptest.NewRequest(http.MethodPost, "/emails", strings.NewReader(`{}`))
+	req.Header.Add(idemhttp.HeaderKey, "a")
+	req.Header.Add(idemhttp.HeaderKey, "b")
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusBadRequest, rec.Code)
+	assert.Contains(t, rec.Body.String(), "send one")
+	assert.Zero(t, m.sent.Load())
+}
+
+func TestLambdaMiddlewareLeaseFollowsTheInvocationDeadline(t *testing.T) {
+	t.Parallel()
+	mw := newMiddleware(t, &outcomes{})
+	m := newMailer()
+	m.gate = make(chan struct{})
+	h := mw.APIGatewayV2(m.lambda)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = h(ctx, emailRequest("dl", `{"to":"a@b"}`)) })
+	<-m.started
+	resp, err := h(context.Background(), emailRequest("dl", `{"to":"a@b"}`))
+	require.NoError(t, err)
+	secs, err := strconv.Atoi(resp.Headers["Retry-After"])
+	require.NoError(t, err)
+	// The holder's lease is its 5 s deadline plus the 2 s margin.
+	assert.True(t, secs >= 5 && secs <= 7, "Retry-After %d", secs)
+	close(m.gate)
+	wg.Wait()
+}

@@ -1,0 +1,103 @@
+package idemhttp_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+)
+
+// TestProblemFor is the error-to-status table, with no store behind it:
+// every error pkg/idem and this package return, as a caller sees them
+// (wrapped), and the answer a client gets.
+func TestProblemFor(t *testing.T) {
+	t.Parallel()
+	wrap := func(err error) error { return fmt.Errorf("create: %w", err) }
+	for _, tc := range []struct {
+		err        error
+		status     int
+		kind       string
+		retryAfter string
+	}{
+		{wrap(&idem.InFlightError{RetryAfter: 2500 * time.Millisecond}), 409, "in-flight", "3"},
+		{wrap(&idem.InFlightError{RetryAfter: 0}), 409, "in-flight", "1"},
+		{wrap(idem.ErrLeaseLost), 409, "in-flight", "1"},
+		{wrap(idem.ErrKeyReuse), 422, "key-reuse", ""},
+		{wrap(fmt.Errorf("%w: empty", idem.ErrInvalidKey)), 400, "idempotency-key", ""},
+		{idemhttp.ErrNoSubject, 403, "forbidden", ""},
+		{fmt.Errorf("%w: limit 1", idemhttp.ErrBodyTooLarge), 413, "too-large", ""},
+		{wrap(idem.ErrConflict), 503, "unavailable", "1"},
+		{wrap(idem.ErrThrottled), 503, "unavailable", "1"},
+		{wrap(&types.ProvisionedThroughputExceededException{}), 503, "unavailable", "1"},
+		{wrap(&types.InternalServerError{}), 503, "unavailable", "1"},
+		{wrap(&retry.MaxAttemptsError{Attempt: 3, Err: errors.New("x")}), 503, "unavailable", "1"},
+		{wrap(&net.OpError{Op: "dial", Err: errors.New("refused")}), 503, "unavailable", "1"},
+		{wrap(context.DeadlineExceeded), 503, "unavailable", "1"},
+		{wrap(errors.New("table products-x not found")), 500, "internal", ""},
+		{wrap(idem.ErrCorruptRecord), 500, "internal", ""},
+		{wrap(&types.ResourceNotFoundException{Message: new(string)}), 500, "internal", ""},
+	} {
+		p := idemhttp.ProblemFor(tc.err)
+		assert.Equal(t, tc.status, p.Status, "%v", tc.err)
+		assert.Equal(t, idemhttp.TypeBase+tc.kind, p.Type, "%v", tc.err)
+		assert.Equal(t, tc.retryAfter, p.Headers["Retry-After"], "%v", tc.err)
+		assert.NotEmpty(t, p.Title)
+		assert.NotEmpty(t, p.Detail)
+		if tc.status >= 500 {
+			assert.NotContains(t, p.Detail, "products-x", "no internal detail in a 5xx")
+		}
+
+		// Both renderings carry the same problem+json.
+		v2 := p.APIGatewayV2()
+		assert.Equal(t, tc.status, v2.StatusCode)
+		assert.Equal(t, idemhttp.ContentTypeProblem, v2.Headers["Content-Type"])
+		rec := httptest.NewRecorder()
+		p.Write(rec)
+		assert.Equal(t, tc.status, rec.Code)
+		assert.Equal(t, idemhttp.ContentTypeProblem, rec.Header().Get("Content-Type"))
+		assert.Equal(t, tc.retryAfter, rec.Header().Get("Retry-After"))
+		assert.JSONEq(t, v2.Body, rec.Body.String())
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+		assert.ElementsMatch(t, []string{"type", "title", "status", "detail"}, keys(body))
+		assert.EqualValues(t, tc.status, body["status"])
+	}
+	assert.Equal(t, http.StatusBadRequest, idemhttp.MissingKey().Status)
+}
+
+func keys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestRequestFingerprint(t *testing.T) {
+	t.Parallel()
+	fp := idemhttp.RequestFingerprint
+	a := fp("POST", "/emails", "", []byte(`{"to":"a","cc":["b"]}`))
+	assert.Equal(t, a, fp("POST", "/emails", "", []byte(` { "cc" : ["b"], "to":"a" } `)), "JSON counts by its canonical form")
+	assert.NotEqual(t, a, fp("POST", "/emails", "", []byte(`{"to":"a","cc":["c"]}`)))
+	assert.NotEqual(t, a, fp("PUT", "/emails", "", []byte(`{"to":"a","cc":["b"]}`)))
+	assert.NotEqual(t, a, fp("POST", "/emails/1", "", []byte(`{"to":"a","cc":["b"]}`)))
+	assert.NotEqual(t, a, fp("POST", "/emails", "x=1", []byte(`{"to":"a","cc":["b"]}`)))
+	// Length prefixes: moving bytes between parts changes the fingerprint.
+	assert.NotEqual(t, fp("POST", "/a", "b", nil), fp("POST", "/ab", "", nil))
+	assert.Equal(t, fp("POST", "/f", "", []byte("not json  ")), fp("POST", "/f", "", []byte("not json  ")))
+	assert.NotEqual(t, fp("POST", "/f", "", []byte("not json")), fp("POST", "/f", "", []byte("not json  ")), "other bodies count byte for byte")
+	assert.Len(t, a, 64)
+}

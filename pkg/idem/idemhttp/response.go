@@ -1,0 +1,141 @@
+package idemhttp
+
+import (
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+// headerSetCookie is stored with its values joined by newlines, which no
+// header value can contain: cookies cannot be joined with commas.
+const headerSetCookie = "Set-Cookie"
+
+// FromAPIGatewayV2 turns a handler's API Gateway v2 response into a
+// storable one: a base64 body decoded to its bytes, multi-value headers
+// joined with ", ", and cookies kept as Set-Cookie lines.
+func FromAPIGatewayV2(r events.APIGatewayV2HTTPResponse) (idem.Response, error) {
+	body := []byte(r.Body)
+	if r.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(r.Body)
+		if err != nil {
+			return idem.Response{}, fmt.Errorf("idemhttp: response body marked base64 does not decode: %w", err)
+		}
+		body = b
+	}
+	status := r.StatusCode
+	if status == 0 {
+		status = http.StatusOK // what API Gateway sends for a response without one
+	}
+	h := make(map[string]string, len(r.Headers)+len(r.MultiValueHeaders)+1)
+	for k, v := range r.Headers {
+		h[k] = v
+	}
+	for k, vs := range r.MultiValueHeaders {
+		if len(vs) > 0 {
+			h[k] = strings.Join(vs, ", ")
+		}
+	}
+	if len(r.Cookies) > 0 {
+		h[headerSetCookie] = strings.Join(r.Cookies, "\n")
+	}
+	delete(h, HeaderReplayed)
+	return idem.Response{Status: status, Headers: h, Body: body}, nil
+}
+
+// APIGatewayV2 renders a stored response for API Gateway; replayed adds
+// Idempotent-Replayed: true. A body that is not UTF-8 goes out base64
+// encoded, so the client receives the same bytes.
+func APIGatewayV2(r idem.Response, replayed bool) events.APIGatewayV2HTTPResponse {
+	h := make(map[string]string, len(r.Headers)+1)
+	var cookies []string
+	for k, v := range r.Headers {
+		if strings.EqualFold(k, headerSetCookie) {
+			cookies = strings.Split(v, "\n")
+			continue
+		}
+		h[k] = v
+	}
+	if replayed {
+		h[HeaderReplayed] = "true"
+	}
+	out := events.APIGatewayV2HTTPResponse{StatusCode: r.Status, Headers: h, Cookies: cookies, Body: string(r.Body)}
+	if !utf8.Valid(r.Body) {
+		out.Body = base64.StdEncoding.EncodeToString(r.Body)
+		out.IsBase64Encoded = true
+	}
+	return out
+}
+
+// fromHeader flattens a net/http header for storage.
+func fromHeader(hdr http.Header) map[string]string {
+	h := make(map[string]string, len(hdr))
+	for k, vs := range hdr {
+		sep := ", "
+		if k == headerSetCookie {
+			sep = "\n"
+		}
+		h[k] = strings.Join(vs, sep)
+	}
+	delete(h, HeaderReplayed)
+	return h
+}
+
+// write sends a stored response on a net/http response, headers in a
+// stable order.
+func write(w http.ResponseWriter, r idem.Response, replayed bool) {
+	for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
+		v := r.Headers[k]
+		if http.CanonicalHeaderKey(k) == headerSetCookie {
+			for _, c := range strings.Split(v, "\n") {
+				w.Header().Add(headerSetCookie, c)
+			}
+			continue
+		}
+		w.Header().Set(k, v)
+	}
+	if replayed {
+		w.Header().Set(HeaderReplayed, "true")
+	}
+	w.WriteHeader(r.Status)
+	_, _ = w.Write(r.Body)
+}
+
+// recorder buffers what a net/http handler writes, so the response can be
+// stored before it is sent.
+type recorder struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func newRecorder() *recorder { return &recorder{header: http.Header{}} }
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	r.body = append(r.body, b...)
+	return len(b), nil
+}
+
+func (r *recorder) response() idem.Response {
+	status := r.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	return idem.Response{Status: status, Headers: fromHeader(r.header), Body: r.body}
+}

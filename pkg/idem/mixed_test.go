@@ -1,0 +1,135 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/ddbtest"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+// Both modes read and write one record format, so stores of either mode
+// may share a table and a key, as during a rollout from one to the other.
+
+func TestReserveHolderInFlightMakesTransactCallerWait(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	reserve := newStore(t, env)
+	transact := newStore(t, env, idem.WithMode(idem.ModeTransact))
+	sc := scope(t, "mixed-in-flight")
+	ctx := context.Background()
+
+	started, finish := make(chan struct{}), make(chan struct{})
+	var holder idem.Result
+	var holderErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		holder, holderErr = reserve.Execute(ctx, sc, "fp", func(ctx context.Context) (idem.Effect, error) {
+			close(started)
+			<-finish // the reserve holder's work takes a while
+			return effect(env)(ctx)
+		})
+	})
+	<-started
+	res, err := transact.Execute(ctx, sc, "fp", effect(env))
+	var inflight *idem.InFlightError
+	require.ErrorAs(t, err, &inflight, "a live reserve holder makes the transact caller answer 409")
+	assert.Equal(t, idem.OutcomeInFlight, res.Outcome)
+	assert.Positive(t, inflight.RetryAfter)
+	assert.Zero(t, countItems(t, env, env.Tables.Products), "the transact caller wrote nothing")
+
+	close(finish)
+	wg.Wait()
+	require.NoError(t, holderErr)
+	after, err := transact.Execute(ctx, sc, "fp", effect(env))
+	require.NoError(t, err)
+	assert.Equal(t, idem.OutcomeReplayed, after.Outcome)
+	assert.Equal(t, holder.Response, after.Response)
+	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+}
+
+func TestTransactCallerTakesOverADeadReserveHolder(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	clk := newClock()
+	reserve := newStore(t, env, idem.WithClock(clk.Now))
+	transact := newStore(t, env, idem.WithClock(clk.Now), idem.WithMode(idem.ModeTransact))
+	sc := scope(t, "mixed-takeover")
+	ctx := context.Background()
+
+	dead, err := reserve.Reserve(ctx, sc, "fp")
+	require.NoError(t, err)
+	clk.Advance(leaseTotal + time.Millisecond)
+
+	client, counter := env.NewClient(t)
+	counted, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithClock(clk.Now), idem.WithMode(idem.ModeTransact))
+	require.NoError(t, err)
+	res, err := counted.Execute(ctx, sc, "fp", effect(env))
+	require.NoError(t, err)
+	assert.Equal(t, idem.OutcomeExecuted, res.Outcome)
+	assert.Equal(t, map[string]int{"TransactWriteItems": 1}, counter.Snapshot(), "the takeover is the one transaction")
+
+	id, items := businessWrites(env)
+	err = dead.Lease.Commit(ctx, created(id), items...)
+	require.ErrorIs(t, err, idem.ErrLeaseLost, "the dead holder's late commit is refused")
+	require.ErrorIs(t, dead.Lease.Release(ctx), idem.ErrLeaseLost)
+	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+
+	replay, err := transact.Execute(ctx, sc, "fp", effect(env))
+	require.NoError(t, err)
+	assert.Equal(t, res.Response, replay.Response)
+}
+
+func TestTransactCompletedKeyReplaysToReserveCaller(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	transact := newStore(t, env, idem.WithMode(idem.ModeTransact))
+	reserve := newStore(t, env)
+	sc := scope(t, "mixed-replay")
+	ctx := context.Background()
+
+	first, err := transact.Execute(ctx, sc, "fp", effect(env))
+	require.NoError(t, err)
+	res, err := reserve.Execute(ctx, sc, "fp", effect(env))
+	require.NoError(t, err)
+	assert.Equal(t, idem.OutcomeReplayed, res.Outcome)
+	assert.Equal(t, first.Response, res.Response)
+	_, err = reserve.Execute(ctx, sc, "other", effect(env))
+	require.ErrorIs(t, err, idem.ErrKeyReuse)
+	v, outcome, err := idem.Do(ctx, reserve, scope(t, "mixed-do"), "fp", func(context.Context) (int, error) { return 7, nil })
+	require.NoError(t, err)
+	assert.Equal(t, idem.OutcomeExecuted, outcome)
+	assert.Equal(t, 7, v)
+	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+}
+
+// TestMixedModesRaceOnOneKey: 32 reserve and 32 transact callers at once.
+func TestMixedModesRaceOnOneKey(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	stores := []*idem.Store{newStore(t, env), newStore(t, env, idem.WithMode(idem.ModeTransact))}
+	sc := scope(t, "mixed-race")
+	var tl tally
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			res, err := stores[i%2].Execute(context.Background(), sc, "fp", effect(env))
+			if err != nil && !errors.Is(err, idem.ErrInFlight) {
+				t.Errorf("caller %d: %v", i, err)
+			}
+			tl.add(res, err)
+		})
+	}
+	wg.Wait()
+	t.Logf("executed=%d replayed=%d in_flight=%d other=%d", tl.executed.Load(), tl.replayed.Load(), tl.inFlight.Load(), tl.other.Load())
+	assert.EqualValues(t, 1, tl.executed.Load())
+	assert.EqualValues(t, 63, tl.replayed.Load()+tl.inFlight.Load())
+	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+	assert.Equal(t, 1, countItems(t, env, env.Tables.Outbox))
+}
