@@ -50,6 +50,7 @@ fmt-check: ## Fail if any Go file is not gofmt-formatted.
 .PHONY: vet
 vet: ## Run go vet on every package.
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/e2e/
 
 .PHONY: test
 test: vet ## go vet, then every test with -race on $(DYNAMODB_TEST_BACKEND) (default embedded); skips say why.

@@ -84,8 +84,8 @@ fi
 if [ "$status" -eq 0 ]; then
 	DYNAMODB_TEST_BACKEND=endpoint AWS_ENDPOINT_URL_DYNAMODB=$endpoint \
 		"$GO" test -race -count=1 -v -timeout 120s \
-		-run 'Crash|Zombie|Release|Reuse|Expired|Calls|Business|Limits|Deadline|Corrupt|Lost|SubMilli|TransactWriteIsAllOrNothing|ReturnValues|ConditionalUpdateAndDelete' \
-		./pkg/idem/ ./internal/ddbtest/ | grep -E '^(ok|FAIL|---)|_test.go:[0-9]+: (backend=|in flight|first execution|replay)' || status=$?
+		-run 'Crash|Zombie|Release|FreesTheKey|Reuse|Expired|Calls|Business|Limits|Deadline|Corrupt|Lost|SubMilli|ReserveHolder|TakesOver|ReplaysToReserve|Cache[dL]|Conflict|TransactWriteIsAllOrNothing|ReturnValues|ConditionalUpdateAndDelete' \
+		./pkg/idem/ ./internal/ddbtest/ | grep -E '^(ok|FAIL|---)|_test.go:[0-9]+: (backend=|((reserve|transact) )?(in flight|first execution|replay))' || status=$?
 fi
 
 if [ "$status" -ne 0 ]; then

@@ -24,7 +24,7 @@ type Var struct {
 	Doc string
 }
 
-// The variables, by name (DESIGN.md section 4).
+// The variables, by name; README.md documents each.
 var (
 	ProductsTable        = Var{Name: tables.Products.EnvVar, Doc: "products table name"}
 	IdempotencyTable     = Var{Name: tables.Idempotency.EnvVar, Doc: "idempotency table name"}

@@ -215,3 +215,20 @@ func uniqueSuffix(tb testing.TB) string {
 	_, _ = rand.Read(b[:])
 	return name + "-" + hex.EncodeToString(b[:])
 }
+
+// Local starts an embedded DynamoDB-compatible server on loopback and
+// returns a client for it and a function that stops it: for runnable
+// examples, which have no testing.TB. Tables are the caller's to create.
+func Local() (*dynamodb.Client, func(), error) {
+	srv := httptest.NewServer(embedded.New())
+	cfg, err := config.LoadDefaultConfig(context.Background(),
+		config.WithRegion("us-east-1"),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
+	)
+	if err != nil {
+		srv.Close()
+		return nil, nil, err
+	}
+	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+	return client, srv.Close, nil
+}

@@ -26,7 +26,9 @@ const DefaultRetention = 7 * 24 * time.Hour
 // ErrInvalidEvent reports an envelope that breaks the contract.
 var ErrInvalidEvent = errors.New("outbox: invalid event")
 
-// Event is a CloudEvents 1.0 envelope in JSON form (DESIGN.md section 6).
+// Event is a CloudEvents 1.0 envelope in JSON form, as docs/architecture.md
+// describes it: id is the outbox event_id, subject the product id, data the
+// product body.
 // Consumers deduplicate on ID: delivery is at least once.
 type Event struct {
 	SpecVersion     string          `json:"specversion"`

@@ -13,7 +13,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/tables"
 )
 
-// Outbox item attributes besides the keys (DESIGN.md section 4).
+// Outbox item attributes besides the keys (README.md, Tables).
 const (
 	AttrEventType  = "event_type"
 	AttrOccurredAt = "occurred_at"

@@ -12,7 +12,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
-// Products table attributes (DESIGN.md section 4).
+// Products table attributes (README.md, Tables).
 const (
 	attrID         = "id"
 	attrName       = "name"

@@ -140,7 +140,7 @@ func (p Product) SellerID() uuid.UUID { return p.sellerID }
 func (p Product) CreatedAt() time.Time { return p.createdAt }
 
 // Body is the product's JSON representation in API responses and in the
-// ProductCreated event's data (DESIGN.md section 3).
+// ProductCreated event's data (docs/openapi.yaml, Product).
 type Body struct {
 	ID         string `json:"id"`
 	Name       string `json:"name"`

@@ -3,62 +3,121 @@ package idem_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/idemlambda/idemlambda/internal/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
-// BenchmarkReserveCommit is one first execution: reserve a fresh key, then
-// commit a product, its outbox event and the completion in one transaction.
-// The embedded server's cost is included: it is the same HTTP round trips
-// the Lambda makes, against a local server.
-func BenchmarkReserveCommit(b *testing.B) {
+// The benchmarks run each path in both modes against the backend of
+// DYNAMODB_TEST_BACKEND; make bench points them at a store in another
+// process, so B/op and allocs/op are this package's and the SDK's alone.
+// ddb-calls/op is what the store saw per request.
+
+// BenchmarkExecuteFirst is a first execution: claim a fresh key, commit a
+// product, its outbox event and the completion.
+func BenchmarkExecuteFirst(b *testing.B) {
+	for _, mode := range modes {
+		b.Run(string(mode), func(b *testing.B) {
+			env := ddbtest.New(b)
+			s := newStore(b, env, idem.WithMode(mode))
+			ctx := context.Background()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := s.Execute(ctx, scope(b, fmt.Sprintf("bench-%d", i)), "fp", effect(env)); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			b.ReportMetric(float64(env.Counter.Total())/float64(i), "ddb-calls/op")
+		})
+	}
+}
+
+// BenchmarkExecuteReplay is a retry of a completed key: from the table,
+// and from a cache that holds it.
+func BenchmarkExecuteReplay(b *testing.B) {
+	for _, mode := range modes {
+		for _, cached := range []bool{false, true} {
+			name := string(mode) + "/table"
+			var opts []idem.Option
+			if cached {
+				name, opts = string(mode)+"/cache", []idem.Option{idem.WithCache(1000)}
+			}
+			b.Run(name, func(b *testing.B) {
+				env := ddbtest.New(b)
+				s := newStore(b, env, append(opts, idem.WithMode(mode))...)
+				ctx := context.Background()
+				sc := scope(b, "replayed")
+				if _, err := s.Execute(ctx, sc, "fp", effect(env)); err != nil {
+					b.Fatal(err)
+				}
+				env.Counter.Reset()
+				b.ReportAllocs()
+				n := 0
+				for b.Loop() {
+					res, err := s.Execute(ctx, sc, "fp", effect(env))
+					if err != nil || res.Outcome != idem.OutcomeReplayed {
+						b.Fatalf("replay: %v %v", res.Outcome, err)
+					}
+					n++
+				}
+				b.ReportMetric(float64(env.Counter.Total())/float64(n), "ddb-calls/op")
+			})
+		}
+	}
+}
+
+// BenchmarkExecuteConcurrentDuplicates sends 8 identical requests at once
+// per fresh key; an op is one request, so the figures are per request,
+// averaged over the winner and its 7 duplicates.
+func BenchmarkExecuteConcurrentDuplicates(b *testing.B) {
+	const dups = 8
+	for _, mode := range modes {
+		b.Run(string(mode), func(b *testing.B) {
+			env := ddbtest.New(b)
+			s := newStore(b, env, idem.WithMode(mode))
+			ctx := context.Background()
+			var tl tally
+			b.ReportAllocs()
+			requests := 0
+			for i := 0; b.Loop(); i++ {
+				if i%dups != 0 {
+					continue // one round of 8 requests per 8 ops
+				}
+				sc := scope(b, fmt.Sprintf("dup-%d", i))
+				var wg sync.WaitGroup
+				for range dups {
+					wg.Go(func() { tl.add(s.Execute(ctx, sc, "fp", effect(env))) })
+				}
+				wg.Wait()
+				requests += dups
+			}
+			if tl.other.Load() != 0 {
+				b.Fatalf("%d requests failed", tl.other.Load())
+			}
+			b.ReportMetric(float64(env.Counter.Total())/float64(requests), "ddb-calls/op")
+			b.ReportMetric(float64(tl.inFlight.Load())/float64(requests), "in-flight/op")
+		})
+	}
+}
+
+// BenchmarkDo is Do's first execution: reserve, run, complete.
+func BenchmarkDo(b *testing.B) {
 	env := ddbtest.New(b)
 	s := newStore(b, env)
 	ctx := context.Background()
-	env.Counter.Reset()
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		claim, err := s.Reserve(ctx, scope(b, fmt.Sprintf("bench-%d", i)), "fp")
-		if err != nil || claim.Lease == nil {
-			b.Fatalf("reserve: %v", err)
-		}
-		id, items := businessWrites(env)
-		if err := claim.Lease.Commit(ctx, created(id), items...); err != nil {
+		if _, _, err := idem.Do(ctx, s, scope(b, fmt.Sprintf("do-%d", i)), "fp", func(context.Context) (int, error) { return i, nil }); err != nil {
 			b.Fatal(err)
 		}
 		i++
 	}
 	b.ReportMetric(float64(env.Counter.Total())/float64(i), "ddb-calls/op")
-}
-
-// BenchmarkReplay is a retry of a completed key.
-func BenchmarkReplay(b *testing.B) {
-	env := ddbtest.New(b)
-	s := newStore(b, env)
-	ctx := context.Background()
-	sc := scope(b, "replayed")
-	claim, err := s.Reserve(ctx, sc, "fp")
-	if err != nil {
-		b.Fatal(err)
-	}
-	id, items := businessWrites(env)
-	if err := claim.Lease.Commit(ctx, created(id), items...); err != nil {
-		b.Fatal(err)
-	}
-	env.Counter.Reset()
-	b.ReportAllocs()
-	n := 0
-	for b.Loop() {
-		c, err := s.Reserve(ctx, sc, "fp")
-		if err != nil || c.Replay == nil {
-			b.Fatalf("replay: %v", err)
-		}
-		n++
-	}
-	b.ReportMetric(float64(env.Counter.Total())/float64(n), "ddb-calls/op")
 }
 
 // BenchmarkScopeAndFingerprint is the CPU-only work per request.

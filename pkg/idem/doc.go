@@ -1,24 +1,93 @@
-// Package idem makes an operation execute at most once per idempotency key,
-// on a DynamoDB table, and replays its stored response to every retry.
+// Package idem makes an operation execute at most once per idempotency
+// key, on a DynamoDB table, and answers every retry with the response the
+// first execution stored, byte for byte.
 //
-// The algorithm (DESIGN.md section 5):
+// # Ways in
 //
-//  1. Reserve: one conditional PutItem claims the key with a fresh lease
-//     token. The condition also takes over a dead holder's key (its lease
-//     ended, same payload) in the same atomic write, so there is no
-//     delete-then-reserve window in which two takers both win.
-//  2. A caller that loses the condition reads the item DynamoDB returned
-//     (ReturnValuesOnConditionCheckFailure=ALL_OLD; one consistent GetItem
-//     where a backend returns none) and answers: replay (completed, same
-//     payload), ErrInFlight (a live lease), ErrKeyReuse (another payload).
-//  3. Commit: Lease.Commit adds the completion, fenced by the lease token,
-//     to the caller's own TransactWriteItems, so the business writes and the
-//     stored response land together or not at all. A holder whose lease was
-//     taken over can no longer commit anything (ErrLeaseLost).
-//  4. Release: on failure, Lease.Release deletes the reservation, fenced by
-//     the token, on a context detached from the caller's cancellation.
+// Each way in is one call that owns the whole sequence: claim the key,
+// replay a completed one, run the operation, record its response, release
+// the key when the operation fails (unless another caller has taken it
+// over), and join the errors.
+//
+//   - Store.Execute, for operations whose effect is DynamoDB writes: the
+//     operation's function returns its response and its writes
+//     (an Effect), and they commit together with the key's completion in
+//     one TransactWriteItems. No crash can leave the writes without the
+//     completion, or the completion without the writes. The store's Mode
+//     says how the key is claimed:
+//     ModeReserve claims it first with a conditional PutItem (2 calls on a
+//     first execution; a duplicate that arrives while the first runs gets
+//     ErrInFlight, a 409), right for work that takes time;
+//     ModeTransact puts the claim into that one transaction (1 call; a
+//     concurrent duplicate gets the winner's response, and nothing is ever
+//     left IN_PROGRESS), right when the writes are computed from the
+//     request alone.
+//   - Store.Run and Do, for effects outside DynamoDB (an e-mail, a call to
+//     a payment API): reserve, run, then complete the key with a fenced
+//     UpdateItem. Their one window: if the effect happens and the process
+//     dies (or the lease ends) before the completion lands, a retry after
+//     the lease runs the effect again. Pass the scope's key to a
+//     downstream API that takes one to close it.
+//   - pkg/idem/idemhttp wraps Run as middleware for aws-lambda-go API
+//     Gateway handlers and net/http handlers, and provides the HTTP
+//     answers (problem+json, Retry-After, Idempotent-Replayed) for
+//     handlers that call Execute themselves.
+//
+// Reserve, Lease.Commit, Lease.Complete and Lease.Release are the building
+// blocks underneath, for callers that need to hold a lease themselves.
+//
+// # Guarantees
+//
+//   - A key is claimed by one conditional write, never check-then-write:
+//     of any number of concurrent callers, one wins.
+//   - A lease ends at the caller's context deadline (a Lambda invocation's)
+//     plus a margin, or after WithDefaultLease without one. A crashed
+//     holder's key is taken over, by the same atomic claim, once its lease
+//     has ended; a live holder is never taken over.
+//   - Every write a holder makes is fenced by its lease token: a holder
+//     whose lease was taken over writes nothing (ErrLeaseLost), not even
+//     its business writes, which share the transaction.
+//   - A release runs on a context detached from the caller's
+//     cancellation, with its own timeout, so a cancelled request frees its
+//     key; it can never delete another holder's claim or a completed
+//     record.
+//   - The same key with another payload fingerprint is ErrKeyReuse (422),
+//     for as long as the record lives.
+//   - A transaction cancelled by a conflict or throttling is retried with
+//     full jitter (WithMaxTxAttempts); a retried call that finds its own
+//     earlier write, because an answer was lost, succeeds.
+//   - A record past its expires_at counts as absent, whether or not
+//     DynamoDB's TTL has deleted it yet.
+//   - With WithCache, a completed record this process wrote or replayed
+//     is replayed from memory with no DynamoDB call until its expires_at;
+//     a completed record never changes before then, so the replay is
+//     exact. In-progress records are never cached.
+//
+// The modes read and write the same records, so stores of either mode can
+// share a table and even a key: a transact caller waits (ErrInFlight) for a
+// live reserve holder, takes a dead one's key over in its one transaction,
+// and a key completed in one mode replays in the other.
+//
+// # Table
+//
+// One table, partition key TableKey ("id", S), TTL on TTLAttribute
+// ("expires_at"); CreateTable makes one, CreateTableInput describes it. A
+// record has:
+//
+//	id                the scope's ID: "v1", then operation, principal and
+//	                  key, each prefixed by its length (Scope.ID)
+//	status            IN_PROGRESS or COMPLETED
+//	fingerprint       the payload's fingerprint (Fingerprint: hex SHA-256
+//	                  of canonical JSON)
+//	lease_token       the holder's fencing token (a transact-mode record
+//	                  carries its request's token)
+//	lease_expires_at  epoch milliseconds; after it the key can be taken over
+//	response_status   N, response_headers M of S, response_body S (or B for
+//	                  a body that is not UTF-8): the stored response
+//	created_at        RFC 3339; completed_at when COMPLETED
+//	expires_at        epoch seconds: the claim's lease or the retention
+//	                  (WithRetention, default 24 h) after completion
 //
 // The package knows nothing about the operation it protects: products,
-// payments or e-mails. Do covers effects outside DynamoDB, with the one
-// window such effects cannot close (see Do).
+// payments or e-mails.
 package idem

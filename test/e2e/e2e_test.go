@@ -48,6 +48,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/streams"
 	"github.com/idemlambda/idemlambda/internal/tables"
 	"github.com/idemlambda/idemlambda/internal/wire"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
 // endpointVar names the variable scripts/e2e.sh sets to moto's URL.
@@ -321,7 +322,7 @@ func post(ctx context.Context, h *api.CreateHandler, req events.APIGatewayV2HTTP
 		req.RequestContext.RequestID = id + "-" + strconv.Itoa(attempt)
 		resp, _ := h.Handle(ctx, req) // Handle answers every failure as problem+json
 		r.status, r.body = resp.StatusCode, resp.Body
-		r.replayed = resp.Headers[api.HeaderReplayed] == "true"
+		r.replayed = resp.Headers[idemhttp.HeaderReplayed] == "true"
 		if resp.StatusCode != 409 && resp.StatusCode != 503 {
 			return r
 		}

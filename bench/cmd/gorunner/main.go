@@ -39,6 +39,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/tables"
 	"github.com/idemlambda/idemlambda/internal/wire"
+	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
@@ -47,7 +48,7 @@ const sellerID = "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"
 
 type flags struct {
 	endpoint, products, idempotency, outbox string
-	workload, prefix, eventFile             string
+	workload, prefix, eventFile, mode       string
 	keys, dup, warmup                       int
 	timeout                                 time.Duration
 }
@@ -72,7 +73,12 @@ func run() error {
 	flag.IntVar(&f.dup, "dup", 8, "concurrent duplicates per key (dup workload)")
 	flag.IntVar(&f.warmup, "warmup", 20, "warm-up keys (each sent twice, then 8-way concurrent rounds)")
 	flag.DurationVar(&f.timeout, "timeout", 30*time.Second, "Lambda timeout: each invocation's context deadline")
+	flag.StringVar(&f.mode, "mode", string(idem.ModeReserve), "idem mode: reserve | transact")
 	flag.Parse()
+	mode, err := idem.ParseMode(f.mode)
+	if err != nil {
+		return err
+	}
 
 	tmpl, err := loadEvent(f.eventFile)
 	if err != nil {
@@ -87,7 +93,11 @@ func run() error {
 		Tables:      tables.Names{Products: f.products, Idempotency: f.idempotency, Outbox: f.outbox},
 		EventSource: "idemlambda.products",
 		Retention:   24 * time.Hour,
-		LogLevel:    slog.LevelError,
+		Mode:        mode,
+		// No in-memory replay cache: every request reaches the store, as
+		// on the Powertools side (its local cache is off by default).
+		CacheSize: 0,
+		LogLevel:  slog.LevelError,
 	}
 	// Errors only, as the project's own benchmarks log at volume: the
 	// Powertools side logs nothing either.
@@ -108,7 +118,7 @@ func run() error {
 	}
 	r.reset()
 	hook.writes.Store(0)
-	emit(map[string]any{"phase": "ready", "impl": "idemlambda", "versions": versions()})
+	emit(map[string]any{"phase": "ready", "impl": "idemlambda", "mode": string(mode), "versions": versions()})
 	stdin := bufio.NewReader(os.Stdin)
 	if _, err := stdin.ReadString('\n'); err != nil {
 		return fmt.Errorf("wait for go: %w", err)
@@ -143,9 +153,11 @@ func run() error {
 		}
 	case "crash":
 		// Each invocation is abandoned the moment its TransactWriteItems
-		// (product + outbox + key completion) has committed: the hook
-		// never returns to the SDK, so the handler never answers. Then the
-		// process waits for the SIGKILL that ends it.
+		// has committed (reserve mode: product + outbox + the key's fenced
+		// completion; transact mode: the claim, already COMPLETED, +
+		// product + outbox): the hook never returns to the SDK, so the
+		// handler never answers. Then the process waits for the SIGKILL
+		// that ends it.
 		hook.crash.Store(true)
 		for i := range f.keys {
 			go func() { _, _ = r.invoke(key(i)) }()

@@ -30,7 +30,7 @@ func ParseKey(v string) (string, error) {
 		if strings.ContainsAny(v, `",;`) {
 			return "", fmt.Errorf("%w: a bare key must not contain '\"', ',' or ';'; send a quoted string", idem.ErrInvalidKey)
 		}
-		return v, idem.ValidateKey(v)
+		return valid(v)
 	}
 	var b strings.Builder
 	for i := 1; i < len(v); i++ {
@@ -46,8 +46,7 @@ func ParseKey(v string) (string, error) {
 			if err := checkParams(v[i+1:]); err != nil {
 				return "", err
 			}
-			key := b.String()
-			return key, idem.ValidateKey(key)
+			return valid(b.String())
 		case c < 0x20 || c > 0x7e:
 			return "", fmt.Errorf("%w: character %d is not printable ASCII", idem.ErrInvalidKey, i)
 		default:
@@ -55,6 +54,14 @@ func ParseKey(v string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: unterminated quoted string", idem.ErrInvalidKey)
+}
+
+// valid returns the key if it passes idem.ValidateKey, else the error.
+func valid(key string) (string, error) {
+	if err := idem.ValidateKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
 }
 
 // checkParams accepts what may follow an sf-string item: nothing, or
