@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 // Attribute names shared by more than one table or package.
@@ -46,8 +48,9 @@ type Table struct {
 // Products holds one item per product, keyed by the product id.
 var Products = Table{Logical: "products", EnvVar: "PRODUCTS_TABLE", HashKey: AttrID}
 
-// Idempotency holds one record per scoped idempotency key.
-var Idempotency = Table{Logical: "idempotency", EnvVar: "IDEMPOTENCY_TABLE", HashKey: AttrID, TTLAttribute: AttrExpiresAt}
+// Idempotency holds one record per scoped idempotency key, in pkg/idem's
+// schema.
+var Idempotency = Table{Logical: "idempotency", EnvVar: "IDEMPOTENCY_TABLE", HashKey: idem.TableKey, TTLAttribute: idem.TTLAttribute}
 
 // Outbox holds domain events until the stream relay has published them.
 var Outbox = Table{

@@ -70,46 +70,72 @@ func lossyStore(t *testing.T, env *ddbtest.Env, l *lossy, opts ...idem.Option) *
 	return s
 }
 
-// A reserve whose answer was lost must not tell its caller the key is in
+// A claim whose answer was lost must not tell its caller the key is in
 // flight (its own record), and must not leave the key blocked.
-func TestReserveWhoseAnswerWasLostStillHoldsTheKey(t *testing.T) {
+func TestClaimWhoseAnswerWasLostStillExecutes(t *testing.T) {
 	t.Parallel()
 	env := ddbtest.New(t)
 	l := &lossy{op: "PutItem", drops: 1}
 	s := lossyStore(t, env, l)
 	ctx := context.Background()
 
-	claim, err := s.Reserve(ctx, scope(t, "lost-put"), "fp")
+	res, err := s.Execute(ctx, scope(t, "lost-put"), "fp", effect(env))
 	require.NoError(t, err, "the SDK's retry found our own reservation")
-	require.NotNil(t, claim.Lease)
+	assert.Equal(t, idem.OutcomeExecuted, res.Outcome)
 	assert.Equal(t, 1, l.lost)
-	id, items := businessWrites(env)
-	require.NoError(t, claim.Lease.Commit(ctx, created(id), items...))
 
-	replay, err := newStore(t, env).Reserve(ctx, scope(t, "lost-put"), "fp")
+	replay, err := newStore(t, env).Execute(ctx, scope(t, "lost-put"), "fp", effect(env))
 	require.NoError(t, err)
-	require.NotNil(t, replay.Replay)
+	assert.Equal(t, idem.OutcomeReplayed, replay.Outcome)
+	assert.Equal(t, res.Response, replay.Response)
 	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
 }
 
-func TestReserveFailingAfterItsWriteLandedReleasesIt(t *testing.T) {
+// Every attempt of the claim lands and every answer is lost: the call
+// fails, but the claim it may have left is released, so the client's
+// retry runs at once instead of meeting a 409.
+func TestClaimFailingAfterItsWriteLandedReleasesIt(t *testing.T) {
 	t.Parallel()
 	env := ddbtest.New(t)
-	l := &lossy{op: "PutItem", drops: 3} // every attempt lands, every answer is lost
+	l := &lossy{op: "PutItem", drops: 3}
 	s := lossyStore(t, env, l)
 	ctx := context.Background()
 
-	_, err := s.Reserve(ctx, scope(t, "lost-all"), "fp")
+	res, err := s.Execute(ctx, scope(t, "lost-all"), "fp", effect(env))
 	require.Error(t, err)
 	require.NotErrorIs(t, err, idem.ErrInFlight)
+	assert.True(t, idem.IsUnavailable(err), "a 503: retry later")
+	assert.Equal(t, idem.OutcomeUnavailable, res.Outcome)
 	assert.Equal(t, 3, l.lost)
 
 	_, ok, err := newStore(t, env).Get(ctx, scope(t, "lost-all"))
 	require.NoError(t, err)
 	assert.False(t, ok, "the write that landed was released")
-	retry, err := newStore(t, env).Reserve(ctx, scope(t, "lost-all"), "fp")
+	retry, err := newStore(t, env).Execute(ctx, scope(t, "lost-all"), "fp", effect(env))
 	require.NoError(t, err)
-	require.NotNil(t, retry.Lease, "the client's retry runs at once, no 409")
+	assert.Equal(t, idem.OutcomeExecuted, retry.Outcome, "the client's retry runs at once, no 409")
+	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+}
+
+// In transact mode the same loss leaves a completed key: the call fails,
+// and the client's retry replays what landed, never a second product.
+func TestTransactWhoseEveryAnswerWasLostReplaysOnRetry(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	l := &lossy{op: "TransactWriteItems", drops: 3}
+	s := lossyStore(t, env, l, idem.WithMode(idem.ModeTransact))
+	ctx := context.Background()
+
+	res, err := s.Execute(ctx, scope(t, "lost-tx"), "fp", effect(env))
+	require.Error(t, err, "no answer came back")
+	assert.True(t, idem.IsUnavailable(err))
+	assert.Equal(t, idem.OutcomeUnavailable, res.Outcome)
+
+	retry, err := newStore(t, env, idem.WithMode(idem.ModeTransact)).Execute(ctx, scope(t, "lost-tx"), "fp", effect(env))
+	require.NoError(t, err)
+	assert.Equal(t, idem.OutcomeReplayed, retry.Outcome)
+	assert.Equal(t, 1, countItems(t, env, env.Tables.Products), "the write landed once")
+	assert.Equal(t, 201, retry.Response.Status)
 }
 
 // TestExecuteWhoseTransactionAnswerWasLostSucceeds: the TransactWriteItems
