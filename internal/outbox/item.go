@@ -4,20 +4,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 )
 
-// Outbox item attributes besides the keys (README.md, Tables).
+// Outbox item attributes (README.md, Tables).
 const (
+	// AttrAggregateID is the partition key: the product id.
+	AttrAggregateID = "aggregate_id"
+	// AttrEventID is the sort key: the event id, a UUIDv7, so events sort
+	// by time within their aggregate.
+	AttrEventID    = "event_id"
 	AttrEventType  = "event_type"
 	AttrOccurredAt = "occurred_at"
-	AttrPayload    = "payload"
+	// AttrPayload holds the CloudEvent JSON.
+	AttrPayload = "payload"
+	// AttrExpiresAt is the item's TTL, epoch seconds.
+	AttrExpiresAt = "expires_at"
 )
 
 // ErrUndecodable marks an outbox item that can never become an event; the
@@ -35,12 +42,12 @@ func (e Event) Item(retention time.Duration) (map[string]types.AttributeValue, e
 		return nil, fmt.Errorf("outbox: encode envelope: %w", err)
 	}
 	return map[string]types.AttributeValue{
-		tables.AttrAggregateID: &types.AttributeValueMemberS{Value: e.Subject},
-		tables.AttrEventID:     &types.AttributeValueMemberS{Value: e.ID},
-		AttrEventType:          &types.AttributeValueMemberS{Value: e.Type},
-		AttrOccurredAt:         &types.AttributeValueMemberS{Value: e.Time.UTC().Format(time.RFC3339Nano)},
-		AttrPayload:            &types.AttributeValueMemberS{Value: string(payload)},
-		tables.AttrExpiresAt:   &types.AttributeValueMemberN{Value: strconv.FormatInt(e.Time.Add(retention).Unix(), 10)},
+		AttrAggregateID: ddbitem.S(e.Subject),
+		AttrEventID:     ddbitem.S(e.ID),
+		AttrEventType:          ddbitem.S(e.Type),
+		AttrOccurredAt:         ddbitem.Time(e.Time),
+		AttrPayload:            ddbitem.S(string(payload)),
+		AttrExpiresAt:   ddbitem.N(e.Time.Add(retention).Unix()),
 	}, nil
 }
 
@@ -56,23 +63,17 @@ func (e Event) Put(table string, retention time.Duration) (types.TransactWriteIt
 		TableName:                aws.String(table),
 		Item:                     item,
 		ConditionExpression:      aws.String("attribute_not_exists(#eid)"),
-		ExpressionAttributeNames: map[string]string{"#eid": tables.AttrEventID},
+		ExpressionAttributeNames: map[string]string{"#eid": AttrEventID},
 	}}, nil
 }
 
 // DecodeItem reads an outbox item back into its envelope. Every failure
 // wraps ErrUndecodable: the item is malformed and retrying cannot help.
 func DecodeItem(item map[string]types.AttributeValue) (Event, error) {
-	str := func(name string) (string, error) {
-		s, ok := item[name].(*types.AttributeValueMemberS)
-		if !ok {
-			return "", fmt.Errorf("%w: %s missing or not a string", ErrUndecodable, name)
-		}
-		return s.Value, nil
-	}
-	payload, err := str(AttrPayload)
-	if err != nil {
-		return Event{}, err
+	r := ddbitem.Read(item)
+	payload, aggregate, eventID := r.S(AttrPayload), r.S(AttrAggregateID), r.S(AttrEventID)
+	if err := r.Err(); err != nil {
+		return Event{}, fmt.Errorf("%w: %w", ErrUndecodable, err)
 	}
 	var e Event
 	if err := json.Unmarshal([]byte(payload), &e); err != nil {
@@ -83,14 +84,6 @@ func DecodeItem(item map[string]types.AttributeValue) (Event, error) {
 	}
 	// The keys must agree with the envelope, or consumers would dedupe on
 	// an id the table does not know.
-	aggregate, err := str(tables.AttrAggregateID)
-	if err != nil {
-		return Event{}, err
-	}
-	eventID, err := str(tables.AttrEventID)
-	if err != nil {
-		return Event{}, err
-	}
 	if aggregate != e.Subject || eventID != e.ID {
 		return Event{}, fmt.Errorf("%w: keys (%s, %s) disagree with envelope (%s, %s)",
 			ErrUndecodable, aggregate, eventID, e.Subject, e.ID)

@@ -3,12 +3,11 @@ package product
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
@@ -28,62 +27,30 @@ var ErrCorrupt = errors.New("product: corrupt item")
 // Item encodes the product as a products table item.
 func (p Product) Item() map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		attrID:         &types.AttributeValueMemberS{Value: p.id.String()},
-		attrName:       &types.AttributeValueMemberS{Value: p.name},
-		attrPriceCents: &types.AttributeValueMemberN{Value: strconv.FormatInt(p.price.Cents(), 10)},
-		attrCurrency:   &types.AttributeValueMemberS{Value: string(p.price.Currency())},
-		attrSellerID:   &types.AttributeValueMemberS{Value: p.sellerID.String()},
-		attrCreatedAt:  &types.AttributeValueMemberS{Value: p.createdAt.Format(TimeLayout)},
+		attrID:         ddbitem.S(p.id.String()),
+		attrName:       ddbitem.S(p.name),
+		attrPriceCents: ddbitem.N(p.price.Cents()),
+		attrCurrency:   ddbitem.S(string(p.price.Currency())),
+		attrSellerID:   ddbitem.S(p.sellerID.String()),
+		attrCreatedAt:  ddbitem.S(p.createdAt.Format(TimeLayout)),
 	}
 }
 
 // FromItem decodes a products table item through New and money.New, so a
 // hand-edited or legacy item is checked like any other input.
 func FromItem(item map[string]types.AttributeValue) (Product, error) {
-	s := func(name string) (string, error) {
-		v, ok := item[name].(*types.AttributeValueMemberS)
-		if !ok {
-			return "", fmt.Errorf("%w: %s missing or not a string", ErrCorrupt, name)
-		}
-		return v.Value, nil
-	}
-	idStr, err := s(attrID)
-	if err != nil {
-		return Product{}, err
-	}
-	name, err := s(attrName)
-	if err != nil {
-		return Product{}, err
-	}
-	cur, err := s(attrCurrency)
-	if err != nil {
-		return Product{}, err
-	}
-	sellerStr, err := s(attrSellerID)
-	if err != nil {
-		return Product{}, err
-	}
-	createdStr, err := s(attrCreatedAt)
-	if err != nil {
-		return Product{}, err
-	}
-	n, ok := item[attrPriceCents].(*types.AttributeValueMemberN)
-	if !ok {
-		return Product{}, fmt.Errorf("%w: %s missing or not a number", ErrCorrupt, attrPriceCents)
-	}
-	cents, err := strconv.ParseInt(n.Value, 10, 64)
-	if err != nil {
-		return Product{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, attrPriceCents, err)
+	r := ddbitem.Read(item)
+	idStr, name, cur, sellerStr := r.S(attrID), r.S(attrName), r.S(attrCurrency), r.S(attrSellerID)
+	cents, created := r.Int(attrPriceCents), r.Time(attrCreatedAt)
+	if err := r.Err(); err != nil {
+		return Product{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	id, err1 := uuid.Parse(idStr)
 	seller, err2 := uuid.Parse(sellerStr)
-	created, err3 := time.Parse(time.RFC3339Nano, createdStr)
-	currency, err4 := money.ParseCurrency(cur)
-	price, err5 := money.New(cents, currency)
-	for _, e := range []error{err1, err2, err3, err4, err5} {
-		if e != nil {
-			return Product{}, fmt.Errorf("%w: %w", ErrCorrupt, e)
-		}
+	currency, err3 := money.ParseCurrency(cur)
+	price, err4 := money.New(cents, currency)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return Product{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	p, err := New(id, name, price, seller, created)
 	if err != nil {

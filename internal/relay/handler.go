@@ -15,7 +15,6 @@ import (
 	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/streams"
-	"github.com/idemlambda/idemlambda/internal/tables"
 )
 
 // deadlineMargin is kept back from the invocation's deadline for
@@ -134,8 +133,8 @@ func decode(r events.DynamoDBEventRecord) (outbox.Event, error) {
 func recordAttrs(r events.DynamoDBEventRecord, extra ...any) []any {
 	return append([]any{
 		slog.String("sequence_number", r.Change.SequenceNumber),
-		slog.String(tables.AttrAggregateID, keyString(r.Change.Keys, tables.AttrAggregateID)),
-		slog.String(tables.AttrEventID, keyString(r.Change.Keys, tables.AttrEventID)),
+		slog.String(outbox.AttrAggregateID, keyString(r.Change.Keys, outbox.AttrAggregateID)),
+		slog.String(outbox.AttrEventID, keyString(r.Change.Keys, outbox.AttrEventID)),
 	}, extra...)
 }
 

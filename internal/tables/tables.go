@@ -14,20 +14,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
-// Attribute names shared by more than one table or package.
+// Key and TTL attributes, as the packages that own the items define them.
 const (
 	// AttrID is the hash key of the products and idempotency tables.
-	AttrID = "id"
+	AttrID = idem.TableKey
 	// AttrAggregateID is the hash key of the outbox table.
-	AttrAggregateID = "aggregate_id"
+	AttrAggregateID = outbox.AttrAggregateID
 	// AttrEventID is the range key of the outbox table (a UUIDv7).
-	AttrEventID = "event_id"
+	AttrEventID = outbox.AttrEventID
 	// AttrExpiresAt is the TTL attribute (epoch seconds) of the idempotency
 	// and outbox tables.
-	AttrExpiresAt = "expires_at"
+	AttrExpiresAt = outbox.AttrExpiresAt
 )
 
 // Table describes one table's schema. Every key attribute is a string.

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 )
 
 // Effect is what a transactional operation does: the response it answers
@@ -270,13 +272,15 @@ func (s *Store) completedPut(id, fingerprint, token string, resp Response, now t
 		attrFingerprint:    str(fingerprint),
 		attrLeaseToken:     str(token),
 		attrResponseStatus: num(int64(resp.Status)),
-		attrResponseBody:   bodyAttr(resp.Body),
-		attrCreatedAt:      timeAttr(now),
-		attrCompletedAt:    timeAttr(now),
+		attrResponseBody:   ddbitem.Blob(resp.Body),
+		attrCreatedAt:      ddbitem.Time(now),
+		attrCompletedAt:    ddbitem.Time(now),
 		attrExpiresAt:      num(expires.Unix()),
 	}
+	// An empty map is left out: some DynamoDB-compatible servers give one
+	// back as something else (minidyn), and no headers read back as none.
 	if len(resp.Headers) > 0 {
-		item[attrResponseHeaders] = headersAttr(resp.Headers)
+		item[attrResponseHeaders] = ddbitem.StringMap(resp.Headers)
 	}
 	return &types.Put{
 		TableName:                           aws.String(s.table),

@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 )
 
 // Lease is this caller's hold on a key. Every write it makes is fenced by
@@ -70,15 +72,17 @@ func (l *Lease) completion(resp Response) (*types.Update, time.Time, error) {
 	values := l.fenceValues()
 	values[":completed"] = str(StatusCompleted)
 	values[":rs"] = num(int64(resp.Status))
-	values[":rb"] = bodyAttr(resp.Body)
-	values[":cat"] = timeAttr(now)
+	values[":rb"] = ddbitem.Blob(resp.Body)
+	values[":cat"] = ddbitem.Time(now)
 	values[":exp"] = num(expires.Unix())
 	names := l.fenceNames()
 	names["#rs"], names["#rb"] = attrResponseStatus, attrResponseBody
 	names["#cat"], names["#exp"] = attrCompletedAt, attrExpiresAt
 	set := "SET #st = :completed, #rs = :rs, #rb = :rb, #cat = :cat, #exp = :exp"
+	// An empty map is left out: some DynamoDB-compatible servers give one
+	// back as something else (minidyn), and no headers read back as none.
 	if len(resp.Headers) > 0 {
-		values[":rh"], names["#rh"] = headersAttr(resp.Headers), attrResponseHeaders
+		values[":rh"], names["#rh"] = ddbitem.StringMap(resp.Headers), attrResponseHeaders
 		set += ", #rh = :rh"
 	}
 	return &types.Update{

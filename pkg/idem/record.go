@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 )
 
 // Record attribute names; the package documentation describes each.
@@ -71,141 +71,49 @@ func (r Response) clone() Response {
 	return Response{Status: r.Status, Headers: maps.Clone(r.Headers), Body: slices.Clone(r.Body)}
 }
 
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func str(v string) types.AttributeValue { return ddbitem.S(v) }
 
-func num(v int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
-}
-
-func timeAttr(t time.Time) types.AttributeValue {
-	return str(t.UTC().Format(time.RFC3339Nano))
-}
-
-// headersAttr stores headers as a map of strings. Callers omit an empty
-// map: some DynamoDB-compatible servers do not give one back as a map.
-func headersAttr(h map[string]string) types.AttributeValue {
-	m := make(map[string]types.AttributeValue, len(h))
-	for k, v := range h {
-		m[k] = str(v)
-	}
-	return &types.AttributeValueMemberM{Value: m}
-}
-
-// bodyAttr stores a body as a string when it is UTF-8 (readable in the
-// console) and as binary otherwise, so any body replays byte for byte.
-func bodyAttr(b []byte) types.AttributeValue {
-	if utf8.Valid(b) {
-		return str(string(b))
-	}
-	return &types.AttributeValueMemberB{Value: b}
-}
+func num(v int64) types.AttributeValue { return ddbitem.N(v) }
 
 // decodeRecord reads an item; a missing or mistyped required attribute is
 // ErrCorruptRecord, never a panic.
 func decodeRecord(item map[string]types.AttributeValue) (Record, error) {
-	var r Record
-	var err error
-	fail := func(format string, args ...any) {
-		if err == nil {
-			err = fmt.Errorf("%w: "+format, append([]any{ErrCorruptRecord}, args...)...)
-		}
+	in := ddbitem.Read(item)
+	r := Record{
+		ID:          in.S(attrID),
+		Status:      in.S(attrStatus),
+		Fingerprint: in.S(attrFingerprint),
+		ExpiresAt:   time.Unix(in.Int(attrExpiresAt), 0),
 	}
-	getS := func(name string, required bool) string {
-		av, ok := item[name]
-		if !ok {
-			if required {
-				fail("missing %s", name)
-			}
-			return ""
-		}
-		s, ok := av.(*types.AttributeValueMemberS)
-		if !ok {
-			fail("%s is not a string", name)
-			return ""
-		}
-		return s.Value
+	r.LeaseToken, _ = in.OptS(attrLeaseToken)
+	if ms, ok := in.OptInt(attrLeaseExpiresAt); ok {
+		r.LeaseExpiresAt = time.UnixMilli(ms)
 	}
-	getN := func(name string, required bool) int64 {
-		av, ok := item[name]
-		if !ok {
-			if required {
-				fail("missing %s", name)
-			}
-			return 0
-		}
-		n, ok := av.(*types.AttributeValueMemberN)
-		if !ok {
-			fail("%s is not a number", name)
-			return 0
-		}
-		v, perr := strconv.ParseInt(n.Value, 10, 64)
-		if perr != nil {
-			fail("%s: %w", name, perr)
-		}
-		return v
-	}
-	getT := func(name string) time.Time {
-		s := getS(name, false)
-		if s == "" {
-			return time.Time{}
-		}
-		t, perr := time.Parse(time.RFC3339Nano, s)
-		if perr != nil {
-			fail("%s: %w", name, perr)
-		}
-		return t
-	}
-
-	r.ID = getS(attrID, true)
-	r.Status = getS(attrStatus, true)
-	r.Fingerprint = getS(attrFingerprint, true)
-	r.LeaseToken = getS(attrLeaseToken, false)
-	r.LeaseExpiresAt = time.UnixMilli(getN(attrLeaseExpiresAt, false))
-	r.ExpiresAt = time.Unix(getN(attrExpiresAt, true), 0)
-	r.CreatedAt = getT(attrCreatedAt)
-	r.CompletedAt = getT(attrCompletedAt)
+	r.CreatedAt, _ = in.OptTime(attrCreatedAt)
+	r.CompletedAt, _ = in.OptTime(attrCompletedAt)
+	var bad error
 	switch r.Status {
 	case StatusInProgress:
 		// Without both, no caller could ever take the key over.
-		if _, ok := item[attrLeaseToken]; !ok {
-			fail("in progress without %s", attrLeaseToken)
-		}
-		if _, ok := item[attrLeaseExpiresAt]; !ok {
-			fail("in progress without %s", attrLeaseExpiresAt)
+		for _, a := range []string{attrLeaseToken, attrLeaseExpiresAt} {
+			if !in.Has(a) && bad == nil {
+				bad = fmt.Errorf("%w: in progress without %s", ErrCorruptRecord, a)
+			}
 		}
 	case StatusCompleted:
-		r.Response.Status = int(getN(attrResponseStatus, true))
-		switch b := item[attrResponseBody].(type) {
-		case *types.AttributeValueMemberS:
-			r.Response.Body = []byte(b.Value)
-		case *types.AttributeValueMemberB:
-			r.Response.Body = b.Value
-		case nil:
-			fail("missing %s", attrResponseBody)
-		default:
-			fail("%s is neither a string nor binary", attrResponseBody)
-		}
-		if av, ok := item[attrResponseHeaders]; ok {
-			m, ok := av.(*types.AttributeValueMemberM)
-			if !ok {
-				fail("%s is not a map", attrResponseHeaders)
-				break
-			}
-			r.Response.Headers = make(map[string]string, len(m.Value))
-			for k, v := range m.Value {
-				s, ok := v.(*types.AttributeValueMemberS)
-				if !ok {
-					fail("header %s is not a string", k)
-					break
-				}
-				r.Response.Headers[k] = s.Value
-			}
-		}
+		r.Response.Status = int(in.Int(attrResponseStatus))
+		r.Response.Body = in.Bytes(attrResponseBody)
+		r.Response.Headers, _ = in.StringMap(attrResponseHeaders)
 	default:
-		fail("unknown status %q", r.Status)
+		if in.Err() == nil {
+			bad = fmt.Errorf("%w: unknown status %q", ErrCorruptRecord, r.Status)
+		}
 	}
-	if err != nil {
-		return Record{}, err
+	if err := in.Err(); err != nil {
+		return Record{}, fmt.Errorf("%w: %w", ErrCorruptRecord, err)
+	}
+	if bad != nil {
+		return Record{}, bad
 	}
 	return r, nil
 }

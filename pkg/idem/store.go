@@ -10,7 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/google/uuid"
+	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 )
 
 // API is the part of the DynamoDB client the store uses; *dynamodb.Client
@@ -262,7 +264,7 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint string) (attempt
 			attrFingerprint:    str(fingerprint),
 			attrLeaseToken:     str(a.token),
 			attrLeaseExpiresAt: num(leaseEnd.UnixMilli()),
-			attrCreatedAt:      timeAttr(now),
+			attrCreatedAt:      ddbitem.Time(now),
 			attrExpiresAt:      num(now.Add(max(s.retention, leaseEnd.Sub(now))).Unix()),
 		},
 		ConditionExpression:       aws.String(claimCondition),
