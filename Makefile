@@ -52,6 +52,11 @@ vet: ## Run go vet on every package.
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/
 
+.PHONY: lint
+lint: ## staticcheck (pinned as a go.mod tool) on every package, e2e build tag included.
+	$(GO) tool staticcheck ./...
+	$(GO) tool staticcheck -tags e2e ./test/e2e/
+
 .PHONY: test
 test: vet ## go vet, then every test with -race on $(DYNAMODB_TEST_BACKEND) (default embedded); skips say why.
 	scripts/test.sh
@@ -83,7 +88,7 @@ bench: ## Run every benchmark with -benchmem, the store in its own process (BENC
 	BENCHTIME=$(BENCHTIME) scripts/bench.sh
 
 .PHONY: ci
-ci: fmt-check test cover e2e api-fuzz validate fuzz ## Everything CI runs.
+ci: fmt-check lint test cover e2e api-fuzz validate fuzz ## Everything CI runs.
 
 .PHONY: clean
 clean: ## Remove build output.

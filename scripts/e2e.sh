@@ -73,7 +73,7 @@ AWS_ENDPOINT_URL=$endpoint "$GO" test -tags e2e -race -count=1 -v -timeout 150s 
 # conditional writes, so they talk to moto directly.
 if [ "$status" -eq 0 ]; then
 	DYNAMODB_TEST_BACKEND=endpoint AWS_ENDPOINT_URL_DYNAMODB=$endpoint AWS_ENDPOINT_URL_EVENTBRIDGE=$endpoint \
-		"$GO" test -race -count=1 -timeout 120s ./internal/streams/ ./internal/outbox/ || status=$?
+		"$GO" test -race -count=1 -timeout 120s ./internal/dev/streampoll/ ./internal/outbox/ || status=$?
 fi
 
 # 3. pkg/idem and the conformance suite where DynamoDB's own ALL_OLD
@@ -85,7 +85,7 @@ if [ "$status" -eq 0 ]; then
 	DYNAMODB_TEST_BACKEND=endpoint AWS_ENDPOINT_URL_DYNAMODB=$endpoint \
 		"$GO" test -race -count=1 -v -timeout 120s \
 		-run 'Crash|Zombie|Release|FreesTheKey|Reuse|Expired|Calls|Business|Limits|Deadline|Corrupt|Lost|SubMilli|ReserveHolder|TakesOver|ReplaysToReserve|Cache[dL]|Conflict|TransactWriteIsAllOrNothing|ReturnValues|ConditionalUpdateAndDelete' \
-		./pkg/idem/ ./internal/ddbtest/ | grep -E '^(ok|FAIL|---)|_test.go:[0-9]+: (backend=|((reserve|transact) )?(in flight|first execution|replay))' || status=$?
+		./pkg/idem/ ./internal/testkit/ddbtest/ | grep -E '^(ok|FAIL|---)|_test.go:[0-9]+: (backend=|((reserve|transact) )?(in flight|first execution|replay))' || status=$?
 fi
 
 if [ "$status" -ne 0 ]; then

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/bench/proxy"
-	"github.com/idemlambda/idemlambda/internal/embedded"
-	"github.com/idemlambda/idemlambda/internal/local"
-	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/dev/embedded"
+	"github.com/idemlambda/idemlambda/internal/dev/local"
+	"github.com/idemlambda/idemlambda/internal/dev/tables"
 )
 
 func TestProxyCountsEveryRequestByOperationAtTheEndpoint(t *testing.T) {

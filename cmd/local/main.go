@@ -1,6 +1,8 @@
-// Command local runs the products API on this machine: an embedded
-// DynamoDB-compatible store, the three tables, and the Lambda handlers on
-// a port. `make run` starts it.
+// Command local runs the service on this machine: an embedded
+// DynamoDB-compatible store (or the endpoint AWS_ENDPOINT_URL_DYNAMODB
+// names), the tables, the API handlers on a port and the outbox relay,
+// each function configured by the same loader as its Lambda, with the
+// local defaults below laid over the environment. `make run` starts it.
 package main
 
 import (
@@ -17,10 +19,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/internal/local"
+	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/outbox"
-	"github.com/idemlambda/idemlambda/internal/wire"
 )
+
+// localDefaults fill what the environment leaves unset: table names for
+// the embedded store, and a bus name that only matters when
+// AWS_ENDPOINT_URL_EVENTBRIDGE points the relay at an EventBridge.
+var localDefaults = map[string]string{
+	config.ProductsTable.Name:    "products",
+	config.IdempotencyTable.Name: "idempotency",
+	config.OutboxTable.Name:      "outbox",
+	config.EventBusName.Name:     "idemlambda-local",
+}
 
 func main() {
 	if err := run(); err != nil {
@@ -32,29 +43,33 @@ func main() {
 func run() error {
 	apiAddr := flag.String("addr", ":8080", "API listen address; empty runs the store only")
 	storeAddr := flag.String("store-addr", "127.0.0.1:8000", "embedded DynamoDB-compatible store listen address")
-	relayOn := flag.Bool("relay", true, "relay outbox events (JSON lines on stdout, or EventBridge when EVENT_BUS_NAME and AWS_ENDPOINT_URL_EVENTBRIDGE are set)")
+	relayOn := flag.Bool("relay", true, "relay outbox events (JSON lines on stdout, or EventBridge when AWS_ENDPOINT_URL_EVENTBRIDGE is set)")
 	flag.Parse()
 
-	getenv := func(k string) string {
-		if v := os.Getenv(k); v != "" {
-			return v
-		}
-		return localDefault(k)
+	getenv := config.Overlay(os.Getenv, localDefaults)
+	create, err := config.LoadCreateProduct(getenv)
+	if err != nil {
+		return err
 	}
-	s, err := wire.Load(getenv, config.CreateProduct)
+	get, err := config.LoadGetProduct(getenv)
+	if err != nil {
+		return err
+	}
+	relayCfg, err := config.LoadOutboxRelay(getenv)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := local.Config{
-		APIAddr:   *apiAddr,
-		StoreAddr: *storeAddr,
-		Endpoint:  os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"),
-		Settings:  s,
-		Log:       wire.Logger(os.Stderr, s.LogLevel),
+		APIAddr:       *apiAddr,
+		StoreAddr:     *storeAddr,
+		Endpoint:      os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"),
+		CreateProduct: create,
+		GetProduct:    get,
+		Log:           create.Logger(os.Stderr),
 	}
-	where, err := relayTo(ctx, &cfg, *relayOn)
+	where, err := relayTo(ctx, &cfg, relayCfg, *relayOn)
 	if err != nil {
 		return err
 	}
@@ -79,25 +94,23 @@ func run() error {
 
 // relayTo sets the relay's publisher and, with an endpoint, its Streams
 // client, and says where events go.
-func relayTo(ctx context.Context, cfg *local.Config, on bool) (string, error) {
+func relayTo(ctx context.Context, cfg *local.Config, rc config.OutboxRelay, on bool) (string, error) {
 	if !on || cfg.APIAddr == "" {
 		return "outbox relay: off", nil
 	}
-	source := cfg.Settings.EventSource
 	where := "outbox relay: ProductCreated events are printed below as CloudEvents JSON lines"
 	cfg.Publisher = outbox.NewJSONLinesPublisher(os.Stdout)
-	bus := os.Getenv(config.EventBusName.Name)
-	if bus != "" && os.Getenv("AWS_ENDPOINT_URL_EVENTBRIDGE") != "" {
+	if ep := os.Getenv("AWS_ENDPOINT_URL_EVENTBRIDGE"); ep != "" {
 		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 		if err != nil {
 			return "", err
 		}
-		pub, err := outbox.NewEventBridgePublisher(eventbridge.NewFromConfig(awsCfg), outbox.EventBridgeConfig{Bus: bus, Source: source})
+		pub, err := outbox.NewEventBridgePublisher(eventbridge.NewFromConfig(awsCfg), outbox.EventBridgeConfig{Bus: rc.EventBusName, Source: rc.EventSource})
 		if err != nil {
 			return "", err
 		}
 		cfg.Publisher = pub
-		where = "outbox relay: publishing to EventBridge bus " + bus + " at " + os.Getenv("AWS_ENDPOINT_URL_EVENTBRIDGE")
+		where = "outbox relay: publishing to EventBridge bus " + rc.EventBusName + " at " + ep
 	}
 	if cfg.Endpoint == "" {
 		return where + " (fed from the embedded store's outbox writes: it has no Streams API)", nil
@@ -114,17 +127,4 @@ func relayTo(ctx context.Context, cfg *local.Config, on bool) (string, error) {
 		}
 	})
 	return where + " (polling the outbox table's stream at the endpoint)", nil
-}
-
-// localDefault names the tables when the environment does not.
-func localDefault(k string) string {
-	switch k {
-	case config.ProductsTable.Name:
-		return "products"
-	case config.IdempotencyTable.Name:
-		return "idempotency"
-	case config.OutboxTable.Name:
-		return "outbox"
-	}
-	return ""
 }

@@ -1,5 +1,6 @@
-// Command getproduct is the GET /products/{id} Lambda function. It only wires
-// configuration; internal/api serves the request.
+// Command getproduct is the GET /products/{id} Lambda function: it reads
+// its configuration, builds the DynamoDB client and the handler
+// (internal/api), and hands the handler to the Lambda runtime.
 package main
 
 import (
@@ -7,13 +8,33 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/internal/wire"
+	"github.com/idemlambda/idemlambda/internal/ddb"
 )
 
 func main() {
-	if err := wire.Serve(context.Background(), config.GetProduct, wire.GetFunc); err != nil {
+	if err := run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "getproduct:", err)
 		os.Exit(1)
 	}
+}
+
+func run(ctx context.Context) error {
+	cfg, err := config.LoadGetProduct(os.Getenv)
+	if err != nil {
+		return err
+	}
+	client, err := ddb.NewClient(ctx)
+	if err != nil {
+		return err
+	}
+	h, err := api.NewGetProduct(client, cfg, cfg.Logger(os.Stdout))
+	if err != nil {
+		return err
+	}
+	lambda.StartWithOptions(h, lambda.WithContext(ctx))
+	return nil
 }

@@ -1,12 +1,12 @@
 // Command outboxrelay is the Lambda function behind the outbox table's
-// DynamoDB stream: it publishes each new outbox event to EventBridge.
-// main only wires configuration; internal/relay does the work.
+// DynamoDB stream: it reads its configuration, builds the EventBridge
+// client and the relay handler (internal/relay), and hands the handler to
+// the Lambda runtime.
 package main
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -14,40 +14,31 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/relay"
-	"github.com/idemlambda/idemlambda/internal/wire"
 )
 
 func main() {
-	h, err := setup(context.Background(), os.Getenv)
-	if err != nil {
-		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("outboxrelay: startup failed", "err", err)
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "outboxrelay:", err)
 		os.Exit(1)
 	}
-	lambda.Start(h.Handle)
 }
 
-// setup reads the environment (config.Vars(config.OutboxRelay)) and builds
-// the handler. The SDK's default chain supplies region and credentials, and
-// AWS_ENDPOINT_URL_EVENTBRIDGE points it at an emulator.
-func setup(ctx context.Context, getenv func(string) string) (*relay.Handler, error) {
-	env := config.New(getenv)
-	bus := env.String(config.EventBusName)
-	source := env.String(config.EventSource)
-	level := env.Level(config.LogLevel)
-	if err := env.Err(); err != nil {
-		return nil, err
-	}
-	log := wire.Logger(os.Stdout, level)
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+func run(ctx context.Context) error {
+	cfg, err := config.LoadOutboxRelay(os.Getenv)
 	if err != nil {
-		return nil, fmt.Errorf("load aws config: %w", err)
+		return err
 	}
-	pub, err := outbox.NewEventBridgePublisher(eventbridge.NewFromConfig(cfg),
-		outbox.EventBridgeConfig{Bus: bus, Source: source})
+	// The SDK's default chain supplies region and credentials;
+	// AWS_ENDPOINT_URL_EVENTBRIDGE points it at an emulator.
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("load aws config: %w", err)
 	}
-	return relay.NewHandler(pub, log), nil
+	h, err := relay.NewEventBridge(eventbridge.NewFromConfig(awsCfg), cfg, cfg.Logger(os.Stdout))
+	if err != nil {
+		return err
+	}
+	lambda.StartWithOptions(h.Handle, lambda.WithContext(ctx))
+	return nil
 }

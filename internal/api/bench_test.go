@@ -23,7 +23,7 @@ func BenchmarkCreateFirstExecution(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				resp, _ := f.create.Handle(context.Background(), postReq(jsonHeaders("bench-"+strconv.Itoa(i)), widget))
+				resp, _ := f.create(context.Background(), postReq(jsonHeaders("bench-"+strconv.Itoa(i)), widget))
 				if resp.StatusCode != 201 {
 					b.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
 				}
@@ -45,14 +45,14 @@ func BenchmarkCreateReplay(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				f := newBenchFixture(b, mode, cache)
-				if resp, _ := f.create.Handle(context.Background(), postReq(jsonHeaders("bench-replay"), widget)); resp.StatusCode != 201 {
+				if resp, _ := f.create(context.Background(), postReq(jsonHeaders("bench-replay"), widget)); resp.StatusCode != 201 {
 					b.Fatalf("status %d", resp.StatusCode)
 				}
 				f.env.Counter.Reset()
 				b.ReportAllocs()
 				n := 0
 				for b.Loop() {
-					resp, _ := f.create.Handle(context.Background(), postReq(jsonHeaders("bench-replay"), widget))
+					resp, _ := f.create(context.Background(), postReq(jsonHeaders("bench-replay"), widget))
 					if resp.Headers["Idempotent-Replayed"] != "true" {
 						b.Fatalf("not a replay: %d", resp.StatusCode)
 					}
@@ -83,7 +83,7 @@ func BenchmarkCreateConcurrentDuplicates(b *testing.B) {
 				var wg sync.WaitGroup
 				for range dups {
 					wg.Go(func() {
-						resp, _ := f.create.Handle(context.Background(), postReq(jsonHeaders(key), widget))
+						resp, _ := f.create(context.Background(), postReq(jsonHeaders(key), widget))
 						mu.Lock()
 						statuses[resp.StatusCode]++
 						mu.Unlock()
@@ -107,7 +107,7 @@ func BenchmarkCreateRejected(b *testing.B) {
 	bad := `{"name":"Widget","price_cents":9.99,"currency":"EUR","seller_id":"` + sellerID + `"}`
 	b.ReportAllocs()
 	for b.Loop() {
-		resp, _ := f.create.Handle(context.Background(), postReq(jsonHeaders("k"), bad))
+		resp, _ := f.create(context.Background(), postReq(jsonHeaders("k"), bad))
 		if resp.StatusCode != 400 {
 			b.Fatalf("status %d", resp.StatusCode)
 		}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/product"
@@ -23,34 +22,26 @@ import (
 // stops waiting on the store and answers 503.
 const DeadlineMargin = time.Second
 
+// Creator creates products; *product.Service is the one in use. The
+// handler depends on no more than this, so its answers can be tested
+// without a store.
+type Creator interface {
+	Create(ctx context.Context, principal, key string, cmd product.CreateCommand) (idem.Result, error)
+}
+
+var _ Creator = (*product.Service)(nil)
+
 // CreateHandler serves POST /products.
 type CreateHandler struct {
-	svc *product.Service
-	log *slog.Logger
-	now func() time.Time
+	svc Creator
 }
 
-// NewCreateHandler returns the handler; log receives one line per request.
-func NewCreateHandler(svc *product.Service, log *slog.Logger) *CreateHandler {
-	return &CreateHandler{svc: svc, log: log, now: time.Now}
-}
+// NewCreateHandler returns the handler.
+func NewCreateHandler(svc Creator) *CreateHandler { return &CreateHandler{svc: svc} }
 
-// Handle answers one API Gateway request. It never returns an error: every
-// failure is a problem+json response, so API Gateway never turns one into
-// an opaque 502.
-func (h *CreateHandler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	start := h.now()
-	attrs := requestAttrs(ctx, req)
-	resp, outcome, err := h.handle(ctx, req, &attrs)
-	attrs = append(attrs, slog.String("outcome", string(outcome)))
-	logRequest(ctx, h.log, "create product", attrs, resp.StatusCode, h.now().Sub(start), err)
-	return resp, nil
-}
-
-func (h *CreateHandler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest, attrs *[]slog.Attr) (events.APIGatewayV2HTTPResponse, idem.Outcome, error) {
-	reject := func(p idemhttp.Problem) (events.APIGatewayV2HTTPResponse, idem.Outcome, error) {
-		return respond(p), idem.OutcomeRejected, errors.New(p.Detail)
-	}
+// Serve answers one API Gateway request.
+func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRequest) Reply {
+	reject := func(p idemhttp.Problem) Reply { return fail(p, idem.OutcomeRejected, errors.New(p.Detail)) }
 	if m := req.RequestContext.HTTP.Method; m != "" && m != http.MethodPost {
 		return reject(methodNotAllowed(http.MethodPost))
 	}
@@ -82,10 +73,12 @@ func (h *CreateHandler) handle(ctx context.Context, req events.APIGatewayV2HTTPR
 	case !hasHeader:
 		key = decoded.key
 	}
-	*attrs = append(*attrs, slog.String("key_hash", keyHash(key)))
+	attrs := []slog.Attr{slog.String("key_hash", keyHash(key))}
 	principal, err := idemhttp.PrincipalV2(req.RequestContext)
 	if err != nil {
-		return reject(idemhttp.ProblemFor(err))
+		r := fail(idemhttp.ProblemFor(err), idem.OutcomeRejected, err)
+		r.Attrs = attrs
+		return r
 	}
 	// Stop the work a little before Lambda's deadline, so a hung store
 	// still ends in a 503 the client can act on, not a gateway timeout.
@@ -94,10 +87,13 @@ func (h *CreateHandler) handle(ctx context.Context, req events.APIGatewayV2HTTPR
 	work, cancel := deadline.Before(ctx, DeadlineMargin)
 	defer cancel()
 	res, err := h.svc.Create(work, principal, key, decoded.cmd)
+	r := Reply{Outcome: res.Outcome, Err: err, Attrs: attrs}
 	if err != nil {
-		return respond(idemhttp.ProblemFor(err)), res.Outcome, err
+		r.Response = idemhttp.ProblemFor(err).APIGatewayV2()
+	} else {
+		r.Response = idemhttp.APIGatewayV2(res.Response, res.Outcome == idem.OutcomeReplayed)
 	}
-	return idemhttp.APIGatewayV2(res.Response, res.Outcome == idem.OutcomeReplayed), res.Outcome, nil
+	return r
 }
 
 // keyHash identifies a key in logs without logging it: keys can carry
@@ -105,29 +101,4 @@ func (h *CreateHandler) handle(ctx context.Context, req events.APIGatewayV2HTTPR
 func keyHash(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:8])
-}
-
-// logRequest writes the one line per request: info, or error for a 5xx.
-func logRequest(ctx context.Context, log *slog.Logger, msg string, attrs []slog.Attr, status int, took time.Duration, err error) {
-	attrs = append(attrs, slog.Int("status", status), slog.Int64("duration_ms", took.Milliseconds()))
-	level := slog.LevelInfo
-	if err != nil {
-		attrs = append(attrs, slog.String("error", err.Error()))
-		if status >= 500 {
-			level = slog.LevelError
-		}
-	}
-	log.LogAttrs(ctx, level, msg, attrs...)
-}
-
-// requestAttrs are the ids that tie a log line to a request.
-func requestAttrs(ctx context.Context, req events.APIGatewayV2HTTPRequest) []slog.Attr {
-	attrs := make([]slog.Attr, 0, 8)
-	if lc, ok := lambdacontext.FromContext(ctx); ok {
-		attrs = append(attrs, slog.String("aws_request_id", lc.AwsRequestID))
-	}
-	if id := req.RequestContext.RequestID; id != "" {
-		attrs = append(attrs, slog.String("api_request_id", id))
-	}
-	return attrs
 }

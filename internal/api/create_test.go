@@ -21,12 +21,11 @@ import (
 	"github.com/truora/minidyn/server"
 
 	"github.com/idemlambda/idemlambda/internal/api"
-	"github.com/idemlambda/idemlambda/internal/local"
+	"github.com/idemlambda/idemlambda/internal/dev/local"
+	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/product"
-	"github.com/idemlambda/idemlambda/internal/tables"
-	"github.com/idemlambda/idemlambda/internal/testutil"
-	"github.com/idemlambda/idemlambda/internal/wire"
+	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -173,17 +172,17 @@ func TestCreateAcceptsCharsetAndBase64(t *testing.T) {
 	req := postReq(map[string]string{"Content-Type": "application/json; charset=UTF-8", "Idempotency-Key": "b64"},
 		base64.StdEncoding.EncodeToString([]byte(widget)))
 	req.IsBase64Encoded = true
-	resp, err := f.create.Handle(context.Background(), req)
+	resp, err := f.create(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, 201, resp.StatusCode, resp.Body)
 
 	req.Body = "!!!"
-	resp, err = f.create.Handle(context.Background(), req)
+	resp, err = f.create(context.Background(), req)
 	require.NoError(t, err)
 	assertProblem(t, resp, 400, "bad-request")
 
 	req.Body = base64.StdEncoding.EncodeToString([]byte(strings.Repeat(" ", 16<<10+1)))
-	resp, err = f.create.Handle(context.Background(), req)
+	resp, err = f.create(context.Background(), req)
 	require.NoError(t, err)
 	assertProblem(t, resp, 413, "too-large")
 }
@@ -249,11 +248,11 @@ func TestCreateUnexpectedFailureIs500AndReleasesTheKey(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
 		f := newFixtureMode(t, mode, slog.LevelDebug)
-		s := settings(f.env.Tables, mode)
-		s.Tables.Products = "no-such-table"
-		broken, err := wire.CreateHandler(f.env.Client, s, wire.Logger(f.logs, 0))
+		c := createConfig(f.env.Tables, mode)
+		c.ProductsTable = "no-such-table"
+		broken, err := api.NewCreateProduct(f.env.Client, c, testLogger(f.logs, 0))
 		require.NoError(t, err)
-		resp, err := broken.Handle(context.Background(), postReq(jsonHeaders("k-500"), widget))
+		resp, err := broken(context.Background(), postReq(jsonHeaders("k-500"), widget))
 		require.NoError(t, err)
 		p := assertProblem(t, resp, 500, "internal")
 		assert.NotContains(t, p.Detail, "no-such-table", "no internal detail to the client")
@@ -273,7 +272,7 @@ func TestCreateScopesKeysByPrincipal(t *testing.T) {
 		req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
 			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": sub, "iss": "https://issuer"}},
 		}
-		resp, err := f.create.Handle(context.Background(), req)
+		resp, err := f.create(context.Background(), req)
 		require.NoError(t, err)
 		return resp
 	}
@@ -288,7 +287,7 @@ func TestCreateWrongMethodIs405(t *testing.T) {
 	f := newFixture(t)
 	req := postReq(jsonHeaders("k"), widget)
 	req.RequestContext.HTTP.Method = "PUT"
-	resp, err := f.create.Handle(context.Background(), req)
+	resp, err := f.create(context.Background(), req)
 	require.NoError(t, err)
 	assertProblem(t, resp, 405, "method-not-allowed")
 	assert.Equal(t, "POST", resp.Headers["Allow"])
@@ -361,7 +360,7 @@ func TestCreatePrincipalFromJWTWithoutSub(t *testing.T) {
 		req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
 			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: claims},
 		}
-		resp, err := f.create.Handle(context.Background(), req)
+		resp, err := f.create(context.Background(), req)
 		require.NoError(t, err)
 		return resp
 	}
@@ -392,13 +391,13 @@ func TestCreateHungStoreIs503BeforeTheDeadline(t *testing.T) {
 		}()
 		client, err := local.Client(context.Background(), hung.URL)
 		require.NoError(t, err)
-		logs := &testutil.Buffer{}
-		h, err := wire.CreateHandler(client, settings(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}, mode), wire.Logger(logs, slog.LevelInfo))
+		logs := &logbuf.Buffer{}
+		h, err := api.NewCreateProduct(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}, mode), testLogger(logs, slog.LevelInfo))
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		start := time.Now()
-		resp, err := h.Handle(ctx, postReq(jsonHeaders("k-hung"), widget))
+		resp, err := h(ctx, postReq(jsonHeaders("k-hung"), widget))
 		require.NoError(t, err)
 		took := time.Since(start)
 		assertProblem(t, resp, 503, "unavailable")

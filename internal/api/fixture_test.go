@@ -15,23 +15,32 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/api"
-	"github.com/idemlambda/idemlambda/internal/ddbtest"
-	"github.com/idemlambda/idemlambda/internal/tables"
-	"github.com/idemlambda/idemlambda/internal/testutil"
-	"github.com/idemlambda/idemlambda/internal/wire"
+	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/dev/tables"
+	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
+	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
 type fixture struct {
 	env    *ddbtest.Env
-	create *api.CreateHandler
-	get    *api.GetHandler
-	logs   *testutil.Buffer
+	create idemhttp.APIGatewayV2Handler
+	get    idemhttp.APIGatewayV2Handler
+	logs   *logbuf.Buffer
 }
 
-func settings(n tables.Names, mode idem.Mode) wire.Settings {
-	return wire.Settings{Tables: n, EventSource: "idemlambda.products", Retention: 24 * time.Hour, Mode: mode, LogLevel: slog.LevelInfo}
+// createConfig is createproduct's configuration for a test's tables.
+func createConfig(n tables.Names, mode idem.Mode) config.CreateProduct {
+	return config.CreateProduct{
+		Common:        config.Common{LogLevel: slog.LevelDebug},
+		ProductsTable: n.Products, OutboxTable: n.Outbox, EventSource: "idemlambda.products",
+		Idempotency: config.Idempotency{Table: n.Idempotency, Retention: 24 * time.Hour, Mode: mode},
+	}
+}
+
+func testLogger(w *logbuf.Buffer, level slog.Level) *slog.Logger {
+	return config.Common{LogLevel: level}.Logger(w)
 }
 
 // modes are the two ways createproduct can claim a key (IDEMPOTENCY_MODE).
@@ -59,11 +68,11 @@ func newBenchFixture(b *testing.B, mode idem.Mode, cache int) *fixture {
 func newFixtureMode(t testing.TB, mode idem.Mode, level slog.Level, opts ...idem.Option) *fixture {
 	t.Helper()
 	env := ddbtest.New(t)
-	logs := &testutil.Buffer{}
-	log := wire.Logger(logs, level)
-	create, err := wire.CreateHandler(env.Client, settings(env.Tables, mode), log, opts...)
+	logs := &logbuf.Buffer{}
+	log := testLogger(logs, level)
+	create, err := api.NewCreateProduct(env.Client, createConfig(env.Tables, mode), log, opts...)
 	require.NoError(t, err)
-	get, err := wire.GetHandler(env.Client, settings(env.Tables, mode), log)
+	get, err := api.NewGetProduct(env.Client, config.GetProduct{ProductsTable: env.Tables.Products}, log)
 	require.NoError(t, err)
 	return &fixture{env: env, create: create, get: get, logs: logs}
 }
@@ -92,14 +101,14 @@ func postReq(headers map[string]string, body string) events.APIGatewayV2HTTPRequ
 
 func (f *fixture) post(t *testing.T, headers map[string]string, body string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	resp, err := f.create.Handle(context.Background(), postReq(headers, body))
+	resp, err := f.create(context.Background(), postReq(headers, body))
 	require.NoError(t, err, "handlers never return an error to Lambda")
 	return resp
 }
 
 func (f *fixture) getProduct(t *testing.T, id string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	resp, err := f.get.Handle(context.Background(), events.APIGatewayV2HTTPRequest{
+	resp, err := f.get(context.Background(), events.APIGatewayV2HTTPRequest{
 		RouteKey: "GET /products/{id}", RawPath: "/products/" + id, PathParameters: map[string]string{"id": id},
 		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}},
 	})

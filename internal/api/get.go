@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
@@ -16,28 +14,28 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
+// Finder finds products by id; *product.Reader is the one in use.
+type Finder interface {
+	Get(ctx context.Context, id uuid.UUID) (product.Product, error)
+}
+
+var _ Finder = (*product.Reader)(nil)
+
 // GetHandler serves GET /products/{id}.
 type GetHandler struct {
-	reader *product.Reader
-	log    *slog.Logger
-	now    func() time.Time
+	products Finder
 }
 
 // NewGetHandler returns the handler.
-func NewGetHandler(reader *product.Reader, log *slog.Logger) *GetHandler {
-	return &GetHandler{reader: reader, log: log, now: time.Now}
+func NewGetHandler(products Finder) *GetHandler { return &GetHandler{products: products} }
+
+// Serve answers one API Gateway request.
+func (h *GetHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRequest) Reply {
+	resp, err := h.get(ctx, req)
+	return Reply{Response: resp, Err: err}
 }
 
-// Handle answers one API Gateway request; like CreateHandler.Handle it
-// never returns an error.
-func (h *GetHandler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	start := h.now()
-	resp, err := h.handle(ctx, req)
-	logRequest(ctx, h.log, "get product", requestAttrs(ctx, req), resp.StatusCode, h.now().Sub(start), err)
-	return resp, nil
-}
-
-func (h *GetHandler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+func (h *GetHandler) get(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	if m := req.RequestContext.HTTP.Method; m != "" && m != http.MethodGet {
 		p := methodNotAllowed(http.MethodGet)
 		return respond(p), errors.New(p.Detail)
@@ -50,7 +48,7 @@ func (h *GetHandler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequ
 	}
 	work, cancel := deadline.Before(ctx, DeadlineMargin)
 	defer cancel()
-	p, err := h.reader.Get(work, id)
+	p, err := h.products.Get(work, id)
 	switch {
 	case errors.Is(err, product.ErrNotFound):
 		return respond(probNotFound.WithDetail("no product has id " + id.String())), nil

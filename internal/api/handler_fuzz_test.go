@@ -7,8 +7,9 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/idemlambda/idemlambda/internal/ddbtest"
-	"github.com/idemlambda/idemlambda/internal/wire"
+	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -21,7 +22,7 @@ func FuzzCreateHandler(f *testing.F) {
 	f.Add("text/plain", "", `{}`)
 	f.Add("application/json; charset=utf-8", `"a\"b"`, `{"idempotency_key":"x","name":"A","price_cents":1,"currency":"JPY","seller_id":"`+sellerID+`"}`)
 	env := ddbtest.New(f)
-	h, err := wire.CreateHandler(env.Client, settings(env.Tables, idem.ModeTransact), wire.Logger(io.Discard, slog.LevelError))
+	h, err := api.NewCreateProduct(env.Client, createConfig(env.Tables, idem.ModeTransact), config.Common{LogLevel: slog.LevelError}.Logger(io.Discard))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func FuzzCreateHandler(f *testing.F) {
 		if key != "" {
 			headers["idempotency-key"] = key
 		}
-		resp, err := h.Handle(context.Background(), postReq(headers, body))
+		resp, err := h(context.Background(), postReq(headers, body))
 		if err != nil {
 			t.Fatalf("handler returned an error: %v", err)
 		}

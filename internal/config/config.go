@@ -1,17 +1,21 @@
-// Package config is the one list of environment variables each function
-// reads, with defaults and parsing. The functions' main packages load it,
-// and the template drift test checks template.yaml against it.
+// Package config reads each function's configuration from its environment
+// into a typed value, with defaults and parsing, failing at start with
+// every problem named. The same loaders run in Lambda and under make run
+// (with local defaults laid over the environment, see Overlay), and
+// Functions lists what each function reads for the template drift test.
 package config
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 // Var is one environment variable.
@@ -24,11 +28,11 @@ type Var struct {
 	Doc string
 }
 
-// The variables, by name; README.md documents each.
+// The variables; README.md documents each.
 var (
-	ProductsTable        = Var{Name: tables.Products.EnvVar, Doc: "products table name"}
-	IdempotencyTable     = Var{Name: tables.Idempotency.EnvVar, Doc: "idempotency table name"}
-	OutboxTable          = Var{Name: tables.Outbox.EnvVar, Doc: "outbox table name"}
+	ProductsTable        = Var{Name: "PRODUCTS_TABLE", Doc: "products table name"}
+	IdempotencyTable     = Var{Name: "IDEMPOTENCY_TABLE", Doc: "idempotency table name"}
+	OutboxTable          = Var{Name: "OUTBOX_TABLE", Doc: "outbox table name"}
 	EventBusName         = Var{Name: "EVENT_BUS_NAME", Doc: "EventBridge bus the relay publishes to"}
 	EventSource          = Var{Name: "EVENT_SOURCE", Default: "idemlambda.products", Doc: "CloudEvents source and EventBridge Source"}
 	IdempotencyRetention = Var{Name: "IDEMPOTENCY_RETENTION", Default: "24h", Doc: "how long a completed key replays (Go duration)"}
@@ -37,49 +41,166 @@ var (
 	LogLevel             = Var{Name: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error"}
 )
 
-// Function names the Lambda functions, as in template.yaml's logical ids
-// without the "Function" suffix.
-type Function string
+// MaxCacheSize bounds IDEMPOTENCY_CACHE_SIZE; the memory the cache holds
+// is bounded apart from it by idem.DefaultCacheBytes.
+const MaxCacheSize = 1_000_000
 
-// The functions.
-const (
-	CreateProduct Function = "createproduct"
-	GetProduct    Function = "getproduct"
-	OutboxRelay   Function = "outboxrelay"
-)
+// Common is what every function reads.
+type Common struct {
+	// LogLevel is the level of the function's JSON log.
+	LogLevel slog.Level
+}
 
-// Functions lists every function.
-func Functions() []Function { return []Function{CreateProduct, GetProduct, OutboxRelay} }
+// Logger returns the JSON logger every function writes to w (Lambda's
+// JSON log format expects one JSON object per line on stdout).
+func (c Common) Logger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
+}
 
-// Vars returns the variables a function reads; template.yaml must set
-// exactly these (defaults may be left to the code).
-func Vars(f Function) []Var {
-	switch f {
-	case CreateProduct:
-		return []Var{ProductsTable, IdempotencyTable, OutboxTable, EventSource, IdempotencyRetention, IdempotencyMode, IdempotencyCacheSize, LogLevel}
-	case GetProduct:
-		return []Var{ProductsTable, LogLevel}
-	case OutboxRelay:
-		return []Var{EventBusName, EventSource, LogLevel}
+// Idempotency configures a function's idempotency store.
+type Idempotency struct {
+	// Table is the idempotency table's name.
+	Table string
+	// Retention is how long a completed key replays.
+	Retention time.Duration
+	// Mode is how keys are claimed.
+	Mode idem.Mode
+	// CacheSize is how many completed records the process keeps; 0 is none.
+	CacheSize int
+}
+
+// Options are the store options these settings stand for.
+func (i Idempotency) Options() []idem.Option {
+	return []idem.Option{idem.WithRetention(i.Retention), idem.WithMode(i.Mode), idem.WithCache(i.CacheSize)}
+}
+
+// CreateProduct is the createproduct function's configuration.
+type CreateProduct struct {
+	Common
+	ProductsTable, OutboxTable string
+	EventSource                string
+	Idempotency                Idempotency
+}
+
+// GetProduct is the getproduct function's configuration.
+type GetProduct struct {
+	Common
+	ProductsTable string
+}
+
+// OutboxRelay is the outboxrelay function's configuration.
+type OutboxRelay struct {
+	Common
+	EventBusName, EventSource string
+}
+
+// LoadCreateProduct reads createproduct's configuration through getenv.
+func LoadCreateProduct(getenv func(string) string) (CreateProduct, error) {
+	return load("createproduct", getenv, readCreateProduct)
+}
+
+// LoadGetProduct reads getproduct's configuration through getenv.
+func LoadGetProduct(getenv func(string) string) (GetProduct, error) {
+	return load("getproduct", getenv, readGetProduct)
+}
+
+// LoadOutboxRelay reads outboxrelay's configuration through getenv.
+func LoadOutboxRelay(getenv func(string) string) (OutboxRelay, error) {
+	return load("outboxrelay", getenv, readOutboxRelay)
+}
+
+func readCommon(e *env) Common { return Common{LogLevel: e.level(LogLevel)} }
+
+func readIdempotency(e *env) Idempotency {
+	return Idempotency{
+		Table:     e.str(IdempotencyTable),
+		Retention: e.duration(IdempotencyRetention),
+		Mode:      parse(e, IdempotencyMode, idem.ParseMode),
+		CacheSize: e.integer(IdempotencyCacheSize, MaxCacheSize),
 	}
-	return nil
+}
+
+func readCreateProduct(e *env) CreateProduct {
+	return CreateProduct{
+		ProductsTable: e.str(ProductsTable),
+		OutboxTable:   e.str(OutboxTable),
+		EventSource:   e.str(EventSource),
+		Idempotency:   readIdempotency(e),
+		Common:        readCommon(e),
+	}
+}
+
+func readGetProduct(e *env) GetProduct {
+	return GetProduct{ProductsTable: e.str(ProductsTable), Common: readCommon(e)}
+}
+
+func readOutboxRelay(e *env) OutboxRelay {
+	return OutboxRelay{EventBusName: e.str(EventBusName), EventSource: e.str(EventSource), Common: readCommon(e)}
+}
+
+// Function is one Lambda function: its name (template.yaml's logical id is
+// its CamelCase form plus "Function") and the variables it reads.
+type Function struct {
+	Name string
+	Vars []Var
+}
+
+// Functions lists every function with exactly the variables its loader
+// reads (found by running the loader), so the list cannot drift from the
+// code; template.yaml must set exactly these.
+func Functions() []Function {
+	return []Function{
+		spec("createproduct", readCreateProduct),
+		spec("getproduct", readGetProduct),
+		spec("outboxrelay", readOutboxRelay),
+	}
+}
+
+func spec[T any](name string, read func(*env) T) Function {
+	e := &env{getenv: func(string) string { return "" }}
+	read(e)
+	return Function{Name: name, Vars: e.read}
+}
+
+// Overlay returns a getenv that reads getenv first and, where it has
+// nothing, defaults: for make run, which names local tables the
+// environment does not.
+func Overlay(getenv func(string) string, defaults map[string]string) func(string) string {
+	return func(k string) string {
+		if v := getenv(k); strings.TrimSpace(v) != "" {
+			return v
+		}
+		return defaults[k]
+	}
 }
 
 // ErrInvalid reports a missing or malformed variable.
 var ErrInvalid = errors.New("config: invalid environment")
 
-// Env reads variables through getenv (os.Getenv in production).
-type Env struct {
+func load[T any](name string, getenv func(string) string, read func(*env) T) (T, error) {
+	e := &env{getenv: getenv}
+	v := read(e)
+	if err := errors.Join(e.errs...); err != nil {
+		var zero T
+		return zero, fmt.Errorf("%s: %w", name, err)
+	}
+	return v, nil
+}
+
+// env reads variables through getenv, recording what it read and every
+// problem.
+type env struct {
 	getenv func(string) string
+	read   []Var
 	errs   []error
 }
 
-// New returns an Env reading through getenv.
-func New(getenv func(string) string) *Env { return &Env{getenv: getenv} }
-
-// String returns the variable's value or its default; a required variable
-// that is unset is recorded as an error for Err.
-func (e *Env) String(v Var) string {
+// str returns the variable's value or its default; a required variable
+// that is unset is an error.
+func (e *env) str(v Var) string {
+	if !slices.Contains(e.read, v) {
+		e.read = append(e.read, v)
+	}
 	s := strings.TrimSpace(e.getenv(v.Name))
 	if s == "" {
 		s = v.Default
@@ -90,59 +211,50 @@ func (e *Env) String(v Var) string {
 	return s
 }
 
-// Duration parses the variable as a positive Go duration.
-func (e *Env) Duration(v Var) time.Duration {
-	s := e.String(v)
-	if s == "" {
-		return 0
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		e.errs = append(e.errs, fmt.Errorf("%w: %s=%q is not a positive duration", ErrInvalid, v.Name, s))
-		return 0
-	}
-	return d
+// duration parses the variable as a positive Go duration.
+func (e *env) duration(v Var) time.Duration {
+	return parse(e, v, func(s string) (time.Duration, error) {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return 0, errors.New("not a positive duration such as 24h or 90m")
+		}
+		return d, nil
+	})
 }
 
-// Int parses the variable as an integer from 0 to max.
-func (e *Env) Int(v Var, max int) int {
-	s := e.String(v)
-	if s == "" {
-		return 0
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n > max {
-		e.errs = append(e.errs, fmt.Errorf("%w: %s=%q is not a whole number from 0 to %d", ErrInvalid, v.Name, s, max))
-		return 0
-	}
-	return n
+// integer parses the variable as a whole number from 0 to max.
+func (e *env) integer(v Var, max int) int {
+	return parse(e, v, func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > max {
+			return 0, fmt.Errorf("not a whole number from 0 to %d", max)
+		}
+		return n, nil
+	})
 }
 
-// Parse reads the variable through parse, recording its error.
-func Parse[T any](e *Env, v Var, parse func(string) (T, error)) T {
+// level parses the variable as a slog level.
+func (e *env) level(v Var) slog.Level {
+	return parse(e, v, func(s string) (slog.Level, error) {
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(s)); err != nil {
+			return slog.LevelInfo, errors.New("want debug, info, warn or error")
+		}
+		return l, nil
+	})
+}
+
+// parse reads the variable through p, recording its error.
+func parse[T any](e *env, v Var, p func(string) (T, error)) T {
 	var zero T
-	s := e.String(v)
+	s := e.str(v)
 	if s == "" {
 		return zero
 	}
-	t, err := parse(s)
+	t, err := p(s)
 	if err != nil {
 		e.errs = append(e.errs, fmt.Errorf("%w: %s=%q: %w", ErrInvalid, v.Name, s, err))
 		return zero
 	}
 	return t
 }
-
-// Level parses the variable as a slog level.
-func (e *Env) Level(v Var) slog.Level {
-	s := e.String(v)
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		e.errs = append(e.errs, fmt.Errorf("%w: %s=%q: want debug, info, warn or error", ErrInvalid, v.Name, s))
-		return slog.LevelInfo
-	}
-	return l
-}
-
-// Err returns every problem found so far, joined.
-func (e *Env) Err() error { return errors.Join(e.errs...) }

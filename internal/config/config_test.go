@@ -1,7 +1,9 @@
 package config_test
 
 import (
+	"bytes"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,42 +11,94 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
-func TestEnvDefaultsAndErrors(t *testing.T) {
-	t.Parallel()
-	vals := map[string]string{"PRODUCTS_TABLE": "p", "LOG_LEVEL": "debug"}
-	e := config.New(func(k string) string { return vals[k] })
-	assert.Equal(t, "p", e.String(config.ProductsTable))
-	assert.Equal(t, "idemlambda.products", e.String(config.EventSource))
-	assert.Equal(t, 24*time.Hour, e.Duration(config.IdempotencyRetention))
-	assert.Equal(t, slog.LevelDebug, e.Level(config.LogLevel))
-	require.NoError(t, e.Err())
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-	vals = map[string]string{"IDEMPOTENCY_RETENTION": "-1h", "LOG_LEVEL": "loud"}
-	e = config.New(func(k string) string { return vals[k] })
-	e.String(config.OutboxTable)
-	e.Duration(config.IdempotencyRetention)
-	e.Level(config.LogLevel)
-	err := e.Err()
+func TestLoadCreateProduct(t *testing.T) {
+	t.Parallel()
+	vals := map[string]string{
+		"PRODUCTS_TABLE": "p", "IDEMPOTENCY_TABLE": "i", "OUTBOX_TABLE": "o",
+		"IDEMPOTENCY_RETENTION": "2h", "LOG_LEVEL": "warn",
+	}
+	c, err := config.LoadCreateProduct(env(vals))
+	require.NoError(t, err)
+	assert.Equal(t, config.CreateProduct{
+		Common:        config.Common{LogLevel: slog.LevelWarn},
+		ProductsTable: "p", OutboxTable: "o", EventSource: "idemlambda.products",
+		Idempotency: config.Idempotency{Table: "i", Retention: 2 * time.Hour, Mode: idem.ModeReserve, CacheSize: 1000},
+	}, c)
+
+	vals["IDEMPOTENCY_MODE"], vals["IDEMPOTENCY_CACHE_SIZE"] = "transact", "0"
+	c, err = config.LoadCreateProduct(env(vals))
+	require.NoError(t, err)
+	assert.Equal(t, idem.ModeTransact, c.Idempotency.Mode)
+	assert.Zero(t, c.Idempotency.CacheSize)
+	assert.Len(t, c.Idempotency.Options(), 3)
+}
+
+// A bad value stops the function at start, naming every problem.
+func TestLoadFailsWithEveryProblemNamed(t *testing.T) {
+	t.Parallel()
+	_, err := config.LoadCreateProduct(env(map[string]string{
+		"IDEMPOTENCY_RETENTION": "-1h", "LOG_LEVEL": "loud", "IDEMPOTENCY_MODE": "fast", "IDEMPOTENCY_CACHE_SIZE": "-1",
+	}))
 	require.ErrorIs(t, err, config.ErrInvalid)
-	for _, want := range []string{"OUTBOX_TABLE is required", "IDEMPOTENCY_RETENTION=\"-1h\"", "LOG_LEVEL=\"loud\""} {
+	for _, want := range []string{
+		"createproduct: ",
+		"PRODUCTS_TABLE is required", "OUTBOX_TABLE is required", "IDEMPOTENCY_TABLE is required",
+		`IDEMPOTENCY_RETENTION="-1h": not a positive duration`,
+		`LOG_LEVEL="loud": want debug, info, warn or error`,
+		`IDEMPOTENCY_MODE="fast": idem: unknown mode "fast": want "reserve" or "transact"`,
+		`IDEMPOTENCY_CACHE_SIZE="-1": not a whole number from 0 to 1000000`,
+	} {
 		assert.Contains(t, err.Error(), want)
+	}
+	// getproduct reads only its own table: the others may be absent.
+	g, err := config.LoadGetProduct(env(map[string]string{"PRODUCTS_TABLE": "p"}))
+	require.NoError(t, err)
+	assert.Equal(t, "p", g.ProductsTable)
+	_, err = config.LoadOutboxRelay(env(nil))
+	assert.ErrorContains(t, err, "outboxrelay: config: invalid environment: EVENT_BUS_NAME is required")
+}
+
+// Functions lists what each loader reads: load with a getenv that records
+// the names asked for and compare.
+func TestFunctionsListWhatTheLoadersRead(t *testing.T) {
+	t.Parallel()
+	loaders := map[string]func(func(string) string) error{
+		"createproduct": func(g func(string) string) error { _, err := config.LoadCreateProduct(g); return err },
+		"getproduct":    func(g func(string) string) error { _, err := config.LoadGetProduct(g); return err },
+		"outboxrelay":   func(g func(string) string) error { _, err := config.LoadOutboxRelay(g); return err },
+	}
+	require.Len(t, config.Functions(), len(loaders))
+	for _, fn := range config.Functions() {
+		asked := map[string]bool{}
+		_ = loaders[fn.Name](func(k string) string { asked[k] = true; return "" })
+		listed := map[string]bool{}
+		for _, v := range fn.Vars {
+			assert.False(t, listed[v.Name], "%s lists %s twice", fn.Name, v.Name)
+			listed[v.Name] = true
+			assert.NotEmpty(t, v.Doc, v.Name)
+		}
+		assert.Equal(t, asked, listed, fn.Name)
+		assert.True(t, listed["LOG_LEVEL"], fn.Name)
 	}
 }
 
-func TestEveryFunctionHasVars(t *testing.T) {
+func TestOverlayAndLogger(t *testing.T) {
 	t.Parallel()
-	for _, f := range config.Functions() {
-		vars := config.Vars(f)
-		require.NotEmpty(t, vars, f)
-		names := map[string]bool{}
-		for _, v := range vars {
-			assert.False(t, names[v.Name], "%s lists %s twice", f, v.Name)
-			names[v.Name] = true
-			assert.NotEmpty(t, v.Doc, v.Name)
-		}
-		assert.True(t, names["LOG_LEVEL"], f)
-	}
-	assert.Nil(t, config.Vars("nope"))
+	g := config.Overlay(env(map[string]string{"A": "env", "B": " "}), map[string]string{"A": "default", "B": "b", "C": "c"})
+	assert.Equal(t, "env", g("A"), "the environment wins")
+	assert.Equal(t, "b", g("B"), "blank counts as unset")
+	assert.Equal(t, "c", g("C"))
+	assert.Empty(t, g("D"))
+
+	var buf bytes.Buffer
+	log := config.Common{LogLevel: slog.LevelWarn}.Logger(&buf)
+	log.Info("hidden")
+	log.Warn("shown", "k", 1)
+	assert.Equal(t, 1, strings.Count(buf.String(), "\n"))
+	assert.Contains(t, buf.String(), `"msg":"shown","k":1`)
 }

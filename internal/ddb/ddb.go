@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
@@ -15,10 +14,10 @@ import (
 // AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION and credential chain apply, and
 // returns a DynamoDB client. Extra options (a call counter, a test endpoint)
 // are applied last.
-func NewClient(ctx context.Context, opts ...func(*dynamodb.Options)) (*dynamodb.Client, aws.Config, error) {
+func NewClient(ctx context.Context, opts ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
-		return nil, aws.Config{}, fmt.Errorf("load aws config: %w", err)
+		return nil, fmt.Errorf("load aws config: %w", err)
 	}
-	return dynamodb.NewFromConfig(cfg, opts...), cfg, nil
+	return dynamodb.NewFromConfig(cfg, opts...), nil
 }

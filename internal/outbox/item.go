@@ -44,9 +44,9 @@ func (e Event) Item(retention time.Duration) (map[string]types.AttributeValue, e
 	return map[string]types.AttributeValue{
 		AttrAggregateID: ddbitem.S(e.Subject),
 		AttrEventID:     ddbitem.S(e.ID),
-		AttrEventType:          ddbitem.S(e.Type),
-		AttrOccurredAt:         ddbitem.Time(e.Time),
-		AttrPayload:            ddbitem.S(string(payload)),
+		AttrEventType:   ddbitem.S(e.Type),
+		AttrOccurredAt:  ddbitem.Time(e.Time),
+		AttrPayload:     ddbitem.S(string(payload)),
 		AttrExpiresAt:   ddbitem.N(e.Time.Add(retention).Unix()),
 	}, nil
 }

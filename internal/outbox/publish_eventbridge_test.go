@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
-	"github.com/idemlambda/idemlambda/internal/outbox/outboxtest"
+	"github.com/idemlambda/idemlambda/internal/testkit/outboxtest"
 )
 
 func newEvent(t testing.TB, i int, data string) outbox.Event {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
-	"github.com/idemlambda/idemlambda/internal/testutil"
+	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 )
 
 func TestJSONLinesWritesOneCloudEventPerLine(t *testing.T) {
@@ -81,7 +81,7 @@ func TestJSONLinesStopsWhenCancelled(t *testing.T) {
 
 func TestJSONLinesNeverInterleavesLines(t *testing.T) {
 	t.Parallel()
-	var buf testutil.Buffer
+	var buf logbuf.Buffer
 	p := outbox.NewJSONLinesPublisher(&buf)
 	events := newEvents(t, 20)
 	var wg sync.WaitGroup

@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
-	"github.com/idemlambda/idemlambda/internal/tables"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -34,8 +33,8 @@ type Config struct {
 	// Store keeps the idempotency records; its mode decides one or two
 	// DynamoDB round trips per first execution.
 	Store *idem.Store
-	// Tables names the products and outbox tables.
-	Tables tables.Names
+	// ProductsTable and OutboxTable name the tables the writes go to.
+	ProductsTable, OutboxTable string
 	// EventSource is the CloudEvents source of ProductCreated.
 	EventSource string
 	// EventRetention is the outbox item's TTL (default outbox.DefaultRetention).
@@ -54,7 +53,7 @@ func NewService(cfg Config) (*Service, error) {
 	switch {
 	case cfg.Store == nil:
 		return nil, errors.New("product: idempotency store is required")
-	case cfg.Tables.Products == "" || cfg.Tables.Outbox == "":
+	case cfg.ProductsTable == "" || cfg.OutboxTable == "":
 		return nil, errors.New("product: products and outbox table names are required")
 	case cfg.EventSource == "":
 		return nil, errors.New("product: event source is required")
@@ -108,12 +107,12 @@ func (s *Service) build(cmd CreateCommand) (idem.Effect, error) {
 	if err != nil {
 		return idem.Effect{}, err
 	}
-	eventPut, err := event.Put(s.cfg.Tables.Outbox, s.cfg.EventRetention)
+	eventPut, err := event.Put(s.cfg.OutboxTable, s.cfg.EventRetention)
 	if err != nil {
 		return idem.Effect{}, err
 	}
 	productPut := types.TransactWriteItem{Put: &types.Put{
-		TableName:                aws.String(s.cfg.Tables.Products),
+		TableName:                aws.String(s.cfg.ProductsTable),
 		Item:                     p.Item(),
 		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
 		ExpressionAttributeNames: map[string]string{"#id": attrID},

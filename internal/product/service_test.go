@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/idemlambda/idemlambda/internal/product"
-	"github.com/idemlambda/idemlambda/internal/tables"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -16,10 +15,12 @@ func TestConstructorsRejectMissingWiring(t *testing.T) {
 	assert.Error(t, err)
 	store := &idem.Store{}
 	_, err = product.NewService(product.Config{Store: store})
-	assert.Error(t, err, "tables required")
-	_, err = product.NewService(product.Config{Store: store, Tables: tables.Names{Products: "p", Outbox: "o"}})
-	assert.Error(t, err, "event source required")
-	_, err = product.NewService(product.Config{Store: store, Tables: tables.Names{Products: "p", Outbox: "o"}, EventSource: "s"})
+	assert.ErrorContains(t, err, "table names are required")
+	_, err = product.NewService(product.Config{Store: store, ProductsTable: "p"})
+	assert.ErrorContains(t, err, "outbox table")
+	_, err = product.NewService(product.Config{Store: store, ProductsTable: "p", OutboxTable: "o"})
+	assert.ErrorContains(t, err, "event source")
+	_, err = product.NewService(product.Config{Store: store, ProductsTable: "p", OutboxTable: "o", EventSource: "s"})
 	assert.NoError(t, err)
 	_, err = product.NewReader(nil, "p")
 	assert.Error(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/streams"
@@ -31,6 +32,16 @@ type Handler struct {
 // NewHandler returns a Handler that publishes through p and logs to log.
 func NewHandler(p outbox.Publisher, log *slog.Logger) *Handler {
 	return &Handler{publisher: p, log: log}
+}
+
+// NewEventBridge assembles the outboxrelay function from its
+// configuration: a Handler publishing to the configured bus.
+func NewEventBridge(client outbox.PutEventsAPI, cfg config.OutboxRelay, log *slog.Logger) (*Handler, error) {
+	pub, err := outbox.NewEventBridgePublisher(client, outbox.EventBridgeConfig{Bus: cfg.EventBusName, Source: cfg.EventSource})
+	if err != nil {
+		return nil, err
+	}
+	return NewHandler(pub, log), nil
 }
 
 // counts is the outcome of one batch, logged once per invocation.

@@ -20,9 +20,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
-	"github.com/idemlambda/idemlambda/internal/outbox/outboxtest"
 	"github.com/idemlambda/idemlambda/internal/streams"
-	"github.com/idemlambda/idemlambda/internal/testutil"
+	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
+	"github.com/idemlambda/idemlambda/internal/testkit/outboxtest"
 )
 
 const (
@@ -48,7 +48,7 @@ func sentIDs(t *testing.T, b *outboxtest.Bus) []string {
 // EventBridge publisher, logging JSON into a buffer.
 type harness struct {
 	bus *outboxtest.Bus
-	log *testutil.Buffer
+	log *logbuf.Buffer
 	h   *Handler
 }
 
@@ -57,7 +57,7 @@ func newHarness(t testing.TB) *harness {
 	bus := &outboxtest.Bus{}
 	pub, err := outbox.NewEventBridgePublisher(bus, outbox.EventBridgeConfig{Bus: testBus, Source: testSource})
 	require.NoError(t, err)
-	buf := &testutil.Buffer{}
+	buf := &logbuf.Buffer{}
 	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return &harness{bus: bus, log: buf, h: NewHandler(pub, log)}
 }

@@ -1,9 +1,8 @@
-// Package streams connects DynamoDB Streams to Go code the way AWS Lambda
-// does: it converts between the three shapes an attribute value takes (the
-// Lambda event's events.DynamoDBAttributeValue, the DynamoDB SDK's
-// types.AttributeValue and the DynamoDB Streams SDK's), and its Poller reads
-// a stream through the Streams API and hands batches to a Lambda-style
-// handler, honouring ReportBatchItemFailures, for runs without Lambda.
+// Package streams converts between the three shapes a DynamoDB attribute
+// value takes: the Lambda stream event's events.DynamoDBAttributeValue,
+// the DynamoDB SDK's types.AttributeValue and the DynamoDB Streams SDK's.
+// The relay reads stream images through it; internal/dev/streampoll reads
+// a stream through the Streams API for runs without Lambda.
 package streams
 
 import (

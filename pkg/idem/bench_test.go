@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/idemlambda/idemlambda/internal/ddbtest"
+	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 

@@ -43,11 +43,10 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/api"
 	internalconfig "github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
+	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/relay"
-	"github.com/idemlambda/idemlambda/internal/streams"
-	"github.com/idemlambda/idemlambda/internal/tables"
-	"github.com/idemlambda/idemlambda/internal/wire"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
@@ -214,7 +213,7 @@ func newStack(ctx context.Context, t *testing.T, c clients, name string) stack {
 	suffix := fmt.Sprintf("e2e-%s-%d", name, time.Now().UnixNano())
 	names := tables.Names{Products: "products-" + suffix, Idempotency: "idempotency-" + suffix, Outbox: "outbox-" + suffix}
 	require.NoError(t, tables.CreateAll(ctx, c.ddb, names, tables.CreateOptions{WaitTimeout: 30 * time.Second}))
-	arn, err := streams.LatestStreamARN(ctx, c.ddb, names.Outbox)
+	arn, err := streampoll.LatestStreamARN(ctx, c.ddb, names.Outbox)
 	require.NoError(t, err)
 
 	st := stack{bus: "bus-" + suffix, streamARN: arn, env: map[string]string{
@@ -268,9 +267,9 @@ type postResult struct {
 // them executed.
 func postConcurrently(ctx context.Context, t *testing.T, c clients, st stack, prefix string) created {
 	t.Helper()
-	s, err := wire.Load(mapEnv(st.env), internalconfig.CreateProduct)
+	cfg, err := internalconfig.LoadCreateProduct(mapEnv(st.env))
 	require.NoError(t, err)
-	h, err := wire.CreateHandler(c.ddb, s, testLogger(t, slog.LevelWarn))
+	h, err := api.NewCreateProduct(c.ddb, cfg, testLogger(t, slog.LevelWarn))
 	require.NoError(t, err)
 	tmpl := createEvent(t)
 
@@ -315,12 +314,12 @@ func postConcurrently(ctx context.Context, t *testing.T, c clients, st stack, pr
 
 // post sends one request, retrying while the key is in flight (409) or the
 // store is busy (503), a bounded number of times.
-func post(ctx context.Context, h *api.CreateHandler, req events.APIGatewayV2HTTPRequest) postResult {
+func post(ctx context.Context, h idemhttp.APIGatewayV2Handler, req events.APIGatewayV2HTTPRequest) postResult {
 	var r postResult
 	id := req.RequestContext.RequestID
 	for attempt := range 200 {
 		req.RequestContext.RequestID = id + "-" + strconv.Itoa(attempt)
-		resp, _ := h.Handle(ctx, req) // Handle answers every failure as problem+json
+		resp, _ := h(ctx, req) // the handler answers every failure as problem+json
 		r.status, r.body = resp.StatusCode, resp.Body
 		r.replayed = resp.Headers[idemhttp.HeaderReplayed] == "true"
 		if resp.StatusCode != 409 && resp.StatusCode != 503 {
@@ -372,7 +371,7 @@ type relayCalls struct {
 }
 
 // wrap returns h recording its calls; it changes nothing they return.
-func (r *relayCalls) wrap(h streams.Handler) streams.Handler {
+func (r *relayCalls) wrap(h streampoll.Handler) streampoll.Handler {
 	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		resp, err := h(ctx, ev)
 		call := relayCall{err: err}
@@ -427,8 +426,8 @@ func relayUntil(ctx context.Context, t *testing.T, c clients, st stack, calls *r
 		Bus: st.env[internalconfig.EventBusName.Name], Source: st.env[internalconfig.EventSource.Name],
 	})
 	require.NoError(t, err)
-	poller, err := streams.NewPoller(c.streams, st.streamARN, calls.wrap(relay.NewHandler(pub, log).Handle),
-		streams.Options{PollInterval: 50 * time.Millisecond, RetryDelay: 100 * time.Millisecond, Logger: log})
+	poller, err := streampoll.NewPoller(c.streams, st.streamARN, calls.wrap(relay.NewHandler(pub, log).Handle),
+		streampoll.Options{PollInterval: 50 * time.Millisecond, RetryDelay: 100 * time.Millisecond, Logger: log})
 	require.NoError(t, err)
 
 	pctx, stop := context.WithCancel(ctx)

@@ -25,9 +25,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/embedded"
-	"github.com/idemlambda/idemlambda/internal/local"
-	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/dev/embedded"
+	"github.com/idemlambda/idemlambda/internal/dev/local"
+	"github.com/idemlambda/idemlambda/internal/dev/tables"
+	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 )
 
 const (
@@ -54,20 +55,21 @@ func freePort(t *testing.T) string {
 
 // emulator is one aws-lambda-rie process running the bootstrap.
 type emulator struct {
-	url string
-	out *bytes.Buffer
+	url  string
+	mode string
+	out  *logbuf.Buffer // the process's output, for failure messages
 }
 
-func startEmulator(t *testing.T, rie, bootstrap, storeURL string, n tables.Names) emulator {
+func startEmulator(t *testing.T, rie, bootstrap, storeURL, mode string, n tables.Names) emulator {
 	t.Helper()
 	addr := freePort(t)
-	out := &bytes.Buffer{}
+	out := &logbuf.Buffer{}
 	cmd := exec.Command(rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", freePort(t), bootstrap)
 	cmd.Env = append(os.Environ(),
 		"AWS_ENDPOINT_URL_DYNAMODB="+storeURL, "AWS_REGION=us-east-1",
 		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
 		"PRODUCTS_TABLE="+n.Products, "IDEMPOTENCY_TABLE="+n.Idempotency, "OUTBOX_TABLE="+n.Outbox,
-		"LOG_LEVEL=warn",
+		"LOG_LEVEL=warn", "IDEMPOTENCY_MODE="+mode,
 	)
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
@@ -85,7 +87,7 @@ func startEmulator(t *testing.T, rie, bootstrap, storeURL string, n tables.Names
 		require.True(t, time.Now().Before(deadline), "emulator did not listen: %s", out)
 		time.Sleep(20 * time.Millisecond)
 	}
-	return emulator{url: "http://" + addr + "/2015-03-31/functions/function/invocations"}
+	return emulator{url: "http://" + addr + "/2015-03-31/functions/function/invocations", mode: mode, out: out}
 }
 
 func invoke(e emulator, key string) (events.APIGatewayV2HTTPResponse, error) {
@@ -111,7 +113,7 @@ func invoke(e emulator, key string) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("emulator answered %d: %s", resp.StatusCode, body)
+		return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("emulator answered %d: %s; its output: %s", resp.StatusCode, body, e.out)
 	}
 	var out events.APIGatewayV2HTTPResponse
 	if err := json.Unmarshal(body, &out); err != nil {
@@ -120,8 +122,10 @@ func invoke(e emulator, key string) (events.APIGatewayV2HTTPResponse, error) {
 	return out, nil
 }
 
-// TestEmulatorsShareOneStore: 4 emulator processes, 50 keys, each key sent
-// to all 4 at once. Exactly 50 products and 50 outbox items, no 5xx.
+// TestEmulatorsShareOneStore: 4 emulator processes, two in each
+// IDEMPOTENCY_MODE, 50 keys, each key sent to all 4 at once. Exactly 50
+// products and 50 outbox items, no 5xx, whichever mode wins a key: the
+// mixed fleet a rollout from one mode to the other runs.
 func TestEmulatorsShareOneStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the emulator test, which builds the bootstrap and aws-lambda-rie")
@@ -144,10 +148,11 @@ func TestEmulatorsShareOneStore(t *testing.T) {
 
 	emus := make([]emulator, emulators)
 	for i := range emus {
-		emus[i] = startEmulator(t, rie, bootstrap, srv.URL, n)
+		emus[i] = startEmulator(t, rie, bootstrap, srv.URL, []string{"reserve", "transact"}[i%2], n)
 	}
 
 	statuses := map[int]int{}
+	byMode := map[string]map[int]int{"reserve": {}, "transact": {}}
 	var mu sync.Mutex
 	for k := range keys {
 		key := fmt.Sprintf("rie-key-%02d", k)
@@ -162,6 +167,7 @@ func TestEmulatorsShareOneStore(t *testing.T) {
 					return
 				}
 				statuses[resp.StatusCode]++
+				byMode[e.mode][resp.StatusCode]++
 				if resp.StatusCode >= 500 {
 					t.Errorf("key %s: %d %s", key, resp.StatusCode, resp.Body)
 				}
@@ -169,7 +175,7 @@ func TestEmulatorsShareOneStore(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	t.Logf("%d emulators x %d keys: statuses %v", emulators, keys, statuses)
+	t.Logf("%d emulators x %d keys: statuses %v, by mode %v", emulators, keys, statuses, byMode)
 	assert.Equal(t, emulators*keys, statuses[201]+statuses[409], "only 201 and 409")
 	assert.GreaterOrEqual(t, statuses[201], keys)
 

@@ -1,5 +1,5 @@
 // Command gorunner is the idemlambda side of make bench-peer: the real
-// POST /products handler from wire.CreateHandler, invoked in this process
+// POST /products handler from api.NewCreateProduct, invoked in this process
 // with API Gateway v2 events, one workload per process, so the process's
 // CPU time is this implementation's alone.
 //
@@ -32,13 +32,12 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/internal/api"
-	"github.com/idemlambda/idemlambda/internal/tables"
-	"github.com/idemlambda/idemlambda/internal/wire"
+	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
@@ -89,19 +88,20 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	settings := wire.Settings{
-		Tables:      tables.Names{Products: f.products, Idempotency: f.idempotency, Outbox: f.outbox},
+	cfg := config.CreateProduct{
+		// Errors only, as the project's own benchmarks log at volume: the
+		// Powertools side logs nothing either.
+		Common:        config.Common{LogLevel: slog.LevelError},
+		ProductsTable: f.products, OutboxTable: f.outbox,
 		EventSource: "idemlambda.products",
-		Retention:   24 * time.Hour,
-		Mode:        mode,
-		// No in-memory replay cache: every request reaches the store, as
-		// on the Powertools side (its local cache is off by default).
-		CacheSize: 0,
-		LogLevel:  slog.LevelError,
+		Idempotency: config.Idempotency{
+			Table: f.idempotency, Retention: 24 * time.Hour, Mode: mode,
+			// No in-memory replay cache: every request reaches the store,
+			// as on the Powertools side (its local cache is off by default).
+			CacheSize: 0,
+		},
 	}
-	// Errors only, as the project's own benchmarks log at volume: the
-	// Powertools side logs nothing either.
-	h, err := wire.CreateHandler(client, settings, wire.Logger(io.Discard, settings.LogLevel))
+	h, err := api.NewCreateProduct(client, cfg, cfg.Logger(io.Discard))
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func run() error {
 
 // runner invokes the handler and records each request's latency and outcome.
 type runner struct {
-	h       *api.CreateHandler
+	h       idemhttp.APIGatewayV2Handler
 	tmpl    events.APIGatewayV2HTTPRequest
 	timeout time.Duration
 	seq     atomic.Int64
@@ -215,7 +215,7 @@ func (r *runner) invoke(key string) (latencyUS int64, outcome string) {
 	start := time.Now()
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: ev.RequestContext.RequestID})
 	ctx, cancel := context.WithDeadline(ctx, start.Add(r.timeout))
-	resp, err := r.h.Handle(ctx, ev)
+	resp, err := r.h(ctx, ev)
 	d := time.Since(start)
 	cancel()
 	outcome = fmt.Sprint(resp.StatusCode)
@@ -302,10 +302,10 @@ func (h *hookClient) Do(req *http.Request) (*http.Response, error) {
 // newClient is local.Client with the hooked HTTP client: dummy
 // credentials, the endpoint given, the SDK's defaults otherwise.
 func newClient(ctx context.Context, endpoint string, hc aws.HTTPClient) (*dynamodb.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx,
-		config.WithRegion("us-east-1"),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
-		config.WithHTTPClient(hc),
+	cfg, err := awsconfig.LoadDefaultConfig(ctx,
+		awsconfig.WithRegion("us-east-1"),
+		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
+		awsconfig.WithHTTPClient(hc),
 	)
 	if err != nil {
 		return nil, err

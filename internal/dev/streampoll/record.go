@@ -1,4 +1,4 @@
-package streams
+package streampoll
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/idemlambda/idemlambda/internal/streams"
 )
 
 // EventRecord converts a record read with GetRecords to the record Lambda
@@ -43,7 +45,7 @@ func EventRecord(r streamtypes.Record, streamARN string) (events.DynamoDBEventRe
 	}
 	var errs []error
 	image := func(name string, in map[string]streamtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
-		img, err := StreamImage(in)
+		img, err := streams.StreamImage(in)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}

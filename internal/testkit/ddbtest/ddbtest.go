@@ -32,8 +32,8 @@ import (
 	"github.com/truora/minidyn/server"
 
 	"github.com/idemlambda/idemlambda/internal/ddb"
-	"github.com/idemlambda/idemlambda/internal/embedded"
-	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/dev/embedded"
+	"github.com/idemlambda/idemlambda/internal/dev/tables"
 )
 
 // EnvBackend is the environment variable that selects the backend.
@@ -123,7 +123,7 @@ func Connect(tb testing.TB) *Env {
 		env.URL = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
 		env.PutItemReturnsOldItem = true
 		env.TransactPutReturnsOldItem = true
-		client, _, err := ddb.NewClient(context.Background(), env.Counter.Option)
+		client, err := ddb.NewClient(context.Background(), env.Counter.Option)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -149,7 +149,7 @@ func (e *Env) NewClient(tb testing.TB, opts ...func(*dynamodb.Options)) (*dynamo
 	c := ddb.NewCounter()
 	opts = append([]func(*dynamodb.Options){c.Option}, opts...)
 	if e.Kind == Endpoint {
-		client, _, err := ddb.NewClient(context.Background(), opts...)
+		client, err := ddb.NewClient(context.Background(), opts...)
 		if err != nil {
 			tb.Fatal(err)
 		}

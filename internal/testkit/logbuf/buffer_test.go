@@ -1,16 +1,16 @@
-package testutil_test
+package logbuf_test
 
 import (
 	"fmt"
 	"sync"
 	"testing"
 
-	"github.com/idemlambda/idemlambda/internal/testutil"
+	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 )
 
 func TestBufferTakesConcurrentWrites(t *testing.T) {
 	t.Parallel()
-	var b testutil.Buffer
+	var b logbuf.Buffer
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() { fmt.Fprintf(&b, "line %d\n", i) })

@@ -19,14 +19,13 @@ import (
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/relay"
 	"github.com/idemlambda/idemlambda/internal/streams"
-	"github.com/idemlambda/idemlambda/internal/template"
-	"github.com/idemlambda/idemlambda/internal/wire"
+	"github.com/idemlambda/idemlambda/internal/testkit/template"
 )
 
 // The monitoring half of the drift test: the alarms exist, notify through
 // AlarmTopicArn, watch metrics that exist (HTTP API metric names, the
 // functions' own log groups), and the log metric filters match the lines the
-// code actually writes (wire.Logger, the relay's drop messages), so a renamed
+// code actually writes (config.Common.Logger, the relay's drop messages), so a renamed
 // message or a changed log format fails here instead of silencing an alarm.
 
 type dimension struct {
@@ -258,19 +257,19 @@ func apiFunctions(tpl *template.Template) []string {
 	return ids
 }
 
-// loggedLines returns what wire.Logger, the functions' logger, writes for
+// loggedLines returns what config.Common.Logger, the functions' logger, writes for
 // one line at each level, decoded.
 func loggedLines(t *testing.T) map[slog.Level]map[string]any {
 	t.Helper()
 	var buf bytes.Buffer
-	log := wire.Logger(&buf, slog.LevelDebug)
+	log := config.Common{LogLevel: slog.LevelDebug}.Logger(&buf)
 	levels := []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError}
 	for _, l := range levels {
 		log.Log(context.Background(), l, "create product", slog.Int("status", 500))
 	}
 	lines := decodeLines(t, buf.Bytes())
 	if len(lines) != len(levels) {
-		t.Fatalf("wire.Logger wrote %d lines for %d calls", len(lines), len(levels))
+		t.Fatalf("the functions' logger wrote %d lines for %d calls", len(lines), len(levels))
 	}
 	out := map[slog.Level]map[string]any{}
 	for i, l := range levels {
@@ -379,7 +378,7 @@ func relayInsert(t *testing.T, i int) events.DynamoDBEventRecord {
 
 func TestRelayDroppedEventsAlarmed(t *testing.T) {
 	tpl := load(t)
-	relayID, ok := functionIDs(t, tpl)[config.OutboxRelay]
+	relayID, ok := functionIDs(t, tpl)["outboxrelay"]
 	if !ok {
 		t.Fatal("no relay function")
 	}
@@ -424,7 +423,7 @@ func TestRelayDroppedEventsAlarmed(t *testing.T) {
 	}}
 	ev.Records[1].Change.NewImage = nil
 	var buf bytes.Buffer
-	h := relay.NewHandler(refusingPublisher{t}, wire.Logger(&buf, slog.LevelDebug))
+	h := relay.NewHandler(refusingPublisher{t}, config.Common{LogLevel: slog.LevelDebug}.Logger(&buf))
 	resp, err := h.Handle(context.Background(), ev)
 	if err != nil {
 		t.Fatalf("Handle: %v", err)

@@ -1,4 +1,4 @@
-package streams_test
+package streampoll_test
 
 import (
 	"context"
@@ -22,10 +22,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/ddbtest"
+	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
+	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/streams"
-	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 )
 
 // streamsEnv gives a test the DynamoDB backend and a Streams client for it,
@@ -60,11 +61,11 @@ func streamsEnv(t *testing.T) (*ddbtest.Env, *dynamodbstreams.Client) {
 func TestLatestStreamARN(t *testing.T) {
 	t.Parallel()
 	env, _ := streamsEnv(t)
-	arn, err := streams.LatestStreamARN(t.Context(), env.Client, env.Tables.Outbox)
+	arn, err := streampoll.LatestStreamARN(t.Context(), env.Client, env.Tables.Outbox)
 	require.NoError(t, err)
 	assert.Contains(t, arn, env.Tables.Outbox)
-	_, err = streams.LatestStreamARN(t.Context(), env.Client, env.Tables.Products)
-	assert.ErrorIs(t, err, streams.ErrNoStream, "products has no stream")
+	_, err = streampoll.LatestStreamARN(t.Context(), env.Client, env.Tables.Products)
+	assert.ErrorIs(t, err, streampoll.ErrNoStream, "products has no stream")
 }
 
 // TestPollerFeedsTheHandlerLikeTheEventSourceMapping writes outbox items,
@@ -75,7 +76,7 @@ func TestPollerFeedsTheHandlerLikeTheEventSourceMapping(t *testing.T) {
 	t.Parallel()
 	env, client := streamsEnv(t)
 	ctx := t.Context()
-	arn, err := streams.LatestStreamARN(ctx, env.Client, env.Tables.Outbox)
+	arn, err := streampoll.LatestStreamARN(ctx, env.Client, env.Tables.Outbox)
 	require.NoError(t, err)
 
 	const n = 30
@@ -116,7 +117,7 @@ func TestPollerFeedsTheHandlerLikeTheEventSourceMapping(t *testing.T) {
 		}
 		return events.DynamoDBEventResponse{}, nil
 	}
-	p, err := streams.NewPoller(client, arn, handler, streams.Options{
+	p, err := streampoll.NewPoller(client, arn, handler, streampoll.Options{
 		BatchSize: 7, PollInterval: 20 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)),
 	})
@@ -190,10 +191,10 @@ func TestPollerRunStopsOnAMissingStream(t *testing.T) {
 	t.Parallel()
 	_, client := streamsEnv(t)
 	missing := "arn:aws:dynamodb:us-east-1:000000000000:table/no-such-table/stream/2026-11-29T00:00:00.000"
-	p, err := streams.NewPoller(client, missing, func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	p, err := streampoll.NewPoller(client, missing, func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		t.Error("handler called for a stream that does not exist")
 		return events.DynamoDBEventResponse{}, nil
-	}, streams.Options{Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	}, streampoll.Options{Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

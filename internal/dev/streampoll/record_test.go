@@ -1,4 +1,4 @@
-package streams_test
+package streampoll_test
 
 import (
 	"testing"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
 	"github.com/idemlambda/idemlambda/internal/streams"
 )
 
@@ -34,7 +35,7 @@ func TestEventRecordMatchesWhatLambdaDelivers(t *testing.T) {
 			StreamViewType:              streamtypes.StreamViewTypeNewAndOldImages,
 		},
 	}
-	got, err := streams.EventRecord(in, testARN)
+	got, err := streampoll.EventRecord(in, testARN)
 	require.NoError(t, err)
 	assert.Equal(t, events.DynamoDBEventRecord{
 		AWSRegion: "us-east-1", EventID: "ev-1", EventName: "REMOVE", EventSource: "aws:dynamodb",
@@ -61,7 +62,7 @@ func TestEventRecordKeepsTheRecordWhenAnImageFails(t *testing.T) {
 			SequenceNumber: aws.String("42"),
 		},
 	}
-	got, err := streams.EventRecord(in, testARN)
+	got, err := streampoll.EventRecord(in, testARN)
 	require.ErrorIs(t, err, streams.ErrInvalidValue)
 	assert.ErrorContains(t, err, "NewImage")
 	assert.Nil(t, got.Change.NewImage)
@@ -72,7 +73,7 @@ func TestEventRecordKeepsTheRecordWhenAnImageFails(t *testing.T) {
 
 func TestEventRecordWithoutStreamRecord(t *testing.T) {
 	t.Parallel()
-	got, err := streams.EventRecord(streamtypes.Record{EventID: aws.String("e")}, testARN)
+	got, err := streampoll.EventRecord(streamtypes.Record{EventID: aws.String("e")}, testARN)
 	require.NoError(t, err)
 	assert.Equal(t, "e", got.EventID)
 	assert.Empty(t, got.Change.SequenceNumber)

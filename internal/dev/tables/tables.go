@@ -1,12 +1,13 @@
-// Package tables is the single definition of the DynamoDB tables this project
-// uses: their keys, TTL attribute, stream settings and the environment
-// variables that name them. Tests, the local runner and the template drift
-// test all read it, so a schema change is made here once.
+// Package tables is the single definition of the DynamoDB tables this
+// project uses outside AWS: their keys, TTL attribute, stream settings and
+// the environment variables that name them. Tests, the local runner and
+// the template drift test (which holds template.yaml, the deployed
+// definition, against it) all read it, so a schema change is made here
+// once.
 package tables
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
@@ -47,15 +49,15 @@ type Table struct {
 }
 
 // Products holds one item per product, keyed by the product id.
-var Products = Table{Logical: "products", EnvVar: "PRODUCTS_TABLE", HashKey: AttrID}
+var Products = Table{Logical: "products", EnvVar: config.ProductsTable.Name, HashKey: AttrID}
 
 // Idempotency holds one record per scoped idempotency key, in pkg/idem's
 // schema.
-var Idempotency = Table{Logical: "idempotency", EnvVar: "IDEMPOTENCY_TABLE", HashKey: idem.TableKey, TTLAttribute: idem.TTLAttribute}
+var Idempotency = Table{Logical: "idempotency", EnvVar: config.IdempotencyTable.Name, HashKey: idem.TableKey, TTLAttribute: idem.TTLAttribute}
 
 // Outbox holds domain events until the stream relay has published them.
 var Outbox = Table{
-	Logical: "outbox", EnvVar: "OUTBOX_TABLE",
+	Logical: "outbox", EnvVar: config.OutboxTable.Name,
 	HashKey: AttrAggregateID, RangeKey: AttrEventID,
 	TTLAttribute: AttrExpiresAt, StreamView: types.StreamViewTypeNewImage,
 }
@@ -130,26 +132,6 @@ func (t Table) Create(ctx context.Context, client *dynamodb.Client, name string,
 // Names holds the physical table names a process works with.
 type Names struct {
 	Products, Idempotency, Outbox string
-}
-
-// ErrMissingEnv reports a table environment variable that is unset.
-var ErrMissingEnv = errors.New("table environment variable is not set")
-
-// NamesFromEnv reads the physical names from the environment through
-// getenv (os.Getenv in production). Only the variables listed in need are
-// required, because each function touches only its own tables.
-func NamesFromEnv(getenv func(string) string, need ...Table) (Names, error) {
-	n := Names{
-		Products:    getenv(Products.EnvVar),
-		Idempotency: getenv(Idempotency.EnvVar),
-		Outbox:      getenv(Outbox.EnvVar),
-	}
-	for _, t := range need {
-		if n.Of(t) == "" {
-			return Names{}, fmt.Errorf("%w: %s", ErrMissingEnv, t.EnvVar)
-		}
-	}
-	return n, nil
 }
 
 // Of returns the physical name configured for the table.

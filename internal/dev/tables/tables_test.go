@@ -1,7 +1,6 @@
 package tables_test
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -9,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/dev/tables"
 )
 
 func TestCreateTableInputMatchesDesign(t *testing.T) {
@@ -38,17 +37,18 @@ func TestCreateTableInputMatchesDesign(t *testing.T) {
 	assert.Empty(t, tables.Products.TTLAttribute)
 }
 
-func TestNamesFromEnv(t *testing.T) {
+func TestNamesOf(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"PRODUCTS_TABLE": "p", "IDEMPOTENCY_TABLE": "i"}
-	getenv := func(k string) string { return env[k] }
-
-	n, err := tables.NamesFromEnv(getenv, tables.Products, tables.Idempotency)
-	require.NoError(t, err)
-	assert.Equal(t, tables.Names{Products: "p", Idempotency: "i"}, n)
-	assert.Equal(t, "p", n.Of(tables.Products))
-
-	_, err = tables.NamesFromEnv(getenv, tables.Outbox)
-	require.True(t, errors.Is(err, tables.ErrMissingEnv))
-	assert.Contains(t, err.Error(), "OUTBOX_TABLE")
+	n := tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}
+	for tb, want := range map[string]string{"products": "p", "idempotency": "i", "outbox": "o"} {
+		found := false
+		for _, table := range tables.All() {
+			if table.Logical == tb {
+				assert.Equal(t, want, n.Of(table))
+				found = true
+			}
+		}
+		assert.True(t, found, tb)
+	}
+	assert.Empty(t, n.Of(tables.Table{Logical: "other"}))
 }

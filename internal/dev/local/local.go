@@ -15,18 +15,19 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemlambda/idemlambda/internal/embedded"
-	"github.com/idemlambda/idemlambda/internal/httpadapter"
+	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/dev/embedded"
+	"github.com/idemlambda/idemlambda/internal/dev/httpadapter"
+	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
+	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/relay"
-	"github.com/idemlambda/idemlambda/internal/streams"
-	"github.com/idemlambda/idemlambda/internal/tables"
-	"github.com/idemlambda/idemlambda/internal/wire"
 )
 
 // Config says what to run.
@@ -38,8 +39,10 @@ type Config struct {
 	// Endpoint, when set, is an existing DynamoDB endpoint (DynamoDB Local,
 	// moto) used instead of the embedded store.
 	Endpoint string
-	// Settings names the tables and the event source.
-	Settings wire.Settings
+	// CreateProduct and GetProduct configure the API functions, as their
+	// Lambdas would be configured; the tables they name are created.
+	CreateProduct config.CreateProduct
+	GetProduct    config.GetProduct
 	// Log receives the handlers' JSON log lines.
 	Log *slog.Logger
 	// Publisher, when set, runs the outbox relay into it: fed from the
@@ -47,7 +50,12 @@ type Config struct {
 	Publisher outbox.Publisher
 	// Streams reads the endpoint's stream; required with Endpoint and
 	// Publisher.
-	Streams streams.Client
+	Streams streampoll.Client
+}
+
+// tables names the tables the functions use.
+func (c Config) tables() tables.Names {
+	return tables.Names{Products: c.CreateProduct.ProductsTable, Idempotency: c.CreateProduct.Idempotency.Table, Outbox: c.CreateProduct.OutboxTable}
 }
 
 // Runner is a started local environment.
@@ -85,7 +93,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		}
 		r.Embedded = embedded.New()
 		if relayHandler != nil {
-			r.feed = newFeed(cfg.Settings.Tables.Outbox, streams.DefaultBatchSize, cfg.Log)
+			r.feed = newFeed(cfg.CreateProduct.OutboxTable, streampoll.DefaultBatchSize, cfg.Log)
 			r.Embedded.OnPut(r.feed.put)
 			r.background(func() { r.feed.run(bgCtx, relayHandler.Handle) })
 		}
@@ -99,7 +107,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		return nil, errors.Join(err, r.Close(ctx))
 	}
 	r.Client = client
-	if err := EnsureTables(ctx, client, cfg.Settings.Tables); err != nil {
+	if err := EnsureTables(ctx, client, cfg.tables()); err != nil {
 		return nil, errors.Join(err, r.Close(ctx))
 	}
 	if relayHandler != nil && r.Embedded == nil {
@@ -110,11 +118,11 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.APIAddr == "" {
 		return r, nil
 	}
-	create, err := wire.CreateHandler(client, cfg.Settings, cfg.Log)
+	create, err := api.NewCreateProduct(client, cfg.CreateProduct, cfg.Log)
 	if err != nil {
 		return nil, errors.Join(err, r.Close(ctx))
 	}
-	get, err := wire.GetHandler(client, cfg.Settings, cfg.Log)
+	get, err := api.NewGetProduct(client, cfg.GetProduct, cfg.Log)
 	if err != nil {
 		return nil, errors.Join(err, r.Close(ctx))
 	}
@@ -123,8 +131,8 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), r.Close(ctx))
 	}
 	r.api = r.serve(ln, httpadapter.New(
-		httpadapter.Route{Method: http.MethodPost, Pattern: "/products", Handler: create.Handle},
-		httpadapter.Route{Method: http.MethodGet, Pattern: "/products/{id}", Handler: get.Handle},
+		httpadapter.Route{Method: http.MethodPost, Pattern: "/products", Handler: httpadapter.Handler(create)},
+		httpadapter.Route{Method: http.MethodGet, Pattern: "/products/{id}", Handler: httpadapter.Handler(get)},
 	))
 	r.APIURL = "http://" + hostPort(ln.Addr())
 	return r, nil
@@ -146,11 +154,11 @@ func (r *Runner) pollStream(ctx, bgCtx context.Context, cfg Config, h *relay.Han
 	if cfg.Streams == nil {
 		return errors.New("local: an endpoint relay needs a Streams client")
 	}
-	arn, err := streams.LatestStreamARN(ctx, r.Client, cfg.Settings.Tables.Outbox)
+	arn, err := streampoll.LatestStreamARN(ctx, r.Client, cfg.CreateProduct.OutboxTable)
 	if err != nil {
 		return err
 	}
-	p, err := streams.NewPoller(cfg.Streams, arn, h.Handle, streams.Options{Logger: cfg.Log})
+	p, err := streampoll.NewPoller(cfg.Streams, arn, h.Handle, streampoll.Options{Logger: cfg.Log})
 	if err != nil {
 		return err
 	}
@@ -193,9 +201,9 @@ func (r *Runner) Close(ctx context.Context) error {
 // Client returns a DynamoDB client for a local endpoint with dummy
 // credentials: nothing here may touch a real account by accident.
 func Client(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx,
-		config.WithRegion("us-east-1"),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
+	cfg, err := awsconfig.LoadDefaultConfig(ctx,
+		awsconfig.WithRegion("us-east-1"),
+		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)

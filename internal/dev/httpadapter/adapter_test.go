@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/httpadapter"
+	"github.com/idemlambda/idemlambda/internal/dev/httpadapter"
 )
 
 func TestRequestAndResponseConversion(t *testing.T) {

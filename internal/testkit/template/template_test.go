@@ -9,15 +9,15 @@ import (
 	"testing"
 
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/internal/tables"
-	"github.com/idemlambda/idemlambda/internal/template"
+	"github.com/idemlambda/idemlambda/internal/dev/tables"
+	"github.com/idemlambda/idemlambda/internal/testkit/template"
 )
 
 // The drift test: template.yaml against internal/tables and internal/config.
 // A key, TTL attribute, stream view or environment variable changed on one
 // side only fails here, before anything is deployed.
 
-var templatePath = filepath.Join("..", "..", "template.yaml")
+var templatePath = filepath.Join("..", "..", "..", "template.yaml")
 
 // tableIDs maps each table of internal/tables to its logical id.
 var tableIDs = map[string]tables.Table{
@@ -35,26 +35,35 @@ func load(t *testing.T) *template.Template {
 	return tpl
 }
 
-// functionIDs maps each config.Function to its logical id: the id is the
-// function's name in CamelCase plus "Function" (CreateProductFunction is
-// createproduct).
-func functionIDs(t *testing.T, tpl *template.Template) map[config.Function]string {
+// functionIDs maps each function of config.Functions, by name, to its
+// logical id: the function's name in CamelCase plus "Function"
+// (CreateProductFunction is createproduct).
+func functionIDs(t *testing.T, tpl *template.Template) map[string]string {
 	t.Helper()
-	ids := map[config.Function]string{}
+	ids := map[string]string{}
 	for _, id := range tpl.OfType("AWS::Serverless::Function") {
-		fn := config.Function(strings.ToLower(strings.TrimSuffix(id, "Function")))
-		if !strings.HasSuffix(id, "Function") || !slices.Contains(config.Functions(), fn) {
-			t.Errorf("function %s is not one of config.Functions() %v (logical ids are <Name>Function)", id, config.Functions())
+		fn := strings.ToLower(strings.TrimSuffix(id, "Function"))
+		if _, known := functionVars()[fn]; !strings.HasSuffix(id, "Function") || !known {
+			t.Errorf("function %s is not one of config.Functions() %v (logical ids are <Name>Function)", id, sortedKeys(functionVars()))
 			continue
 		}
 		ids[fn] = id
 	}
-	for _, fn := range config.Functions() {
+	for fn := range functionVars() {
 		if _, ok := ids[fn]; !ok {
 			t.Errorf("config.Functions() has %s but template.yaml has no AWS::Serverless::Function for it", fn)
 		}
 	}
 	return ids
+}
+
+// functionVars maps each function's name to the variables its loader reads.
+func functionVars() map[string][]config.Var {
+	m := map[string][]config.Var{}
+	for _, f := range config.Functions() {
+		m[f.Name] = f.Vars
+	}
+	return m
 }
 
 type keyElement struct {
@@ -175,16 +184,16 @@ func functionEnv(tpl *template.Template, id string) map[string]any {
 func TestFunctionEnvironmentMatchesConfig(t *testing.T) {
 	tpl := load(t)
 	for fn, id := range functionIDs(t, tpl) {
-		t.Run(string(fn), func(t *testing.T) {
+		t.Run(fn, func(t *testing.T) {
 			env := functionEnv(tpl, id)
 			got := sortedKeys(env)
 			var want []string
-			for _, v := range config.Vars(fn) {
+			for _, v := range functionVars()[fn] {
 				want = append(want, v.Name)
 			}
 			sort.Strings(want)
 			if !slices.Equal(got, want) {
-				t.Errorf("%s environment (Globals + function) = %v, config.Vars(%s) = %v\n  only in template: %v\n  only in config:   %v",
+				t.Errorf("%s environment (Globals + function) = %v, config.Functions() says %s reads %v\n  only in template: %v\n  only in config:   %v",
 					id, got, fn, want, minus(got, want), minus(want, got))
 			}
 			// Table names come from the stack's own tables.
@@ -321,8 +330,8 @@ func TestIAMHasNoWildcardActions(t *testing.T) {
 // TestDynamoDBGrantsAreLeastPrivilege pins the DynamoDB actions each
 // function's role allows, per table: what its code calls and nothing more.
 func TestDynamoDBGrantsAreLeastPrivilege(t *testing.T) {
-	want := map[config.Function][]string{
-		config.CreateProduct: {
+	want := map[string][]string{
+		"createproduct": {
 			// reserve, replay read, fenced complete, fenced release
 			"IdempotencyTable.Arn dynamodb:DeleteItem",
 			"IdempotencyTable.Arn dynamodb:GetItem",
@@ -332,10 +341,10 @@ func TestDynamoDBGrantsAreLeastPrivilege(t *testing.T) {
 			"OutboxTable.Arn dynamodb:PutItem",
 			"ProductsTable.Arn dynamodb:PutItem",
 		},
-		config.GetProduct: {
+		"getproduct": {
 			"ProductsTable.Arn dynamodb:GetItem",
 		},
-		config.OutboxRelay: {
+		"outboxrelay": {
 			"OutboxTable.StreamArn dynamodb:DescribeStream",
 			"OutboxTable.StreamArn dynamodb:GetRecords",
 			"OutboxTable.StreamArn dynamodb:GetShardIterator",
@@ -429,7 +438,7 @@ func TestRoutesAreAuthorized(t *testing.T) {
 func TestRelayEventSource(t *testing.T) {
 	tpl := load(t)
 	ids := functionIDs(t, tpl)
-	id, ok := ids[config.OutboxRelay]
+	id, ok := ids["outboxrelay"]
 	if !ok {
 		t.Skip("no relay function")
 	}

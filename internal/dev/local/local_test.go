@@ -17,11 +17,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/local"
+	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/outbox"
-	"github.com/idemlambda/idemlambda/internal/tables"
-	"github.com/idemlambda/idemlambda/internal/testutil"
-	"github.com/idemlambda/idemlambda/internal/wire"
+	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 )
 
 const widget = `{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`
@@ -34,11 +33,12 @@ func startWith(t *testing.T, pub outbox.Publisher) *local.Runner {
 	r, err := local.Start(ctx, local.Config{
 		Publisher: pub,
 		APIAddr:   "127.0.0.1:0", StoreAddr: "127.0.0.1:0",
-		Settings: wire.Settings{
-			Tables:      tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox"},
-			EventSource: "idemlambda.products", Retention: time.Hour,
+		CreateProduct: config.CreateProduct{
+			ProductsTable: "products", OutboxTable: "outbox", EventSource: "idemlambda.products",
+			Idempotency: config.Idempotency{Table: "idempotency", Retention: time.Hour},
 		},
-		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		GetProduct: config.GetProduct{ProductsTable: "products"},
+		Log:        slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -163,7 +163,7 @@ func (f *flaky) Publish(ctx context.Context, evs []outbox.Event) (outbox.Result,
 // and a failed publish is retried from the failed record.
 func TestRelayFeedsEmbeddedOutboxWritesAndRetriesAFailedPublish(t *testing.T) {
 	t.Parallel()
-	var out testutil.Buffer
+	var out logbuf.Buffer
 	pub := &flaky{next: outbox.NewJSONLinesPublisher(&out)}
 	r := startWith(t, pub)
 	bodies := map[string]string{}

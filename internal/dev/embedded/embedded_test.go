@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/embedded"
-	"github.com/idemlambda/idemlambda/internal/local"
-	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/dev/embedded"
+	"github.com/idemlambda/idemlambda/internal/dev/local"
+	"github.com/idemlambda/idemlambda/internal/dev/tables"
 )
 
 func TestResponsesCarryDynamoDBCRC32(t *testing.T) {

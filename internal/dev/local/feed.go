@@ -12,9 +12,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemlambda/idemlambda/internal/embedded"
-	"github.com/idemlambda/idemlambda/internal/streams"
-	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/dev/embedded"
+	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
+	"github.com/idemlambda/idemlambda/internal/dev/tables"
 )
 
 // feed stands in for DynamoDB Streams on the embedded store: it turns the
@@ -72,7 +72,7 @@ func (f *feed) put(p embedded.Put) {
 }
 
 // run delivers batches until ctx ends.
-func (f *feed) run(ctx context.Context, handler streams.Handler) {
+func (f *feed) run(ctx context.Context, handler streampoll.Handler) {
 	for {
 		batch := f.next()
 		if len(batch) == 0 {

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/ddbtest"
+	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 )
 
 // The conformance suite pins the DynamoDB behaviour the project relies on. It

@@ -1,4 +1,9 @@
-package streams
+// Package streampoll reads a DynamoDB stream through the Streams API and
+// hands batches to a Lambda-style handler the way an event source mapping
+// does (batches in order per shard, ReportBatchItemFailures honoured,
+// parents before children), for make run and make e2e, which have no
+// Lambda.
+package streampoll
 
 import (
 	"cmp"

@@ -1,5 +1,5 @@
 // Package testutil holds small helpers shared by tests.
-package testutil
+package logbuf
 
 import (
 	"bytes"

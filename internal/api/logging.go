@@ -1,0 +1,42 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+)
+
+// Logged writes one JSON line per request, msg at info level, or at error
+// level for a 5xx: the Lambda and API Gateway request ids, the outcome
+// and the attributes the handler added, the status, the duration and the
+// error. Never the body or the key: they can carry client data.
+func Logged(log *slog.Logger, msg string, next Handler) Handler {
+	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) Reply {
+		start := time.Now()
+		r := next(ctx, req)
+		attrs := make([]slog.Attr, 0, 8+len(r.Attrs))
+		if lc, ok := lambdacontext.FromContext(ctx); ok {
+			attrs = append(attrs, slog.String("aws_request_id", lc.AwsRequestID))
+		}
+		if id := req.RequestContext.RequestID; id != "" {
+			attrs = append(attrs, slog.String("api_request_id", id))
+		}
+		if r.Outcome != "" {
+			attrs = append(attrs, slog.String("outcome", string(r.Outcome)))
+		}
+		attrs = append(attrs, r.Attrs...)
+		attrs = append(attrs, slog.Int("status", r.Response.StatusCode), slog.Int64("duration_ms", time.Since(start).Milliseconds()))
+		level := slog.LevelInfo
+		if r.Err != nil {
+			attrs = append(attrs, slog.String("error", r.Err.Error()))
+			if r.Response.StatusCode >= 500 {
+				level = slog.LevelError
+			}
+		}
+		log.LogAttrs(ctx, level, msg, attrs...)
+		return r
+	}
+}
