@@ -91,7 +91,7 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	if err != nil {
 		r.Response = idemhttp.ProblemFor(err).APIGatewayV2()
 	} else {
-		r.Response = idemhttp.APIGatewayV2(res.Response, res.Outcome == idem.OutcomeReplayed)
+		r.Response = idemhttp.ToAPIGatewayV2(res.Response, res.Outcome == idem.OutcomeReplayed)
 	}
 	return r
 }

@@ -368,7 +368,7 @@ func TestCreatePrincipalFromJWTWithoutSub(t *testing.T) {
 	assert.Equal(t, 201, as(map[string]string{"iss": "i", "client_id": "svc-b"}, "B").StatusCode, "another client, another scope")
 	assert.Equal(t, 422, as(map[string]string{"iss": "i", "client_id": "svc-a"}, "B").StatusCode)
 	p := assertProblem(t, as(map[string]string{"iss": "i"}, "C"), 403, "forbidden")
-	assert.Contains(t, p.Detail, "subject")
+	assert.Contains(t, p.Detail, "names no caller")
 	assert.Equal(t, 2, f.count(t, f.env.Tables.Products))
 }
 

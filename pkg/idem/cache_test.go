@@ -130,3 +130,43 @@ func TestCacheStaysBoundedThroughTheStore(t *testing.T) {
 	t.Logf("%d keys, cache bound %d, peak %d", keys, bound, peak)
 	assert.Equal(t, bound, peak)
 }
+
+// A response over the cache's byte budget is never cached: its replays go
+// to the table.
+func TestCacheByteBudget(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	client, counter := env.NewClient(t)
+	s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithCache(10), idem.WithCacheBytes(64))
+	require.NoError(t, err)
+	ctx := context.Background()
+	sc := scope(t, "budget")
+	_, err = s.Execute(ctx, sc, "fp", effect(env)) // a 201 of about 120 bytes
+	require.NoError(t, err)
+	assert.Zero(t, idem.CacheLen(s))
+	counter.Reset()
+	res, err := s.Execute(ctx, sc, "fp", effect(env))
+	require.NoError(t, err)
+	assert.Equal(t, idem.OutcomeReplayed, res.Outcome)
+	assert.Positive(t, counter.Total(), "from the table, not from memory")
+
+	_, err = idem.NewStore(client, "t", idem.WithCache(10), idem.WithCacheBytes(0))
+	assert.Error(t, err, "a cache needs a byte budget")
+	_, err = idem.NewStore(client, "t", idem.WithCacheBytes(0))
+	assert.NoError(t, err, "no cache, no budget needed")
+}
+
+// Every outcome OutcomeOf can give is one of Outcomes, and they are
+// distinct: a dashboard built from the list misses none.
+func TestOutcomesListEveryOutcome(t *testing.T) {
+	t.Parallel()
+	all := map[idem.Outcome]bool{}
+	for _, o := range idem.Outcomes() {
+		assert.False(t, all[o], "%s twice", o)
+		all[o] = true
+	}
+	assert.Len(t, all, 10)
+	for _, err := range []error{nil, idem.ErrInFlight, idem.ErrKeyReuse, idem.ErrLeaseLost, idem.ErrInvalidKey, idem.ErrConflict, idem.ErrCorruptRecord} {
+		assert.True(t, all[idem.OutcomeOf(err)], "%v", err)
+	}
+}

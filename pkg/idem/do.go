@@ -13,7 +13,9 @@ import (
 // running fn. It is Run for a typed value; Run's documentation gives the
 // guarantees and the one window an outside effect leaves open. A value
 // that cannot be encoded is returned with an error wrapping
-// ErrNotRecorded, like a completion that failed.
+// ErrNotRecorded, like a completion that failed. A value too large to
+// store is returned to the first call; its replays get ErrResponseTooLarge,
+// and the effect still runs once.
 func Do[T any](ctx context.Context, s *Store, scope Scope, fingerprint string, fn func(context.Context) (T, error)) (T, Outcome, error) {
 	var v T
 	res, err := s.Run(ctx, scope, fingerprint, func(ctx context.Context) (Response, error) {
@@ -32,6 +34,9 @@ func Do[T any](ctx context.Context, s *Store, scope Scope, fingerprint string, f
 		return v, res.Outcome, err
 	}
 	var stored T
+	if why := res.Response.Headers[HeaderBodyOmitted]; why != "" {
+		return stored, OutcomeReplayed, fmt.Errorf("%w: the first call's value was not stored (%s); it ran once", ErrResponseTooLarge, why)
+	}
 	if err := json.Unmarshal(res.Response.Body, &stored); err != nil {
 		return stored, OutcomeReplayed, fmt.Errorf("%w: stored value: %w", ErrCorruptRecord, err)
 	}

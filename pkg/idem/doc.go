@@ -54,8 +54,12 @@
 //   - The same key with another payload fingerprint is ErrKeyReuse (422),
 //     for as long as the record lives.
 //   - A transaction cancelled by a conflict or throttling is retried with
-//     full jitter (WithMaxTxAttempts); a retried call that finds its own
-//     earlier write, because an answer was lost, succeeds.
+//     full jitter (WithMaxTxAttempts); a call whose write landed but whose
+//     answers were lost finds its own write (its token, its completion id)
+//     and succeeds, rather than failing work that was done.
+//   - An Effect is checked before anything is claimed or written: at most
+//     MaxWrites writes, none to the key's own record (ErrInvalidEffect). A
+//     scope that NewScope did not make is ErrInvalidKey.
 //   - A record past its expires_at counts as absent, whether or not
 //     DynamoDB's TTL has deleted it yet.
 //   - With WithCache, a completed record this process wrote or replayed
@@ -85,6 +89,8 @@
 //	response_status   N, response_headers M of S, response_body S (or B for
 //	                  a body that is not UTF-8): the stored response
 //	created_at        RFC 3339; completed_at when COMPLETED
+//	completion_id     the completing call's own id, so a call that meets a
+//	                  completed record can tell its own write from another's
 //	expires_at        epoch seconds: the claim's lease or the retention
 //	                  (WithRetention, default 24 h) after completion
 //

@@ -36,6 +36,13 @@ var (
 	// ErrThrottled: the transaction was cancelled for throttling, again
 	// after retries; nothing was written and the caller may retry later.
 	ErrThrottled = errors.New("idem: transaction throttled")
+	// ErrTxRefused: the transaction was cancelled for a reason no retry
+	// can help (a validation error, an item over DynamoDB's size limit);
+	// nothing was written. See *TxError for the item and DynamoDB's message.
+	ErrTxRefused = errors.New("idem: transaction refused")
+	// ErrInvalidEffect: an Effect that no transaction can carry (too many
+	// writes, a write to the key's own record); nothing was written.
+	ErrInvalidEffect = errors.New("idem: invalid effect")
 	// ErrCorruptRecord: a stored record cannot be read back.
 	ErrCorruptRecord = errors.New("idem: corrupt idempotency record")
 	// ErrNotRecorded: the effect ran but its completion could not be
@@ -47,8 +54,8 @@ var (
 
 // InFlightError is the ErrInFlight case with the holder's remaining lease.
 type InFlightError struct {
-	// RetryAfter is the time until the holder's lease ends: by then the
-	// key is either completed (replay) or can be taken over.
+	// RetryAfter is the time until the holder's lease has ended: by then
+	// the key is either completed (replay) or can be taken over.
 	RetryAfter time.Duration
 }
 

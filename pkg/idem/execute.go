@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,12 +14,23 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 )
 
+// MaxWrites is the most writes an Effect may carry: a DynamoDB transaction
+// holds at most 100 items, and one of them is the key's record.
+const MaxWrites = 99
+
+// HeaderBodyOmitted marks a stored response whose body (or headers) could
+// not be stored: too large for the record, or not storable. Run records
+// such a response without them rather than leave its key open to run the
+// effect again; a replay then carries the status and this header, whose
+// value says why.
+const HeaderBodyOmitted = "Idempotent-Body-Omitted"
+
 // Effect is what a transactional operation does: the response it answers
 // with, stored for replay, and the DynamoDB writes that make its effect.
 // The writes commit with the key's completion in one TransactWriteItems,
-// so they land together or not at all. They must not touch the
-// idempotency record's own item; a DynamoDB transaction holds at most 100
-// items, one of which is the record.
+// so they land together or not at all. They may go to any table, the
+// idempotency table included (single-table designs), but not to the
+// key's own record, and there may be at most MaxWrites of them.
 type Effect struct {
 	Response Response
 	Writes   []types.TransactWriteItem
@@ -42,7 +54,8 @@ type Result struct {
 //   - ModeReserve: claim the key (one conditional PutItem; a duplicate in
 //     flight gets ErrInFlight), run fn, commit its writes with the fenced
 //     completion (one TransactWriteItems), and release the key if fn or
-//     the commit fails, unless the lease was lost to a takeover.
+//     the commit fails (or fn panics), unless the lease was lost to a
+//     takeover.
 //   - ModeTransact: run fn, then commit its writes together with the
 //     record, already COMPLETED, under the claim's condition, in one
 //     TransactWriteItems; a duplicate finds the record and replays it.
@@ -50,11 +63,15 @@ type Result struct {
 // With the cache on, a key this store completed or replayed before answers
 // from memory, with no DynamoDB call.
 //
-// Errors wrap ErrInFlight, ErrKeyReuse, ErrLeaseLost, ErrConditionFailed,
-// ErrConflict, ErrThrottled, ErrCorruptRecord, fn's own error, or the
-// DynamoDB error (IsUnavailable tells a retryable one). Result.Outcome is
-// set in every case.
+// Errors wrap ErrInvalidKey (a scope that was not built by NewScope),
+// ErrInvalidEffect, ErrInFlight, ErrKeyReuse, ErrLeaseLost,
+// ErrConditionFailed, ErrConflict, ErrThrottled, ErrCorruptRecord, fn's
+// own error, or the DynamoDB error (IsUnavailable tells a retryable one).
+// Result.Outcome is set in every case.
 func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
+	if err := scope.check(); err != nil {
+		return Result{Outcome: OutcomeRejected}, err
+	}
 	id := scope.ID()
 	if res, err, hit := s.fromCache(id, fingerprint); hit {
 		return res, err
@@ -69,19 +86,41 @@ func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn
 	if claim.Replay != nil {
 		return s.replayed(id, fingerprint, claim), nil
 	}
-	eff, err := fn(ctx)
-	if err != nil {
-		return s.abandon(ctx, claim.Lease, err, false)
+	lease := claim.Lease
+	eff, err := runReleasing(ctx, lease, fn)
+	if err == nil {
+		err = s.checkEffect(id, eff)
 	}
-	expires, err := claim.Lease.commit(ctx, eff.Response, eff.Writes)
-	if errors.Is(err, ErrLeaseLost) {
+	if err != nil {
+		return s.abandon(ctx, lease, err, false)
+	}
+	expires, cid, err := lease.commit(ctx, eff.Response, eff.Writes)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrLeaseLost):
 		return Result{Outcome: OutcomeLeaseLost}, err // not ours to release
-	}
-	if err != nil {
-		return s.abandon(ctx, claim.Lease, err, true)
+	default:
+		// A commit whose answer never came may have landed: the release,
+		// fenced, finds out, and answers like the commit would have.
+		landed, rerr := lease.release(ctx, cid)
+		if !landed {
+			return s.released(err, rerr, true)
+		}
 	}
 	s.remember(id, fingerprint, eff.Response, expires)
 	return Result{Response: eff.Response, Outcome: claim.Outcome}, nil
+}
+
+// runReleasing runs fn; if it panics, the lease is released (nothing was
+// committed) and the panic goes on.
+func runReleasing[T any](ctx context.Context, l *Lease, fn func(context.Context) (T, error)) (T, error) {
+	defer func() {
+		if p := recover(); p != nil {
+			_ = l.Release(ctx)
+			panic(p)
+		}
+	}()
+	return fn(ctx)
 }
 
 // Run runs fn, an effect outside DynamoDB (an e-mail, a payment API call),
@@ -91,7 +130,13 @@ func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn
 // the key. If fn fails, the key is released (on a context detached from
 // ctx's cancellation) so a retry can run at once, unless fn's error wraps
 // ErrNotRecorded: then the effect happened and the key stays held until
-// its lease ends.
+// its lease ends. A panic in fn also leaves the key held: the effect may
+// have happened.
+//
+// A response that cannot be stored as it is (over the store's response
+// limit, a header that is not UTF-8) is recorded without its body, and
+// its headers if they are the problem, marked with HeaderBodyOmitted, so
+// the effect still never runs twice.
 //
 // The one window Run cannot close: fn's effect happened but the completion
 // did not land (the process died, the write failed, or the lease ended and
@@ -101,6 +146,9 @@ func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn
 // an effect that is itself idempotent (pass the scope's key to the payment
 // API), or one made of DynamoDB writes (use Execute), closes it.
 func (s *Store) Run(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Response, error)) (Result, error) {
+	if err := scope.check(); err != nil {
+		return Result{Outcome: OutcomeRejected}, err
+	}
 	id := scope.ID()
 	if res, err, hit := s.fromCache(id, fingerprint); hit {
 		return res, err
@@ -119,26 +167,63 @@ func (s *Store) Run(ctx context.Context, scope Scope, fingerprint string, fn fun
 	if err != nil {
 		return s.abandon(ctx, claim.Lease, err, false)
 	}
+	stored := resp
+	if verr := s.validate(resp); verr != nil {
+		stored = s.standIn(resp, verr)
+	}
 	// The effect is done: record it even if the caller has gone away.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.releaseTimeout)
 	defer cancel()
-	expires, err := claim.Lease.complete(cctx, resp)
+	expires, err := claim.Lease.complete(cctx, stored)
 	if err != nil {
 		return Result{Response: resp, Outcome: OutcomeOf(err)}, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
-	s.remember(id, fingerprint, resp, expires)
+	s.remember(id, fingerprint, stored, expires)
 	return Result{Response: resp, Outcome: claim.Outcome}, nil
 }
 
+// standIn is what Run stores for a response that cannot be stored as it
+// is: its status (500 if that is the problem), its headers if they are
+// storable, no body, and HeaderBodyOmitted saying why.
+func (s *Store) standIn(resp Response, why error) Response {
+	out := Response{Status: resp.Status, Headers: map[string]string{}}
+	if out.Status < 100 || out.Status > 599 {
+		out.Status = http.StatusInternalServerError
+	}
+	for k, v := range resp.Headers {
+		out.Headers[k] = v
+	}
+	out.Headers[HeaderBodyOmitted] = "true"
+	if s.validate(out) != nil {
+		out.Headers = map[string]string{HeaderBodyOmitted: "true"}
+	}
+	if errors.Is(why, ErrResponseTooLarge) {
+		out.Headers[HeaderBodyOmitted] = "too large"
+	} else {
+		out.Headers[HeaderBodyOmitted] = "not storable"
+	}
+	return out
+}
+
 // abandon releases a lease after the operation (or, with store set, its
-// commit) failed with cause, joining a failed release to it.
+// commit) failed with cause.
 func (s *Store) abandon(ctx context.Context, l *Lease, cause error, store bool) (Result, error) {
-	rerr := l.Release(ctx)
-	if rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
+	return s.released(cause, l.Release(ctx), store)
+}
+
+// released is the answer to a call that failed with cause, given what the
+// release of its lease returned: lease_lost when another holder had the
+// key by then, a joined error when the release itself failed.
+func (s *Store) released(cause, rerr error, store bool) (Result, error) {
+	switch {
+	case rerr == nil:
+		return Result{Outcome: failed(cause, store, true)}, cause
+	case errors.Is(rerr, ErrLeaseLost):
+		return Result{Outcome: OutcomeLeaseLost}, cause
+	default:
 		err := errors.Join(cause, rerr)
 		return Result{Outcome: failed(err, store, false)}, err
 	}
-	return Result{Outcome: failed(cause, store, true)}, cause
 }
 
 // failed is the outcome of a call that failed with err, where store says
@@ -185,27 +270,68 @@ func (s *Store) replayed(id, fingerprint string, c Claim) Result {
 	return Result{Response: *c.Replay, Outcome: OutcomeReplayed}
 }
 
+// checkEffect refuses an Effect DynamoDB would refuse only after the key
+// was claimed: too many items for one transaction, or a write to the
+// key's own record.
+func (s *Store) checkEffect(id string, eff Effect) error {
+	if n := len(eff.Writes); n > MaxWrites {
+		return fmt.Errorf("%w: %d writes, at most %d (a transaction holds 100 items with the key's record)", ErrInvalidEffect, n, MaxWrites)
+	}
+	for i, w := range eff.Writes {
+		table, key := writeTarget(w)
+		if table == nil {
+			return fmt.Errorf("%w: write %d has no Put, Update, Delete or ConditionCheck", ErrInvalidEffect, i)
+		}
+		if aws.ToString(table) != s.table {
+			continue
+		}
+		if v, ok := key[attrID].(*types.AttributeValueMemberS); ok && v.Value == id {
+			return fmt.Errorf("%w: write %d is to the key's own record", ErrInvalidEffect, i)
+		}
+	}
+	return nil
+}
+
+// writeTarget returns a transaction item's table and key (a Put's item,
+// which holds the key).
+func writeTarget(w types.TransactWriteItem) (*string, map[string]types.AttributeValue) {
+	switch {
+	case w.Put != nil:
+		return w.Put.TableName, w.Put.Item
+	case w.Update != nil:
+		return w.Update.TableName, w.Update.Key
+	case w.Delete != nil:
+		return w.Delete.TableName, w.Delete.Key
+	case w.ConditionCheck != nil:
+		return w.ConditionCheck.TableName, w.ConditionCheck.Key
+	}
+	return nil, nil
+}
+
 // transact is Execute in ModeTransact: one TransactWriteItems carries the
 // writes and the completed record, under the claim's condition.
 func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
 	eff, err := fn(ctx)
+	if err == nil {
+		err = s.checkEffect(id, eff)
+	}
+	if err == nil {
+		err = s.validate(eff.Response)
+	}
 	if err != nil {
 		return Result{Outcome: OutcomeReleased}, err // nothing was claimed
-	}
-	if err := s.validate(eff.Response); err != nil {
-		return Result{Outcome: OutcomeError}, err
 	}
 	// One token for every attempt of this call: finding it on the record
 	// means an earlier attempt landed.
 	token := s.newToken()
-	var lastErr error
-	for attempt := 1; attempt <= max(s.maxTxAttempts, s.maxAttempts); attempt++ {
+	conflicts, vanished := 0, 0
+	for {
 		now := s.now()
 		put, expires := s.completedPut(id, fingerprint, token, eff.Response, now)
-		// A fresh input per attempt: the SDK gives each a ClientRequestToken,
-		// which makes its own retries of one attempt safe on DynamoDB.
 		// The claim goes first: a backend that stops at the first failed
-		// condition (minidyn does) then still says whether the key is taken.
+		// condition (minidyn does) then still says whether the key is
+		// taken. A fresh input per attempt: the SDK gives each its own
+		// ClientRequestToken, which makes its retries of one attempt safe.
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 			TransactItems: append([]types.TransactWriteItem{{Put: put}}, eff.Writes...),
 		})
@@ -222,11 +348,11 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 			if rerr != nil {
 				return Result{Outcome: OutcomeOf(rerr)}, rerr
 			}
-			if !found {
-				lastErr = err
-				continue // released between our write and our read
+			v := verdictAbsent // released between our write and our read
+			if found {
+				v = judge(rec, fingerprint, token, now)
 			}
-			switch judge(rec, fingerprint, token, now) {
+			switch v {
 			case verdictOwn:
 				// An earlier attempt landed; the SDK's retry of it met our
 				// own record (backends that ignore ClientRequestToken).
@@ -238,28 +364,41 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 			case verdictKeyReuse:
 				return Result{Outcome: OutcomeKeyReuse}, ErrKeyReuse
 			case verdictInFlight:
-				ierr := &InFlightError{RetryAfter: max(rec.LeaseExpiresAt.Sub(now), 0)}
-				return Result{Outcome: OutcomeInFlight}, ierr
+				return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: untilFree(rec, now)}
 			}
-			lastErr = err // expired or a dead holder since our read: claim again
+			// Gone, expired or a dead holder since the claim: claim again.
+			if vanished++; vanished >= s.maxAttempts {
+				// The key keeps changing hands under us: busy, as Reserve says.
+				return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: time.Second}
+			}
 		case retryableTx(err):
-			lastErr = err
-			if werr := backoff(ctx, attempt); werr != nil {
+			if conflicts++; conflicts >= s.maxTxAttempts {
+				return Result{Outcome: OutcomeUnavailable}, err
+			}
+			if werr := backoff(ctx, conflicts); werr != nil {
 				err = fmt.Errorf("%w: %w", err, werr)
-				return Result{Outcome: failed(err, true, true)}, err
+				return Result{Outcome: OutcomeUnavailable}, err
 			}
 		default:
-			// A business condition, or an error after the SDK's retries
-			// (then the transaction may have landed: the client's retry
-			// finds the record and replays it).
+			// A business condition, or an error after the SDK's retries:
+			// then the transaction may have landed with every answer lost,
+			// and the record says whether it did.
+			if !refused(err) && s.landed(ctx, id, token) {
+				s.remember(id, fingerprint, eff.Response, expires)
+				return Result{Response: eff.Response, Outcome: OutcomeExecuted}, nil
+			}
 			return Result{Outcome: failed(err, true, true)}, err
 		}
 	}
-	if errors.Is(lastErr, ErrLeaseLost) {
-		// The key kept changing hands under us: busy, as Reserve says.
-		return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: time.Second}
-	}
-	return Result{Outcome: failed(lastErr, true, true)}, lastErr
+}
+
+// landed reads the record, on a context detached from ctx's cancellation:
+// does it carry this call's token?
+func (s *Store) landed(ctx context.Context, id, token string) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.releaseTimeout)
+	defer cancel()
+	rec, found, err := s.current(ctx, id, nil)
+	return err == nil && found && rec.Status == StatusCompleted && rec.LeaseToken == token
 }
 
 // completedPut is the transact-mode claim: a Put of the record, COMPLETED
@@ -271,6 +410,7 @@ func (s *Store) completedPut(id, fingerprint, token string, resp Response, now t
 		attrStatus:         str(StatusCompleted),
 		attrFingerprint:    str(fingerprint),
 		attrLeaseToken:     str(token),
+		attrCompletionID:   str(token),
 		attrResponseStatus: num(int64(resp.Status)),
 		attrResponseBody:   ddbitem.Blob(resp.Body),
 		attrCreatedAt:      ddbitem.Time(now),

@@ -66,6 +66,22 @@ func NewScope(operation, principal, key string) (Scope, error) {
 	return s, nil
 }
 
+// check refuses a scope NewScope would not have made (a zero Scope, or
+// one whose fields were set by hand), which could share a record with
+// others or overflow DynamoDB's key.
+func (s Scope) check() error {
+	if err := ValidateKey(s.Key); err != nil {
+		return err
+	}
+	if s.Operation == "" || s.Principal == "" {
+		return fmt.Errorf("%w: scope without operation or principal; build it with NewScope", ErrInvalidKey)
+	}
+	if n := len(s.ID()); n > maxIDLength {
+		return fmt.Errorf("%w: scoped id is %d bytes, at most %d", ErrInvalidKey, n, maxIDLength)
+	}
+	return nil
+}
+
 // ID is the record's partition key: "v1", then each part prefixed by its
 // length in bytes. Length prefixes make the encoding injective whatever the
 // parts contain (a "#" or "|" in a principal cannot shift a boundary), and

@@ -16,17 +16,23 @@ import (
 )
 
 // Lease is this caller's hold on a key. Every write it makes is fenced by
-// Token: once another caller takes the key over, none of them lands.
+// its token: once another caller takes the key over, none of them lands.
 type Lease struct {
-	store *Store
-	id    string
-	// Token is this holder's fencing token, unique per reservation.
-	Token string
-	// ExpiresAt is when others may take the key over.
-	ExpiresAt time.Time
-	// Takeover is true when this lease replaced a dead holder's.
-	Takeover bool
+	store     *Store
+	id        string
+	token     string
+	expiresAt time.Time
+	takeover  bool
 }
+
+// Token returns this holder's fencing token, unique per reservation.
+func (l *Lease) Token() string { return l.token }
+
+// ExpiresAt returns when others may take the key over.
+func (l *Lease) ExpiresAt() time.Time { return l.expiresAt }
+
+// Takeover reports whether this lease replaced a dead holder's.
+func (l *Lease) Takeover() bool { return l.takeover }
 
 // fence is the condition on every write a holder makes.
 const fence = "#lt = :mine AND #st = :in_progress"
@@ -36,7 +42,7 @@ func (l *Lease) fenceNames() map[string]string {
 }
 
 func (l *Lease) fenceValues() map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{":mine": str(l.Token), ":in_progress": str(StatusInProgress)}
+	return map[string]types.AttributeValue{":mine": str(l.token), ":in_progress": str(StatusInProgress)}
 }
 
 func (l *Lease) key() map[string]types.AttributeValue {
@@ -62,14 +68,17 @@ func (s *Store) validate(resp Response) error {
 }
 
 // completion is the fenced update that marks the key COMPLETED with resp,
-// and the record's new expiry.
-func (l *Lease) completion(resp Response) (*types.Update, time.Time, error) {
+// the record's new expiry, and the completion's own id: a call that meets
+// a completed record finds its id there only if its own write landed.
+func (l *Lease) completion(resp Response) (*types.Update, time.Time, string, error) {
 	if err := l.store.validate(resp); err != nil {
-		return nil, time.Time{}, err
+		return nil, time.Time{}, "", err
 	}
 	now := l.store.now()
 	expires := time.Unix(now.Add(l.store.retention).Unix(), 0)
+	completionID := l.store.newToken()
 	values := l.fenceValues()
+	values[":cid"] = str(completionID)
 	values[":completed"] = str(StatusCompleted)
 	values[":rs"] = num(int64(resp.Status))
 	values[":rb"] = ddbitem.Blob(resp.Body)
@@ -77,8 +86,8 @@ func (l *Lease) completion(resp Response) (*types.Update, time.Time, error) {
 	values[":exp"] = num(expires.Unix())
 	names := l.fenceNames()
 	names["#rs"], names["#rb"] = attrResponseStatus, attrResponseBody
-	names["#cat"], names["#exp"] = attrCompletedAt, attrExpiresAt
-	set := "SET #st = :completed, #rs = :rs, #rb = :rb, #cat = :cat, #exp = :exp"
+	names["#cat"], names["#exp"], names["#cid"] = attrCompletedAt, attrExpiresAt, attrCompletionID
+	set := "SET #st = :completed, #rs = :rs, #rb = :rb, #cat = :cat, #exp = :exp, #cid = :cid"
 	// An empty map is left out: some DynamoDB-compatible servers give one
 	// back as something else (minidyn), and no headers read back as none.
 	if len(resp.Headers) > 0 {
@@ -94,7 +103,7 @@ func (l *Lease) completion(resp Response) (*types.Update, time.Time, error) {
 		ExpressionAttributeValues: values,
 		// Tells a lost fence apart from other failures without a read.
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, expires, nil
+	}, expires, completionID, nil
 }
 
 // CompletionItem returns the fenced update, as a transaction item, that
@@ -102,7 +111,7 @@ func (l *Lease) completion(resp Response) (*types.Update, time.Time, error) {
 // carries the business writes, so both land or neither does, preferably
 // first; read a failure with ExplainTx. Commit does all of this.
 func (l *Lease) CompletionItem(resp Response) (types.TransactWriteItem, error) {
-	u, _, err := l.completion(resp)
+	u, _, _, err := l.completion(resp)
 	if err != nil {
 		return types.TransactWriteItem{}, err
 	}
@@ -117,15 +126,16 @@ func (l *Lease) CompletionItem(resp Response) (types.TransactWriteItem, error) {
 // on the last, whether the transaction landed is unknown, and Release is
 // still safe to call because it cannot delete a completed record.
 func (l *Lease) Commit(ctx context.Context, resp Response, items ...types.TransactWriteItem) error {
-	_, err := l.commit(ctx, resp, items)
+	_, _, err := l.commit(ctx, resp, items)
 	return err
 }
 
-// commit is Commit, also returning the completed record's expiry.
-func (l *Lease) commit(ctx context.Context, resp Response, items []types.TransactWriteItem) (time.Time, error) {
-	done, expires, err := l.completion(resp)
+// commit is Commit, also returning the completed record's expiry and the
+// completion's id.
+func (l *Lease) commit(ctx context.Context, resp Response, items []types.TransactWriteItem) (time.Time, string, error) {
+	done, expires, cid, err := l.completion(resp)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, "", err
 	}
 	// The completion goes first: a backend that stops at the first failed
 	// condition (minidyn does) then still says whether the lease was lost.
@@ -135,20 +145,21 @@ func (l *Lease) commit(ctx context.Context, resp Response, items []types.Transac
 		// and a cancelled transaction's token is not one to reuse.
 		_, err = l.store.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
 		if err == nil {
-			return expires, nil
+			return expires, cid, nil
 		}
 		err = ExplainTx(err, 0)
-		if (errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrConditionFailed)) && l.landed(ctx) {
-			// An earlier attempt landed and its answer was lost; the SDK's
-			// retry then failed on its own writes. (DynamoDB answers such
-			// a retry from its ClientRequestToken; not every backend does.)
-			return expires, nil
+		if (errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrConditionFailed)) && l.landed(ctx, err, cid) {
+			// An earlier attempt of this call landed and its answer was
+			// lost; the SDK's retry then failed on its own writes.
+			// (DynamoDB answers such a retry from its ClientRequestToken;
+			// not every backend does.)
+			return expires, cid, nil
 		}
 		if !retryableTx(err) || attempt >= l.store.maxTxAttempts {
-			return time.Time{}, err
+			return time.Time{}, cid, err
 		}
 		if werr := backoff(ctx, attempt); werr != nil {
-			return time.Time{}, fmt.Errorf("%w: %w", err, werr)
+			return time.Time{}, cid, fmt.Errorf("%w: %w", err, werr)
 		}
 	}
 }
@@ -157,9 +168,9 @@ func (l *Lease) commit(ctx context.Context, resp Response, items []types.Transac
 // attempt: a conflict with concurrent transactions, or throttling.
 func retryableTx(err error) bool { return errors.Is(err, ErrConflict) || errors.Is(err, ErrThrottled) }
 
-// backoff waits before transaction attempt+1 with full jitter (a random
-// wait up to 10 ms doubled per attempt, at most 320 ms), so conflicting
-// writers do not retry in step.
+// backoff waits after the attempt-th failed transaction, with full
+// jitter: a random wait below 20 ms, doubling per attempt up to 320 ms, so
+// conflicting writers do not retry in step.
 func backoff(ctx context.Context, attempt int) error {
 	limit := 10 * time.Millisecond << min(attempt, 5)
 	select {
@@ -170,23 +181,27 @@ func backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// landed reads the record back: is it this lease's own completed record?
-func (l *Lease) landed(ctx context.Context) bool {
-	out, err := l.store.db.GetItem(ctx, &dynamodb.GetItemInput{
+// landed reports whether the record is completed by the completion cid,
+// after a transaction failed with err: from the record the fence returned,
+// or else read back.
+func (l *Lease) landed(ctx context.Context, err error, cid string) bool {
+	var txErr *TxError
+	if errors.Is(err, ErrLeaseLost) && errors.As(err, &txErr) && len(txErr.Item) > 0 {
+		return completedBy(txErr.Item, cid)
+	}
+	out, gerr := l.store.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(l.store.table), Key: l.key(), ConsistentRead: aws.Bool(true),
 	})
-	return err == nil && l.completedByUs(out.Item)
+	return gerr == nil && completedBy(out.Item, cid)
 }
 
-// completedByUs reports whether item, the record a fenced write found, is
-// this lease's own completed record: the write had already landed.
-func (l *Lease) completedByUs(item map[string]types.AttributeValue) bool {
-	st, ok := item[attrStatus].(*types.AttributeValueMemberS)
-	if !ok || st.Value != StatusCompleted {
-		return false
-	}
-	lt, ok := item[attrLeaseToken].(*types.AttributeValueMemberS)
-	return ok && lt.Value == l.Token
+// completedBy reports whether item, the record a fenced write found, was
+// completed by the completion cid: this call's own write had landed.
+func completedBy(item map[string]types.AttributeValue, cid string) bool {
+	r := ddbitem.Read(item)
+	st, _ := r.OptS(attrStatus)
+	id, _ := r.OptS(attrCompletionID)
+	return r.Err() == nil && st == StatusCompleted && id == cid
 }
 
 // Complete marks the key COMPLETED with resp in its own fenced UpdateItem,
@@ -199,7 +214,7 @@ func (l *Lease) Complete(ctx context.Context, resp Response) error {
 
 // complete is Complete, also returning the completed record's expiry.
 func (l *Lease) complete(ctx context.Context, resp Response) (time.Time, error) {
-	u, expires, err := l.completion(resp)
+	u, expires, cid, err := l.completion(resp)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -211,7 +226,7 @@ func (l *Lease) complete(ctx context.Context, resp Response) (time.Time, error) 
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		if l.completedByUs(ccf.Item) {
+		if completedBy(ccf.Item, cid) {
 			return expires, nil // the SDK retried an update that had landed
 		}
 		return time.Time{}, fmt.Errorf("%w: completion refused: %w", ErrLeaseLost, err)
@@ -228,23 +243,45 @@ func (l *Lease) complete(ctx context.Context, resp Response) (time.Time, error) 
 // The delete is fenced: it never removes another holder's reservation or a
 // completed record; then it returns ErrLeaseLost and changes nothing.
 func (l *Lease) Release(ctx context.Context) error {
+	_, err := l.release(ctx, "")
+	return err
+}
+
+// release is Release; landed is true when the record turns out to be
+// completed by the completion cid (a commit whose answer was lost had
+// landed), and then the error is nil.
+func (l *Lease) release(ctx context.Context, cid string) (landed bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.store.releaseTimeout)
 	defer cancel()
-	_, err := l.store.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                 aws.String(l.store.table),
-		Key:                       l.key(),
-		ConditionExpression:       aws.String(fence),
-		ExpressionAttributeNames:  l.fenceNames(),
-		ExpressionAttributeValues: l.fenceValues(),
+	_, err = l.store.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                           aws.String(l.store.table),
+		Key:                                 l.key(),
+		ConditionExpression:                 aws.String(fence),
+		ExpressionAttributeNames:            l.fenceNames(),
+		ExpressionAttributeValues:           l.fenceValues(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return fmt.Errorf("%w: nothing to release", ErrLeaseLost)
+		if cid != "" {
+			item := ccf.Item
+			if len(item) == 0 { // backends that return none (minidyn)
+				if out, gerr := l.store.db.GetItem(ctx, &dynamodb.GetItemInput{
+					TableName: aws.String(l.store.table), Key: l.key(), ConsistentRead: aws.Bool(true),
+				}); gerr == nil {
+					item = out.Item
+				}
+			}
+			if completedBy(item, cid) {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%w: nothing to release", ErrLeaseLost)
 	}
 	if err != nil {
-		return fmt.Errorf("idem: release: %w", err)
+		return false, fmt.Errorf("idem: release: %w", err)
 	}
-	return nil
+	return false, nil
 }
 
 // TxError says which item of a cancelled transaction failed and why.
@@ -253,6 +290,8 @@ type TxError struct {
 	Index int
 	// Code is DynamoDB's cancellation code, e.g. "ConditionalCheckFailed".
 	Code string
+	// Message is DynamoDB's message for that item, if any.
+	Message string
 	// Item is the failed item's current value when DynamoDB returned it.
 	Item map[string]types.AttributeValue
 	kind error
@@ -260,18 +299,23 @@ type TxError struct {
 }
 
 func (e *TxError) Error() string {
+	if e.Message != "" {
+		return fmt.Sprintf("%v: transaction item %d: %s: %s", e.kind, e.Index, e.Code, e.Message)
+	}
 	return fmt.Sprintf("%v: transaction item %d: %s", e.kind, e.Index, e.Code)
 }
 
-// Unwrap exposes the kind (ErrLeaseLost, ErrConditionFailed, ErrConflict)
-// and the SDK error.
+// Unwrap exposes the kind (ErrLeaseLost, ErrConditionFailed, ErrConflict,
+// ErrThrottled, ErrTxRefused) and the SDK error.
 func (e *TxError) Unwrap() []error { return []error{e.kind, e.err} }
 
 // ExplainTx reads a TransactWriteItems error whose item at fenceIndex is a
 // lease's completion (or, in transact mode, the claim). A failed fence
-// wraps ErrLeaseLost, whatever else failed: the key decides first. Another
-// item's failed condition wraps ErrConditionFailed; a TransactionConflict
-// wraps ErrConflict; a cancellation for throttling wraps ErrThrottled.
+// wraps ErrLeaseLost, whatever else failed: the key decides first. Then
+// another item's failed condition wraps ErrConditionFailed, and a reason
+// no retry can help (a validation error, an item too large) wraps
+// ErrTxRefused, wherever they stand; only when every reason is one a retry
+// can help does it wrap ErrConflict (TransactionConflict) or ErrThrottled.
 // Other errors come back wrapped unchanged.
 func ExplainTx(err error, fenceIndex int) error {
 	var tce *types.TransactionCanceledException
@@ -283,38 +327,38 @@ func ExplainTx(err error, fenceIndex int) error {
 		return fmt.Errorf("idem: transaction: %w", err)
 	}
 	reasons := tce.CancellationReasons
-	if fenceIndex >= 0 && fenceIndex < len(reasons) && aws.ToString(reasons[fenceIndex].Code) == "ConditionalCheckFailed" {
-		r := reasons[fenceIndex]
-		return &TxError{Index: fenceIndex, Code: "ConditionalCheckFailed", Item: r.Item, kind: ErrLeaseLost, err: err}
+	at := func(i int, kind error) *TxError {
+		r := reasons[i]
+		return &TxError{Index: i, Code: aws.ToString(r.Code), Message: aws.ToString(r.Message), Item: r.Item, kind: kind, err: err}
 	}
-	var retry *TxError
+	if fenceIndex >= 0 && fenceIndex < len(reasons) && aws.ToString(reasons[fenceIndex].Code) == "ConditionalCheckFailed" {
+		return at(fenceIndex, ErrLeaseLost)
+	}
+	var refused, retry *TxError
 	for i, r := range reasons {
-		code := aws.ToString(r.Code)
-		switch code {
+		switch aws.ToString(r.Code) {
 		case "", "None":
-			continue
 		case "ConditionalCheckFailed":
-			return &TxError{Index: i, Code: code, Item: r.Item, kind: ErrConditionFailed, err: err}
+			return at(i, ErrConditionFailed)
 		case "TransactionConflict":
 			if retry == nil {
-				retry = &TxError{Index: i, Code: code, kind: ErrConflict, err: err}
+				retry = at(i, ErrConflict)
 			}
 		case "ThrottlingError", "ProvisionedThroughputExceeded":
 			if retry == nil {
-				retry = &TxError{Index: i, Code: code, kind: ErrThrottled, err: err}
+				retry = at(i, ErrThrottled)
 			}
 		default:
-			// Validation, item size, capacity: not worth a retry.
-			if retry == nil {
-				return &TxError{Index: i, Code: code, kind: errTxOther, err: err}
+			if refused == nil {
+				refused = at(i, ErrTxRefused)
 			}
 		}
 	}
-	if retry != nil {
+	switch {
+	case refused != nil:
+		return refused
+	case retry != nil:
 		return retry
 	}
 	return fmt.Errorf("idem: transaction cancelled: %w", err)
 }
-
-// errTxOther marks a cancellation that is neither a condition nor a conflict.
-var errTxOther = errors.New("idem: transaction cancelled")

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -48,15 +49,20 @@ func (l *lossy) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	body := `{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"lost"}`
+	return fakeAnswer(req, http.StatusInternalServerError, `{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"lost"}`), nil
+}
+
+// fakeAnswer is a DynamoDB JSON answer made up for req, as the SDK checks
+// them (with a CRC32 header).
+func fakeAnswer(req *http.Request, status int, body string) *http.Response {
 	return &http.Response{
-		StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error",
+		StatusCode: status, Status: http.StatusText(status),
 		Header: http.Header{
 			"Content-Type": {"application/x-amz-json-1.0"},
 			"X-Amz-Crc32":  {strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10)},
 		},
 		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req,
-	}, nil
+	}
 }
 
 func lossyStore(t *testing.T, env *ddbtest.Env, l *lossy, opts ...idem.Option) *idem.Store {
@@ -117,25 +123,29 @@ func TestClaimFailingAfterItsWriteLandedReleasesIt(t *testing.T) {
 	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
 }
 
-// In transact mode the same loss leaves a completed key: the call fails,
-// and the client's retry replays what landed, never a second product.
-func TestTransactWhoseEveryAnswerWasLostReplaysOnRetry(t *testing.T) {
+// Every attempt of the commit lands... the first does, and every answer
+// is lost, so the SDK gives up: the call reads the record, finds its own
+// write, and succeeds, in both modes; no second product, no 503 for work
+// that was done.
+func TestCommitWhoseEveryAnswerWasLostStillSucceeds(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
-	l := &lossy{op: "TransactWriteItems", drops: 3}
-	s := lossyStore(t, env, l, idem.WithMode(idem.ModeTransact))
-	ctx := context.Background()
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := ddbtest.New(t)
+		l := &lossy{op: "TransactWriteItems", drops: 3}
+		s := lossyStore(t, env, l, idem.WithMode(mode))
+		ctx := context.Background()
 
-	res, err := s.Execute(ctx, scope(t, "lost-tx"), "fp", effect(env))
-	require.Error(t, err, "no answer came back")
-	assert.True(t, idem.IsUnavailable(err))
-	assert.Equal(t, idem.OutcomeUnavailable, res.Outcome)
+		res, err := s.Execute(ctx, scope(t, "lost-tx"), "fp", effect(env))
+		require.NoError(t, err, "the write landed; only its answers were lost")
+		assert.Equal(t, idem.OutcomeExecuted, res.Outcome)
+		assert.Equal(t, 3, l.lost)
 
-	retry, err := newStore(t, env, idem.WithMode(idem.ModeTransact)).Execute(ctx, scope(t, "lost-tx"), "fp", effect(env))
-	require.NoError(t, err)
-	assert.Equal(t, idem.OutcomeReplayed, retry.Outcome)
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Products), "the write landed once")
-	assert.Equal(t, 201, retry.Response.Status)
+		retry, err := newStore(t, env, idem.WithMode(mode)).Execute(ctx, scope(t, "lost-tx"), "fp", effect(env))
+		require.NoError(t, err)
+		assert.Equal(t, idem.OutcomeReplayed, retry.Outcome)
+		assert.Equal(t, res.Response, retry.Response)
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Products), "the write landed once")
+	})
 }
 
 // TestExecuteWhoseTransactionAnswerWasLostSucceeds: the TransactWriteItems
@@ -210,6 +220,8 @@ func TestExplainTxSortsCancellationReasons(t *testing.T) {
 		{[]string{"None", "ProvisionedThroughputExceeded", "None"}, idem.ErrThrottled, 1},
 		{[]string{"TransactionConflict", "ConditionalCheckFailed", "None"}, idem.ErrConditionFailed, 1},
 		{[]string{"ConditionalCheckFailed", "None", "ConditionalCheckFailed"}, idem.ErrLeaseLost, 2}, // the key decides first
+		{[]string{"None", "TransactionConflict", "ValidationError"}, idem.ErrTxRefused, 2},           // no retry helps, whatever the order
+		{[]string{"None", "ValidationError", "TransactionConflict"}, idem.ErrTxRefused, 1},
 	} {
 		err := idem.ExplainTx(cancel(tc.codes...), 2)
 		require.ErrorIs(t, err, tc.want, "%v", tc.codes)
@@ -221,6 +233,12 @@ func TestExplainTxSortsCancellationReasons(t *testing.T) {
 	for _, kind := range []error{idem.ErrLeaseLost, idem.ErrConditionFailed, idem.ErrConflict, idem.ErrThrottled} {
 		assert.NotErrorIs(t, other, kind)
 	}
+	assert.False(t, idem.IsUnavailable(other), "a refused transaction is not retried as a 503")
+	msg := "Item size has exceeded the maximum allowed size"
+	sized := idem.ExplainTx(&types.TransactionCanceledException{CancellationReasons: []types.CancellationReason{
+		{Code: aws.String("None")}, {Code: aws.String("ValidationError"), Message: &msg},
+	}}, 0)
+	assert.ErrorContains(t, sized, "transaction item 1: ValidationError: "+msg, "DynamoDB's reason reaches the log")
 }
 
 func TestLeaseEndSubMillisecondAgreesWithTheCondition(t *testing.T) {
@@ -263,14 +281,7 @@ func (c *conflicting) RoundTrip(req *http.Request) (*http.Response, error) {
 	body := `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException",` +
 		`"message":"Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict, None, None]",` +
 		`"CancellationReasons":[{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"},{"Code":"None"},{"Code":"None"}]}`
-	return &http.Response{
-		StatusCode: http.StatusBadRequest, Status: "400 Bad Request",
-		Header: http.Header{
-			"Content-Type": {"application/x-amz-json-1.0"},
-			"X-Amz-Crc32":  {strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10)},
-		},
-		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req,
-	}, nil
+	return fakeAnswer(req, http.StatusBadRequest, body), nil
 }
 
 func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
@@ -285,8 +296,17 @@ func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
 		}
 		ctx := context.Background()
 
+		// One attempt allowed: one transaction sent, no wait after it.
+		c := &conflicting{left: 100}
+		client, _ := env.NewClient(t, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: c} })
+		one, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode), idem.WithMaxTxAttempts(1))
+		require.NoError(t, err)
+		_, err = one.Execute(ctx, scope(t, "one-attempt"), "fp", effect(env))
+		require.ErrorIs(t, err, idem.ErrConflict)
+		assert.Equal(t, 1, c.conflicts, "WithMaxTxAttempts(1) sends one transaction")
+
 		// Three conflicts, then the fourth attempt lands.
-		c := &conflicting{left: 3}
+		c = &conflicting{left: 3}
 		res, err := store(c).Execute(ctx, scope(t, "conflicts"), "fp", effect(env))
 		require.NoError(t, err)
 		assert.Equal(t, idem.OutcomeExecuted, res.Outcome)

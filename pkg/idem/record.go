@@ -23,6 +23,7 @@ const (
 	attrResponseBody    = "response_body"
 	attrCreatedAt       = "created_at"
 	attrCompletedAt     = "completed_at"
+	attrCompletionID    = "completion_id"
 	attrExpiresAt       = TTLAttribute
 )
 
@@ -155,6 +156,13 @@ func judge(rec Record, fingerprint, token string, now time.Time) verdict {
 	default:
 		return verdictAbsent // the lease ended since the write: take over
 	}
+}
+
+// untilFree is how long until rec's lease has ended by the claim
+// condition (lease_expires_at < now, in milliseconds): one millisecond
+// past its end.
+func untilFree(rec Record, now time.Time) time.Duration {
+	return max(rec.LeaseExpiresAt.Sub(now)+time.Millisecond, time.Millisecond)
 }
 
 // claimCondition is the condition of every write that claims a key, in

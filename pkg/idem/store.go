@@ -10,8 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/google/uuid"
+
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 )
 
@@ -135,8 +136,9 @@ func WithLeaseMargin(d time.Duration) Option { return func(s *Store) { s.margin 
 // WithRetention sets how long a completed key replays before it expires.
 func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention = d } }
 
-// WithMaxAttempts bounds the claim attempts when a record vanishes
-// between a failed claim and the read of it (a release in between).
+// WithMaxAttempts bounds the claim attempts, in either mode, when the
+// record that beat a claim vanishes or dies before it is read (a release
+// or a lease ending in between).
 func WithMaxAttempts(n int) Option { return func(s *Store) { s.maxAttempts = n } }
 
 // WithMaxResponseBytes limits the response stored for replay.
@@ -178,7 +180,7 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 		return nil, errors.New("idem: attempts and response limit must be at least 1")
 	case s.maxResponseBytes > MaxResponseBytesLimit:
 		return nil, fmt.Errorf("idem: response limit %d over %d: a record must fit DynamoDB's 400 KB item", s.maxResponseBytes, MaxResponseBytesLimit)
-	case s.cacheEntries < 0 || s.cacheBytes < 1:
+	case s.cacheEntries < 0 || (s.cacheEntries > 0 && s.cacheBytes < 1):
 		return nil, fmt.Errorf("idem: cache of %d entries and %d bytes: entries must not be negative, bytes must be positive", s.cacheEntries, s.cacheBytes)
 	}
 	if s.cacheEntries > 0 {
@@ -210,6 +212,9 @@ type Claim struct {
 // ErrKeyReuse, ErrCorruptRecord or the DynamoDB error. It does not use the
 // cache.
 func (s *Store) Reserve(ctx context.Context, scope Scope, fingerprint string) (Claim, error) {
+	if err := scope.check(); err != nil {
+		return Claim{}, err
+	}
 	id := scope.ID()
 	for range s.maxAttempts {
 		a, err := s.tryReserve(ctx, id, fingerprint)
@@ -229,7 +234,7 @@ func (s *Store) Reserve(ctx context.Context, scope Scope, fingerprint string) (C
 			resp := rec.Response
 			return Claim{Replay: &resp, Outcome: OutcomeReplayed, expiresAt: rec.ExpiresAt}, nil
 		case verdictInFlight:
-			return Claim{}, &InFlightError{RetryAfter: max(rec.LeaseExpiresAt.Sub(a.now), 0)}
+			return Claim{}, &InFlightError{RetryAfter: untilFree(rec, a.now)}
 		}
 	}
 	// The key keeps changing hands under us: treat it as busy rather than
@@ -281,10 +286,13 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint string) (attempt
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
-		// The write may have landed with its answer lost: remove it, so
-		// the client's retry is not told its own request is in flight.
-		lost := &Lease{store: s, id: id, Token: a.token}
-		_ = lost.Release(ctx)
+		if !refused(err) {
+			// The write may have landed with its answer lost: remove it,
+			// so the client's retry is not told its own request is in
+			// flight.
+			lost := &Lease{store: s, id: id, token: a.token}
+			_ = lost.Release(ctx)
+		}
 		return a, fmt.Errorf("idem: reserve: %w", err)
 	}
 	rec, found, err := s.current(ctx, id, ccf.Item)
@@ -293,6 +301,15 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint string) (attempt
 	}
 	a.current = &rec
 	return a, nil
+}
+
+// refused reports whether DynamoDB answered err itself, refusing the
+// request (a 4xx: throttling, validation), so nothing was written; any
+// other failure (a 5xx, a network error, a timeout) may hide a write that
+// landed.
+func refused(err error) bool {
+	var re *smithyhttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() >= 400 && re.HTTPStatusCode() < 500
 }
 
 // current decodes the record a failed condition returned, or reads it with
@@ -327,7 +344,7 @@ func (s *Store) leased(id string, a attempt, takeover bool) Claim {
 		outcome = OutcomeTakeover
 	}
 	return Claim{
-		Lease:   &Lease{store: s, id: id, Token: a.token, ExpiresAt: a.leaseEnd, Takeover: takeover},
+		Lease:   &Lease{store: s, id: id, token: a.token, expiresAt: a.leaseEnd, takeover: takeover},
 		Outcome: outcome,
 	}
 }

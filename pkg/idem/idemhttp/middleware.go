@@ -35,8 +35,12 @@ const DefaultMaxBodyBytes = 1 << 20
 // for the key reused with another payload, 503 with Retry-After when the
 // store is unavailable, 500 otherwise. A response with a status of 500 or
 // more, or one of 408, 409, 425 and 429, is not stored: the key is
-// released and the client's retry runs the handler again. The zero value
-// is not usable; set Store.
+// released and the client's retry runs the handler again. A response too
+// large to store is recorded without its body (idem.HeaderBodyOmitted):
+// the handler still runs once. Requests with a safe method (GET, HEAD,
+// OPTIONS, TRACE) pass straight through, so one middleware can wrap a
+// whole router. The handler finds the request's scope, its key included,
+// with ScopeFrom. Set Store; without one every request gets a 500.
 type Middleware struct {
 	// Store keeps the records.
 	Store *idem.Store
@@ -50,8 +54,11 @@ type Middleware struct {
 	// Principal names the caller of a net/http request, so that callers
 	// never share a key. nil puts every caller in one "anonymous" scope:
 	// set it for any API with more than one caller. Returning an error
-	// answers 403. (API Gateway requests use PrincipalV2.)
+	// answers 403.
 	Principal func(*http.Request) (string, error)
+	// PrincipalV2 names the caller of an API Gateway request; nil means
+	// the package's PrincipalV2. Returning an error answers 403.
+	PrincipalV2 func(events.APIGatewayV2HTTPRequestContext) (string, error)
 	// MaxBodyBytes limits the net/http request body read for the
 	// fingerprint; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -70,12 +77,16 @@ type APIGatewayV2Handler func(context.Context, events.APIGatewayV2HTTPRequest) (
 func (m *Middleware) APIGatewayV2(next APIGatewayV2Handler) APIGatewayV2Handler {
 	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		raw, ok := HeaderV2(req.Headers, HeaderKey)
-		if !ok && m.Optional {
+		if safeMethod(req.RequestContext.HTTP.Method) || (!ok && m.Optional) {
 			return next(ctx, req)
 		}
 		reject := func(p Problem, err error) (events.APIGatewayV2HTTPResponse, error) {
 			m.observe(ctx, idem.OutcomeRejected, err)
 			return p.APIGatewayV2(), nil
+		}
+		if m.Store == nil {
+			m.observe(ctx, idem.OutcomeError, errNoStore)
+			return ProblemFor(errNoStore).APIGatewayV2(), nil
 		}
 		if !ok {
 			return reject(MissingKey(), errMissingKey)
@@ -84,9 +95,13 @@ func (m *Middleware) APIGatewayV2(next APIGatewayV2Handler) APIGatewayV2Handler 
 		if err != nil {
 			return reject(ProblemFor(err), err)
 		}
-		principal, err := PrincipalV2(req.RequestContext)
+		principalOf := PrincipalV2
+		if m.PrincipalV2 != nil {
+			principalOf = m.PrincipalV2
+		}
+		principal, err := principalOf(req.RequestContext)
 		if err != nil {
-			return reject(ProblemFor(err), err)
+			return reject(probForbidden.with(ProblemFor(ErrNoSubject).Detail), err)
 		}
 		scope, err := idem.NewScope(m.operationV2(req), principal, key)
 		if err != nil {
@@ -102,7 +117,7 @@ func (m *Middleware) APIGatewayV2(next APIGatewayV2Handler) APIGatewayV2Handler 
 
 		var handlerErr error
 		res, err := m.Store.Run(ctx, scope, fp, func(ctx context.Context) (idem.Response, error) {
-			out, err := next(ctx, req)
+			out, err := next(withScope(ctx, scope), req)
 			if err != nil {
 				handlerErr = err
 				return idem.Response{}, err
@@ -120,13 +135,13 @@ func (m *Middleware) APIGatewayV2(next APIGatewayV2Handler) APIGatewayV2Handler 
 		var us *unstored
 		switch {
 		case err == nil:
-			return APIGatewayV2(res.Response, res.Outcome == idem.OutcomeReplayed), nil
-		case handlerErr != nil && errors.Is(err, handlerErr):
+			return ToAPIGatewayV2(res.Response, res.Outcome == idem.OutcomeReplayed), nil
+		case handlerErr != nil:
 			return events.APIGatewayV2HTTPResponse{}, handlerErr
 		case errors.As(err, &us):
 			return us.out, nil
 		case errors.Is(err, idem.ErrNotRecorded) && res.Response.Status != 0:
-			return APIGatewayV2(res.Response, false), nil // the effect happened: say so
+			return ToAPIGatewayV2(res.Response, false), nil // the effect happened: say so
 		default:
 			return ProblemFor(err).APIGatewayV2(), nil
 		}
@@ -140,13 +155,18 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		values := r.Header.Values(HeaderKey)
-		if len(values) == 0 && m.Optional {
+		if safeMethod(r.Method) || (len(values) == 0 && m.Optional) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		reject := func(p Problem, err error) {
 			m.observe(ctx, idem.OutcomeRejected, err)
 			p.Write(w)
+		}
+		if m.Store == nil {
+			m.observe(ctx, idem.OutcomeError, errNoStore)
+			ProblemFor(errNoStore).Write(w)
+			return
 		}
 		switch len(values) {
 		case 0:
@@ -166,7 +186,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		principal := Anonymous
 		if m.Principal != nil {
 			if principal, err = m.Principal(r); err != nil {
-				reject(probForbidden.with("the caller cannot be identified; keys are scoped to the caller"), err)
+				reject(probForbidden.with("the caller cannot be identified; idempotency keys are scoped to the caller"), err)
 				return
 			}
 		}
@@ -184,7 +204,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 
 		res, err := m.Store.Run(ctx, scope, fp, func(ctx context.Context) (idem.Response, error) {
 			rec := newRecorder()
-			r2 := r.WithContext(ctx)
+			r2 := r.WithContext(withScope(ctx, scope))
 			r2.Body = io.NopCloser(bytes.NewReader(body))
 			next.ServeHTTP(rec, r2)
 			resp := rec.response()
@@ -208,6 +228,30 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 	})
 }
 
+// safeMethod reports whether a method is safe (RFC 9110 section 9.2.1):
+// such requests change nothing and need no key.
+func safeMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
+}
+
+type scopeKey struct{}
+
+func withScope(ctx context.Context, s idem.Scope) context.Context {
+	return context.WithValue(ctx, scopeKey{}, s)
+}
+
+// ScopeFrom returns the scope of the request a Middleware is running the
+// handler for: its key is the one to pass to a downstream API that takes
+// idempotency keys of its own, which closes Run's window.
+func ScopeFrom(ctx context.Context) (idem.Scope, bool) {
+	s, ok := ctx.Value(scopeKey{}).(idem.Scope)
+	return s, ok
+}
+
 // replayable says whether a response is stored for replay: not a server
 // error, and not a status that asks the client to try again.
 func replayable(status int) bool {
@@ -227,7 +271,10 @@ type unstored struct {
 
 func (u *unstored) Error() string { return "idemhttp: response not stored for replay" }
 
-var errMissingKey = fmt.Errorf("%w: no %s header", idem.ErrInvalidKey, HeaderKey)
+var (
+	errMissingKey = fmt.Errorf("%w: no %s header", idem.ErrInvalidKey, HeaderKey)
+	errNoStore    = errors.New("idemhttp: Middleware has no Store")
+)
 
 func (m *Middleware) observe(ctx context.Context, o idem.Outcome, err error) {
 	if m.Observe != nil {

@@ -3,6 +3,7 @@ package idemhttp_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -326,9 +327,8 @@ func TestMiddlewareBinaryBodyAndOptionalKey(t *testing.T) {
 	h := mw.APIGatewayV2(func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		calls.Add(1)
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "image/png"},
-			Body: "iVBORw==", IsBase64Encoded: true}, nil
+			Body: base64.StdEncoding.EncodeToString(png), IsBase64Encoded: true}, nil
 	})
-	_ = png
 	ctx := context.Background()
 	first, err := h(ctx, emailRequest("img", ``))
 	require.NoError(t, err)
@@ -336,6 +336,9 @@ func TestMiddlewareBinaryBodyAndOptionalKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, first.Body, again.Body)
 	assert.True(t, again.IsBase64Encoded, "binary bytes go out base64 again")
+	got, err := base64.StdEncoding.DecodeString(again.Body)
+	require.NoError(t, err)
+	assert.Equal(t, png, got, "the client gets the same bytes")
 	assert.EqualValues(t, 1, calls.Load())
 
 	mw.Optional = true
@@ -391,4 +394,98 @@ func TestLambdaMiddlewareLeaseFollowsTheInvocationDeadline(t *testing.T) {
 	assert.True(t, secs >= 5 && secs <= 7, "Retry-After %d", secs)
 	close(m.gate)
 	wg.Wait()
+}
+
+func TestMiddlewareLetsSafeMethodsThroughAndGivesTheHandlerItsScope(t *testing.T) {
+	t.Parallel()
+	mw := newMiddleware(t, &outcomes{})
+	var gets atomic.Int64
+	var seen idem.Scope
+	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			gets.Add(1)
+			return
+		}
+		seen, _ = idemhttp.ScopeFrom(r.Context())
+		w.WriteHeader(http.StatusEarlyHints) // informational: not the response
+		w.WriteHeader(http.StatusCreated)
+	}))
+	for range 2 {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/emails", nil))
+		assert.Equal(t, http.StatusOK, rec.Code, "a GET needs no key")
+	}
+	assert.EqualValues(t, 2, gets.Load())
+
+	req := httptest.NewRequest(http.MethodPost, "/emails", strings.NewReader(`{}`))
+	req.Header.Set(idemhttp.HeaderKey, `"k-7"`)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusCreated, rec.Code, "103 then 201: the 201 is the response")
+	assert.Equal(t, "k-7", seen.Key, "the handler can pass the key downstream")
+	req = httptest.NewRequest(http.MethodPost, "/emails", strings.NewReader(`{}`))
+	req.Header.Set(idemhttp.HeaderKey, `"k-7"`)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusCreated, rec.Code)
+	assert.Equal(t, "true", rec.Header().Get(idemhttp.HeaderReplayed))
+
+	var none idemhttp.Middleware
+	rec = httptest.NewRecorder()
+	req = httptest.NewRequest(http.MethodPost, "/emails", nil)
+	req.Header.Set(idemhttp.HeaderKey, "k")
+	none.Handler(http.NotFoundHandler()).ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusInternalServerError, rec.Code, "a Middleware without a Store answers 500, never panics")
+}
+
+// A response too large to store still runs once: the replays get its
+// status and a header that says the body was not kept.
+func TestMiddlewareRecordsATooLargeResponseWithoutItsBody(t *testing.T) {
+	t.Parallel()
+	var seen outcomes
+	mw := newMiddleware(t, &seen)
+	var runs atomic.Int64
+	h := mw.APIGatewayV2(func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		runs.Add(1)
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: strings.Repeat("x", 70<<10)}, nil
+	})
+	first, err := h(context.Background(), emailRequest("big", `{}`))
+	require.NoError(t, err)
+	assert.Len(t, first.Body, 70<<10)
+	again, err := h(context.Background(), emailRequest("big", `{}`))
+	require.NoError(t, err)
+	assert.Equal(t, 200, again.StatusCode)
+	assert.Equal(t, "too large", again.Headers[idem.HeaderBodyOmitted])
+	assert.Equal(t, "true", again.Headers[idemhttp.HeaderReplayed])
+	assert.EqualValues(t, 1, runs.Load())
+}
+
+func TestMiddlewareCustomPrincipalV2(t *testing.T) {
+	t.Parallel()
+	mw := newMiddleware(t, &outcomes{})
+	mw.PrincipalV2 = func(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
+		if tenant, ok := rc.Authorizer.Lambda["tenant"].(string); ok {
+			return "tenant:" + tenant, nil
+		}
+		return "", idemhttp.ErrNoSubject
+	}
+	var calls atomic.Int64
+	h := mw.APIGatewayV2(func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		calls.Add(1)
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: fmt.Sprint(calls.Load())}, nil
+	})
+	as := func(tenant string) events.APIGatewayV2HTTPResponse {
+		req := emailRequest("k", `{}`)
+		req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: map[string]any{"tenant": tenant}}
+		if tenant == "" {
+			req.RequestContext.Authorizer.Lambda = map[string]any{}
+		}
+		resp, err := h(context.Background(), req)
+		require.NoError(t, err)
+		return resp
+	}
+	assert.Equal(t, "1", as("a").Body)
+	assert.Equal(t, "2", as("b").Body, "another tenant, another scope")
+	assert.Equal(t, "1", as("a").Body)
+	assert.Equal(t, http.StatusForbidden, as("").StatusCode)
 }

@@ -10,7 +10,7 @@ import (
 // ErrNoSubject reports an authenticated caller whose identity names no
 // subject: keys are scoped to the caller, and such callers would otherwise
 // share one scope. It is a 403.
-var ErrNoSubject = errors.New("idemhttp: the caller's token names no subject (sub, client_id or azp)")
+var ErrNoSubject = errors.New("idemhttp: the authorizer names no caller")
 
 // Anonymous is the principal of a request without an authorizer.
 const Anonymous = "anonymous"
@@ -20,13 +20,15 @@ const Anonymous = "anonymous"
 // idempotency record:
 //
 //   - JWT authorizer: the issuer and the subject (sub, else client_id or
-//     azp, as client-credentials tokens carry); a token with none of them
-//     is ErrNoSubject;
-//   - IAM authorizer: the caller's ARN (else account and caller id);
-//   - Lambda authorizer: its principalId.
+//     azp, as client-credentials tokens carry);
+//   - IAM authorizer: the caller's ARN, else account and caller id;
+//   - Lambda authorizer: the principalId, else the sub, its context holds
+//     (a simple-response authorizer must put one of them there).
 //
-// Without an authorizer it is Anonymous. Parts are quoted, so no claim
-// value can make two principals collide.
+// An authorizer that is there but names none of these is ErrNoSubject:
+// its callers would otherwise share one scope and see each other's
+// responses. Without an authorizer the principal is Anonymous. Parts are
+// quoted or prefixed, so no claim value can make two principals collide.
 func PrincipalV2(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
 	a := rc.Authorizer
 	if a == nil {
@@ -47,9 +49,15 @@ func PrincipalV2(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
 		case iam.CallerID != "":
 			return "iam-caller:" + iam.AccountID + ":" + iam.CallerID, nil
 		}
+		return "", ErrNoSubject
 	}
-	if id, ok := a.Lambda["principalId"].(string); ok && id != "" {
-		return "lambda:" + id, nil
+	if a.Lambda != nil {
+		for _, k := range []string{"principalId", "sub"} {
+			if id, ok := a.Lambda[k].(string); ok && id != "" {
+				return "lambda:" + k + "=" + strconv.Quote(id), nil
+			}
+		}
+		return "", ErrNoSubject
 	}
 	return Anonymous, nil
 }

@@ -20,6 +20,9 @@ func TestPrincipalV2(t *testing.T) {
 	iam := func(d events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription) events.APIGatewayV2HTTPRequestContext {
 		return events.APIGatewayV2HTTPRequestContext{Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &d}}
 	}
+	lambda := func(ctx map[string]any) events.APIGatewayV2HTTPRequestContext {
+		return events.APIGatewayV2HTTPRequestContext{Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: ctx}}
+	}
 	for name, tc := range map[string]struct {
 		rc   events.APIGatewayV2HTTPRequestContext
 		want string
@@ -31,15 +34,25 @@ func TestPrincipalV2(t *testing.T) {
 		"jwt quoting":     {jwt(map[string]string{"iss": `a":sub="b`, "sub": "c"}), `jwt:"a\":sub=\"b":sub="c"`},
 		"iam user":        {iam(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::1:user/a"}), "iam:arn:aws:iam::1:user/a"},
 		"iam caller":      {iam(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "1", CallerID: "AIDA"}), "iam-caller:1:AIDA"},
-		"lambda":          {events.APIGatewayV2HTTPRequestContext{Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: map[string]any{"principalId": "u1"}}}, "lambda:u1"},
+		"lambda":          {lambda(map[string]any{"principalId": "u1"}), `lambda:principalId="u1"`},
+		"lambda sub":      {lambda(map[string]any{"sub": "u2", "role": "admin"}), `lambda:sub="u2"`},
 		"empty authorize": {events.APIGatewayV2HTTPRequestContext{Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{}}, "anonymous"},
 	} {
 		got, err := idemhttp.PrincipalV2(tc.rc)
 		require.NoError(t, err, name)
 		assert.Equal(t, tc.want, got, name)
 	}
-	_, err := idemhttp.PrincipalV2(jwt(map[string]string{"iss": "i"}))
-	assert.ErrorIs(t, err, idemhttp.ErrNoSubject, "a JWT without a subject is refused, not anonymous")
+	// An authorizer that names no caller is refused, never anonymous:
+	// its callers would share one scope.
+	for name, rc := range map[string]events.APIGatewayV2HTTPRequestContext{
+		"jwt without subject":     jwt(map[string]string{"iss": "i"}),
+		"iam with only account":   iam(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "1"}),
+		"lambda without identity": lambda(map[string]any{"role": "admin"}),
+		"lambda, id not a string": lambda(map[string]any{"principalId": 42}),
+	} {
+		_, err := idemhttp.PrincipalV2(rc)
+		assert.ErrorIs(t, err, idemhttp.ErrNoSubject, name)
+	}
 	// Two issuers with the same subject are two callers.
 	a, _ := idemhttp.PrincipalV2(jwt(map[string]string{"iss": "a", "sub": "x"}))
 	b, _ := idemhttp.PrincipalV2(jwt(map[string]string{"iss": "b", "sub": "x"}))

@@ -106,7 +106,7 @@ var ErrBodyTooLarge = errors.New("idemhttp: request body too large")
 // ProblemFor maps an error from pkg/idem, or from this package, to the
 // problem a client should get:
 //
-//	ErrInFlight (*idem.InFlightError)   409, Retry-After: until the holder's lease ends
+//	ErrInFlight (*idem.InFlightError)   409, Retry-After: until the holder's lease has ended
 //	idem.ErrLeaseLost                   409, Retry-After: 1 (another request took the key over)
 //	idem.ErrKeyReuse                    422
 //	idem.ErrInvalidKey                  400
@@ -131,13 +131,13 @@ func ProblemFor(err error) Problem {
 	case errors.Is(err, idem.ErrInvalidKey):
 		return probKey.with(err.Error())
 	case errors.Is(err, ErrNoSubject):
-		return probForbidden.with("the token names no subject (sub, client_id or azp); keys are scoped to the caller")
+		return probForbidden.with("the request's authorizer names no caller (a JWT sub, client_id or azp; an IAM caller; a Lambda authorizer's principalId or sub); idempotency keys are scoped to the caller")
 	case errors.Is(err, ErrBodyTooLarge):
 		return probTooLarge.with(err.Error())
 	case idem.IsUnavailable(err):
 		return probUnavailable.with("the data store is busy; retry with the same idempotency key").WithRetryAfter(time.Second)
 	default:
-		return probInternal.with("the request failed; retry with the same idempotency key, it is safe")
+		return probInternal.with("the request failed on the server; nothing was stored for this idempotency key, so a retry with it is safe, though it may fail the same way")
 	}
 }
 

@@ -33,6 +33,7 @@ func TestProblemFor(t *testing.T) {
 		retryAfter string
 	}{
 		{wrap(&idem.InFlightError{RetryAfter: 2500 * time.Millisecond}), 409, "in-flight", "3"},
+		{wrap(&idem.InFlightError{RetryAfter: 2001 * time.Millisecond}), 409, "in-flight", "3"},
 		{wrap(&idem.InFlightError{RetryAfter: 0}), 409, "in-flight", "1"},
 		{wrap(idem.ErrLeaseLost), 409, "in-flight", "1"},
 		{wrap(idem.ErrKeyReuse), 422, "key-reuse", ""},

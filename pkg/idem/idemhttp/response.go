@@ -20,7 +20,8 @@ const headerSetCookie = "Set-Cookie"
 
 // FromAPIGatewayV2 turns a handler's API Gateway v2 response into a
 // storable one: a base64 body decoded to its bytes, multi-value headers
-// joined with ", ", and cookies kept as Set-Cookie lines.
+// joined with ", ", and cookies (from Cookies and any Set-Cookie header)
+// kept as Set-Cookie lines.
 func FromAPIGatewayV2(r events.APIGatewayV2HTTPResponse) (idem.Response, error) {
 	body := []byte(r.Body)
 	if r.IsBase64Encoded {
@@ -35,25 +36,35 @@ func FromAPIGatewayV2(r events.APIGatewayV2HTTPResponse) (idem.Response, error) 
 		status = http.StatusOK // what API Gateway sends for a response without one
 	}
 	h := make(map[string]string, len(r.Headers)+len(r.MultiValueHeaders)+1)
+	var cookies []string
 	for k, v := range r.Headers {
-		h[k] = v
+		switch {
+		case strings.EqualFold(k, headerSetCookie):
+			cookies = append(cookies, v)
+		case !strings.EqualFold(k, HeaderReplayed):
+			h[k] = v
+		}
 	}
 	for k, vs := range r.MultiValueHeaders {
-		if len(vs) > 0 {
+		switch {
+		case len(vs) == 0 || strings.EqualFold(k, HeaderReplayed):
+		case strings.EqualFold(k, headerSetCookie):
+			cookies = append(cookies, vs...)
+		default:
 			h[k] = strings.Join(vs, ", ")
 		}
 	}
-	if len(r.Cookies) > 0 {
-		h[headerSetCookie] = strings.Join(r.Cookies, "\n")
+	cookies = append(cookies, r.Cookies...)
+	if len(cookies) > 0 {
+		h[headerSetCookie] = strings.Join(cookies, "\n")
 	}
-	delete(h, HeaderReplayed)
 	return idem.Response{Status: status, Headers: h, Body: body}, nil
 }
 
-// APIGatewayV2 renders a stored response for API Gateway; replayed adds
+// ToAPIGatewayV2 renders a stored response for API Gateway; replayed adds
 // Idempotent-Replayed: true. A body that is not UTF-8 goes out base64
 // encoded, so the client receives the same bytes.
-func APIGatewayV2(r idem.Response, replayed bool) events.APIGatewayV2HTTPResponse {
+func ToAPIGatewayV2(r idem.Response, replayed bool) events.APIGatewayV2HTTPResponse {
 	h := make(map[string]string, len(r.Headers)+1)
 	var cookies []string
 	for k, v := range r.Headers {
@@ -74,17 +85,23 @@ func APIGatewayV2(r idem.Response, replayed bool) events.APIGatewayV2HTTPRespons
 	return out
 }
 
-// fromHeader flattens a net/http header for storage.
+// fromHeader flattens a net/http header for storage: values joined with
+// ", ", cookies with newlines (no header value holds one; commas can).
 func fromHeader(hdr http.Header) map[string]string {
 	h := make(map[string]string, len(hdr))
+	var cookies []string
 	for k, vs := range hdr {
-		sep := ", "
-		if k == headerSetCookie {
-			sep = "\n"
+		switch k = http.CanonicalHeaderKey(k); k {
+		case HeaderReplayed:
+		case headerSetCookie:
+			cookies = append(cookies, vs...)
+		default:
+			h[k] = strings.Join(vs, ", ")
 		}
-		h[k] = strings.Join(vs, sep)
 	}
-	delete(h, HeaderReplayed)
+	if len(cookies) > 0 {
+		h[headerSetCookie] = strings.Join(cookies, "\n")
+	}
 	return h
 }
 
@@ -120,8 +137,10 @@ func newRecorder() *recorder { return &recorder{header: http.Header{}} }
 
 func (r *recorder) Header() http.Header { return r.header }
 
+// WriteHeader keeps the first final status; informational ones (103
+// Early Hints) are not the response.
 func (r *recorder) WriteHeader(status int) {
-	if r.status == 0 {
+	if r.status == 0 && (status >= 200 || status == http.StatusSwitchingProtocols) {
 		r.status = status
 	}
 }
