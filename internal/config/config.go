@@ -34,6 +34,16 @@ var (
 	LogLevel             = Var{Name: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error"}
 )
 
+// The AWS SDK's own endpoint variables: config.LoadDefaultConfig reads
+// them, this code never does. template.yaml declares each function's, empty,
+// because `sam local invoke` passes a function only the variables its
+// template declares; the SDK ignores an empty value, so a deployed function
+// calls the regional endpoint.
+var (
+	EndpointDynamoDB    = Var{Name: "AWS_ENDPOINT_URL_DYNAMODB", Doc: "DynamoDB endpoint, read by the AWS SDK (empty: the regional endpoint)"}
+	EndpointEventBridge = Var{Name: "AWS_ENDPOINT_URL_EVENTBRIDGE", Doc: "EventBridge endpoint, read by the AWS SDK (empty: the regional endpoint)"}
+)
+
 // Function names the Lambda functions, as in template.yaml's logical ids
 // without the "Function" suffix.
 type Function string
@@ -58,6 +68,20 @@ func Vars(f Function) []Var {
 		return []Var{ProductsTable, LogLevel}
 	case OutboxRelay:
 		return []Var{EventBusName, EventSource, LogLevel}
+	}
+	return nil
+}
+
+// SDKVars returns the AWS SDK endpoint variables of the clients a function
+// builds (DynamoDB for the API functions, EventBridge for the relay). The
+// SDK reads them; they are not part of Vars, and template.yaml declares them
+// empty.
+func SDKVars(f Function) []Var {
+	switch f {
+	case CreateProduct, GetProduct:
+		return []Var{EndpointDynamoDB}
+	case OutboxRelay:
+		return []Var{EndpointEventBridge}
 	}
 	return nil
 }

@@ -48,3 +48,22 @@ func TestEveryFunctionHasVars(t *testing.T) {
 	}
 	assert.Nil(t, config.Vars("nope"))
 }
+
+func TestSDKVarsAreTheSDKsEndpointVariables(t *testing.T) {
+	t.Parallel()
+	for _, f := range config.Functions() {
+		sdk := config.SDKVars(f)
+		require.Len(t, sdk, 1, f)
+		for _, v := range sdk {
+			assert.Regexp(t, `^AWS_ENDPOINT_URL_[A-Z_]+$`, v.Name, f)
+			assert.NotEmpty(t, v.Doc, v.Name)
+			for _, own := range config.Vars(f) {
+				assert.NotEqual(t, own.Name, v.Name, "%s lists %s in both Vars and SDKVars", f, v.Name)
+			}
+		}
+	}
+	assert.Equal(t, []config.Var{config.EndpointDynamoDB}, config.SDKVars(config.CreateProduct))
+	assert.Equal(t, []config.Var{config.EndpointDynamoDB}, config.SDKVars(config.GetProduct))
+	assert.Equal(t, []config.Var{config.EndpointEventBridge}, config.SDKVars(config.OutboxRelay))
+	assert.Nil(t, config.SDKVars("nope"))
+}

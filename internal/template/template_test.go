@@ -1,12 +1,17 @@
 package template_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/tables"
@@ -179,13 +184,20 @@ func TestFunctionEnvironmentMatchesConfig(t *testing.T) {
 			env := functionEnv(tpl, id)
 			got := sortedKeys(env)
 			var want []string
-			for _, v := range config.Vars(fn) {
+			for _, v := range append(config.Vars(fn), config.SDKVars(fn)...) {
 				want = append(want, v.Name)
 			}
 			sort.Strings(want)
 			if !slices.Equal(got, want) {
-				t.Errorf("%s environment (Globals + function) = %v, config.Vars(%s) = %v\n  only in template: %v\n  only in config:   %v",
-					id, got, fn, want, minus(got, want), minus(want, got))
+				t.Errorf("%s environment (Globals + function) = %v, config.Vars(%s) + config.SDKVars(%s) = %v\n  only in template: %v\n  only in config:   %v",
+					id, got, fn, fn, want, minus(got, want), minus(want, got))
+			}
+			// The SDK's endpoint variables are declared for `sam local
+			// invoke` to set, and empty, so a deployed function calls AWS.
+			for _, v := range config.SDKVars(fn) {
+				if val, ok := env[v.Name]; ok && val != "" {
+					t.Errorf("%s %s = %#v, want \"\" (the SDK ignores an empty endpoint; anything else redirects the deployed function)", id, v.Name, val)
+				}
 			}
 			// Table names come from the stack's own tables.
 			for tid, tbl := range tableIDs {
@@ -380,6 +392,45 @@ func TestDynamoDBGrantsAreLeastPrivilege(t *testing.T) {
 		if !slices.Equal(got, want[fn]) {
 			t.Errorf("%s (role %s) DynamoDB grants differ\n  only in template: %v\n  only in test:     %v",
 				id, role, minus(got, want[fn]), minus(want[fn], got))
+		}
+	}
+}
+
+// TestEmptySDKEndpointIsIgnored holds the premise of the empty endpoint
+// variables in template.yaml: the SDK treats an empty value as unset, so a
+// deployed function keeps the regional endpoint, and a set one (what
+// `sam local invoke` passes) redirects the client.
+func TestEmptySDKEndpointIsIgnored(t *testing.T) {
+	noFiles := filepath.Join(t.TempDir(), "none")
+	t.Setenv("AWS_CONFIG_FILE", noFiles)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", noFiles)
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	t.Setenv("AWS_PROFILE", "")
+	baseEndpoints := func() map[string]*string {
+		cfg, err := awsconfig.LoadDefaultConfig(context.Background(), awsconfig.WithRegion("eu-central-1"))
+		if err != nil {
+			t.Fatalf("load SDK config: %v", err)
+		}
+		return map[string]*string{
+			config.EndpointDynamoDB.Name:    dynamodb.NewFromConfig(cfg).Options().BaseEndpoint,
+			config.EndpointEventBridge.Name: eventbridge.NewFromConfig(cfg).Options().BaseEndpoint,
+		}
+	}
+	for _, name := range []string{config.EndpointDynamoDB.Name, config.EndpointEventBridge.Name} {
+		t.Setenv(name, "")
+	}
+	for name, got := range baseEndpoints() {
+		if got != nil {
+			t.Errorf("%s=\"\": the client's BaseEndpoint = %q, want none (the regional endpoint)", name, *got)
+		}
+	}
+	const local = "http://127.0.0.1:1"
+	for _, name := range []string{config.EndpointDynamoDB.Name, config.EndpointEventBridge.Name} {
+		t.Setenv(name, local)
+	}
+	for name, got := range baseEndpoints() {
+		if got == nil || *got != local {
+			t.Errorf("%s=%s: the client's BaseEndpoint = %v, want %s", name, local, got, local)
 		}
 	}
 }
