@@ -32,9 +32,13 @@ build: ## Build every function under functions/ as bin/<fn>/bootstrap (linux/arm
 			$(GO) build $(LAMBDA_FLAGS) -o $(BIN)/$$fn/bootstrap ./functions/$$fn; \
 	done
 
+# Where make run's embedded store listens; make sam-invoke uses it when it
+# is an address Docker containers reach (the bridge gateway, 172.17.0.1 on
+# most Linux hosts).
+STORE_ADDR ?= 127.0.0.1:8000
 .PHONY: run
-run: ## Run the API on :8080 with an embedded store on 127.0.0.1:8000 (Ctrl-C stops).
-	$(GO) run ./cmd/local
+run: ## Run the API on :8080 with an embedded store on STORE_ADDR (default 127.0.0.1:8000; Ctrl-C stops).
+	$(GO) run ./cmd/local -store-addr $(STORE_ADDR)
 
 FN    ?= createproduct
 EVENT ?= events/create.json

@@ -57,3 +57,9 @@ build-GetProductFunction: ## (sam build) functions/getproduct as $ARTIFACTS_DIR/
 .PHONY: build-OutboxRelayFunction
 build-OutboxRelayFunction: ## (sam build) functions/outboxrelay as $ARTIFACTS_DIR/bootstrap, linux/arm64.
 	$(call SAM_GO_BUILD,outboxrelay)
+
+# `sam local invoke`, for real: the arm64 bootstraps in Docker against a
+# local store (scripts/sam-invoke.sh), and the test that does it in CI.
+.PHONY: sam-invoke
+sam-invoke: $(SAM_STAMP) ## sam build, then FN with EVENT through `sam local invoke` (Docker) against make run's store or a temporary one.
+	SAM=$(SAM) GO=$(GO) scripts/sam-invoke.sh $(FN) $(EVENT)
