@@ -63,3 +63,7 @@ build-OutboxRelayFunction: ## (sam build) functions/outboxrelay as $ARTIFACTS_DI
 .PHONY: sam-invoke
 sam-invoke: $(SAM_STAMP) ## sam build, then FN with EVENT through `sam local invoke` (Docker) against make run's store or a temporary one.
 	SAM=$(SAM) GO=$(GO) scripts/sam-invoke.sh $(FN) $(EVENT)
+
+.PHONY: sam-test
+sam-test: $(SAM_STAMP) ## Test create, replay, get and relay through `sam local invoke` (Docker, arm64); skips without Docker, fails with CI=true.
+	SAM=$(abspath $(SAM)) $(GO) test -tags sam -race -count=1 -v -timeout 15m ./test/sam/
