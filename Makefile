@@ -86,7 +86,7 @@ bench: ## Run every benchmark with -benchmem, the store in its own process (BENC
 	BENCHTIME=$(BENCHTIME) scripts/bench.sh
 
 .PHONY: ci
-ci: fmt-check test cover e2e api-fuzz validate fuzz ## Everything CI runs.
+ci: fmt-check test cover e2e api-fuzz validate fuzz ## Everything CI runs but its Docker steps (sam-test, container-test: .ci/run starts Docker for them).
 
 .PHONY: clean
 clean: ## Remove build output.
