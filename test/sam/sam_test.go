@@ -6,13 +6,14 @@
 // product, replays it, reads it back, and relays its outbox event.
 //
 // It is built only with -tags sam: `make sam-test` installs the pinned SAM
-// CLI and runs it. It needs a Docker engine that runs linux/arm64
-// containers (natively, or with qemu-user-static binfmt); without one it
-// skips and says why, and fails instead when CI=true (.ci/run starts
-// Docker first). No request leaves the machine: the functions reach an
-// embedded store and a PutEvents endpoint this test serves on the Docker
-// bridge's gateway address, and SAM's own AWS and HTTPS requests go to a
-// closed loopback port.
+// CLI, provides the base image (scripts/sam-base-image.sh: pulled, or a
+// stand-in built; SAM_INVOKE_IMAGE) and runs it. It needs a Docker engine
+// that runs linux/arm64 containers (natively, or with qemu-user-static
+// binfmt); without one it skips and says why, and fails instead when
+// CI=true (.ci/run starts Docker first). No request of the test leaves the
+// machine: the functions reach an embedded store and a PutEvents endpoint
+// this test serves on the Docker bridge's gateway address, and SAM's own
+// AWS and HTTPS requests go to a closed loopback port.
 package sam
 
 import (
@@ -379,10 +380,16 @@ func TestSamLocalInvoke(t *testing.T) {
 	s := &sam{bin: samBin, env: samEnv(closed), dir: root}
 	ctx := t.Context()
 
-	// The base image (real or stand-in), and proof the engine runs arm64.
-	baseImage, err := run(ctx, root, nil, filepath.Join("scripts", "sam-base-image.sh"))
-	require.NoError(t, err)
-	s.image = strings.TrimSpace(baseImage)
+	// The base image (real or stand-in): make sam-test provides it before
+	// the test, so that the test's own traffic stays on this machine.
+	s.image = os.Getenv("SAM_INVOKE_IMAGE")
+	if s.image == "" {
+		t.Logf("SAM_INVOKE_IMAGE is not set (make sam-test sets it): running scripts/sam-base-image.sh")
+		baseImage, err := run(ctx, root, nil, filepath.Join("scripts", "sam-base-image.sh"))
+		require.NoError(t, err)
+		s.image = strings.TrimSpace(baseImage)
+	}
+	// Proof the engine runs arm64.
 	if out, err := docker(ctx, "run", "--rm", "--platform", "linux/arm64", "--entrypoint", "/bin/sh", s.image, "-c", "uname -m"); err != nil || out != "aarch64" {
 		unavailable(t, "the %s engine (%s) cannot run linux/arm64 containers (uname -m: %q, %v); "+
 			"on x86 Linux install qemu-user-static and binfmt-support and enable qemu-aarch64 with the F flag", e.arch, e.os, out, err)
