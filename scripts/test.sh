@@ -3,10 +3,12 @@
 # package's result, every skipped test with its reason, every failure in
 # full, and a closing count. (Plain `go test` hides skip reasons; the
 # project's rule is that a skip always says why in the output.)
+# TEST_PACKAGES narrows the run (default ./...; `make container-test` uses it).
 set -uo pipefail
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-go test -race -count=1 -v "$@" ./... >"$log" 2>&1
+read -r -a packages <<<"${TEST_PACKAGES:-./...}"
+go test -race -count=1 -v "$@" "${packages[@]}" >"$log" 2>&1
 status=$?
 # -v prints a test's log lines under "=== RUN/CONT/NAME <test>" headers,
 # before its "--- SKIP" or "--- FAIL" line: keep them per test and print

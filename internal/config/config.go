@@ -41,6 +41,16 @@ var (
 	LogLevel             = Var{Name: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error"}
 )
 
+// The AWS SDK's own endpoint variables: config.LoadDefaultConfig reads
+// them, this code never does. template.yaml declares each function's, empty,
+// because `sam local invoke` passes a function only the variables its
+// template declares; the SDK ignores an empty value, so a deployed function
+// calls the regional endpoint.
+var (
+	EndpointDynamoDB    = Var{Name: "AWS_ENDPOINT_URL_DYNAMODB", Doc: "DynamoDB endpoint, read by the AWS SDK (empty: the regional endpoint)"}
+	EndpointEventBridge = Var{Name: "AWS_ENDPOINT_URL_EVENTBRIDGE", Doc: "EventBridge endpoint, read by the AWS SDK (empty: the regional endpoint)"}
+)
+
 // MaxCacheSize bounds IDEMPOTENCY_CACHE_SIZE; the memory the cache holds
 // is bounded apart from it by idem.DefaultCacheBytes.
 const MaxCacheSize = 1_000_000
@@ -139,10 +149,13 @@ func readOutboxRelay(e *env) OutboxRelay {
 }
 
 // Function is one Lambda function: its name (template.yaml's logical id is
-// its CamelCase form plus "Function") and the variables it reads.
+// its CamelCase form plus "Function"), the variables its loader reads, and
+// the AWS SDK endpoint variables of the clients it builds, which the SDK
+// reads and template.yaml declares empty.
 type Function struct {
-	Name string
-	Vars []Var
+	Name    string
+	Vars    []Var
+	SDKVars []Var
 }
 
 // Functions lists every function with exactly the variables its loader
@@ -150,16 +163,16 @@ type Function struct {
 // code; template.yaml must set exactly these.
 func Functions() []Function {
 	return []Function{
-		spec("createproduct", readCreateProduct),
-		spec("getproduct", readGetProduct),
-		spec("outboxrelay", readOutboxRelay),
+		spec("createproduct", readCreateProduct, EndpointDynamoDB),
+		spec("getproduct", readGetProduct, EndpointDynamoDB),
+		spec("outboxrelay", readOutboxRelay, EndpointEventBridge),
 	}
 }
 
-func spec[T any](name string, read func(*env) T) Function {
+func spec[T any](name string, read func(*env) T, sdk ...Var) Function {
 	e := &env{getenv: func(string) string { return "" }}
 	read(e)
-	return Function{Name: name, Vars: e.read}
+	return Function{Name: name, Vars: e.read, SDKVars: sdk}
 }
 
 // Overlay returns a getenv that reads getenv first and, where it has

@@ -102,3 +102,23 @@ func TestOverlayAndLogger(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(buf.String(), "\n"))
 	assert.Contains(t, buf.String(), `"msg":"shown","k":1`)
 }
+
+func TestSDKVarsAreTheSDKsEndpointVariables(t *testing.T) {
+	t.Parallel()
+	want := map[string][]config.Var{
+		"createproduct": {config.EndpointDynamoDB},
+		"getproduct":    {config.EndpointDynamoDB},
+		"outboxrelay":   {config.EndpointEventBridge},
+	}
+	for _, f := range config.Functions() {
+		require.Len(t, f.SDKVars, 1, f.Name)
+		for _, v := range f.SDKVars {
+			assert.Regexp(t, `^AWS_ENDPOINT_URL_[A-Z_]+$`, v.Name, f.Name)
+			assert.NotEmpty(t, v.Doc, v.Name)
+			for _, own := range f.Vars {
+				assert.NotEqual(t, own.Name, v.Name, "%s lists %s as its own and the SDK's", f.Name, v.Name)
+			}
+		}
+		assert.Equal(t, want[f.Name], f.SDKVars, f.Name)
+	}
+}

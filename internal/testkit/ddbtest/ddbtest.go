@@ -5,8 +5,9 @@
 //     httptest server (internal/embedded), reached by the real SDK over HTTP;
 //   - endpoint: whatever AWS_ENDPOINT_URL_DYNAMODB points at (DynamoDB Local,
 //     moto, or a real account when it is unset);
-//   - container: amazon/dynamodb-local started by testcontainers-go; skipped,
-//     with the reason, where no Docker engine answers.
+//   - container: amazon/dynamodb-local (or the image DYNAMODB_TEST_IMAGE
+//     names) started by testcontainers-go; skipped, with the reason, where
+//     no Docker engine answers, and failed there when CI=true.
 //
 // Every call to New creates tables with unique names, so tests run in
 // parallel on any backend. There are no hand-written mocks here: every
@@ -52,6 +53,9 @@ type Env struct {
 	Kind string
 	// URL is the endpoint the client talks to; empty for the SDK default.
 	URL string
+	// Image is the container backend's image (DYNAMODB_TEST_IMAGE or
+	// DynamoDBLocalImage); empty on the other backends.
+	Image string
 	// Client is a DynamoDB client whose calls Counter counts.
 	Client *dynamodb.Client
 	// Counter counts Client's requests per operation.
@@ -129,14 +133,17 @@ func Connect(tb testing.TB) *Env {
 		}
 		env.Client = client
 	case Container:
-		url, err := containerEndpoint(tb)
+		srv, err := containerEndpoint(tb)
 		if err != nil {
 			tb.Fatalf("container backend: %v", err)
 		}
-		env.URL = url
-		env.PutItemReturnsOldItem = true
-		env.TransactPutReturnsOldItem = true
-		env.Client = staticClient(tb, url, env.Counter.Option)
+		env.URL = srv.url
+		env.Image = srv.image
+		// DynamoDB Local's answers, or the embedded store's when the image
+		// says it runs that (LabelServer).
+		env.PutItemReturnsOldItem = srv.returnsOldItem
+		env.TransactPutReturnsOldItem = srv.returnsOldItem
+		env.Client = staticClient(tb, srv.url, env.Counter.Option)
 	}
 	return env
 }

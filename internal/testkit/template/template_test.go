@@ -1,12 +1,18 @@
 package template_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
@@ -55,6 +61,16 @@ func functionIDs(t *testing.T, tpl *template.Template) map[string]string {
 		}
 	}
 	return ids
+}
+
+// functionSDKVars maps each function's name to the SDK endpoint variables
+// of the clients it builds.
+func functionSDKVars() map[string][]config.Var {
+	m := map[string][]config.Var{}
+	for _, f := range config.Functions() {
+		m[f.Name] = f.SDKVars
+	}
+	return m
 }
 
 // functionVars maps each function's name to the variables its loader reads.
@@ -188,13 +204,20 @@ func TestFunctionEnvironmentMatchesConfig(t *testing.T) {
 			env := functionEnv(tpl, id)
 			got := sortedKeys(env)
 			var want []string
-			for _, v := range functionVars()[fn] {
+			for _, v := range append(functionVars()[fn], functionSDKVars()[fn]...) {
 				want = append(want, v.Name)
 			}
 			sort.Strings(want)
 			if !slices.Equal(got, want) {
-				t.Errorf("%s environment (Globals + function) = %v, config.Functions() says %s reads %v\n  only in template: %v\n  only in config:   %v",
+				t.Errorf("%s environment (Globals + function) = %v, config.Functions() says %s reads %v (its own and its SDK endpoint variables)\n  only in template: %v\n  only in config:   %v",
 					id, got, fn, want, minus(got, want), minus(want, got))
+			}
+			// The SDK's endpoint variables are declared for `sam local
+			// invoke` to set, and empty, so a deployed function calls AWS.
+			for _, v := range functionSDKVars()[fn] {
+				if val, ok := env[v.Name]; ok && val != "" {
+					t.Errorf("%s %s = %#v, want \"\" (the SDK ignores an empty endpoint; anything else redirects the deployed function)", id, v.Name, val)
+				}
 			}
 			// Table names come from the stack's own tables.
 			for tid, tbl := range tableIDs {
@@ -345,12 +368,12 @@ func TestDynamoDBGrantsAreLeastPrivilege(t *testing.T) {
 			"ProductsTable.Arn dynamodb:GetItem",
 		},
 		"outboxrelay": {
+			// the event source mapping's four stream actions, as AWS's
+			// example policy for a stream-triggered function grants them
+			"OutboxTable.Arn/stream/* dynamodb:ListStreams",
 			"OutboxTable.StreamArn dynamodb:DescribeStream",
 			"OutboxTable.StreamArn dynamodb:GetRecords",
 			"OutboxTable.StreamArn dynamodb:GetShardIterator",
-			// Not dynamodb:ListStreams: it takes no resource-level
-			// permissions, so on the stream ARN it grants nothing, and the
-			// mapping, given the stream ARN, does not need it.
 		},
 	}
 	tpl := load(t)
@@ -375,12 +398,12 @@ func TestDynamoDBGrantsAreLeastPrivilege(t *testing.T) {
 						rl = []any{res}
 					}
 					for _, r := range rl {
-						rid, rattr, ok := template.GetAttTarget(r)
+						res, ok := tableResource(r)
 						if !ok {
-							t.Errorf("%s: %s on %v: want !GetAtt of a table of this stack", where, a, r)
+							t.Errorf("%s: %s on %v: want !GetAtt of a table of this stack, or !Sub \"${Table.Arn}/...\"", where, a, r)
 							continue
 						}
-						got = append(got, rid+"."+rattr+" "+a)
+						got = append(got, res+" "+a)
 					}
 				}
 			}
@@ -389,6 +412,90 @@ func TestDynamoDBGrantsAreLeastPrivilege(t *testing.T) {
 		if !slices.Equal(got, want[fn]) {
 			t.Errorf("%s (role %s) DynamoDB grants differ\n  only in template: %v\n  only in test:     %v",
 				id, role, minus(got, want[fn]), minus(want[fn], got))
+		}
+	}
+}
+
+// subAttPath matches a !Sub of one resource attribute and a literal path,
+// such as "${OutboxTable.Arn}/stream/*".
+var subAttPath = regexp.MustCompile(`^\$\{([A-Za-z0-9]+)\.([A-Za-z0-9.]+)\}(/[A-Za-z0-9/*_.-]*)?$`)
+
+// tableResource names an IAM Resource as "<LogicalId>.<Attribute>[<path>]":
+// !GetAtt OutboxTable.StreamArn is "OutboxTable.StreamArn", and
+// !Sub "${OutboxTable.Arn}/stream/*" is "OutboxTable.Arn/stream/*".
+func tableResource(r any) (string, bool) {
+	if id, attr, ok := template.GetAttTarget(r); ok {
+		return id + "." + attr, true
+	}
+	m, ok := r.(map[string]any)
+	if !ok || len(m) != 1 {
+		return "", false
+	}
+	sub, ok := m["Fn::Sub"].(string)
+	if !ok {
+		return "", false
+	}
+	g := subAttPath.FindStringSubmatch(sub)
+	if g == nil {
+		return "", false
+	}
+	return g[1] + "." + g[2] + g[3], true
+}
+
+func TestTableResourceNames(t *testing.T) {
+	for _, c := range []struct {
+		in   any
+		want string
+	}{
+		{map[string]any{"Fn::GetAtt": []any{"OutboxTable", "StreamArn"}}, "OutboxTable.StreamArn"},
+		{map[string]any{"Fn::Sub": "${OutboxTable.Arn}/stream/*"}, "OutboxTable.Arn/stream/*"},
+		{map[string]any{"Fn::Sub": "${OutboxTable.Arn}"}, "OutboxTable.Arn"},
+		{map[string]any{"Fn::Sub": "arn:aws:dynamodb:*:*:table/*"}, ""},
+		{map[string]any{"Fn::Sub": "${OutboxTable.Arn}/stream/${Other}"}, ""},
+		{"*", ""},
+	} {
+		got, ok := tableResource(c.in)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("tableResource(%v) = %q, %v; want %q", c.in, got, ok, c.want)
+		}
+	}
+}
+
+// TestEmptySDKEndpointIsIgnored holds the premise of the empty endpoint
+// variables in template.yaml: the SDK treats an empty value as unset, so a
+// deployed function keeps the regional endpoint, and a set one (what
+// `sam local invoke` passes) redirects the client.
+func TestEmptySDKEndpointIsIgnored(t *testing.T) {
+	noFiles := filepath.Join(t.TempDir(), "none")
+	t.Setenv("AWS_CONFIG_FILE", noFiles)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", noFiles)
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	t.Setenv("AWS_PROFILE", "")
+	baseEndpoints := func() map[string]*string {
+		cfg, err := awsconfig.LoadDefaultConfig(context.Background(), awsconfig.WithRegion("eu-central-1"))
+		if err != nil {
+			t.Fatalf("load SDK config: %v", err)
+		}
+		return map[string]*string{
+			config.EndpointDynamoDB.Name:    dynamodb.NewFromConfig(cfg).Options().BaseEndpoint,
+			config.EndpointEventBridge.Name: eventbridge.NewFromConfig(cfg).Options().BaseEndpoint,
+		}
+	}
+	for _, name := range []string{config.EndpointDynamoDB.Name, config.EndpointEventBridge.Name} {
+		t.Setenv(name, "")
+	}
+	for name, got := range baseEndpoints() {
+		if got != nil {
+			t.Errorf("%s=\"\": the client's BaseEndpoint = %q, want none (the regional endpoint)", name, *got)
+		}
+	}
+	const local = "http://127.0.0.1:1"
+	for _, name := range []string{config.EndpointDynamoDB.Name, config.EndpointEventBridge.Name} {
+		t.Setenv(name, local)
+	}
+	for name, got := range baseEndpoints() {
+		if got == nil || *got != local {
+			t.Errorf("%s=%s: the client's BaseEndpoint = %v, want %s", name, local, got, local)
 		}
 	}
 }
