@@ -6,8 +6,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
-IMPLS = [("idemlambda", "idemlambda (Go)", "#1f77b4"), ("powertools", "Powertools (TS)", "#ff7f0e")]
+# The implementations, in the results' order: (impl in results.json, label, colour).
+IMPLS = [
+    ("idemlambda", "idemlambda reserve (Go)", "#1f77b4"),
+    ("idemlambda-transact", "idemlambda transact (Go)", "#2ca02c"),
+    ("powertools", "Powertools (TS)", "#ff7f0e"),
+]
 STEPS = [
     ("seq", "run", "1. 1k keys\nsequential"),
     ("dup", "run", "2a. 200×8 dup\none process"),
@@ -16,54 +23,70 @@ STEPS = [
     ("crash", "retry", "3b. retry\nafter lease"),
 ]
 OPS = [("PutItem", "///"), ("GetItem", "..."), ("TransactWriteItems", ""), ("UpdateItem", "xx"), ("DeleteItem", "--")]
+WIDTH = 0.8 / len(IMPLS)
+
+
+def offsets(n):
+    """Bar positions of implementation i for n groups."""
+    return [[x + (i - (len(IMPLS) - 1) / 2) * WIDTH for x in range(n)] for i in range(len(IMPLS))]
+
+
+def impl_handles():
+    return [Patch(facecolor=color, label=label) for _, label, color in IMPLS]
 
 
 def main(src, dst):
     with open(src) as f:
         res = json.load(f)
     phases = {(p["impl"], p["workload"], p["step"]): p for p in res["phases"]}
-    fig, axes = plt.subplots(2, 2, figsize=(15, 10))
-    width = 0.38
-    xs = range(len(STEPS))
+    impls = [i for i in IMPLS if any(k[0] == i[0] for k in phases)]
+    fig, axes = plt.subplots(2, 2, figsize=(17, 11))
 
-    def bars(ax, value, title, ylabel, steps=STEPS, fmt="{:.2f}", log=False):
+    def bars(ax, value, title, ylabel, steps=STEPS, fmt="{:.2f}"):
+        pos_all = offsets(len(steps))
         for i, (impl, label, color) in enumerate(IMPLS):
+            if (impl, label, color) not in impls:
+                continue
             vals = [value(phases.get((impl, w, s))) for w, s, _ in steps]
-            pos = [x + (i - 0.5) * width for x in range(len(steps))]
-            b = ax.bar(pos, [v or 0 for v in vals], width, label=label, color=color)
+            b = ax.bar(pos_all[i], [v or 0 for v in vals], WIDTH, label=label, color=color)
             for rect, v in zip(b, vals):
                 if v is not None:
                     ax.annotate(fmt.format(v), (rect.get_x() + rect.get_width() / 2, rect.get_height()),
-                                ha="center", va="bottom", fontsize=8)
+                                ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(steps)), [s[2] for s in steps], fontsize=8)
         ax.set_title(title, fontsize=11)
         ax.set_ylabel(ylabel)
-        if log:
-            ax.set_yscale("log")
+        ax.margins(y=0.12)
         ax.legend(fontsize=8)
 
     # 1. DynamoDB calls per request, stacked by operation, at the endpoint.
     ax = axes[0][0]
+    pos_all = offsets(len(STEPS))
+    used_ops = set()
     for i, (impl, label, color) in enumerate(IMPLS):
+        if (impl, label, color) not in impls:
+            continue
+        pos = pos_all[i]
         bottom = [0.0] * len(STEPS)
-        pos = [x + (i - 0.5) * width for x in xs]
         for op, hatch in OPS:
             vals = [(phases.get((impl, w, s)) or {}).get("calls_per_request", {}).get(op, 0) for w, s, _ in STEPS]
             if not any(vals):
                 continue
-            ax.bar(pos, vals, width, bottom=bottom, color=color, hatch=hatch, edgecolor="white",
-                   label=f"{label}: {op}")
+            used_ops.add(op)
+            ax.bar(pos, vals, WIDTH, bottom=bottom, color=color, hatch=hatch, edgecolor="white")
             bottom = [b + v for b, v in zip(bottom, vals)]
         aws = [(phases.get((impl, w, s)) or {}).get("expected_calls_per_request_on_aws") for w, s, _ in STEPS]
-        ax.scatter(pos, aws, marker="_", s=500, color="black", zorder=3,
-                   label="expected on AWS (no GetItem fallback)" if i == 0 else None)
+        ax.scatter(pos, aws, marker="_", s=300, color="black", zorder=3)
         for p, t in zip(pos, bottom):
-            ax.annotate(f"{t:.2f}", (p, t), ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(list(xs), [s[2] for s in STEPS], fontsize=8)
-    ax.set_title("DynamoDB calls per request (counted at the endpoint)", fontsize=11)
+            ax.annotate(f"{t:.2f}", (p, t), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(STEPS)), [s[2] for s in STEPS], fontsize=8)
+    ax.set_title("DynamoDB calls per request (counted at the endpoint, stacked by operation)", fontsize=11)
     ax.set_ylabel("calls / request")
-    ax.set_ylim(0, 4.9)
-    ax.legend(fontsize=7, ncol=3, loc="upper center")
+    ax.set_ylim(0, 4.4)
+    handles = impl_handles() + [
+        Patch(facecolor="#888888", edgecolor="white", hatch=hatch, label=op) for op, hatch in OPS if op in used_ops
+    ] + [Line2D([], [], marker="_", markersize=14, color="black", ls="", label="on AWS (no GetItem fallback)")]
+    ax.legend(handles=handles, fontsize=7, ncol=3, loc="upper center")
 
     # 2. Business executions per key (products per key, from a table scan).
     bars(axes[0][1], lambda p: p and p.get("keys") and p["keys"]["products"] / p["keys"]["keys"],
@@ -73,22 +96,28 @@ def main(src, dst):
     # 3. Latency p50 and p99, client side.
     lat_steps = [s for s in STEPS if s[1] != "crash"]
     ax = axes[1][0]
+    pos_all = offsets(len(lat_steps))
     for i, (impl, label, color) in enumerate(IMPLS):
-        pos = [x + (i - 0.5) * width for x in range(len(lat_steps))]
+        if (impl, label, color) not in impls:
+            continue
+        pos = pos_all[i]
         p50 = [(phases.get((impl, w, s)) or {}).get("p50_ms", 0) for w, s, _ in lat_steps]
         p99 = [(phases.get((impl, w, s)) or {}).get("p99_ms", 0) for w, s, _ in lat_steps]
-        ax.bar(pos, p99, width, color=color, alpha=0.35, label=f"{label} p99")
-        ax.bar(pos, p50, width, color=color, label=f"{label} p50")
+        ax.bar(pos, p99, WIDTH, color=color, alpha=0.35)
+        ax.bar(pos, p50, WIDTH, color=color)
         own = [(phases.get((impl, w, s)) or {}).get("mean_ms_outside_store", 0) for w, s, _ in lat_steps]
-        ax.scatter(pos, own, marker="_", s=500, color="black", zorder=3,
-                   label="mean minus store time (own ms)" if i == 0 else None)
+        ax.scatter(pos, own, marker="_", s=300, color="black", zorder=3)
         for x, a, b in zip(pos, p50, p99):
-            ax.annotate(f"{a:.1f}", (x, a), ha="center", va="bottom", fontsize=8)
-            ax.annotate(f"{b:.1f}", (x, b), ha="center", va="bottom", fontsize=8)
+            ax.annotate(f"{a:.1f}", (x, a), ha="center", va="bottom", fontsize=7)
+            ax.annotate(f"{b:.1f}", (x, b), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(lat_steps)), [s[2] for s in lat_steps], fontsize=8)
     ax.set_title("Latency per request, ms (p50 solid, p99 light)", fontsize=11)
     ax.set_ylabel("ms")
-    ax.legend(fontsize=8)
+    ax.margins(y=0.1)
+    ax.legend(handles=impl_handles() + [
+        Patch(facecolor="#888888", label="p50"), Patch(facecolor="#888888", alpha=0.35, label="p99"),
+        Line2D([], [], marker="_", markersize=14, color="black", ls="", label="mean minus store time (own ms)"),
+    ], fontsize=8)
 
     # 4. CPU time per request in the implementation's process.
     bars(axes[1][1], lambda p: p and p.get("cpu_us_per_request"),
@@ -97,12 +126,13 @@ def main(src, dst):
     m, v = res["machine"], res["versions"]
     fig.suptitle(
         f"make bench-peer, {res['date']}: {m.get('cpu', '?')}, {m.get('nproc')} CPUs, load {m.get('loadavg_start')}\n"
-        f"{v.get('go')} + aws-sdk-go-v2 dynamodb {v.get('github.com/aws/aws-sdk-go-v2/service/dynamodb')}  vs  "
+        f"{v.get('go')} + aws-sdk-go-v2 dynamodb {v.get('github.com/aws/aws-sdk-go-v2/service/dynamodb')} "
+        f"(idem modes reserve and transact)  vs  "
         f"Node {v.get('node')} + @aws-lambda-powertools/idempotency {v.get('@aws-lambda-powertools/idempotency')}; "
         f"embedded store (minidyn {v.get('minidyn (embedded store)')})",
         fontsize=10)
     fig.tight_layout()
-    fig.savefig(dst, dpi=110)
+    fig.savefig(dst, dpi=100)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 // Command peer runs make bench-peer: the same three workloads against
-// idemlambda's POST /products handler and against a handler made
-// idempotent by Powertools for AWS Lambda (TypeScript), one process per
-// implementation and workload, on one embedded DynamoDB-compatible store
-// (cmd/local in store-only mode) behind a counting reverse proxy.
+// idemlambda's POST /products handler, in each of pkg/idem's modes
+// (reserve and transact), and against a handler made idempotent by
+// Powertools for AWS Lambda (TypeScript), one process per implementation
+// and workload, on one embedded DynamoDB-compatible store (cmd/local in
+// store-only mode) behind a counting reverse proxy.
 //
 // It writes bench/results.json and bench/RESULTS.md; bench/plot.py draws
 // bench/results.png from the JSON.
@@ -37,7 +38,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/idemlambda/idemlambda/bench/proxy"
-	"github.com/idemlambda/idemlambda/internal/tables"
+	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -45,11 +46,45 @@ import (
 // in-process), dupp (2b, one process per duplicate), crash (3).
 var workloads = []string{"seq", "dup", "dupp", "crash"}
 
-// The two implementations, by the name the results use.
+// The three implementations, by the name the results and tables use:
+// idemlambda in idem.ModeReserve (the default mode; the name predates the
+// second mode), idemlambda in idem.ModeTransact, and Powertools.
 const (
-	Ours       = "idemlambda"
-	Powertools = "powertools"
+	Ours         = "idemlambda"
+	OursTransact = "idemlambda-transact"
+	Powertools   = "powertools"
 )
+
+// impls is every implementation, in the order the results list them.
+var impls = []string{Ours, OursTransact, Powertools}
+
+// isOurs says whether impl is idemlambda (either mode).
+func isOurs(impl string) bool { return impl == Ours || impl == OursTransact }
+
+// idemMode is the idem.Mode an idemlambda implementation runs in ("" for
+// Powertools).
+func idemMode(impl string) idem.Mode {
+	switch impl {
+	case Ours:
+		return idem.ModeReserve
+	case OursTransact:
+		return idem.ModeTransact
+	}
+	return ""
+}
+
+// fallbackError is the error, counted by the proxy as "<operation>
+// <error type>", that each GetItem of an implementation follows on the
+// embedded store: the failed conditional PutItem whose ALL_OLD item
+// minidyn leaves out (reserve mode, Powertools), or, in transact mode, the
+// TransactWriteItems cancelled on the record's condition, whose
+// cancellation reason minidyn gives no Item.
+func fallbackError(impl string) string {
+	if impl == OursTransact {
+		return "TransactWriteItems TransactionCanceledException"
+	}
+	return "PutItem ConditionalCheckFailedException"
+}
 
 type options struct {
 	out, work, store, gorunner, node, ptDir, event string
@@ -83,8 +118,9 @@ func main() {
 // Phase is one runner process's measured run.
 type Phase struct {
 	Impl     string `json:"impl"`
-	Workload string `json:"workload"` // seq, dup, crash
-	Step     string `json:"step"`     // run, or crash / retry
+	Mode     string `json:"idem_mode,omitempty"` // idemlambda's idem.Mode
+	Workload string `json:"workload"`            // seq, dup, crash
+	Step     string `json:"step"`                // run, or crash / retry
 	Label    string `json:"label"`
 	Procs    int    `json:"processes"`
 
@@ -148,6 +184,7 @@ func run(o options) error {
 			"seq_keys": o.seqKeys, "dup_keys": o.dupKeys, "dup": o.dup, "crash_keys": o.crashKeys,
 			"warmup_keys": o.warmup, "crash_lambda_timeout": o.crashTimeout.String(),
 			"lambda_timeout": "30s", "idemlambda_lease_margin": idem.DefaultLeaseMargin.String(),
+			"implementations": impls, "idemlambda_cache_size": 0,
 		},
 	}
 	for k, v := range storeVersions(o.store) {
@@ -197,21 +234,24 @@ func run(o options) error {
 	fmt.Printf("bench-peer: store %s (pid %d), counting proxy %s; load %s\n", storeURL, store.Process.Pid, proxyURL, loadavg())
 
 	b := &bench{o: o, px: px, proxyURL: proxyURL, direct: direct, res: res}
-	for _, impl := range []string{Ours, Powertools} {
+	for _, impl := range impls {
 		for _, w := range workloads {
 			if err := b.createTables(ctx, impl, w); err != nil {
 				return err
 			}
 		}
 	}
-	// Alternate which implementation goes first, so neither always runs
-	// on the machine the other just warmed (or loaded).
+	// Vary the order, so no implementation always runs on the machine
+	// another just warmed (or loaded): two orders and their reverses, so
+	// each implementation runs before each other one in two workloads of
+	// the four and after it in the other two (and reserve and Powertools
+	// alternate as before).
 	for _, w := range []struct {
 		name  string
 		order []string
 	}{
-		{"seq", []string{Ours, Powertools}}, {"dup", []string{Powertools, Ours}},
-		{"dupp", []string{Ours, Powertools}}, {"crash", []string{Powertools, Ours}},
+		{"seq", []string{Ours, Powertools, OursTransact}}, {"dup", []string{OursTransact, Powertools, Ours}},
+		{"dupp", []string{Ours, OursTransact, Powertools}}, {"crash", []string{Powertools, OursTransact, Ours}},
 	} {
 		for _, impl := range w.order {
 			if err := b.workload(ctx, impl, w.name); err != nil {
@@ -245,10 +285,10 @@ func names(impl, workload string) tables.Names {
 }
 
 // createTables creates the implementation's tables for a workload: the
-// products and outbox tables from internal/tables for both; idemlambda's
-// idempotency table from internal/tables, and Powertools' with the key
-// its DynamoDBPersistenceLayer expects (id, S) and TTL on its own
-// attribute (expiration).
+// products and outbox tables from internal/dev/tables for all three;
+// idemlambda's idempotency table (either mode) from internal/dev/tables, and
+// Powertools' with the key its DynamoDBPersistenceLayer expects (id, S)
+// and TTL on its own attribute (expiration).
 func (b *bench) createTables(ctx context.Context, impl, workload string) error {
 	n := names(impl, workload)
 	for _, t := range []tables.Table{tables.Products, tables.Outbox} {
@@ -256,7 +296,7 @@ func (b *bench) createTables(ctx context.Context, impl, workload string) error {
 			return err
 		}
 	}
-	if impl == Ours {
+	if isOurs(impl) {
 		return tables.Idempotency.Create(ctx, b.direct, n.Idempotency, tables.CreateOptions{})
 	}
 	_, err := b.direct.CreateTable(ctx, &dynamodb.CreateTableInput{
@@ -316,7 +356,9 @@ func (b *bench) workload(ctx context.Context, impl, w string) error {
 	}
 	// Every crashed invocation started before the crash report, so every
 	// lease (Powertools: in_progress_expiration = start + remaining time;
-	// idemlambda: deadline + lease margin) has ended after this wait.
+	// idemlambda reserve: deadline + lease margin) has ended after this
+	// wait. Transact mode leaves no lease (its record lands COMPLETED) but
+	// waits the same, so its retry runs as late as the others'.
 	wait := b.o.crashTimeout + idem.DefaultLeaseMargin + 500*time.Millisecond
 	fmt.Printf("  waiting %v for the crashed invocations' leases to end\n", wait)
 	time.Sleep(wait)
@@ -381,8 +423,8 @@ func (p *proc) kill() {
 // start runs one runner process and waits for its warm-up to end.
 func (b *bench) start(impl string, args []string, logName string) (*proc, map[string]string, error) {
 	var cmd *exec.Cmd
-	if impl == Ours {
-		cmd = exec.Command(b.o.gorunner, args...)
+	if isOurs(impl) {
+		cmd = exec.Command(b.o.gorunner, append(args, "--mode="+string(idemMode(impl)))...)
 	} else {
 		cmd = exec.Command(b.o.node, append([]string{filepath.Join(b.o.ptDir, "runner.mjs")}, args...)...)
 	}
@@ -433,8 +475,8 @@ func (b *bench) phase(impl, workload, step string, keys, procs int, extra []stri
 		fmt.Sprintf("--warmup=%d", b.o.warmup), "--event=" + b.o.event,
 	}
 	args = append(args, extra...)
-	p := &Phase{Impl: impl, Workload: workload, Step: step, LoadAvgBefore: loadavg(), Outcomes: map[string]int{}}
-	fmt.Printf("  %-10s %-5s %-5s keys=%d procs=%d load %s ... ", impl, workload, step, keys, procs, p.LoadAvgBefore)
+	p := &Phase{Impl: impl, Mode: string(idemMode(impl)), Workload: workload, Step: step, LoadAvgBefore: loadavg(), Outcomes: map[string]int{}}
+	fmt.Printf("  %-19s %-5s %-5s keys=%d procs=%d load %s ... ", impl, workload, step, keys, procs, p.LoadAvgBefore)
 	var ps []*proc
 	defer func() {
 		for _, x := range ps {
@@ -546,17 +588,22 @@ func (b *bench) phase(impl, workload, step string, keys, procs int, extra []stri
 			p.OwnMsPerReq = p.MeanMs - p.StoreMsPerReq
 		}
 		// On AWS, a failed conditional PutItem returns the item that beat
-		// it (ReturnValuesOnConditionCheckFailure=ALL_OLD); both libraries
-		// read it from there and issue their GetItem only when it is
-		// missing, as it is on the embedded store.
+		// it (ReturnValuesOnConditionCheckFailure=ALL_OLD), and so does the
+		// cancellation reason of a transaction cancelled on such a Put's
+		// condition; every implementation reads it from there and issues
+		// its GetItem only when it is missing, as it is on the embedded
+		// store.
 		p.AWSPerReq = float64(p.Calls.Total()-p.Calls.Ops["GetItem"]) / float64(p.Requests)
 	}
-	if g, f := p.Calls.Ops["GetItem"], p.Calls.Errors["PutItem ConditionalCheckFailedException"]; g != f {
-		p.FallbackNote = fmt.Sprintf("GetItem %d != failed conditional PutItem %d", g, f)
+	if g, f := p.Calls.Ops["GetItem"], p.Calls.Errors[fallbackError(impl)]; g != f {
+		p.FallbackNote = fmt.Sprintf("GetItem %d != %s %d", g, fallbackError(impl), f)
 	}
 	b.res.Phases = append(b.res.Phases, p)
 	fmt.Printf("%d requests, %s, p50 %.2f ms p99 %.2f ms, cpu %.0f us/req\n",
 		p.Requests, opsString(p.Calls.Ops), p.P50ms, p.P99ms, p.CPUPerReqUs)
+	if p.FallbackNote != "" {
+		fmt.Printf("    fallback check: %s\n", p.FallbackNote)
+	}
 	return p, nil
 }
 
