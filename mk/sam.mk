@@ -10,7 +10,7 @@ SAM_STAMP   := $(SAM_VENV)/.aws-sam-cli-$(SAM_VERSION)
 # Region for cfn-lint's resource specs; nothing is sent to AWS.
 SAM_REGION  ?= us-east-1
 # The functions of template.yaml, by logical id.
-SAM_FUNCTIONS := CreateProductFunction GetProductFunction OutboxRelayFunction
+SAM_FUNCTIONS := CreateProductFunction GetProductFunction OutboxRelayFunction SellerStatsFunction GetSellerFunction
 # Offline and in CI: no telemetry.
 export SAM_CLI_TELEMETRY := 0
 
@@ -57,6 +57,14 @@ build-GetProductFunction: ## (sam build) functions/getproduct as $ARTIFACTS_DIR/
 .PHONY: build-OutboxRelayFunction
 build-OutboxRelayFunction: ## (sam build) functions/outboxrelay as $ARTIFACTS_DIR/bootstrap, linux/arm64.
 	$(call SAM_GO_BUILD,outboxrelay)
+
+.PHONY: build-SellerStatsFunction
+build-SellerStatsFunction: ## (sam build) functions/sellerstats as $ARTIFACTS_DIR/bootstrap, linux/arm64.
+	$(call SAM_GO_BUILD,sellerstats)
+
+.PHONY: build-GetSellerFunction
+build-GetSellerFunction: ## (sam build) functions/getseller as $ARTIFACTS_DIR/bootstrap, linux/arm64.
+	$(call SAM_GO_BUILD,getseller)
 
 # `sam local invoke`, for real: the arm64 bootstraps in Docker against a
 # local store (scripts/sam-invoke.sh), and the test that does it in CI.

@@ -30,6 +30,7 @@ var localDefaults = map[string]string{
 	config.ProductsTable.Name:    "products",
 	config.IdempotencyTable.Name: "idempotency",
 	config.OutboxTable.Name:      "outbox",
+	config.SellersTable.Name:     "sellers",
 	config.EventBusName.Name:     "idemlambda-local",
 }
 
@@ -59,6 +60,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	stats, err := config.LoadSellerStats(getenv)
+	if err != nil {
+		return err
+	}
+	seller, err := config.LoadGetSeller(getenv)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := local.Config{
@@ -67,6 +76,8 @@ func run() error {
 		Endpoint:      os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"),
 		CreateProduct: create,
 		GetProduct:    get,
+		SellerStats:   stats,
+		GetSeller:     seller,
 		Log:           create.Logger(os.Stderr),
 	}
 	where, err := relayTo(ctx, &cfg, relayCfg, *relayOn)
@@ -98,9 +109,13 @@ func relayTo(ctx context.Context, cfg *local.Config, rc config.OutboxRelay, on b
 	if !on || cfg.APIAddr == "" {
 		return "outbox relay: off", nil
 	}
-	where := "outbox relay: ProductCreated events are printed below as CloudEvents JSON lines"
+	where := "outbox relay: ProductCreated events are printed below as CloudEvents JSON lines, " +
+		"and delivered as the EventBridge rule and the SQS queue would to the seller statistics consumer"
 	cfg.Publisher = outbox.NewJSONLinesPublisher(os.Stdout)
+	cfg.ConsumeEvents = true
 	if ep := os.Getenv("AWS_ENDPOINT_URL_EVENTBRIDGE"); ep != "" {
+		// A real bus: its rule and queue, not this process, feed the consumer.
+		cfg.ConsumeEvents = false
 		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 		if err != nil {
 			return "", err

@@ -33,6 +33,7 @@ var (
 	ProductsTable        = Var{Name: "PRODUCTS_TABLE", Doc: "products table name"}
 	IdempotencyTable     = Var{Name: "IDEMPOTENCY_TABLE", Doc: "idempotency table name"}
 	OutboxTable          = Var{Name: "OUTBOX_TABLE", Doc: "outbox table name"}
+	SellersTable         = Var{Name: "SELLERS_TABLE", Doc: "seller statistics table name"}
 	EventBusName         = Var{Name: "EVENT_BUS_NAME", Doc: "EventBridge bus the relay publishes to"}
 	EventSource          = Var{Name: "EVENT_SOURCE", Default: "idemlambda.products", Doc: "CloudEvents source and EventBridge Source"}
 	IdempotencyRetention = Var{Name: "IDEMPOTENCY_RETENTION", Default: "24h", Doc: "how long a completed key replays (Go duration)"}
@@ -104,6 +105,23 @@ type OutboxRelay struct {
 	EventBusName, EventSource string
 }
 
+// SellerStats is the sellerstats consumer's configuration. Its
+// idempotency store always runs in transact mode: the counter's writes are
+// computed from the event alone.
+type SellerStats struct {
+	Common
+	SellersTable string
+	// EventSource is the only source whose events are counted.
+	EventSource string
+	Idempotency Idempotency
+}
+
+// GetSeller is the getseller function's configuration.
+type GetSeller struct {
+	Common
+	SellersTable string
+}
+
 // LoadCreateProduct reads createproduct's configuration through getenv.
 func LoadCreateProduct(getenv func(string) string) (CreateProduct, error) {
 	return load("createproduct", getenv, readCreateProduct)
@@ -119,13 +137,31 @@ func LoadOutboxRelay(getenv func(string) string) (OutboxRelay, error) {
 	return load("outboxrelay", getenv, readOutboxRelay)
 }
 
+// LoadSellerStats reads sellerstats' configuration through getenv.
+func LoadSellerStats(getenv func(string) string) (SellerStats, error) {
+	return load("sellerstats", getenv, readSellerStats)
+}
+
+// LoadGetSeller reads getseller's configuration through getenv.
+func LoadGetSeller(getenv func(string) string) (GetSeller, error) {
+	return load("getseller", getenv, readGetSeller)
+}
+
 func readCommon(e *env) Common { return Common{LogLevel: e.level(LogLevel)} }
 
 func readIdempotency(e *env) Idempotency {
+	i := readIdempotencyFixedMode(e, "")
+	i.Mode = parse(e, IdempotencyMode, idem.ParseMode)
+	return i
+}
+
+// readIdempotencyFixedMode reads the store's settings for a function whose
+// mode is not configurable.
+func readIdempotencyFixedMode(e *env, mode idem.Mode) Idempotency {
 	return Idempotency{
 		Table:     e.str(IdempotencyTable),
 		Retention: e.duration(IdempotencyRetention),
-		Mode:      parse(e, IdempotencyMode, idem.ParseMode),
+		Mode:      mode,
 		CacheSize: e.integer(IdempotencyCacheSize, MaxCacheSize),
 	}
 }
@@ -142,6 +178,19 @@ func readCreateProduct(e *env) CreateProduct {
 
 func readGetProduct(e *env) GetProduct {
 	return GetProduct{ProductsTable: e.str(ProductsTable), Common: readCommon(e)}
+}
+
+func readSellerStats(e *env) SellerStats {
+	return SellerStats{
+		SellersTable: e.str(SellersTable),
+		EventSource:  e.str(EventSource),
+		Idempotency:  readIdempotencyFixedMode(e, idem.ModeTransact),
+		Common:       readCommon(e),
+	}
+}
+
+func readGetSeller(e *env) GetSeller {
+	return GetSeller{SellersTable: e.str(SellersTable), Common: readCommon(e)}
 }
 
 func readOutboxRelay(e *env) OutboxRelay {
@@ -166,6 +215,8 @@ func Functions() []Function {
 		spec("createproduct", readCreateProduct, EndpointDynamoDB),
 		spec("getproduct", readGetProduct, EndpointDynamoDB),
 		spec("outboxrelay", readOutboxRelay, EndpointEventBridge),
+		spec("sellerstats", readSellerStats, EndpointDynamoDB),
+		spec("getseller", readGetSeller, EndpointDynamoDB),
 	}
 }
 

@@ -61,6 +61,12 @@ func TestLoadFailsWithEveryProblemNamed(t *testing.T) {
 	assert.Equal(t, "p", g.ProductsTable)
 	_, err = config.LoadOutboxRelay(env(nil))
 	assert.ErrorContains(t, err, "outboxrelay: config: invalid environment: EVENT_BUS_NAME is required")
+
+	// sellerstats claims in transact mode, whatever the environment says.
+	s, err := config.LoadSellerStats(env(map[string]string{"SELLERS_TABLE": "s", "IDEMPOTENCY_TABLE": "i", "IDEMPOTENCY_MODE": "reserve"}))
+	require.NoError(t, err)
+	assert.Equal(t, idem.ModeTransact, s.Idempotency.Mode)
+	assert.Equal(t, "idemlambda.products", s.EventSource)
 }
 
 // Functions lists what each loader reads: load with a getenv that records
@@ -71,6 +77,8 @@ func TestFunctionsListWhatTheLoadersRead(t *testing.T) {
 		"createproduct": func(g func(string) string) error { _, err := config.LoadCreateProduct(g); return err },
 		"getproduct":    func(g func(string) string) error { _, err := config.LoadGetProduct(g); return err },
 		"outboxrelay":   func(g func(string) string) error { _, err := config.LoadOutboxRelay(g); return err },
+		"sellerstats":   func(g func(string) string) error { _, err := config.LoadSellerStats(g); return err },
+		"getseller":     func(g func(string) string) error { _, err := config.LoadGetSeller(g); return err },
 	}
 	require.Len(t, config.Functions(), len(loaders))
 	for _, fn := range config.Functions() {
@@ -109,6 +117,8 @@ func TestSDKVarsAreTheSDKsEndpointVariables(t *testing.T) {
 		"createproduct": {config.EndpointDynamoDB},
 		"getproduct":    {config.EndpointDynamoDB},
 		"outboxrelay":   {config.EndpointEventBridge},
+		"sellerstats":   {config.EndpointDynamoDB},
+		"getseller":     {config.EndpointDynamoDB},
 	}
 	for _, f := range config.Functions() {
 		require.Len(t, f.SDKVars, 1, f.Name)

@@ -82,6 +82,7 @@ func TestPipeline(t *testing.T) {
 
 	t.Run("exactly once", func(t *testing.T) { exactlyOnce(t, c, proxy) })
 	t.Run("failed PutEvents entry", func(t *testing.T) { failedEntry(t, c, proxy) })
+	t.Run("seller statistics, redelivered at every hop", func(t *testing.T) { sellerStats(t, c) })
 
 	ops, maxWaiting := proxy.stats()
 	t.Logf("proxy forwarded %d requests one at a time (%s); up to %d waited at once",
@@ -211,7 +212,7 @@ type stack struct {
 func newStack(ctx context.Context, t *testing.T, c clients, name string) stack {
 	t.Helper()
 	suffix := fmt.Sprintf("e2e-%s-%d", name, time.Now().UnixNano())
-	names := tables.Names{Products: "products-" + suffix, Idempotency: "idempotency-" + suffix, Outbox: "outbox-" + suffix}
+	names := tables.Names{Products: "products-" + suffix, Idempotency: "idempotency-" + suffix, Outbox: "outbox-" + suffix, Sellers: "sellers-" + suffix}
 	require.NoError(t, tables.CreateAll(ctx, c.ddb, names, tables.CreateOptions{WaitTimeout: 30 * time.Second}))
 	arn, err := streampoll.LatestStreamARN(ctx, c.ddb, names.Outbox)
 	require.NoError(t, err)
@@ -220,6 +221,7 @@ func newStack(ctx context.Context, t *testing.T, c clients, name string) stack {
 		tables.Products.EnvVar:                   names.Products,
 		tables.Idempotency.EnvVar:                names.Idempotency,
 		tables.Outbox.EnvVar:                     names.Outbox,
+		tables.Sellers.EnvVar:                    names.Sellers,
 		internalconfig.EventBusName.Name:         "bus-" + suffix,
 		internalconfig.EventSource.Name:          "idemlambda.products",
 		internalconfig.IdempotencyRetention.Name: "24h",

@@ -23,11 +23,13 @@ import (
 	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/embedded"
+	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
 	"github.com/idemlambda/idemlambda/internal/dev/httpadapter"
 	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/relay"
+	"github.com/idemlambda/idemlambda/internal/sellers"
 )
 
 // Config says what to run.
@@ -43,6 +45,15 @@ type Config struct {
 	// Lambdas would be configured; the tables they name are created.
 	CreateProduct config.CreateProduct
 	GetProduct    config.GetProduct
+	// SellerStats and GetSeller configure the seller statistics consumer
+	// and GET /sellers/{id}. With a Publisher that is not an EventBridge
+	// (ConsumeEvents), every event the relay publishes also goes, as the
+	// rule and the queue would deliver it, to the consumer.
+	SellerStats config.SellerStats
+	GetSeller   config.GetSeller
+	// ConsumeEvents feeds the relay's events to the seller statistics
+	// consumer through an in-process queue (internal/dev/eventbus).
+	ConsumeEvents bool
 	// Log receives the handlers' JSON log lines.
 	Log *slog.Logger
 	// Publisher, when set, runs the outbox relay into it: fed from the
@@ -55,7 +66,10 @@ type Config struct {
 
 // tables names the tables the functions use.
 func (c Config) tables() tables.Names {
-	return tables.Names{Products: c.CreateProduct.ProductsTable, Idempotency: c.CreateProduct.Idempotency.Table, Outbox: c.CreateProduct.OutboxTable}
+	return tables.Names{
+		Products: c.CreateProduct.ProductsTable, Idempotency: c.CreateProduct.Idempotency.Table,
+		Outbox: c.CreateProduct.OutboxTable, Sellers: c.GetSeller.SellersTable,
+	}
 }
 
 // Runner is a started local environment.
@@ -73,6 +87,7 @@ type Runner struct {
 	api   *http.Server
 	errs  chan error
 	feed  *feed
+	queue *eventbus.Queue
 	stop  context.CancelFunc
 	bg    sync.WaitGroup
 }
@@ -82,20 +97,15 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	r := &Runner{errs: make(chan error, 4)}
 	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	r.stop = stop
-	var relayHandler *relay.Handler
-	if cfg.Publisher != nil {
-		relayHandler = relay.NewHandler(cfg.Publisher, cfg.Log)
-	}
 	if cfg.Endpoint == "" {
 		ln, err := net.Listen("tcp", cfg.StoreAddr)
 		if err != nil {
 			return nil, fmt.Errorf("embedded store: %w", err)
 		}
 		r.Embedded = embedded.New()
-		if relayHandler != nil {
+		if cfg.Publisher != nil {
 			r.feed = newFeed(cfg.CreateProduct.OutboxTable, streampoll.DefaultBatchSize, cfg.Log)
 			r.Embedded.OnPut(r.feed.put)
-			r.background(func() { r.feed.run(bgCtx, relayHandler.Handle) })
 		}
 		r.store = r.serve(ln, r.Embedded)
 		r.StoreURL = "http://" + ln.Addr().String()
@@ -110,19 +120,15 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if err := EnsureTables(ctx, client, cfg.tables()); err != nil {
 		return nil, errors.Join(err, r.Close(ctx))
 	}
-	if relayHandler != nil && r.Embedded == nil {
-		if err := r.pollStream(ctx, bgCtx, cfg, relayHandler); err != nil {
+	if cfg.Publisher != nil {
+		if err := r.startRelay(ctx, bgCtx, cfg); err != nil {
 			return nil, errors.Join(err, r.Close(ctx))
 		}
 	}
 	if cfg.APIAddr == "" {
 		return r, nil
 	}
-	create, err := api.NewCreateProduct(client, cfg.CreateProduct, cfg.Log)
-	if err != nil {
-		return nil, errors.Join(err, r.Close(ctx))
-	}
-	get, err := api.NewGetProduct(client, cfg.GetProduct, cfg.Log)
+	routes, err := apiRoutes(client, cfg)
 	if err != nil {
 		return nil, errors.Join(err, r.Close(ctx))
 	}
@@ -130,12 +136,74 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("api: %w", err), r.Close(ctx))
 	}
-	r.api = r.serve(ln, httpadapter.New(
-		httpadapter.Route{Method: http.MethodPost, Pattern: "/products", Handler: httpadapter.Handler(create)},
-		httpadapter.Route{Method: http.MethodGet, Pattern: "/products/{id}", Handler: httpadapter.Handler(get)},
-	))
+	r.api = r.serve(ln, httpadapter.New(routes...))
 	r.APIURL = "http://" + hostPort(ln.Addr())
 	return r, nil
+}
+
+// apiRoutes are the HTTP API's routes, each served by its function's
+// handler as the Lambda main assembles it.
+func apiRoutes(client *dynamodb.Client, cfg Config) ([]httpadapter.Route, error) {
+	create, err := api.NewCreateProduct(client, cfg.CreateProduct, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	get, err := api.NewGetProduct(client, cfg.GetProduct, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	seller, err := api.NewGetSeller(client, cfg.GetSeller, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	return []httpadapter.Route{
+		{Method: http.MethodPost, Pattern: "/products", Handler: httpadapter.Handler(create)},
+		{Method: http.MethodGet, Pattern: "/products/{id}", Handler: httpadapter.Handler(get)},
+		{Method: http.MethodGet, Pattern: "/sellers/{id}", Handler: httpadapter.Handler(seller)},
+	}, nil
+}
+
+// startRelay runs the outbox relay into cfg.Publisher (and, with
+// ConsumeEvents, into the seller statistics consumer's queue), fed by the
+// embedded store's puts or by the endpoint's stream.
+func (r *Runner) startRelay(ctx, bgCtx context.Context, cfg Config) error {
+	pub := cfg.Publisher
+	if cfg.ConsumeEvents {
+		consumer, err := sellers.NewSellerStats(r.Client, cfg.SellerStats, cfg.Log)
+		if err != nil {
+			return err
+		}
+		r.queue = eventbus.NewQueue(consumer.Handle, cfg.Log)
+		r.background(func() { r.queue.Run(bgCtx) })
+		pub = tee{pub, r.queue}
+	}
+	h := relay.NewHandler(pub, cfg.Log)
+	if r.feed != nil {
+		r.background(func() { r.feed.run(bgCtx, h.Handle) })
+		return nil
+	}
+	return r.pollStream(ctx, bgCtx, cfg, h)
+}
+
+// tee publishes to first, then hands the same events to also, whose
+// result does not count (the in-process queue never refuses).
+type tee struct{ first, also outbox.Publisher }
+
+func (t tee) Publish(ctx context.Context, evs []outbox.Event) (outbox.Result, error) {
+	res, err := t.first.Publish(ctx, evs)
+	n := len(evs)
+	if err != nil {
+		var pe *outbox.PublishError
+		if errors.As(err, &pe) {
+			n = pe.Index
+		} else {
+			n = 0
+		}
+	}
+	if n > 0 {
+		_, _ = t.also.Publish(ctx, evs[:n])
+	}
+	return res, err
 }
 
 func (r *Runner) serve(ln net.Listener, h http.Handler) *http.Server {
@@ -173,8 +241,10 @@ func (r *Runner) pollStream(ctx, bgCtx context.Context, cfg Config, h *relay.Han
 func (r *Runner) background(fn func()) { r.bg.Go(fn) }
 
 // RelayIdle reports whether the embedded feed has delivered every outbox
-// put so far (always true without one).
-func (r *Runner) RelayIdle() bool { return r.feed == nil || r.feed.idle() }
+// put so far, and the consumer's queue every event (true without them).
+func (r *Runner) RelayIdle() bool {
+	return (r.feed == nil || r.feed.idle()) && (r.queue == nil || r.queue.Idle())
+}
 
 // Err delivers a server's failure while running.
 func (r *Runner) Err() <-chan error { return r.errs }
@@ -247,7 +317,7 @@ func hostPort(a net.Addr) string {
 // Banner prints where things run and a first request to try.
 func Banner(w io.Writer, r *Runner) {
 	if r.APIURL != "" {
-		fmt.Fprintf(w, "idemlambda API on %s (POST /products, GET /products/{id})\n", r.APIURL)
+		fmt.Fprintf(w, "idemlambda API on %s (POST /products, GET /products/{id}, GET /sellers/{id})\n", r.APIURL)
 	}
 	fmt.Fprintf(w, "DynamoDB-compatible store on %s\n", r.StoreURL)
 	if r.APIURL == "" {
@@ -255,9 +325,12 @@ func Banner(w io.Writer, r *Runner) {
 	}
 	fmt.Fprintf(w, `
 Try it:
-  curl -i -X POST %s/products \
+  curl -i -X POST %[1]s/products \
     -H 'Content-Type: application/json' -H 'Idempotency-Key: "order-42"' \
     -d '{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}'
-Send it again for the stored response (Idempotent-Replayed: true). Ctrl-C stops.
+Send it again for the stored response (Idempotent-Replayed: true). Then the seller's numbers,
+counted once per product however often the event is delivered:
+  curl -s %[1]s/sellers/3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b
+Ctrl-C stops.
 `, r.APIURL)
 }

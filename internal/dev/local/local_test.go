@@ -21,6 +21,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
+	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 const widget = `{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`
@@ -38,7 +39,13 @@ func startWith(t *testing.T, pub outbox.Publisher) *local.Runner {
 			Idempotency: config.Idempotency{Table: "idempotency", Retention: time.Hour},
 		},
 		GetProduct: config.GetProduct{ProductsTable: "products"},
-		Log:        slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		SellerStats: config.SellerStats{
+			SellersTable: "sellers", EventSource: "idemlambda.products",
+			Idempotency: config.Idempotency{Table: "idempotency", Retention: time.Hour, Mode: idem.ModeTransact},
+		},
+		GetSeller:     config.GetSeller{SellersTable: "sellers"},
+		ConsumeEvents: pub != nil,
+		Log:           slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -187,4 +194,47 @@ func TestRelayFeedsEmbeddedOutboxWritesAndRetriesAFailedPublish(t *testing.T) {
 	pub.mu.Lock()
 	defer pub.mu.Unlock()
 	assert.GreaterOrEqual(t, pub.calls, 2, "the failed call was retried")
+}
+
+// TestLocalPipelineCountsSellerStatistics: make run's pipeline goes on
+// past the relay: each ProductCreated reaches the seller statistics
+// consumer as an SQS message, and GET /sellers/{id} on the API port shows
+// the seller's numbers, each product counted once (the failed first
+// publish was retried, the replays created nothing).
+func TestLocalPipelineCountsSellerStatistics(t *testing.T) {
+	t.Parallel()
+	var out logbuf.Buffer
+	r := startWith(t, &flaky{next: outbox.NewJSONLinesPublisher(&out)})
+	const seller = "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"
+	resp, err := http.Get(r.APIURL + "/sellers/" + seller)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "no products yet")
+	for i, price := range []string{"999", "1", "1000"} {
+		body := strings.Replace(widget, `"price_cents":999`, `"price_cents":`+price, 1)
+		for range 2 { // each request twice: the second is a replay
+			rep := post(t, r.APIURL, fmt.Sprintf("stats-%d", i), body)
+			require.Equal(t, http.StatusCreated, rep.status, rep.body)
+		}
+	}
+	var got struct {
+		SellerID     string `json:"seller_id"`
+		ProductCount int    `json:"product_count"`
+		Listed       []struct {
+			Cents    int64  `json:"cents"`
+			Currency string `json:"currency"`
+		} `json:"listed"`
+	}
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(r.APIURL + "/sellers/" + seller)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return false
+		}
+		defer resp.Body.Close()
+		return json.NewDecoder(resp.Body).Decode(&got) == nil && got.ProductCount == 3 && r.RelayIdle()
+	}, 10*time.Second, 20*time.Millisecond)
+	assert.Equal(t, seller, got.SellerID)
+	require.Len(t, got.Listed, 1)
+	assert.Equal(t, int64(2000), got.Listed[0].Cents)
+	assert.Equal(t, "EUR", got.Listed[0].Currency)
 }

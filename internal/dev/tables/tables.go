@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -62,8 +63,12 @@ var Outbox = Table{
 	TTLAttribute: AttrExpiresAt, StreamView: types.StreamViewTypeNewImage,
 }
 
+// Sellers holds one item of statistics per seller, written only by the
+// sellerstats consumer.
+var Sellers = Table{Logical: "sellers", EnvVar: config.SellersTable.Name, HashKey: sellers.AttrSellerID}
+
 // All lists every table in a stable order.
-func All() []Table { return []Table{Products, Idempotency, Outbox} }
+func All() []Table { return []Table{Products, Idempotency, Outbox, Sellers} }
 
 // CreateTableInput returns the on-demand CreateTable request for the table
 // under the physical name.
@@ -131,7 +136,7 @@ func (t Table) Create(ctx context.Context, client *dynamodb.Client, name string,
 
 // Names holds the physical table names a process works with.
 type Names struct {
-	Products, Idempotency, Outbox string
+	Products, Idempotency, Outbox, Sellers string
 }
 
 // Of returns the physical name configured for the table.
@@ -143,6 +148,8 @@ func (n Names) Of(t Table) string {
 		return n.Idempotency
 	case Outbox.Logical:
 		return n.Outbox
+	case Sellers.Logical:
+		return n.Sellers
 	}
 	return ""
 }

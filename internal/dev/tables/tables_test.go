@@ -39,8 +39,8 @@ func TestCreateTableInputMatchesDesign(t *testing.T) {
 
 func TestNamesOf(t *testing.T) {
 	t.Parallel()
-	n := tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}
-	for tb, want := range map[string]string{"products": "p", "idempotency": "i", "outbox": "o"} {
+	n := tables.Names{Products: "p", Idempotency: "i", Outbox: "o", Sellers: "s"}
+	for tb, want := range map[string]string{"products": "p", "idempotency": "i", "outbox": "o", "sellers": "s"} {
 		found := false
 		for _, table := range tables.All() {
 			if table.Logical == tb {

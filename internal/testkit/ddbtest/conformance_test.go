@@ -326,3 +326,35 @@ func TestConformancePutItemReturnValuesAllOld(t *testing.T) {
 		assert.Equal(t, s("second"), second["lease_token"], "embedded server echoes the new item")
 	}
 }
+
+// TestConformanceNumbersAreExact records whether the backend keeps an
+// integer near math.MaxInt64 exactly through ADD and a comparison, as
+// DynamoDB's 38-digit numbers do; the seller statistics' overflow guard
+// relies on it (Env.ExactNumbers).
+func TestConformanceNumbersAreExact(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	ctx := context.Background()
+	tbl := aws.String(env.Tables.Sellers)
+	k := map[string]types.AttributeValue{"seller_id": s("x")}
+	const start = "9223372036854775000" // math.MaxInt64 - 807
+	_, err := env.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: tbl, Item: map[string]types.AttributeValue{
+		"seller_id": s("x"), "n": &types.AttributeValueMemberN{Value: start},
+	}})
+	require.NoError(t, err)
+	_, err = env.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: tbl, Key: k, UpdateExpression: aws.String("ADD n :one"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+	})
+	require.NoError(t, err)
+	out, err := env.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: tbl, Key: k, ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	got := out.Item["n"].(*types.AttributeValueMemberN).Value
+	exact := got == "9223372036854775001"
+	t.Logf("backend=%s %s + 1 = %s (exact: %t)", env.Kind, start, got, exact)
+	if env.ExactNumbers {
+		assert.True(t, exact, "this backend should keep integers exactly")
+	} else {
+		assert.False(t, exact, "this backend now keeps integers exactly: set ExactNumbers")
+	}
+}

@@ -78,6 +78,10 @@ type Env struct {
 	// passes it only for Update and ConditionCheck). pkg/idem's transact
 	// mode then reads the record with one consistent GetItem.
 	TransactPutReturnsOldItem bool
+	// ExactNumbers is false where the backend keeps numbers as float64
+	// (minidyn), so integers above 2^53 lose precision; DynamoDB keeps 38
+	// digits. Pinned by TestConformanceNumbersAreExact.
+	ExactNumbers bool
 }
 
 // Backend returns the backend named by DYNAMODB_TEST_BACKEND, or embedded.
@@ -122,11 +126,13 @@ func Connect(tb testing.TB) *Env {
 		// TestConformancePutItemReturnValuesAllOld).
 		env.PutItemReturnsOldItem = false
 		env.TransactPutReturnsOldItem = false
+		env.ExactNumbers = false
 		env.Client = staticClient(tb, env.URL, env.Counter.Option)
 	case Endpoint:
 		env.URL = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
 		env.PutItemReturnsOldItem = true
 		env.TransactPutReturnsOldItem = true
+		env.ExactNumbers = true
 		client, err := ddb.NewClient(context.Background(), env.Counter.Option)
 		if err != nil {
 			tb.Fatal(err)
@@ -143,6 +149,7 @@ func Connect(tb testing.TB) *Env {
 		// says it runs that (LabelServer).
 		env.PutItemReturnsOldItem = srv.returnsOldItem
 		env.TransactPutReturnsOldItem = srv.returnsOldItem
+		env.ExactNumbers = srv.returnsOldItem // DynamoDB Local's, not the embedded store's
 		env.Client = staticClient(tb, srv.url, env.Counter.Option)
 	}
 	return env
@@ -165,7 +172,7 @@ func (e *Env) NewClient(tb testing.TB, opts ...func(*dynamodb.Options)) (*dynamo
 	return staticClient(tb, e.URL, opts...), c
 }
 
-// CreateTables creates the project's three tables under names unique to
+// CreateTables creates the project's tables under names unique to
 // this call and deletes them when the test ends (the embedded server is
 // simply closed).
 func (e *Env) CreateTables(tb testing.TB) tables.Names {
@@ -175,6 +182,7 @@ func (e *Env) CreateTables(tb testing.TB) tables.Names {
 		Products:    "products-" + suffix,
 		Idempotency: "idempotency-" + suffix,
 		Outbox:      "outbox-" + suffix,
+		Sellers:     "sellers-" + suffix,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -30,6 +30,7 @@ var tableIDs = map[string]tables.Table{
 	"ProductsTable":    tables.Products,
 	"IdempotencyTable": tables.Idempotency,
 	"OutboxTable":      tables.Outbox,
+	"SellersTable":     tables.Sellers,
 }
 
 func load(t *testing.T) *template.Template {
@@ -367,6 +368,16 @@ func TestDynamoDBGrantsAreLeastPrivilege(t *testing.T) {
 		"getproduct": {
 			"ProductsTable.Arn dynamodb:GetItem",
 		},
+		"sellerstats": {
+			// the event's record, Put in the transaction and read back
+			// where a cancellation returns none; the counter's Update
+			"IdempotencyTable.Arn dynamodb:GetItem",
+			"IdempotencyTable.Arn dynamodb:PutItem",
+			"SellersTable.Arn dynamodb:UpdateItem",
+		},
+		"getseller": {
+			"SellersTable.Arn dynamodb:GetItem",
+		},
 		"outboxrelay": {
 			// the event source mapping's four stream actions, as AWS's
 			// example policy for a stream-triggered function grants them
@@ -582,6 +593,111 @@ func TestRelayEventSource(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%s has %d DynamoDB events, want 1", id, n)
 	}
+}
+
+// TestSellerStatsPipeline pins the consumer's path: the rule on the bus for
+// this source's ProductCreated, to an encrypted queue whose visibility is
+// at least six times the consumer's timeout and which redrives to an
+// encrypted dead-letter queue after 5 receives, consumed in batches of 10
+// with ReportBatchItemFailures; only the rule may send to the queue.
+func TestSellerStatsPipeline(t *testing.T) {
+	tpl := load(t)
+	id, ok := functionIDs(t, tpl)["sellerstats"]
+	if !ok {
+		t.Fatal("no sellerstats function")
+	}
+	fn := tpl.Resources[id].Properties
+	timeout, _ := fn["Timeout"].(int)
+	events, _ := fn["Events"].(map[string]any)
+	var queueID string
+	for name, ev := range events {
+		if template.Path(ev, "Type") != "SQS" {
+			t.Errorf("%s event %s is %v, want only SQS", id, name, template.Path(ev, "Type"))
+			continue
+		}
+		p, _ := template.Path(ev, "Properties").(map[string]any)
+		qid, attr, _ := template.GetAttTarget(p["Queue"])
+		if attr != "Arn" {
+			t.Errorf("%s event %s Queue = %v, want !GetAtt <queue>.Arn", id, name, p["Queue"])
+		}
+		queueID = qid
+		if p["BatchSize"] != 10 {
+			t.Errorf("%s BatchSize = %v, want 10", id, p["BatchSize"])
+		}
+		if got := fmt.Sprint(p["FunctionResponseTypes"]); got != "[ReportBatchItemFailures]" {
+			t.Errorf("%s FunctionResponseTypes = %s, want [ReportBatchItemFailures]", id, got)
+		}
+	}
+	q, ok := tpl.Resources[queueID]
+	if !ok || q.Type != "AWS::SQS::Queue" {
+		t.Fatalf("the consumer's queue %q is not an AWS::SQS::Queue of this template", queueID)
+	}
+	if vis, _ := q.Properties["VisibilityTimeout"].(int); timeout == 0 || vis < 6*timeout {
+		t.Errorf("%s VisibilityTimeout = %v, want at least 6 x the consumer's timeout %d", queueID, q.Properties["VisibilityTimeout"], timeout)
+	}
+	if q.Properties["SqsManagedSseEnabled"] != true {
+		t.Errorf("%s is not encrypted", queueID)
+	}
+	dlq, _, _ := template.GetAttTarget(template.Path(q.Properties, "RedrivePolicy", "deadLetterTargetArn"))
+	if template.Path(q.Properties, "RedrivePolicy", "maxReceiveCount") != 5 || tpl.Resources[dlq].Type != "AWS::SQS::Queue" {
+		t.Errorf("%s RedrivePolicy = %v, want a dead-letter queue of this template after 5 receives", queueID, q.Properties["RedrivePolicy"])
+	}
+	if tpl.Resources[dlq].Properties["SqsManagedSseEnabled"] != true {
+		t.Errorf("%s (the dead-letter queue) is not encrypted", dlq)
+	}
+
+	// The rule: this bus, this source, ProductCreated, to the queue.
+	var rules int
+	for _, rid := range tpl.OfType("AWS::Events::Rule") {
+		r := tpl.Resources[rid].Properties
+		targets, _ := r["Targets"].([]any)
+		for _, tg := range targets {
+			if qid, _, _ := template.GetAttTarget(template.Path(tg, "Arn")); qid != queueID {
+				continue
+			}
+			rules++
+			if bus, _ := template.RefTarget(r["EventBusName"]); bus != "EventBus" {
+				t.Errorf("rule %s is on %v, want !Ref EventBus", rid, r["EventBusName"])
+			}
+			src, _ := template.Path(r, "EventPattern", "source").([]any)
+			dt := fmt.Sprint(template.Path(r, "EventPattern", "detail-type"))
+			if ref, _ := template.RefTarget(first(src)); len(src) != 1 || ref != "EventSource" || dt != "[ProductCreated]" {
+				t.Errorf("rule %s EventPattern = %v, want source [!Ref EventSource], detail-type [ProductCreated]", rid, r["EventPattern"])
+			}
+		}
+	}
+	if rules != 1 {
+		t.Errorf("%d rules target %s, want 1", rules, queueID)
+	}
+	// Only that rule may send to the queue.
+	var allowed bool
+	for _, pid := range tpl.OfType("AWS::SQS::QueuePolicy") {
+		p := tpl.Resources[pid].Properties
+		for _, st := range template.Path(p, "PolicyDocument", "Statement").([]any) {
+			if template.Path(st, "Principal", "Service") != "events.amazonaws.com" {
+				continue
+			}
+			rid, _, _ := template.GetAttTarget(template.Path(st, "Condition", "ArnEquals", "aws:SourceArn"))
+			if tpl.Resources[rid].Type != "AWS::Events::Rule" {
+				t.Errorf("%s lets EventBridge send without naming the rule (aws:SourceArn)", pid)
+			}
+			for _, res := range template.Path(st, "Resource").([]any) {
+				if qid, _, _ := template.GetAttTarget(res); qid == queueID {
+					allowed = true
+				}
+			}
+		}
+	}
+	if !allowed {
+		t.Errorf("no queue policy lets the rule send to %s", queueID)
+	}
+}
+
+func first(l []any) any {
+	if len(l) == 0 {
+		return nil
+	}
+	return l[0]
 }
 
 // TestParseShortTags pins the reader's handling of CloudFormation tags.

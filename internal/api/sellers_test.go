@@ -1,0 +1,61 @@
+package api_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
+	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
+)
+
+func getSeller(t *testing.T, h func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), id string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	resp, err := h(context.Background(), events.APIGatewayV2HTTPRequest{
+		RouteKey: "GET /sellers/{id}", RawPath: "/sellers/" + id, PathParameters: map[string]string{"id": id},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}},
+	})
+	require.NoError(t, err)
+	return resp
+}
+
+func TestGetSeller(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	logs := &logbuf.Buffer{}
+	h, err := api.NewGetSeller(env.Client, config.GetSeller{SellersTable: env.Tables.Sellers}, testLogger(logs, slog.LevelInfo))
+	require.NoError(t, err)
+	seller := uuid.New()
+
+	assertProblem(t, getSeller(t, h, seller.String()), 404, "not-found")
+	assertProblem(t, getSeller(t, h, "not-a-uuid"), 400, "bad-request")
+	assertProblem(t, getSeller(t, h, "{"+seller.String()+"}"), 400, "bad-request")
+
+	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	_, err = env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
+		TableName: aws.String(env.Tables.Sellers),
+		Item: map[string]types.AttributeValue{
+			"seller_id": &types.AttributeValueMemberS{Value: seller.String()}, "product_count": n("3"),
+			"cents_USD": n("500"), "cents_EUR": n("1998"), "cents_JPY": n("300"),
+			"updated_at": &types.AttributeValueMemberS{Value: "2026-12-01T10:11:12.345678Z"},
+		},
+	})
+	require.NoError(t, err)
+	resp := getSeller(t, h, seller.String())
+	require.Equal(t, 200, resp.StatusCode, resp.Body)
+	assert.Equal(t, "application/json", resp.Headers["Content-Type"])
+	assert.Equal(t, `{"seller_id":"`+seller.String()+`","product_count":3,"listed":[`+
+		`{"cents":1998,"currency":"EUR"},{"cents":300,"currency":"JPY"},{"cents":500,"currency":"USD"}],`+
+		`"updated_at":"2026-12-01T10:11:12.345Z"}`, resp.Body, "one total per currency, sorted, each through pkg/money")
+	assert.Contains(t, logs.String(), `"msg":"get seller"`)
+}

@@ -1,0 +1,137 @@
+package sellers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/deadline"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+// deadlineMargin is kept back from the invocation's deadline, so a hung
+// store still ends in a partial-batch answer instead of a timeout that
+// would redeliver the whole batch.
+const deadlineMargin = 500 * time.Millisecond
+
+// Applier counts one event; *Counter is the one in use.
+type Applier interface {
+	Apply(ctx context.Context, ev ProductCreated) (idem.Outcome, error)
+}
+
+var _ Applier = (*Counter)(nil)
+
+// Consumer is the sellerstats Lambda's handler: SQS batches of
+// EventBridge events, each counted once.
+type Consumer struct {
+	apply  Applier
+	source string
+	log    *slog.Logger
+}
+
+// NewConsumer returns a Consumer that counts events from source only.
+func NewConsumer(apply Applier, source string, log *slog.Logger) *Consumer {
+	return &Consumer{apply: apply, source: source, log: log}
+}
+
+// NewSellerStats assembles the sellerstats function from its
+// configuration: a transact-mode store on the idempotency table, the
+// counter on the sellers table, the consumer.
+func NewSellerStats(db *dynamodb.Client, cfg config.SellerStats, log *slog.Logger, opts ...idem.Option) (*Consumer, error) {
+	store, err := idem.NewStore(db, cfg.Idempotency.Table, append(cfg.Idempotency.Options(), opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	counter, err := NewCounter(store, cfg.SellersTable)
+	if err != nil {
+		return nil, err
+	}
+	return NewConsumer(counter, cfg.EventSource, log), nil
+}
+
+// Counts is what one batch did, logged once per invocation.
+type Counts struct {
+	// Applied: events counted by this delivery.
+	Applied int
+	// Duplicate: deliveries of events counted before; acknowledged.
+	Duplicate int
+	// Poison: messages that can never be counted; reported, so the queue
+	// moves them to its dead-letter queue.
+	Poison int
+	// Failed: messages that failed for a reason that can pass (throttling,
+	// conflicts, time); reported, so the queue redelivers them.
+	Failed int
+}
+
+// Handle counts the batch's events. Every message that is not counted or
+// acknowledged as a duplicate is in batchItemFailures, by messageId, and
+// logged with its reason: nothing is dropped silently. It never returns
+// an error, which would make Lambda redeliver the whole batch.
+func (c *Consumer) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	resp, _ := c.handle(ctx, ev)
+	return resp, nil
+}
+
+// handle is Handle, also returning the batch's counts (for the metrics).
+func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, Counts) {
+	work, cancel := deadline.Before(ctx, deadlineMargin)
+	defer cancel()
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	var n Counts
+	for _, m := range ev.Records {
+		attrs := []any{slog.String("message_id", m.MessageId), slog.String("receive_count", m.Attributes["ApproximateReceiveCount"])}
+		outcome, err := c.one(work, m)
+		switch {
+		case err == nil && outcome == idem.OutcomeReplayed:
+			n.Duplicate++
+			c.log.DebugContext(ctx, "duplicate event acknowledged", attrs...)
+			continue
+		case err == nil:
+			n.Applied++
+			continue
+		case permanent(err):
+			n.Poison++
+			c.log.ErrorContext(ctx, "poison message: it will reach the dead-letter queue", append(attrs, slog.Any("err", err))...)
+		default:
+			n.Failed++
+			c.log.WarnContext(ctx, "message failed; the queue redelivers it", append(attrs, slog.String("outcome", string(outcome)), slog.Any("err", err))...)
+		}
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+	}
+	level := slog.LevelInfo
+	if n.Poison > 0 || n.Failed > 0 {
+		level = slog.LevelWarn
+	}
+	c.log.Log(ctx, level, "seller stats batch", slog.Int("records", len(ev.Records)),
+		slog.Int("applied", n.Applied), slog.Int("duplicate", n.Duplicate), slog.Int("poison", n.Poison), slog.Int("failed", n.Failed))
+	return resp, n
+}
+
+// one decodes and counts one message.
+func (c *Consumer) one(ctx context.Context, m events.SQSMessage) (idem.Outcome, error) {
+	if m.MessageId == "" {
+		return idem.OutcomeRejected, fmt.Errorf("%w: a message without a messageId", ErrPoison)
+	}
+	pc, err := DecodeMessage(m.Body)
+	if err != nil {
+		return idem.OutcomeRejected, err
+	}
+	if pc.Source != c.source {
+		return idem.OutcomeRejected, fmt.Errorf("%w: source %q, this consumer counts %q", ErrPoison, pc.Source, c.source)
+	}
+	return c.apply.Apply(ctx, pc)
+}
+
+// permanent reports whether no redelivery can change err: a message that
+// does not decode, an event id reused for another product, a total that
+// would overflow, a corrupt record.
+func permanent(err error) bool {
+	return errors.Is(err, ErrPoison) || errors.Is(err, idem.ErrKeyReuse) ||
+		errors.Is(err, ErrOverflow) || errors.Is(err, idem.ErrCorruptRecord) || errors.Is(err, idem.ErrInvalidEffect)
+}

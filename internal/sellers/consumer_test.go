@@ -1,0 +1,314 @@
+package sellers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
+	"github.com/idemlambda/idemlambda/internal/sellers"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/money"
+)
+
+// TestEveryEventCountsOnceWhateverIsRedelivered: 500 events for 20 sellers
+// in 3 currencies, each delivered 1 to 4 times, in shuffled batches of up
+// to 10, by 8 concurrent invocations. Every seller's count and totals
+// equal the truth computed from the distinct events.
+func TestEveryEventCountsOnceWhateverIsRedelivered(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	rng := rand.New(rand.NewPCG(7, 11))
+	currencies := []money.Currency{"EUR", "USD", "JPY"}
+	sellerIDs := make([]uuid.UUID, 20)
+	for i := range sellerIDs {
+		sellerIDs[i] = uuid.New()
+	}
+	type truth struct {
+		count  int64
+		totals map[money.Currency]int64
+	}
+	want := map[uuid.UUID]*truth{}
+	var deliveries []events.SQSMessage
+	const eventsN = 500
+	for range eventsN {
+		seller := sellerIDs[rng.IntN(len(sellerIDs))]
+		price, err := money.New(1+rng.Int64N(100_000), currencies[rng.IntN(len(currencies))])
+		require.NoError(t, err)
+		c := newProduct(t, seller, price)
+		if want[seller] == nil {
+			want[seller] = &truth{totals: map[money.Currency]int64{}}
+		}
+		want[seller].count++
+		want[seller].totals[price.Currency()] += price.Cents()
+		for r := range 1 + rng.IntN(4) {
+			deliveries = append(deliveries, c.message(t, r+1))
+		}
+	}
+	rng.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
+	batches := make(chan []events.SQSMessage)
+	var failures sync.Map
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for b := range batches {
+				for _, id := range failedIDs(f.handle(t, b...)) {
+					failures.Store(id, true)
+				}
+			}
+		})
+	}
+	for i := 0; i < len(deliveries); {
+		n := min(1+rng.IntN(10), len(deliveries)-i)
+		batches <- deliveries[i : i+n]
+		i += n
+	}
+	close(batches)
+	wg.Wait()
+	failures.Range(func(k, _ any) bool { t.Errorf("message %v failed", k); return true })
+
+	applied, duplicate := 0, 0
+	for _, line := range strings.Split(f.logs.String(), "\n") {
+		if strings.Contains(line, `"msg":"seller stats batch"`) {
+			var a, d int
+			_, _ = fmt.Sscanf(line[strings.Index(line, `"applied":`):], `"applied":%d,"duplicate":%d`, &a, &d)
+			applied += a
+			duplicate += d
+		}
+	}
+	t.Logf("events=%d deliveries=%d applied=%d duplicates absorbed=%d sellers=%d calls: %s",
+		eventsN, len(deliveries), applied, duplicate, len(want), f.env.Counter)
+	assert.Equal(t, eventsN, applied, "each event applied once")
+	assert.Equal(t, len(deliveries)-eventsN, duplicate, "every other delivery acknowledged as a duplicate")
+	for seller, w := range want {
+		got, err := f.reader.Get(context.Background(), seller)
+		require.NoError(t, err)
+		assert.Equal(t, w.count, got.ProductCount, "seller %s count", seller)
+		totals := map[money.Currency]int64{}
+		for _, m := range got.Listed {
+			totals[m.Currency()] = m.Cents()
+		}
+		assert.Equal(t, w.totals, totals, "seller %s totals", seller)
+	}
+}
+
+// A batch with poison messages between good ones: the good ones count,
+// each poison one is reported by its messageId and its reason logged.
+func TestPoisonMessagesAreReportedAndLoggedTheRestCounts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	seller := uuid.New()
+	good1, good2 := newProduct(t, seller, eur(t, 100)), newProduct(t, seller, eur(t, 250))
+	envelope := func(detail string) string {
+		b, err := eventbus.Envelope(source, "ProductCreated", []byte(detail), good1.event.Time)
+		require.NoError(t, err)
+		return string(b)
+	}
+	cloudEvent := func(id, data string) string {
+		return `{"specversion":"1.0","id":"` + id + `","source":"` + source + `","type":"ProductCreated","subject":"` + good1.event.Subject +
+			`","time":"2026-12-01T10:00:00Z","datacontenttype":"application/json","data":` + data + `}`
+	}
+	data := func(price, currency string) string {
+		return `{"id":"` + good1.event.Subject + `","name":"W","price_cents":` + price + `,"currency":"` + currency +
+			`","seller_id":"` + seller.String() + `","created_at":"2026-12-01T10:00:00.000Z"}`
+	}
+	poison := map[string]struct{ body, reason string }{
+		"bad-json":      {`{"detail-type":`, "not an EventBridge event"},
+		"float-price":   {envelope(cloudEvent(uuid.NewString(), data("9.99", "EUR"))), "data is not a product"},
+		"unknown-cur":   {envelope(cloudEvent(uuid.NewString(), data("999", "XXX"))), "unsupported currency"},
+		"no-id":         {envelope(strings.Replace(cloudEvent("x", data("999", "EUR")), `"id":"x",`, "", 1)), "empty id"},
+		"other-type":    {strings.Replace(envelope(cloudEvent(uuid.NewString(), data("999", "EUR"))), `"detail-type":"ProductCreated"`, `"detail-type":"ProductDeleted"`, 1), "detail-type"},
+		"string-price":  {envelope(cloudEvent(uuid.NewString(), data(`"999"`, "EUR"))), "data is not a product"},
+		"zero-price":    {envelope(cloudEvent(uuid.NewString(), data("0", "EUR"))), "price_cents"},
+		"foreign-event": {strings.ReplaceAll(envelope(cloudEvent(uuid.NewString(), data("999", "EUR"))), source, "someone.else"), "this consumer counts"},
+	}
+	msgs := []events.SQSMessage{good1.message(t, 1)}
+	for id, p := range poison {
+		msgs = append(msgs, eventbus.Message(id, p.body, 1))
+	}
+	msgs = append(msgs, good2.message(t, 1))
+	resp := f.handle(t, msgs...)
+
+	assert.ElementsMatch(t, keys(poison), failedIDs(resp), "exactly the poison messages are reported")
+	logs := f.logs.String()
+	for id, p := range poison {
+		line := lineWith(logs, `"message_id":"`+id+`"`)
+		assert.Contains(t, line, "poison message", id)
+		assert.Contains(t, line, p.reason, id)
+	}
+	got, err := f.reader.Get(context.Background(), seller)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), got.ProductCount)
+	assert.Equal(t, []money.Money{eur(t, 350)}, got.Listed)
+	assert.Contains(t, logs, `"applied":2,"duplicate":0,"poison":8,"failed":0`)
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func lineWith(logs, s string) string {
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}
+
+// failing answers TransactWriteItems that carry one event id with a 500,
+// without forwarding them: that record's transaction fails, the others go
+// through.
+type failing struct{ eventID string }
+
+func (fl failing) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") && req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(strings.NewReader(string(b)))
+		if strings.Contains(string(b), fl.eventID) {
+			body := `{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"injected"}`
+			return &http.Response{
+				StatusCode: 500, Status: "500 Internal Server Error", Request: req,
+				Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"},
+					"X-Amz-Crc32": {strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10)}},
+				Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)),
+			}, nil
+		}
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// One record's transaction fails: only its messageId is reported, and its
+// redelivery counts it once.
+func TestAFailedTransactionReportsOnlyItsMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	seller := uuid.New()
+	a, b, c := newProduct(t, seller, eur(t, 1)), newProduct(t, seller, eur(t, 10)), newProduct(t, seller, eur(t, 100))
+
+	client, _ := f.env.NewClient(t, func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: failing{eventID: b.event.ID}}
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxAttempts = 2 })
+	})
+	cfg := config.SellerStats{SellersTable: f.env.Tables.Sellers, EventSource: source,
+		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: 24 * 3600e9, Mode: idem.ModeTransact}}
+	flaky, err := sellers.NewSellerStats(client, cfg, cfg.Logger(f.logs))
+	require.NoError(t, err)
+	resp, err := flaky.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{a.message(t, 1), b.message(t, 1), c.message(t, 1)}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"m-" + b.event.ID}, failedIDs(resp))
+	assert.Contains(t, lineWith(f.logs.String(), `"message_id":"m-`+b.event.ID+`"`), "the queue redelivers it")
+
+	// The queue redelivers b (and, say, a again): b counts once, a does not recount.
+	resp = f.handle(t, b.message(t, 2), a.message(t, 2))
+	assert.Empty(t, failedIDs(resp))
+	got, err := f.reader.Get(context.Background(), seller)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), got.ProductCount)
+	assert.Equal(t, []money.Money{eur(t, 111)}, got.Listed)
+}
+
+// A total that would pass int64 is an error for that event, never a wrap.
+// On a backend with exact numbers (DynamoDB, moto: make e2e) the test
+// uses int64's own limit; the embedded store keeps numbers as float64, so
+// there the counter's limit is lowered to one it compares exactly.
+func TestATotalThatWouldOverflowIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	limit := int64(math.MaxInt64)
+	if !f.env.ExactNumbers {
+		limit = 1_000_000
+		sellers.SetLimit(f.consumer, limit)
+		t.Logf("%s backend keeps numbers as float64: overflow tested at a limit of %d, not math.MaxInt64", f.env.Kind, limit)
+	}
+	seller := uuid.New()
+	_, err := f.env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
+		TableName: aws.String(f.env.Tables.Sellers),
+		Item: map[string]types.AttributeValue{
+			"seller_id": &types.AttributeValueMemberS{Value: seller.String()}, "product_count": &types.AttributeValueMemberN{Value: "1"},
+			"cents_EUR":  &types.AttributeValueMemberN{Value: strconv.FormatInt(limit-50, 10)},
+			"updated_at": &types.AttributeValueMemberS{Value: "2026-12-01T00:00:00Z"},
+		},
+	})
+	require.NoError(t, err)
+	over, fits := newProduct(t, seller, eur(t, 51)), newProduct(t, seller, eur(t, 50))
+	resp := f.handle(t, over.message(t, 1), fits.message(t, 1))
+	assert.Equal(t, []string{"m-" + over.event.ID}, failedIDs(resp))
+	line := lineWith(f.logs.String(), `"message_id":"m-`+over.event.ID+`"`)
+	assert.Contains(t, line, "poison message")
+	assert.Contains(t, line, "would overflow")
+	got, err := f.reader.Get(context.Background(), seller)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), got.ProductCount)
+	assert.Equal(t, limit, got.Listed[0].Cents(), "the last cent that fits")
+	// The refused event left no record: its redelivery is refused again.
+	resp = f.handle(t, over.message(t, 2))
+	assert.Equal(t, []string{"m-" + over.event.ID}, failedIDs(resp))
+}
+
+// One event, one TransactWriteItems: the count, the total and the event's
+// record in one call; its duplicate is that call cancelled.
+func TestCallsPerEvent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := newProduct(t, uuid.New(), eur(t, 999))
+	f.env.Counter.Reset()
+	f.handle(t, c.message(t, 1))
+	t.Logf("first delivery: %s", f.env.Counter)
+	assert.Equal(t, map[string]int{"TransactWriteItems": 1}, f.env.Counter.Snapshot())
+	f.env.Counter.Reset()
+	f.handle(t, c.message(t, 2))
+	t.Logf("duplicate: %s", f.env.Counter)
+	assert.Equal(t, 1, f.env.Counter.Get("TransactWriteItems"))
+	if f.env.TransactPutReturnsOldItem {
+		assert.Zero(t, f.env.Counter.Get("GetItem"))
+	}
+}
+
+// The same event id with another product is never counted.
+func TestAnEventIDReusedForAnotherProductIsPoison(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	seller := uuid.New()
+	a, b := newProduct(t, seller, eur(t, 5)), newProduct(t, seller, eur(t, 7))
+	b.event.ID = a.event.ID
+	resp := f.handle(t, a.message(t, 1), b.message(t, 1))
+	require.Len(t, resp.BatchItemFailures, 1)
+	assert.Contains(t, lineWith(f.logs.String(), "poison message"), "different payload")
+	got, err := f.reader.Get(context.Background(), seller)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), got.ProductCount)
+}
+
+func TestReaderBeforeTheFirstProduct(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	_, err := f.reader.Get(context.Background(), uuid.New())
+	assert.True(t, errors.Is(err, sellers.ErrNotFound))
+}

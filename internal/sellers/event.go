@@ -1,0 +1,134 @@
+package sellers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/pkg/money"
+)
+
+// ErrPoison marks a message that can never be counted: it does not
+// decode, or it is not a ProductCreated event this consumer accepts. No
+// retry can change that; the queue's redrive policy moves it to the
+// dead-letter queue.
+var ErrPoison = errors.New("sellers: message cannot be processed")
+
+// ProductCreated is the event the counter applies.
+type ProductCreated struct {
+	// EventID is the CloudEvent id, the key that makes a delivery count
+	// once.
+	EventID string
+	// Source is the CloudEvent (and EventBridge) source.
+	Source string
+	// Product is the product the event carries, validated by product.New.
+	Product product.Product
+}
+
+// eventBridgeEvent is the part of the EventBridge event (an SQS message's
+// body) this consumer reads.
+type eventBridgeEvent struct {
+	DetailType string          `json:"detail-type"`
+	Source     string          `json:"source"`
+	Detail     json.RawMessage `json:"detail"`
+}
+
+// DecodeMessage reads an SQS message body: an EventBridge event whose
+// detail is the ProductCreated CloudEvent, whose data is the product. It
+// is strict where a wrong value could be counted: every field it uses
+// must be present with its JSON type (a price 999.0 or "999" is refused),
+// the two sources must agree, ids must be UUIDs in their 36-character
+// form, and the product goes through product.New and the price through
+// money.New, as on every other way in. Members it does not use are
+// ignored, so the producer may add some. Every error wraps ErrPoison.
+func DecodeMessage(body string) (ProductCreated, error) {
+	poison := func(format string, args ...any) (ProductCreated, error) {
+		return ProductCreated{}, fmt.Errorf("%w: "+format, append([]any{ErrPoison}, args...)...)
+	}
+	var env eventBridgeEvent
+	if err := strictUnmarshal([]byte(body), &env); err != nil {
+		return poison("the message body is not an EventBridge event: %v", err)
+	}
+	if env.DetailType != product.EventCreated {
+		return poison("detail-type %q, want %q", env.DetailType, product.EventCreated)
+	}
+	if len(env.Detail) == 0 || env.Detail[0] != '{' {
+		return poison("detail is not an object")
+	}
+	var ce outbox.Event
+	if err := strictUnmarshal(env.Detail, &ce); err != nil {
+		return poison("detail is not a CloudEvent: %v", err)
+	}
+	if err := ce.Validate(); err != nil {
+		return poison("detail: %v", err)
+	}
+	switch {
+	case ce.Type != product.EventCreated:
+		return poison("CloudEvent type %q, want %q", ce.Type, product.EventCreated)
+	case ce.Source != env.Source:
+		return poison("CloudEvent source %q differs from the EventBridge source %q", ce.Source, env.Source)
+	}
+	var data struct {
+		ID         *string `json:"id"`
+		Name       *string `json:"name"`
+		PriceCents *int64  `json:"price_cents"`
+		Currency   *string `json:"currency"`
+		SellerID   *string `json:"seller_id"`
+		CreatedAt  *string `json:"created_at"`
+	}
+	if err := strictUnmarshal(ce.Data, &data); err != nil {
+		return poison("data is not a product: %v", err)
+	}
+	if data.ID == nil || data.Name == nil || data.PriceCents == nil || data.Currency == nil || data.SellerID == nil || data.CreatedAt == nil {
+		return poison("data lacks one of id, name, price_cents, currency, seller_id, created_at")
+	}
+	id, err1 := canonicalUUID(*data.ID)
+	seller, err2 := canonicalUUID(*data.SellerID)
+	created, err3 := time.Parse(time.RFC3339Nano, *data.CreatedAt)
+	cur, err4 := money.ParseCurrency(*data.Currency)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return poison("data: %v", err)
+	}
+	price, err := money.New(*data.PriceCents, cur)
+	if err != nil {
+		return poison("price: %v", err)
+	}
+	p, err := product.New(id, *data.Name, price, seller, created)
+	if err != nil {
+		return poison("product: %v", err)
+	}
+	if ce.Subject != id.String() {
+		return poison("CloudEvent subject %q is not the product id %s", ce.Subject, id)
+	}
+	return ProductCreated{EventID: ce.ID, Source: ce.Source, Product: p}, nil
+}
+
+// strictUnmarshal decodes one JSON value into v: the types must match
+// (encoding/json refuses a float or a string for an int64), and nothing
+// may follow it.
+func strictUnmarshal(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the JSON value")
+	}
+	return nil
+}
+
+// canonicalUUID parses a UUID in its 36-character form only, so one id
+// cannot be spelled two ways.
+func canonicalUUID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil || len(s) != 36 || id == uuid.Nil {
+		return uuid.Nil, fmt.Errorf("%q is not a UUID", s)
+	}
+	return id, nil
+}

@@ -1,0 +1,101 @@
+package sellers_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
+	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/internal/sellers"
+	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
+	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/money"
+)
+
+const source = "idemlambda.products"
+
+type fixture struct {
+	env      *ddbtest.Env
+	consumer *sellers.Consumer
+	reader   *sellers.Reader
+	logs     *logbuf.Buffer
+}
+
+func newFixture(t testing.TB, opts ...idem.Option) *fixture {
+	t.Helper()
+	env := ddbtest.New(t)
+	logs := &logbuf.Buffer{}
+	cfg := config.SellerStats{
+		Common:       config.Common{LogLevel: slog.LevelDebug},
+		SellersTable: env.Tables.Sellers, EventSource: source,
+		Idempotency: config.Idempotency{Table: env.Tables.Idempotency, Retention: 7 * 24 * time.Hour, Mode: idem.ModeTransact},
+	}
+	c, err := sellers.NewSellerStats(env.Client, cfg, cfg.Logger(logs), opts...)
+	require.NoError(t, err)
+	r, err := sellers.NewReader(env.Client, env.Tables.Sellers)
+	require.NoError(t, err)
+	return &fixture{env: env, consumer: c, reader: r, logs: logs}
+}
+
+// created is one product and the ProductCreated event the relay would
+// publish for it.
+type created struct {
+	seller uuid.UUID
+	price  money.Money
+	event  outbox.Event
+}
+
+func newProduct(t testing.TB, seller uuid.UUID, price money.Money) created {
+	t.Helper()
+	id, err := uuid.NewV7()
+	require.NoError(t, err)
+	p, err := product.New(id, "Widget", price, seller, time.Now())
+	require.NoError(t, err)
+	body, err := json.Marshal(p.Body())
+	require.NoError(t, err)
+	ev, err := outbox.NewEvent(source, product.EventCreated, id.String(), body, p.CreatedAt())
+	require.NoError(t, err)
+	return created{seller: seller, price: price, event: ev}
+}
+
+// message is the SQS message EventBridge would deliver for the event.
+func (c created) message(t testing.TB, receive int) events.SQSMessage {
+	t.Helper()
+	body, err := eventbus.EventEnvelope(c.event)
+	require.NoError(t, err)
+	return eventbus.Message("m-"+c.event.ID, string(body), receive)
+}
+
+func eur(t testing.TB, cents int64) money.Money {
+	t.Helper()
+	m, err := money.New(cents, "EUR")
+	require.NoError(t, err)
+	return m
+}
+
+func (f *fixture) handle(t testing.TB, msgs ...events.SQSMessage) events.SQSEventResponse {
+	t.Helper()
+	resp, err := f.consumer.Handle(context.Background(), events.SQSEvent{Records: msgs})
+	require.NoError(t, err, "the consumer never fails a whole batch")
+	return resp
+}
+
+func failedIDs(resp events.SQSEventResponse) []string {
+	ids := []string{}
+	for _, f := range resp.BatchItemFailures {
+		ids = append(ids, f.ItemIdentifier)
+	}
+	return ids
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
