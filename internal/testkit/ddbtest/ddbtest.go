@@ -213,7 +213,7 @@ func staticClient(tb testing.TB, url string, opts ...func(*dynamodb.Options)) *d
 	if err != nil {
 		tb.Fatal(err)
 	}
-	opts = append([]func(*dynamodb.Options){func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(url) }}, opts...)
+	opts = append([]func(*dynamodb.Options){ddb.CountPerContext, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(url) }}, opts...)
 	return dynamodb.NewFromConfig(cfg, opts...)
 }
 
