@@ -78,7 +78,11 @@ func run() error {
 		GetProduct:    get,
 		SellerStats:   stats,
 		GetSeller:     seller,
-		Log:           create.Logger(os.Stderr),
+		OutboxRelay:   relayCfg,
+		// Each function's JSON log and metrics lines, as Lambda would
+		// send them to CloudWatch Logs.
+		Out: os.Stderr,
+		Log: create.Logger(os.Stderr),
 	}
 	where, err := relayTo(ctx, &cfg, relayCfg, *relayOn)
 	if err != nil {

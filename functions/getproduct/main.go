@@ -31,7 +31,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h, err := api.NewGetProduct(client, cfg, cfg.Logger(os.Stdout))
+	h, err := api.NewGetProduct(client, cfg, os.Stdout)
 	if err != nil {
 		return err
 	}

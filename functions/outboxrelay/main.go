@@ -35,7 +35,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load aws config: %w", err)
 	}
-	h, err := relay.NewEventBridge(eventbridge.NewFromConfig(awsCfg), cfg, cfg.Logger(os.Stdout))
+	h, err := relay.NewEventBridge(eventbridge.NewFromConfig(awsCfg), cfg, os.Stdout)
 	if err != nil {
 		return err
 	}

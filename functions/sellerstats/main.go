@@ -32,7 +32,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h, err := sellers.NewSellerStats(client, cfg, cfg.Logger(os.Stdout))
+	h, err := sellers.NewSellerStats(client, cfg, os.Stdout)
 	if err != nil {
 		return err
 	}

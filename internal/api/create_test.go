@@ -250,7 +250,7 @@ func TestCreateUnexpectedFailureIs500AndReleasesTheKey(t *testing.T) {
 		f := newFixtureMode(t, mode, slog.LevelDebug)
 		c := createConfig(f.env.Tables, mode)
 		c.ProductsTable = "no-such-table"
-		broken, err := api.NewCreateProduct(f.env.Client, c, testLogger(f.logs, 0))
+		broken, err := api.NewCreateProduct(f.env.Client, c, f.logs)
 		require.NoError(t, err)
 		resp, err := broken(context.Background(), postReq(jsonHeaders("k-500"), widget))
 		require.NoError(t, err)
@@ -392,7 +392,7 @@ func TestCreateHungStoreIs503BeforeTheDeadline(t *testing.T) {
 		client, err := local.Client(context.Background(), hung.URL)
 		require.NoError(t, err)
 		logs := &logbuf.Buffer{}
-		h, err := api.NewCreateProduct(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}, mode), testLogger(logs, slog.LevelInfo))
+		h, err := api.NewCreateProduct(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}, mode), logs)
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()

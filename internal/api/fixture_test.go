@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -59,22 +60,34 @@ func eachMode(t *testing.T, f func(t *testing.T, mode idem.Mode)) {
 
 func newFixture(t *testing.T) *fixture { return newFixtureMode(t, idem.ModeReserve, slog.LevelDebug) }
 
-// newBenchFixture logs errors only, as production would at volume.
+// newBenchFixture logs errors only, as production would at volume, and
+// renders every metrics line, as production does, into io.Discard.
 func newBenchFixture(b *testing.B, mode idem.Mode, cache int) *fixture {
-	f := newFixtureMode(b, mode, slog.LevelError, idem.WithCache(cache))
+	return newFixtureOut(b, mode, slog.LevelError, io.Discard, idem.WithCache(cache))
+}
+
+// newFixtureMode's handlers write their log and metrics lines to
+// f.logs; when the test ends, every metrics line must meet the EMF
+// specification, one per request.
+func newFixtureMode(t testing.TB, mode idem.Mode, level slog.Level, opts ...idem.Option) *fixture {
+	t.Helper()
+	logs := &logbuf.Buffer{}
+	f := newFixtureOut(t, mode, level, logs, opts...)
+	f.logs = logs
+	t.Cleanup(func() { logs.Metrics(t) })
 	return f
 }
 
-func newFixtureMode(t testing.TB, mode idem.Mode, level slog.Level, opts ...idem.Option) *fixture {
+func newFixtureOut(t testing.TB, mode idem.Mode, level slog.Level, logs io.Writer, opts ...idem.Option) *fixture {
 	t.Helper()
 	env := ddbtest.New(t)
-	logs := &logbuf.Buffer{}
-	log := testLogger(logs, level)
-	create, err := api.NewCreateProduct(env.Client, createConfig(env.Tables, mode), log, opts...)
+	cfg := createConfig(env.Tables, mode)
+	cfg.LogLevel = level
+	create, err := api.NewCreateProduct(env.Client, cfg, logs, opts...)
 	require.NoError(t, err)
-	get, err := api.NewGetProduct(env.Client, config.GetProduct{ProductsTable: env.Tables.Products}, log)
+	get, err := api.NewGetProduct(env.Client, config.GetProduct{Common: cfg.Common, ProductsTable: env.Tables.Products}, logs)
 	require.NoError(t, err)
-	return &fixture{env: env, create: create, get: get, logs: logs}
+	return &fixture{env: env, create: create, get: get}
 }
 
 const sellerID = "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"

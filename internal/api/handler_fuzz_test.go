@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/idemlambda/idemlambda/internal/api"
-	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
@@ -22,7 +21,9 @@ func FuzzCreateHandler(f *testing.F) {
 	f.Add("text/plain", "", `{}`)
 	f.Add("application/json; charset=utf-8", `"a\"b"`, `{"idempotency_key":"x","name":"A","price_cents":1,"currency":"JPY","seller_id":"`+sellerID+`"}`)
 	env := ddbtest.New(f)
-	h, err := api.NewCreateProduct(env.Client, createConfig(env.Tables, idem.ModeTransact), config.Common{LogLevel: slog.LevelError}.Logger(io.Discard))
+	cfg := createConfig(env.Tables, idem.ModeTransact)
+	cfg.LogLevel = slog.LevelError
+	h, err := api.NewCreateProduct(env.Client, cfg, io.Discard)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
+	"io"
 	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -69,13 +69,13 @@ func (h *SellerHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 }
 
 // NewGetSeller assembles the getseller function from its configuration.
-func NewGetSeller(db *dynamodb.Client, cfg config.GetSeller, log *slog.Logger) (idemhttp.APIGatewayV2Handler, error) {
-	if db == nil || log == nil {
-		return nil, errors.New("api: getseller needs a DynamoDB client and a logger")
+func NewGetSeller(db *dynamodb.Client, cfg config.GetSeller, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
+	if db == nil || out == nil {
+		return nil, errors.New("api: getseller needs a DynamoDB client and an output")
 	}
 	reader, err := sellers.NewReader(db, cfg.SellersTable)
 	if err != nil {
 		return nil, err
 	}
-	return Lambda(Logged(log, "get seller", NewSellerHandler(reader).Serve)), nil
+	return decorate(out, cfg.Common, config.NameGetSeller, "get seller", NewSellerHandler(reader).Serve)
 }

@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -33,7 +32,7 @@ func TestGetSeller(t *testing.T) {
 	t.Parallel()
 	env := ddbtest.New(t)
 	logs := &logbuf.Buffer{}
-	h, err := api.NewGetSeller(env.Client, config.GetSeller{SellersTable: env.Tables.Sellers}, testLogger(logs, slog.LevelInfo))
+	h, err := api.NewGetSeller(env.Client, config.GetSeller{SellersTable: env.Tables.Sellers}, logs)
 	require.NoError(t, err)
 	seller := uuid.New()
 

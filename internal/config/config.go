@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemlambda/idemlambda/internal/metrics"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -40,6 +41,17 @@ var (
 	IdempotencyMode      = Var{Name: "IDEMPOTENCY_MODE", Default: "reserve", Doc: "reserve (claim, then commit: 2 DynamoDB calls) or transact (claim inside the commit: 1 call)"}
 	IdempotencyCacheSize = Var{Name: "IDEMPOTENCY_CACHE_SIZE", Default: "1000", Doc: "completed records kept in memory per execution environment; 0 turns the cache off"}
 	LogLevel             = Var{Name: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error"}
+	MetricsNamespace     = Var{Name: "METRICS_NAMESPACE", Default: metrics.DefaultNamespace, Doc: "CloudWatch namespace of the function's EMF metrics"}
+)
+
+// The functions' names: the Function dimension of their metrics, and
+// template.yaml's logical ids in CamelCase plus "Function".
+const (
+	NameCreateProduct = "createproduct"
+	NameGetProduct    = "getproduct"
+	NameOutboxRelay   = "outboxrelay"
+	NameSellerStats   = "sellerstats"
+	NameGetSeller     = "getseller"
 )
 
 // The AWS SDK's own endpoint variables: config.LoadDefaultConfig reads
@@ -60,12 +72,21 @@ const MaxCacheSize = 1_000_000
 type Common struct {
 	// LogLevel is the level of the function's JSON log.
 	LogLevel slog.Level
+	// MetricsNamespace is the CloudWatch namespace of its metrics;
+	// empty is metrics.DefaultNamespace.
+	MetricsNamespace string
 }
 
 // Logger returns the JSON logger every function writes to w (Lambda's
 // JSON log format expects one JSON object per line on stdout).
 func (c Common) Logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
+}
+
+// Metrics returns the Recorder of function's metrics lines, written to w
+// (stdout in Lambda, beside the log: CloudWatch Logs extracts them).
+func (c Common) Metrics(w io.Writer, function string) (*metrics.Recorder, error) {
+	return metrics.New(w, c.MetricsNamespace, function)
 }
 
 // Idempotency configures a function's idempotency store.
@@ -124,30 +145,32 @@ type GetSeller struct {
 
 // LoadCreateProduct reads createproduct's configuration through getenv.
 func LoadCreateProduct(getenv func(string) string) (CreateProduct, error) {
-	return load("createproduct", getenv, readCreateProduct)
+	return load(NameCreateProduct, getenv, readCreateProduct)
 }
 
 // LoadGetProduct reads getproduct's configuration through getenv.
 func LoadGetProduct(getenv func(string) string) (GetProduct, error) {
-	return load("getproduct", getenv, readGetProduct)
+	return load(NameGetProduct, getenv, readGetProduct)
 }
 
 // LoadOutboxRelay reads outboxrelay's configuration through getenv.
 func LoadOutboxRelay(getenv func(string) string) (OutboxRelay, error) {
-	return load("outboxrelay", getenv, readOutboxRelay)
+	return load(NameOutboxRelay, getenv, readOutboxRelay)
 }
 
 // LoadSellerStats reads sellerstats' configuration through getenv.
 func LoadSellerStats(getenv func(string) string) (SellerStats, error) {
-	return load("sellerstats", getenv, readSellerStats)
+	return load(NameSellerStats, getenv, readSellerStats)
 }
 
 // LoadGetSeller reads getseller's configuration through getenv.
 func LoadGetSeller(getenv func(string) string) (GetSeller, error) {
-	return load("getseller", getenv, readGetSeller)
+	return load(NameGetSeller, getenv, readGetSeller)
 }
 
-func readCommon(e *env) Common { return Common{LogLevel: e.level(LogLevel)} }
+func readCommon(e *env) Common {
+	return Common{LogLevel: e.level(LogLevel), MetricsNamespace: e.namespace(MetricsNamespace)}
+}
 
 func readIdempotency(e *env) Idempotency {
 	i := readIdempotencyFixedMode(e, "")
@@ -212,11 +235,11 @@ type Function struct {
 // code; template.yaml must set exactly these.
 func Functions() []Function {
 	return []Function{
-		spec("createproduct", readCreateProduct, EndpointDynamoDB),
-		spec("getproduct", readGetProduct, EndpointDynamoDB),
-		spec("outboxrelay", readOutboxRelay, EndpointEventBridge),
-		spec("sellerstats", readSellerStats, EndpointDynamoDB),
-		spec("getseller", readGetSeller, EndpointDynamoDB),
+		spec(NameCreateProduct, readCreateProduct, EndpointDynamoDB),
+		spec(NameGetProduct, readGetProduct, EndpointDynamoDB),
+		spec(NameOutboxRelay, readOutboxRelay, EndpointEventBridge),
+		spec(NameSellerStats, readSellerStats, EndpointDynamoDB),
+		spec(NameGetSeller, readGetSeller, EndpointDynamoDB),
 	}
 }
 
@@ -305,6 +328,22 @@ func (e *env) level(v Var) slog.Level {
 			return slog.LevelInfo, errors.New("want debug, info, warn or error")
 		}
 		return l, nil
+	})
+}
+
+// namespace parses the variable as a CloudWatch namespace: 1 to 255 of
+// the characters CloudWatch allows, not in the AWS/ space.
+func (e *env) namespace(v Var) string {
+	return parse(e, v, func(s string) (string, error) {
+		if len(s) > 255 || strings.HasPrefix(s, "AWS/") {
+			return "", errors.New("want 1 to 255 characters, not starting with AWS/")
+		}
+		for _, r := range s {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-/#: ", r)) {
+				return "", fmt.Errorf("%q is not allowed: letters, digits and . _ - / # : and space are", r)
+			}
+		}
+		return s, nil
 	})
 }
 

@@ -25,7 +25,7 @@ func TestLoadCreateProduct(t *testing.T) {
 	c, err := config.LoadCreateProduct(env(vals))
 	require.NoError(t, err)
 	assert.Equal(t, config.CreateProduct{
-		Common:        config.Common{LogLevel: slog.LevelWarn},
+		Common:        config.Common{LogLevel: slog.LevelWarn, MetricsNamespace: "idemlambda"},
 		ProductsTable: "p", OutboxTable: "o", EventSource: "idemlambda.products",
 		Idempotency: config.Idempotency{Table: "i", Retention: 2 * time.Hour, Mode: idem.ModeReserve, CacheSize: 1000},
 	}, c)
@@ -43,6 +43,7 @@ func TestLoadFailsWithEveryProblemNamed(t *testing.T) {
 	t.Parallel()
 	_, err := config.LoadCreateProduct(env(map[string]string{
 		"IDEMPOTENCY_RETENTION": "-1h", "LOG_LEVEL": "loud", "IDEMPOTENCY_MODE": "fast", "IDEMPOTENCY_CACHE_SIZE": "-1",
+		"METRICS_NAMESPACE": "AWS/Lambda",
 	}))
 	require.ErrorIs(t, err, config.ErrInvalid)
 	for _, want := range []string{
@@ -52,6 +53,7 @@ func TestLoadFailsWithEveryProblemNamed(t *testing.T) {
 		`LOG_LEVEL="loud": want debug, info, warn or error`,
 		`IDEMPOTENCY_MODE="fast": idem: unknown mode "fast": want "reserve" or "transact"`,
 		`IDEMPOTENCY_CACHE_SIZE="-1": not a whole number from 0 to 1000000`,
+		`METRICS_NAMESPACE="AWS/Lambda": want 1 to 255 characters, not starting with AWS/`,
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
@@ -92,7 +94,23 @@ func TestFunctionsListWhatTheLoadersRead(t *testing.T) {
 		}
 		assert.Equal(t, asked, listed, fn.Name)
 		assert.True(t, listed["LOG_LEVEL"], fn.Name)
+		assert.True(t, listed["METRICS_NAMESPACE"], fn.Name)
 	}
+}
+
+func TestMetricsNamespace(t *testing.T) {
+	t.Parallel()
+	g, err := config.LoadGetProduct(env(map[string]string{"PRODUCTS_TABLE": "p", "METRICS_NAMESPACE": "idemlambda/prod-eu"}))
+	require.NoError(t, err)
+	assert.Equal(t, "idemlambda/prod-eu", g.MetricsNamespace)
+	for _, bad := range []string{"emoji ✓", "a{b}", strings.Repeat("n", 256)} {
+		_, err := config.LoadGetProduct(env(map[string]string{"PRODUCTS_TABLE": "p", "METRICS_NAMESPACE": bad}))
+		assert.ErrorContains(t, err, "METRICS_NAMESPACE=", bad)
+	}
+	var out strings.Builder
+	rec, err := g.Metrics(&out, config.NameGetProduct)
+	require.NoError(t, err)
+	assert.Equal(t, "getproduct", rec.Function())
 }
 
 func TestOverlayAndLogger(t *testing.T) {

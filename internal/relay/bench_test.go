@@ -32,11 +32,11 @@ func BenchmarkHandle(b *testing.B) {
 			bus := acceptingBus{out: &eventbridge.PutEventsOutput{Entries: make([]ebtypes.PutEventsResultEntry, outbox.MaxEntriesPerCall)}}
 			pub, err := outbox.NewEventBridgePublisher(bus, outbox.EventBridgeConfig{Bus: testBus, Source: testSource})
 			require.NoError(b, err)
-			benchHandle(b, NewHandler(pub, slog.New(slog.NewJSONHandler(io.Discard, nil))), size)
+			benchHandle(b, NewHandler(pub, slog.New(slog.NewJSONHandler(io.Discard, nil)), recorder(b, io.Discard)), size)
 		})
 		b.Run(fmt.Sprintf("jsonlines/batch=%d", size), func(b *testing.B) {
 			pub := outbox.NewJSONLinesPublisher(io.Discard)
-			benchHandle(b, NewHandler(pub, slog.New(slog.NewJSONHandler(io.Discard, nil))), size)
+			benchHandle(b, NewHandler(pub, slog.New(slog.NewJSONHandler(io.Discard, nil)), recorder(b, io.Discard)), size)
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/deadline"
+	"github.com/idemlambda/idemlambda/internal/metrics"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/streams"
 )
@@ -27,24 +29,35 @@ const deadlineMargin = 500 * time.Millisecond
 type Handler struct {
 	publisher outbox.Publisher
 	log       *slog.Logger
+	metrics   *metrics.Recorder
 }
 
-// NewHandler returns a Handler that publishes through p and logs to log.
-func NewHandler(p outbox.Publisher, log *slog.Logger) *Handler {
-	return &Handler{publisher: p, log: log}
+// NewHandler returns a Handler that publishes through p, logs to log and
+// writes one metrics line per batch to rec.
+func NewHandler(p outbox.Publisher, log *slog.Logger, rec *metrics.Recorder) *Handler {
+	return &Handler{publisher: p, log: log, metrics: rec}
 }
 
 // NewEventBridge assembles the outboxrelay function from its
-// configuration: a Handler publishing to the configured bus.
-func NewEventBridge(client outbox.PutEventsAPI, cfg config.OutboxRelay, log *slog.Logger) (*Handler, error) {
+// configuration: a Handler publishing to the configured bus, its log and
+// its metrics written to out (the function's stdout).
+func NewEventBridge(client outbox.PutEventsAPI, cfg config.OutboxRelay, out io.Writer) (*Handler, error) {
+	if client == nil || out == nil {
+		return nil, errors.New("relay: outboxrelay needs an EventBridge client and an output")
+	}
 	pub, err := outbox.NewEventBridgePublisher(client, outbox.EventBridgeConfig{Bus: cfg.EventBusName, Source: cfg.EventSource})
 	if err != nil {
 		return nil, err
 	}
-	return NewHandler(pub, log), nil
+	rec, err := cfg.Metrics(out, config.NameOutboxRelay)
+	if err != nil {
+		return nil, err
+	}
+	return NewHandler(pub, cfg.Logger(out), rec), nil
 }
 
-// counts is the outcome of one batch, logged once per invocation.
+// counts is the outcome of one batch, logged and measured once per
+// invocation.
 type counts struct {
 	published, skipped, undecodable, failed int
 }
@@ -55,8 +68,19 @@ type counts struct {
 // sequence number of the earliest record not published, so the event
 // source mapping retries from that record on and the order per shard
 // holds. It returns an error only when that record has no sequence number
-// to report, which makes Lambda retry the whole batch.
+// to report, which makes Lambda retry the whole batch. Each batch ends in
+// one summary log line and one metrics line.
 func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	start := time.Now()
+	resp, c, err := h.handle(ctx, ev)
+	h.logOutcome(ctx, len(ev.Records), c)
+	h.metrics.RelayBatch(ctx, metrics.Relay{
+		Records: len(ev.Records), Published: c.published, Failed: c.failed, Dropped: c.undecodable,
+	}, time.Since(start))
+	return resp, err
+}
+
+func (h *Handler) handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, counts, error) {
 	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
 	var c counts
 	pending, from := h.decodeInserts(ctx, ev.Records, &c)
@@ -82,15 +106,13 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 			r := ev.Records[from[stop]]
 			h.log.ErrorContext(ctx, "publish failed; retrying from this record", recordAttrs(r, slog.Any("err", err))...)
 			if r.Change.SequenceNumber == "" {
-				h.logOutcome(ctx, len(ev.Records), c)
-				return events.DynamoDBEventResponse{}, fmt.Errorf("relay: record %d has no sequence number to retry from: %w", from[stop], err)
+				return events.DynamoDBEventResponse{}, c, fmt.Errorf("relay: record %d has no sequence number to retry from: %w", from[stop], err)
 			}
 			resp.BatchItemFailures = append(resp.BatchItemFailures,
 				events.DynamoDBBatchItemFailure{ItemIdentifier: r.Change.SequenceNumber})
 		}
 	}
-	h.logOutcome(ctx, len(ev.Records), c)
-	return resp, nil
+	return resp, c, nil
 }
 
 // decodeInserts returns the events of the INSERT records, in order, and

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/metrics"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/streams"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
@@ -45,7 +47,8 @@ func sentIDs(t *testing.T, b *outboxtest.Bus) []string {
 }
 
 // harness is a Handler publishing to an outboxtest.Bus through the real
-// EventBridge publisher, logging JSON into a buffer.
+// EventBridge publisher, writing its JSON log and its metrics lines into
+// one buffer, as it does to stdout in Lambda.
 type harness struct {
 	bus *outboxtest.Bus
 	log *logbuf.Buffer
@@ -59,7 +62,15 @@ func newHarness(t testing.TB) *harness {
 	require.NoError(t, err)
 	buf := &logbuf.Buffer{}
 	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	return &harness{bus: bus, log: buf, h: NewHandler(pub, log)}
+	t.Cleanup(func() { buf.Metrics(t) }) // every line meets the EMF specification
+	return &harness{bus: bus, log: buf, h: NewHandler(pub, log, recorder(t, buf))}
+}
+
+func recorder(t testing.TB, w io.Writer) *metrics.Recorder {
+	t.Helper()
+	rec, err := metrics.New(w, "idemlambda/test", "outboxrelay")
+	require.NoError(t, err)
+	return rec
 }
 
 // lines parses the captured log, one JSON object per line.
@@ -87,12 +98,21 @@ func (h *harness) linesWithMsg(t *testing.T, msg string) []map[string]any {
 	return out
 }
 
-// outcome returns the counts of the batch's outcome line.
+// outcome returns the counts of the batch's outcome line, after checking
+// that the batch's one metrics line says the same.
 func (h *harness) outcome(t *testing.T) map[string]any {
 	t.Helper()
 	ls := h.linesWithMsg(t, "outbox relay batch")
 	require.Len(t, ls, 1, "one outcome line per batch")
-	return ls[0]
+	ms := h.log.Metrics(t)
+	require.Len(t, ms, 1, "one metrics line per batch")
+	m, l := ms[0], ls[0]
+	assert.Equal(t, "outboxrelay", m["Function"])
+	assert.Equal(t, l["records"], m["Records"])
+	assert.Equal(t, l["published"], m["Published"])
+	assert.Equal(t, l["failed"], m["Failed"])
+	assert.Equal(t, l["undecodable"], m["Dropped"], "what can never be published is dropped")
+	return l
 }
 
 func seqOf(i int) string { return fmt.Sprintf("%021d", 4000+i) }
@@ -366,6 +386,9 @@ func TestHandleWithoutSequenceNumberFailsTheInvocation(t *testing.T) {
 	resp, err := h.h.Handle(t.Context(), ev)
 	require.Error(t, err, "an empty identifier is never reported; the whole batch is retried")
 	assert.Empty(t, resp.BatchItemFailures)
+	out := h.outcome(t)
+	assert.EqualValues(t, 1, out["published"])
+	assert.EqualValues(t, 2, out["failed"])
 }
 
 // blockingPublisher publishes nothing until ctx ends.
@@ -378,7 +401,7 @@ func (blockingPublisher) Publish(ctx context.Context, _ []outbox.Event) (outbox.
 
 func TestHandleAnswersBeforeTheInvocationDeadline(t *testing.T) {
 	t.Parallel()
-	h := NewHandler(blockingPublisher{}, slog.New(slog.DiscardHandler))
+	h := NewHandler(blockingPublisher{}, slog.New(slog.DiscardHandler), recorder(t, io.Discard))
 	ev, _ := batch(t, 3)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
@@ -391,7 +414,7 @@ func TestHandleAnswersBeforeTheInvocationDeadline(t *testing.T) {
 func TestHandleRelaysThroughJSONLines(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	h := NewHandler(outbox.NewJSONLinesPublisher(&out), slog.New(slog.DiscardHandler))
+	h := NewHandler(outbox.NewJSONLinesPublisher(&out), slog.New(slog.DiscardHandler), recorder(t, io.Discard))
 	ev, es := batch(t, 3)
 	resp, err := h.Handle(t.Context(), ev)
 	require.NoError(t, err)

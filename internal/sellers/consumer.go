@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/deadline"
+	"github.com/idemlambda/idemlambda/internal/metrics"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -30,20 +33,30 @@ var _ Applier = (*Counter)(nil)
 // Consumer is the sellerstats Lambda's handler: SQS batches of
 // EventBridge events, each counted once.
 type Consumer struct {
-	apply  Applier
-	source string
-	log    *slog.Logger
+	apply   Applier
+	source  string
+	log     *slog.Logger
+	metrics *metrics.Recorder
 }
 
-// NewConsumer returns a Consumer that counts events from source only.
-func NewConsumer(apply Applier, source string, log *slog.Logger) *Consumer {
-	return &Consumer{apply: apply, source: source, log: log}
+// NewConsumer returns a Consumer that counts events from source only,
+// logs to log and writes one metrics line per batch to rec.
+func NewConsumer(apply Applier, source string, log *slog.Logger, rec *metrics.Recorder) *Consumer {
+	return &Consumer{apply: apply, source: source, log: log, metrics: rec}
 }
 
 // NewSellerStats assembles the sellerstats function from its
 // configuration: a transact-mode store on the idempotency table, the
-// counter on the sellers table, the consumer.
-func NewSellerStats(db *dynamodb.Client, cfg config.SellerStats, log *slog.Logger, opts ...idem.Option) (*Consumer, error) {
+// counter on the sellers table, the consumer, its log and its metrics
+// written to out (the function's stdout).
+func NewSellerStats(db *dynamodb.Client, cfg config.SellerStats, out io.Writer, opts ...idem.Option) (*Consumer, error) {
+	if db == nil || out == nil {
+		return nil, errors.New("sellers: sellerstats needs a DynamoDB client and an output")
+	}
+	rec, err := cfg.Metrics(out, config.NameSellerStats)
+	if err != nil {
+		return nil, err
+	}
 	store, err := idem.NewStore(db, cfg.Idempotency.Table, append(cfg.Idempotency.Options(), opts...)...)
 	if err != nil {
 		return nil, err
@@ -52,10 +65,10 @@ func NewSellerStats(db *dynamodb.Client, cfg config.SellerStats, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	return NewConsumer(counter, cfg.EventSource, log), nil
+	return NewConsumer(counter, cfg.EventSource, cfg.Logger(out), rec), nil
 }
 
-// Counts is what one batch did, logged once per invocation.
+// Counts is what one batch did, logged and measured once per invocation.
 type Counts struct {
 	// Applied: events counted by this delivery.
 	Applied int
@@ -72,9 +85,16 @@ type Counts struct {
 // Handle counts the batch's events. Every message that is not counted or
 // acknowledged as a duplicate is in batchItemFailures, by messageId, and
 // logged with its reason: nothing is dropped silently. It never returns
-// an error, which would make Lambda redeliver the whole batch.
+// an error, which would make Lambda redeliver the whole batch. Each batch
+// ends in one summary log line and one metrics line.
 func (c *Consumer) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	resp, _ := c.handle(ctx, ev)
+	start := time.Now()
+	ctx, calls := ddb.CountCalls(ctx)
+	resp, n := c.handle(ctx, ev)
+	c.metrics.ConsumerBatch(ctx, metrics.Consumer{
+		Records: len(ev.Records), Applied: n.Applied, Duplicate: n.Duplicate, Poison: n.Poison, Failed: n.Failed,
+		DynamoDBCalls: calls.Load(),
+	}, time.Since(start))
 	return resp, nil
 }
 

@@ -65,6 +65,8 @@ func TestEveryEventCountsOnceWhateverIsRedelivered(t *testing.T) {
 		}
 	}
 	rng.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
+	f.env.Counter.Reset()
+	batchesN := 0
 	batches := make(chan []events.SQSMessage)
 	var failures sync.Map
 	var wg sync.WaitGroup
@@ -80,6 +82,7 @@ func TestEveryEventCountsOnceWhateverIsRedelivered(t *testing.T) {
 	for i := 0; i < len(deliveries); {
 		n := min(1+rng.IntN(10), len(deliveries)-i)
 		batches <- deliveries[i : i+n]
+		batchesN++
 		i += n
 	}
 	close(batches)
@@ -99,6 +102,15 @@ func TestEveryEventCountsOnceWhateverIsRedelivered(t *testing.T) {
 		eventsN, len(deliveries), applied, duplicate, len(want), f.env.Counter)
 	assert.Equal(t, eventsN, applied, "each event applied once")
 	assert.Equal(t, len(deliveries)-eventsN, duplicate, "every other delivery acknowledged as a duplicate")
+	// The metrics lines tell the operator the same, one per batch, and
+	// count every call the client made.
+	lines, sum := f.batchTotals(t)
+	assert.Equal(t, batchesN, lines)
+	assert.EqualValues(t, len(deliveries), sum["Records"])
+	assert.EqualValues(t, applied, sum["Applied"])
+	assert.EqualValues(t, duplicate, sum["Duplicate"])
+	assert.Zero(t, sum["Poison"]+sum["Failed"])
+	assert.EqualValues(t, f.env.Counter.Total(), sum["DynamoDBCalls"])
 	for seller, w := range want {
 		got, err := f.reader.Get(context.Background(), seller)
 		require.NoError(t, err)
@@ -218,12 +230,16 @@ func TestAFailedTransactionReportsOnlyItsMessage(t *testing.T) {
 	})
 	cfg := config.SellerStats{SellersTable: f.env.Tables.Sellers, EventSource: source,
 		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: 24 * 3600e9, Mode: idem.ModeTransact}}
-	flaky, err := sellers.NewSellerStats(client, cfg, cfg.Logger(f.logs))
+	flaky, err := sellers.NewSellerStats(client, cfg, f.logs)
 	require.NoError(t, err)
 	resp, err := flaky.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{a.message(t, 1), b.message(t, 1), c.message(t, 1)}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m-" + b.event.ID}, failedIDs(resp))
 	assert.Contains(t, lineWith(f.logs.String(), `"message_id":"m-`+b.event.ID+`"`), "the queue redelivers it")
+	_, sum := f.batchTotals(t)
+	assert.Equal(t, map[string]float64{"Records": 3, "Applied": 2, "Duplicate": 0, "Poison": 0, "Failed": 1,
+		"DynamoDBCalls": sum["DynamoDBCalls"]}, sum)
+	assert.GreaterOrEqual(t, sum["DynamoDBCalls"], 4.0, "the failed record's call was retried")
 
 	// The queue redelivers b (and, say, a again): b counts once, a does not recount.
 	resp = f.handle(t, b.message(t, 2), a.message(t, 2))
@@ -263,6 +279,9 @@ func TestATotalThatWouldOverflowIsRefused(t *testing.T) {
 	line := lineWith(f.logs.String(), `"message_id":"m-`+over.event.ID+`"`)
 	assert.Contains(t, line, "poison message")
 	assert.Contains(t, line, "would overflow")
+	_, sum := f.batchTotals(t)
+	assert.Equal(t, 1.0, sum["Poison"], "bound for the dead-letter queue")
+	assert.Equal(t, 1.0, sum["Applied"])
 	got, err := f.reader.Get(context.Background(), seller)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), got.ProductCount)
@@ -289,6 +308,11 @@ func TestCallsPerEvent(t *testing.T) {
 	if f.env.TransactPutReturnsOldItem {
 		assert.Zero(t, f.env.Counter.Get("GetItem"))
 	}
+	ms := f.logs.Metrics(t)
+	require.Len(t, ms, 2)
+	assert.EqualValues(t, 1, ms[0]["DynamoDBCalls"], "the first delivery's line")
+	assert.EqualValues(t, f.env.Counter.Total(), ms[1]["DynamoDBCalls"], "the duplicate's line counts what the counter saw")
+	assert.EqualValues(t, 1, ms[1]["Duplicate"])
 }
 
 // The same event id with another product is never counted.

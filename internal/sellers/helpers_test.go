@@ -40,8 +40,9 @@ func newFixture(t testing.TB, opts ...idem.Option) *fixture {
 		SellersTable: env.Tables.Sellers, EventSource: source,
 		Idempotency: config.Idempotency{Table: env.Tables.Idempotency, Retention: 7 * 24 * time.Hour, Mode: idem.ModeTransact},
 	}
-	c, err := sellers.NewSellerStats(env.Client, cfg, cfg.Logger(logs), opts...)
+	c, err := sellers.NewSellerStats(env.Client, cfg, logs, opts...)
 	require.NoError(t, err)
+	t.Cleanup(func() { logs.Metrics(t) }) // every line meets the EMF specification
 	r, err := sellers.NewReader(env.Client, env.Tables.Sellers)
 	require.NoError(t, err)
 	return &fixture{env: env, consumer: c, reader: r, logs: logs}
@@ -88,6 +89,22 @@ func (f *fixture) handle(t testing.TB, msgs ...events.SQSMessage) events.SQSEven
 	resp, err := f.consumer.Handle(context.Background(), events.SQSEvent{Records: msgs})
 	require.NoError(t, err, "the consumer never fails a whole batch")
 	return resp
+}
+
+// batchLines are the consumer's metrics lines, one per batch, summed.
+func (f *fixture) batchTotals(t testing.TB) (lines int, sum map[string]float64) {
+	t.Helper()
+	sum = map[string]float64{}
+	for _, l := range f.logs.Metrics(t) {
+		require.Equal(t, "sellerstats", l["Function"])
+		lines++
+		for _, m := range []string{"Records", "Applied", "Duplicate", "Poison", "Failed", "DynamoDBCalls"} {
+			v, ok := l[m].(float64)
+			require.True(t, ok, "%s in %v", m, l)
+			sum[m] += v
+		}
+	}
+	return lines, sum
 }
 
 func failedIDs(resp events.SQSEventResponse) []string {

@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -43,10 +44,12 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/api"
 	internalconfig "github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/relay"
+	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
@@ -192,7 +195,7 @@ func newClients(t *testing.T, endpoint string) clients {
 	require.NoError(t, err)
 	ep := aws.String(endpoint)
 	return clients{
-		ddb:     dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = ep }),
+		ddb:     dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = ep }, ddb.CountPerContext),
 		streams: dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = ep }),
 		events:  eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) { o.BaseEndpoint = ep }),
 		sqs:     sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = ep }),
@@ -271,7 +274,8 @@ func postConcurrently(ctx context.Context, t *testing.T, c clients, st stack, pr
 	t.Helper()
 	cfg, err := internalconfig.LoadCreateProduct(mapEnv(st.env))
 	require.NoError(t, err)
-	h, err := api.NewCreateProduct(c.ddb, cfg, testLogger(t, slog.LevelWarn))
+	cfg.LogLevel = slog.LevelWarn
+	h, err := api.NewCreateProduct(c.ddb, cfg, functionOut(t))
 	require.NoError(t, err)
 	tmpl := createEvent(t)
 
@@ -428,7 +432,7 @@ func relayUntil(ctx context.Context, t *testing.T, c clients, st stack, calls *r
 		Bus: st.env[internalconfig.EventBusName.Name], Source: st.env[internalconfig.EventSource.Name],
 	})
 	require.NoError(t, err)
-	poller, err := streampoll.NewPoller(c.streams, st.streamARN, calls.wrap(relay.NewHandler(pub, log).Handle),
+	poller, err := streampoll.NewPoller(c.streams, st.streamARN, calls.wrap(relayHandler(t, pub, functionOut(t)).Handle),
 		streampoll.Options{PollInterval: 50 * time.Millisecond, RetryDelay: 100 * time.Millisecond, Logger: log})
 	require.NoError(t, err)
 
@@ -610,9 +614,36 @@ func mapEnv(env map[string]string) func(string) string {
 	return func(k string) string { return env[k] }
 }
 
-// testLogger writes the handlers' log lines into the test output.
+// testLogger writes the test's own log lines (the stream poller's) into
+// the test output.
 func testLogger(t *testing.T, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
+}
+
+// functionOut stands in for a function's stdout: its JSON log lines and
+// its metrics lines. When the test ends, every metrics line must meet the
+// EMF specification; a failed test prints the log lines.
+func functionOut(t *testing.T) *logbuf.Buffer {
+	out := &logbuf.Buffer{}
+	t.Cleanup(func() {
+		out.Metrics(t)
+		if t.Failed() {
+			for _, l := range out.Logs() {
+				t.Log(l)
+			}
+		}
+	})
+	return out
+}
+
+// relayHandler is the relay as its main assembles it, publishing
+// through pub.
+func relayHandler(t *testing.T, pub outbox.Publisher, out io.Writer) *relay.Handler {
+	t.Helper()
+	c := internalconfig.Common{LogLevel: slog.LevelInfo}
+	rec, err := c.Metrics(out, internalconfig.NameOutboxRelay)
+	require.NoError(t, err)
+	return relay.NewHandler(pub, c.Logger(out), rec)
 }
 
 func sum(m map[string]int) int {

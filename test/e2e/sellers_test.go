@@ -22,7 +22,6 @@ import (
 	internalconfig "github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
 	"github.com/idemlambda/idemlambda/internal/outbox"
-	"github.com/idemlambda/idemlambda/internal/relay"
 	"github.com/idemlambda/idemlambda/internal/sellers"
 )
 
@@ -53,7 +52,8 @@ func sellerStats(t *testing.T, c clients) {
 	st := newStack(ctx, t, c, "sellers")
 	cfg, err := internalconfig.LoadCreateProduct(mapEnv(st.env))
 	require.NoError(t, err)
-	create, err := api.NewCreateProduct(c.ddb, cfg, testLogger(t, slog.LevelWarn))
+	cfg.LogLevel = slog.LevelWarn
+	create, err := api.NewCreateProduct(c.ddb, cfg, functionOut(t))
 	require.NoError(t, err)
 
 	// 12 products for 3 sellers in 2 currencies, each POSTed twice.
@@ -89,7 +89,7 @@ func sellerStats(t *testing.T, c clients) {
 	log := testLogger(t, slog.LevelWarn)
 	for pass := range 2 {
 		calls := &relayCalls{}
-		poller, err := streampoll.NewPoller(c.streams, st.streamARN, calls.wrap(relay.NewHandler(pub, log).Handle),
+		poller, err := streampoll.NewPoller(c.streams, st.streamARN, calls.wrap(relayHandler(t, pub, functionOut(t)).Handle),
 			streampoll.Options{PollInterval: 50 * time.Millisecond, RetryDelay: 100 * time.Millisecond, Logger: log})
 		require.NoError(t, err)
 		pctx, stop := context.WithCancel(ctx)
@@ -108,7 +108,9 @@ func sellerStats(t *testing.T, c clients) {
 		Idempotency: internalconfig.Idempotency{Table: st.env[internalconfig.IdempotencyTable.Name], Retention: 168 * time.Hour},
 	}
 	sc.Idempotency.Mode = "transact"
-	consumer, err := sellers.NewSellerStats(c.ddb, sc, log)
+	sc.LogLevel = slog.LevelWarn
+	consumerOut := functionOut(t)
+	consumer, err := sellers.NewSellerStats(c.ddb, sc, consumerOut)
 	require.NoError(t, err)
 	receives := map[string]int{}
 	var invoked, deleted, reported int
@@ -191,4 +193,20 @@ func sellerStats(t *testing.T, c clients) {
 	assert.Equal(t, 48, len(receives), "each event reached the queue 4 times")
 	assert.GreaterOrEqual(t, minReceives, 2, "every message received at least twice")
 	assert.Zero(t, reported, "no failures without a fault")
+
+	// What the operator sees: the consumer's metrics lines add up to the
+	// same story.
+	sum := map[string]float64{}
+	for _, l := range consumerOut.Metrics(t) {
+		for _, m := range []string{"Records", "Applied", "Duplicate", "Poison", "Failed", "DynamoDBCalls"} {
+			v, _ := l[m].(float64)
+			sum[m] += v
+		}
+	}
+	t.Logf("sellerstats metrics: %v", sum)
+	assert.EqualValues(t, invoked, sum["Records"])
+	assert.EqualValues(t, 12, sum["Applied"])
+	assert.EqualValues(t, invoked-12-reported, sum["Duplicate"])
+	assert.Zero(t, sum["Poison"])
+	assert.GreaterOrEqual(t, sum["DynamoDBCalls"], float64(invoked), "one transaction per delivery at least")
 }

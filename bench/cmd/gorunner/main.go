@@ -101,7 +101,7 @@ func run() error {
 			CacheSize: 0,
 		},
 	}
-	h, err := api.NewCreateProduct(client, cfg, cfg.Logger(io.Discard))
+	h, err := api.NewCreateProduct(client, cfg, io.Discard)
 	if err != nil {
 		return err
 	}

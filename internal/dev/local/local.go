@@ -22,6 +22,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/dev/embedded"
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
 	"github.com/idemlambda/idemlambda/internal/dev/httpadapter"
@@ -51,10 +52,18 @@ type Config struct {
 	// rule and the queue would deliver it, to the consumer.
 	SellerStats config.SellerStats
 	GetSeller   config.GetSeller
+	// OutboxRelay configures the relay's log and metrics (its publisher
+	// is Publisher).
+	OutboxRelay config.OutboxRelay
 	// ConsumeEvents feeds the relay's events to the seller statistics
 	// consumer through an in-process queue (internal/dev/eventbus).
 	ConsumeEvents bool
-	// Log receives the handlers' JSON log lines.
+	// Out is the functions' stdout: each one's JSON log lines and its
+	// metrics lines (CloudWatch EMF), as Lambda would send them to
+	// CloudWatch Logs.
+	Out io.Writer
+	// Log receives this runner's own log lines (the local feed, queue and
+	// stream poller), which no Lambda writes.
 	Log *slog.Logger
 	// Publisher, when set, runs the outbox relay into it: fed from the
 	// embedded store's outbox puts, or from the endpoint's stream.
@@ -144,15 +153,15 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 // apiRoutes are the HTTP API's routes, each served by its function's
 // handler as the Lambda main assembles it.
 func apiRoutes(client *dynamodb.Client, cfg Config) ([]httpadapter.Route, error) {
-	create, err := api.NewCreateProduct(client, cfg.CreateProduct, cfg.Log)
+	create, err := api.NewCreateProduct(client, cfg.CreateProduct, cfg.Out)
 	if err != nil {
 		return nil, err
 	}
-	get, err := api.NewGetProduct(client, cfg.GetProduct, cfg.Log)
+	get, err := api.NewGetProduct(client, cfg.GetProduct, cfg.Out)
 	if err != nil {
 		return nil, err
 	}
-	seller, err := api.NewGetSeller(client, cfg.GetSeller, cfg.Log)
+	seller, err := api.NewGetSeller(client, cfg.GetSeller, cfg.Out)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +178,7 @@ func apiRoutes(client *dynamodb.Client, cfg Config) ([]httpadapter.Route, error)
 func (r *Runner) startRelay(ctx, bgCtx context.Context, cfg Config) error {
 	pub := cfg.Publisher
 	if cfg.ConsumeEvents {
-		consumer, err := sellers.NewSellerStats(r.Client, cfg.SellerStats, cfg.Log)
+		consumer, err := sellers.NewSellerStats(r.Client, cfg.SellerStats, cfg.Out)
 		if err != nil {
 			return err
 		}
@@ -177,7 +186,11 @@ func (r *Runner) startRelay(ctx, bgCtx context.Context, cfg Config) error {
 		r.background(func() { r.queue.Run(bgCtx) })
 		pub = tee{pub, r.queue}
 	}
-	h := relay.NewHandler(pub, cfg.Log)
+	rec, err := cfg.OutboxRelay.Metrics(cfg.Out, config.NameOutboxRelay)
+	if err != nil {
+		return err
+	}
+	h := relay.NewHandler(pub, cfg.OutboxRelay.Logger(cfg.Out), rec)
 	if r.feed != nil {
 		r.background(func() { r.feed.run(bgCtx, h.Handle) })
 		return nil
@@ -278,7 +291,7 @@ func Client(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+	return dynamodb.NewFromConfig(cfg, ddb.CountPerContext, func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
 	}), nil
 }
@@ -328,9 +341,15 @@ Try it:
   curl -i -X POST %[1]s/products \
     -H 'Content-Type: application/json' -H 'Idempotency-Key: "order-42"' \
     -d '{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}'
-Send it again for the stored response (Idempotent-Replayed: true). Then the seller's numbers,
-counted once per product however often the event is delivered:
-  curl -s %[1]s/sellers/3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b
-Ctrl-C stops.
+Send it again for the stored response (Idempotent-Replayed: true).
 `, r.APIURL)
+	if r.queue != nil {
+		fmt.Fprintf(w, `Then the seller's numbers, counted once per product however often the event is delivered:
+  curl -s %s/sellers/3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b
+`, r.APIURL)
+	} else {
+		fmt.Fprintln(w, "GET /sellers/{id} shows what a seller statistics consumer counted; none runs in this process (events go to the bus).")
+	}
+	fmt.Fprintln(w, `Each function's JSON log lines and its metrics (one CloudWatch EMF line per invocation, "_aws"
+first: what CloudWatch would publish) go to stderr. Ctrl-C stops.`)
 }

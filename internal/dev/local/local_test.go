@@ -30,6 +30,13 @@ func start(t *testing.T) *local.Runner { return startWith(t, nil) }
 
 func startWith(t *testing.T, pub outbox.Publisher) *local.Runner {
 	t.Helper()
+	return startWithOut(t, pub, io.Discard)
+}
+
+// startWithOut starts a runner whose functions write their logs and
+// metrics to out.
+func startWithOut(t *testing.T, pub outbox.Publisher, out io.Writer) *local.Runner {
+	t.Helper()
 	ctx := context.Background()
 	r, err := local.Start(ctx, local.Config{
 		Publisher: pub,
@@ -45,6 +52,7 @@ func startWith(t *testing.T, pub outbox.Publisher) *local.Runner {
 		},
 		GetSeller:     config.GetSeller{SellersTable: "sellers"},
 		ConsumeEvents: pub != nil,
+		Out:           out,
 		Log:           slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
@@ -203,8 +211,8 @@ func TestRelayFeedsEmbeddedOutboxWritesAndRetriesAFailedPublish(t *testing.T) {
 // publish was retried, the replays created nothing).
 func TestLocalPipelineCountsSellerStatistics(t *testing.T) {
 	t.Parallel()
-	var out logbuf.Buffer
-	r := startWith(t, &flaky{next: outbox.NewJSONLinesPublisher(&out)})
+	var out, stdout logbuf.Buffer
+	r := startWithOut(t, &flaky{next: outbox.NewJSONLinesPublisher(&out)}, &stdout)
 	const seller = "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"
 	resp, err := http.Get(r.APIURL + "/sellers/" + seller)
 	require.NoError(t, err)
@@ -237,4 +245,28 @@ func TestLocalPipelineCountsSellerStatistics(t *testing.T) {
 	require.Len(t, got.Listed, 1)
 	assert.Equal(t, int64(2000), got.Listed[0].Cents)
 	assert.Equal(t, "EUR", got.Listed[0].Currency)
+
+	// What would reach CloudWatch: one EMF line per invocation, each
+	// valid, adding up to what happened.
+	sum := map[string]float64{}
+	for _, l := range stdout.Metrics(t) {
+		fn, _ := l["Function"].(string)
+		switch fn {
+		case "createproduct", "getseller":
+			sum[fn+" "+l["Outcome"].(string)] += l["Requests"].(float64)
+		case "outboxrelay":
+			sum["published"] += l["Published"].(float64)
+			sum["relay failed"] += l["Failed"].(float64)
+		case "sellerstats":
+			sum["applied"] += l["Applied"].(float64)
+		default:
+			t.Errorf("a metrics line from %q: %v", fn, l)
+		}
+	}
+	assert.Equal(t, 3.0, sum["createproduct executed"], "%v", sum)
+	assert.Equal(t, 3.0, sum["createproduct replayed"], "%v", sum)
+	assert.GreaterOrEqual(t, sum["getseller served"], 2.0, "the 404 and the 200 are both served")
+	assert.Equal(t, 3.0, sum["published"], "%v", sum)
+	assert.GreaterOrEqual(t, sum["relay failed"], 1.0, "the flaky publisher's first failure")
+	assert.Equal(t, 3.0, sum["applied"], "%v", sum)
 }

@@ -1,10 +1,16 @@
-// Package testutil holds small helpers shared by tests.
+// Package logbuf holds a concurrency-safe buffer that stands in for a
+// function's stdout in tests: its JSON log lines and its metrics lines
+// (CloudWatch EMF) arrive interleaved, as they do in Lambda.
 package logbuf
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"sync"
+	"testing"
+
+	"github.com/idemlambda/idemlambda/pkg/emf"
 )
 
 // Buffer is a bytes.Buffer safe for concurrent writers, such as loggers and
@@ -37,4 +43,46 @@ func (s *Buffer) Lines() []string {
 		}
 	}
 	return out
+}
+
+// Logs returns the lines that are not metrics lines.
+func (s *Buffer) Logs() []string {
+	var out []string
+	for _, l := range s.Lines() {
+		if !isEMF(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Metrics returns the metrics lines, decoded, after checking each against
+// the EMF specification (emf.Validate): a line that breaks it fails tb.
+func (s *Buffer) Metrics(tb testing.TB) []map[string]any {
+	tb.Helper()
+	var out []map[string]any
+	for _, l := range s.Lines() {
+		if !isEMF(l) {
+			continue
+		}
+		if err := emf.Validate([]byte(l)); err != nil {
+			tb.Errorf("metrics line breaks the EMF specification: %v\n%s", err, l)
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			tb.Errorf("metrics line: %v", err)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// isEMF reports whether a line is a JSON object with an _aws member.
+func isEMF(line string) bool {
+	var probe struct {
+		AWS json.RawMessage `json:"_aws"`
+	}
+	return json.Unmarshal([]byte(line), &probe) == nil && probe.AWS != nil
 }

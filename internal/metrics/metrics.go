@@ -1,0 +1,135 @@
+// Package metrics defines the metrics every function publishes, once: the
+// names, units and dimensions the template's alarms and the README's
+// table refer to, and a Recorder that writes one CloudWatch Embedded
+// Metric Format line (pkg/emf) per invocation to the function's stdout.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/idemlambda/idemlambda/pkg/emf"
+)
+
+// DefaultNamespace is the CloudWatch namespace when METRICS_NAMESPACE is
+// not set; template.yaml sets one per stack.
+const DefaultNamespace = "idemlambda"
+
+// The dimensions. Function is the function's name (createproduct, ...);
+// Outcome is an API request's idempotency outcome.
+const (
+	DimFunction = "Function"
+	DimOutcome  = "Outcome"
+)
+
+// The metrics. API functions publish Requests, DynamoDBCalls and
+// Duration under [Function, Outcome] and [Function]; the relay and the
+// consumer publish their batch counts under [Function].
+const (
+	Requests      = "Requests"      // Count: API requests answered
+	DynamoDBCalls = "DynamoDBCalls" // Count: requests sent to DynamoDB, retries included
+	Duration      = "Duration"      // Milliseconds: the handler's time, as the decorator saw it
+	Records       = "Records"       // Count: records in a relay or consumer batch
+	Published     = "Published"     // Count: relay: events EventBridge accepted
+	Failed        = "Failed"        // Count: records to be retried (relay) or redelivered (consumer)
+	Dropped       = "Dropped"       // Count: relay: outbox records that can never be published, passed over
+	Applied       = "Applied"       // Count: consumer: events counted by this delivery
+	Duplicate     = "Duplicate"     // Count: consumer: deliveries of events counted before
+	Poison        = "Poison"        // Count: consumer: messages that can never be counted, bound for the DLQ
+)
+
+// OutcomeServed is the Outcome of a request on a route without an
+// idempotency key (the GET routes) that was answered below 500 and not
+// refused: found or not found.
+const OutcomeServed = "served"
+
+// Recorder writes one function's metrics lines. It is safe for concurrent
+// use and never fails or blocks an invocation on a broken output.
+type Recorder struct {
+	w        *emf.Writer
+	function string
+}
+
+// New returns a Recorder writing to out under namespace (DefaultNamespace
+// when empty) with Function = function.
+func New(out io.Writer, namespace, function string) (*Recorder, error) {
+	if function == "" {
+		return nil, errors.New("metrics: no function name")
+	}
+	if namespace == "" {
+		namespace = DefaultNamespace
+	}
+	w, err := emf.NewWriter(out, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return &Recorder{w: w, function: function}, nil
+}
+
+// Function returns the Function dimension's value.
+func (r *Recorder) Function() string { return r.function }
+
+// Dropped returns how many lines could not be written.
+func (r *Recorder) Dropped() int64 { return r.w.Dropped() }
+
+// Request records one API request: its outcome, the DynamoDB requests it
+// made and how long it took.
+func (r *Recorder) Request(ctx context.Context, outcome string, calls int, elapsed time.Duration) {
+	l := r.line(ctx).Dimension(DimOutcome, outcome).
+		DimensionSet(DimFunction, DimOutcome).DimensionSet(DimFunction).
+		Metric(Requests, emf.Count, 1).
+		Metric(DynamoDBCalls, emf.Count, float64(calls))
+	r.w.Write(l.Metric(Duration, emf.Milliseconds, ms(elapsed)))
+}
+
+// Relay is what one relay batch did.
+type Relay struct {
+	Records, Published, Failed, Dropped int
+}
+
+// RelayBatch records one relay batch.
+func (r *Recorder) RelayBatch(ctx context.Context, b Relay, elapsed time.Duration) {
+	r.w.Write(r.line(ctx).DimensionSet(DimFunction).
+		Metric(Records, emf.Count, float64(b.Records)).
+		Metric(Published, emf.Count, float64(b.Published)).
+		Metric(Failed, emf.Count, float64(b.Failed)).
+		Metric(Dropped, emf.Count, float64(b.Dropped)).
+		Metric(Duration, emf.Milliseconds, ms(elapsed)))
+}
+
+// Consumer is what one consumer batch did.
+type Consumer struct {
+	Records, Applied, Duplicate, Poison, Failed int
+	// DynamoDBCalls is the requests the batch sent to DynamoDB.
+	DynamoDBCalls int
+}
+
+// ConsumerBatch records one consumer batch.
+func (r *Recorder) ConsumerBatch(ctx context.Context, b Consumer, elapsed time.Duration) {
+	r.w.Write(r.line(ctx).DimensionSet(DimFunction).
+		Metric(Records, emf.Count, float64(b.Records)).
+		Metric(Applied, emf.Count, float64(b.Applied)).
+		Metric(Duplicate, emf.Count, float64(b.Duplicate)).
+		Metric(Poison, emf.Count, float64(b.Poison)).
+		Metric(Failed, emf.Count, float64(b.Failed)).
+		Metric(DynamoDBCalls, emf.Count, float64(b.DynamoDBCalls)).
+		Metric(Duration, emf.Milliseconds, ms(elapsed)))
+}
+
+// line starts a line with the Function dimension and, inside Lambda, the
+// request id, so a metric's spike leads to its invocations' log lines.
+func (r *Recorder) line(ctx context.Context) *emf.Line {
+	l := emf.NewLine().Dimension(DimFunction, r.function)
+	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
+		l.Property("aws_request_id", lc.AwsRequestID)
+	}
+	return l
+}
+
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,121 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/metrics"
+	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
+)
+
+func TestRequestLine(t *testing.T) {
+	t.Parallel()
+	var out logbuf.Buffer
+	rec, err := metrics.New(&out, "", "createproduct")
+	require.NoError(t, err)
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-7"})
+	rec.Request(ctx, "replayed", 1, 2500*time.Microsecond)
+
+	lines := out.Metrics(t)
+	require.Len(t, lines, 1)
+	l := lines[0]
+	assert.Equal(t, "createproduct", l["Function"])
+	assert.Equal(t, "replayed", l["Outcome"])
+	assert.EqualValues(t, 1, l["Requests"])
+	assert.EqualValues(t, 1, l["DynamoDBCalls"])
+	assert.EqualValues(t, 2.5, l["Duration"])
+	assert.Equal(t, "req-7", l["aws_request_id"])
+	d := directive(t, l)
+	assert.Equal(t, metrics.DefaultNamespace, d["Namespace"])
+	assert.Equal(t, []any{[]any{"Function", "Outcome"}, []any{"Function"}}, d["Dimensions"])
+}
+
+func TestBatchLines(t *testing.T) {
+	t.Parallel()
+	var out logbuf.Buffer
+	relay, err := metrics.New(&out, "idemlambda/prod", "outboxrelay")
+	require.NoError(t, err)
+	consumer, err := metrics.New(&out, "idemlambda/prod", "sellerstats")
+	require.NoError(t, err)
+	relay.RelayBatch(context.Background(), metrics.Relay{Records: 10, Published: 7, Failed: 2, Dropped: 1}, time.Millisecond)
+	consumer.ConsumerBatch(context.Background(), metrics.Consumer{Records: 10, Applied: 5, Duplicate: 3, Poison: 1, Failed: 1, DynamoDBCalls: 9}, time.Millisecond)
+
+	lines := out.Metrics(t)
+	require.Len(t, lines, 2)
+	for _, want := range []map[string]any{
+		{"Function": "outboxrelay", "Records": 10.0, "Published": 7.0, "Failed": 2.0, "Dropped": 1.0},
+		{"Function": "sellerstats", "Records": 10.0, "Applied": 5.0, "Duplicate": 3.0, "Poison": 1.0, "Failed": 1.0, "DynamoDBCalls": 9.0},
+	} {
+		var got map[string]any
+		for _, l := range lines {
+			if l["Function"] == want["Function"] {
+				got = l
+			}
+		}
+		require.NotNil(t, got, want["Function"])
+		for k, v := range want {
+			assert.Equal(t, v, got[k], "%s %s", want["Function"], k)
+		}
+		d := directive(t, got)
+		assert.Equal(t, "idemlambda/prod", d["Namespace"])
+		assert.Equal(t, []any{[]any{"Function"}}, d["Dimensions"])
+		assert.NotContains(t, got, "aws_request_id", "outside Lambda there is no request id")
+	}
+}
+
+// A closed stdout costs the line, never the invocation.
+func TestBrokenOutputIsCountedNotRaised(t *testing.T) {
+	t.Parallel()
+	rec, err := metrics.New(closed{}, "", "getproduct")
+	require.NoError(t, err)
+	rec.Request(context.Background(), metrics.OutcomeServed, 1, time.Millisecond)
+	rec.Request(context.Background(), metrics.OutcomeServed, 1, time.Millisecond)
+	assert.EqualValues(t, 2, rec.Dropped())
+}
+
+func TestNewRefusesWhatCloudWatchWould(t *testing.T) {
+	t.Parallel()
+	_, err := metrics.New(&logbuf.Buffer{}, "", "")
+	assert.Error(t, err)
+	_, err = metrics.New(&logbuf.Buffer{}, string(make([]byte, 256)), "f")
+	assert.Error(t, err)
+}
+
+type closed struct{}
+
+func (closed) Write([]byte) (int, error) { return 0, errors.New("write /dev/stdout: file already closed") }
+
+func directive(t *testing.T, line map[string]any) map[string]any {
+	t.Helper()
+	aws, ok := line["_aws"].(map[string]any)
+	require.True(t, ok)
+	dirs, ok := aws["CloudWatchMetrics"].([]any)
+	require.True(t, ok)
+	require.Len(t, dirs, 1)
+	d, ok := dirs[0].(map[string]any)
+	require.True(t, ok)
+	return d
+}
+
+// BenchmarkRequest is the cost of an API invocation's metrics line.
+func BenchmarkRequest(b *testing.B) {
+	rec, err := metrics.New(discard{}, "idemlambda/bench", "createproduct")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "8476a536-e9f4-11e8-9739-2dfe598c3fcd"})
+	b.ReportAllocs()
+	for b.Loop() {
+		rec.Request(ctx, "executed", 2, 3*time.Millisecond)
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

@@ -1,0 +1,380 @@
+package template_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
+	"github.com/idemlambda/idemlambda/internal/metrics"
+	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/relay"
+	"github.com/idemlambda/idemlambda/internal/sellers"
+	"github.com/idemlambda/idemlambda/internal/streams"
+	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
+	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
+	"github.com/idemlambda/idemlambda/internal/testkit/template"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+// emitted is what the functions' metrics lines hold, as the code writes
+// them: per function, the metric names, the dimension sets (names, in
+// order, joined by ","), and the lines themselves.
+type emitted struct {
+	metrics map[string]map[string]bool
+	sets    map[string]map[string]bool
+	lines   map[string][]map[string]any
+}
+
+// emitMetrics runs every function's real handler, assembled as its main
+// assembles it, on a small scenario against the embedded store, and
+// collects the EMF lines they write (each checked against the
+// specification by logbuf): createproduct executes, replays and rejects;
+// getproduct and getseller serve; the relay publishes one record, drops
+// two for good and fails one; the consumer counts the product createproduct
+// wrote to the outbox and meets one poison message.
+func emitMetrics(t *testing.T) emitted {
+	t.Helper()
+	ctx := context.Background()
+	env := ddbtest.New(t)
+	out := &logbuf.Buffer{}
+	common := config.Common{LogLevel: slog.LevelError, MetricsNamespace: "idemlambda/drift"}
+	idemCfg := config.Idempotency{Table: env.Tables.Idempotency, Retention: time.Hour, Mode: idem.ModeReserve}
+
+	create, err := api.NewCreateProduct(env.Client, config.CreateProduct{Common: common, ProductsTable: env.Tables.Products,
+		OutboxTable: env.Tables.Outbox, EventSource: "idemlambda.products", Idempotency: idemCfg}, out)
+	must(t, err)
+	post := events.APIGatewayV2HTTPRequest{
+		Headers: map[string]string{"content-type": "application/json", "idempotency-key": `"drift-1"`},
+		Body:    `{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"}},
+	}
+	first, err := create(ctx, post)
+	must(t, err)
+	if first.StatusCode != 201 {
+		t.Fatalf("POST /products = %d %s", first.StatusCode, first.Body)
+	}
+	_, err = create(ctx, post) // replayed
+	must(t, err)
+	bad := post
+	bad.Headers = map[string]string{"content-type": "text/plain"}
+	_, err = create(ctx, bad) // rejected
+	must(t, err)
+
+	get, err := api.NewGetProduct(env.Client, config.GetProduct{Common: common, ProductsTable: env.Tables.Products}, out)
+	must(t, err)
+	id := strings.TrimPrefix(first.Headers["Location"], "/products/")
+	_, err = get(ctx, events.APIGatewayV2HTTPRequest{PathParameters: map[string]string{"id": id}})
+	must(t, err)
+	seller, err := api.NewGetSeller(env.Client, config.GetSeller{Common: common, SellersTable: env.Tables.Sellers}, out)
+	must(t, err)
+	_, err = seller(ctx, events.APIGatewayV2HTTPRequest{PathParameters: map[string]string{"id": "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}})
+	must(t, err)
+
+	rec, err := common.Metrics(out, config.NameOutboxRelay)
+	must(t, err)
+	ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
+		relayInsert(t, 0), relayInsert(t, 1), relayInsert(t, 2), relayInsert(t, 3),
+	}}
+	ev.Records[1].Change.NewImage = nil // undecodable
+	resp, err := relay.NewHandler(refusingPublisher{t}, common.Logger(out), rec).Handle(ctx, ev)
+	must(t, err)
+	if len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("relay BatchItemFailures = %+v, want the one retried record (the scenario no longer holds)", resp.BatchItemFailures)
+	}
+
+	consumer, err := sellers.NewSellerStats(env.Client, config.SellerStats{Common: common, SellersTable: env.Tables.Sellers,
+		EventSource: "idemlambda.products", Idempotency: config.Idempotency{Table: env.Tables.Idempotency, Retention: time.Hour, Mode: idem.ModeTransact}}, out)
+	must(t, err)
+	items, err := env.Client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(env.Tables.Outbox)})
+	must(t, err)
+	if len(items.Items) != 1 {
+		t.Fatalf("outbox holds %d items, want the one product's event", len(items.Items))
+	}
+	created, err := outbox.DecodeItem(items.Items[0])
+	must(t, err)
+	body, err := eventbus.EventEnvelope(created)
+	must(t, err)
+	_, err = consumer.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{
+		eventbus.Message("m-1", string(body), 1), eventbus.Message("m-2", `{"detail-type":"ProductCreated"}`, 1),
+	}})
+	must(t, err)
+
+	e := emitted{metrics: map[string]map[string]bool{}, sets: map[string]map[string]bool{}, lines: map[string][]map[string]any{}}
+	for _, l := range out.Metrics(t) {
+		fn, _ := l["Function"].(string)
+		if e.metrics[fn] == nil {
+			e.metrics[fn], e.sets[fn] = map[string]bool{}, map[string]bool{}
+		}
+		e.lines[fn] = append(e.lines[fn], l)
+		d := l["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+		if d["Namespace"] != common.MetricsNamespace {
+			t.Errorf("%s writes to namespace %v, configured %s", fn, d["Namespace"], common.MetricsNamespace)
+		}
+		for _, m := range d["Metrics"].([]any) {
+			e.metrics[fn][m.(map[string]any)["Name"].(string)] = true
+		}
+		for _, set := range d["Dimensions"].([]any) {
+			var names []string
+			for _, n := range set.([]any) {
+				names = append(names, n.(string))
+			}
+			e.sets[fn][strings.Join(names, ",")] = true
+		}
+	}
+	for _, f := range config.Functions() {
+		if len(e.lines[f.Name]) == 0 {
+			t.Errorf("%s wrote no metrics line in the scenario", f.Name)
+		}
+	}
+	return e
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sum adds a metric over a function's lines, those with outcome (if any).
+func (e emitted) sum(fn, metric, outcome string) float64 {
+	total := 0.0
+	for _, l := range e.lines[fn] {
+		if outcome != "" && l[metrics.DimOutcome] != outcome {
+			continue
+		}
+		v, _ := l[metric].(float64)
+		total += v
+	}
+	return total
+}
+
+// watched is one metric an alarm reads.
+type watched struct {
+	alarm, query string
+	namespace    any
+	metric       string
+	dims         []dimension
+}
+
+// emfAlarmMetrics returns every metric the stack's alarms read outside
+// AWS's own namespaces, single-metric and metric-math alike.
+func emfAlarmMetrics(t *testing.T, all map[string]alarmProps) []watched {
+	t.Helper()
+	var out []watched
+	own := func(ns any) bool { s, ok := ns.(string); return !ok || !strings.HasPrefix(s, "AWS/") }
+	for id, a := range all {
+		if a.MetricName != "" && own(a.Namespace) {
+			out = append(out, watched{id, "", a.Namespace, a.MetricName, a.Dimensions})
+		}
+		for _, q := range a.Metrics {
+			if q.MetricStat != nil && own(q.MetricStat.Metric.Namespace) {
+				m := q.MetricStat.Metric
+				out = append(out, watched{id, q.ID, m.Namespace, m.MetricName, m.Dimensions})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].alarm+out[i].query < out[j].alarm+out[j].query })
+	return out
+}
+
+// Every alarm on the functions' own metrics reads the namespace the
+// functions are given (METRICS_NAMESPACE), a metric the named function
+// writes, under a dimension set it writes, with an Outcome the code can
+// report: a renamed metric or dimension fails here, not silently in
+// CloudWatch.
+func TestEMFAlarmsWatchWhatTheFunctionsWrite(t *testing.T) {
+	tpl := load(t)
+	ns := template.Path(tpl.Globals, "Function", "Environment", "Variables", config.MetricsNamespace.Name)
+	if ns == nil {
+		t.Fatalf("Globals set no %s", config.MetricsNamespace.Name)
+	}
+	if !reflect.DeepEqual(ns, map[string]any{"Fn::Sub": "idemlambda/${AWS::StackName}"}) {
+		t.Errorf("Globals %s = %v, want !Sub idemlambda/${AWS::StackName} (one namespace per stack)", config.MetricsNamespace.Name, ns)
+	}
+	e := emitMetrics(t)
+	outcomes := []string{metrics.OutcomeServed}
+	for _, o := range idem.Outcomes() {
+		outcomes = append(outcomes, string(o))
+	}
+	ws := emfAlarmMetrics(t, alarms(t, tpl))
+	if len(ws) == 0 {
+		t.Fatal("no alarm reads the functions' EMF metrics")
+	}
+	for _, w := range ws {
+		where := w.alarm
+		if w.query != "" {
+			where += " query " + w.query
+		}
+		if !reflect.DeepEqual(w.namespace, ns) {
+			t.Errorf("%s reads namespace %v; the functions write to %v", where, w.namespace, ns)
+		}
+		var names []string
+		fn, outcome := "", ""
+		for _, d := range w.dims {
+			names = append(names, d.Name)
+			v, _ := d.Value.(string)
+			switch d.Name {
+			case metrics.DimFunction:
+				fn = v
+			case metrics.DimOutcome:
+				outcome = v
+			}
+		}
+		if e.metrics[fn] == nil {
+			t.Errorf("%s: Function=%q writes no metrics (functions: %v)", where, fn, sortedKeys(e.metrics))
+			continue
+		}
+		if !e.metrics[fn][w.metric] {
+			t.Errorf("%s reads %s, which %s never writes (it writes %v)", where, w.metric, fn, sortedKeys(e.metrics[fn]))
+		}
+		if set := strings.Join(names, ","); !e.sets[fn][set] {
+			t.Errorf("%s reads dimensions [%s]; %s publishes under %v only (CloudWatch matches the set exactly)", where, set, fn, sortedKeys(e.sets[fn]))
+		}
+		if outcome != "" && !slices.Contains(outcomes, outcome) {
+			t.Errorf("%s: Outcome=%q is no outcome the code reports %v", where, outcome, outcomes)
+		}
+	}
+}
+
+// The alarms an operator needs exist, each firing on the first
+// occurrence, and the scenario shows each fires for what it should: the
+// relay's two records dropped for good (not the retried one), the
+// consumer's one poison message (not the counted one).
+func TestEMFAlarmsCoverWhatAnOperatorActsOn(t *testing.T) {
+	tpl := load(t)
+	all := alarms(t, tpl)
+	type want struct{ fn, metric, outcome string }
+	firing := map[want]bool{}
+	for _, a := range all {
+		if a.MetricName == "" || !a.firesOnFirst() {
+			continue
+		}
+		w := want{metric: a.MetricName}
+		for _, d := range a.Dimensions {
+			v, _ := d.Value.(string)
+			switch d.Name {
+			case metrics.DimFunction:
+				w.fn = v
+			case metrics.DimOutcome:
+				w.outcome = v
+			}
+		}
+		firing[w] = true
+	}
+	required := []want{
+		{config.NameCreateProduct, metrics.Requests, string(idem.OutcomeLeaseLost)},
+		{config.NameOutboxRelay, metrics.Dropped, ""},
+		{config.NameSellerStats, metrics.Poison, ""},
+	}
+	apis := apiFunctions(tpl)
+	if len(apis) < 3 {
+		t.Fatalf("HttpApi functions %v: want createproduct, getproduct, getseller at least", apis)
+	}
+	for _, id := range apis { // every route's 500s
+		required = append(required, want{strings.ToLower(strings.TrimSuffix(id, "Function")), metrics.Requests, string(idem.OutcomeError)})
+	}
+	for _, w := range required {
+		if !firing[w] {
+			t.Errorf("no alarm (Sum > 0) on %s Function=%s%s", w.metric, w.fn, map[bool]string{true: " Outcome=" + w.outcome}[w.outcome != ""])
+		}
+	}
+
+	// A takeover rate: takeovers over all of createproduct's requests.
+	var rate bool
+	for _, a := range all {
+		var takeovers, requests bool
+		for _, q := range a.Metrics {
+			if q.MetricStat == nil || q.MetricStat.Metric.MetricName != metrics.Requests || q.MetricStat.Stat != "Sum" {
+				continue
+			}
+			d := alarmProps{Dimensions: q.MetricStat.Metric.Dimensions}.dims()
+			if d[metrics.DimFunction] == config.NameCreateProduct {
+				takeovers = takeovers || d[metrics.DimOutcome] == string(idem.OutcomeTakeover)
+				requests = requests || len(d) == 1
+			}
+		}
+		rate = rate || (takeovers && requests)
+	}
+	if !rate {
+		t.Error("no metric-math alarm on createproduct's takeover rate (Requests Outcome=takeover over Requests by Function)")
+	}
+
+	e := emitMetrics(t)
+	for _, c := range []struct {
+		fn, metric, outcome string
+		want                float64
+	}{
+		{config.NameOutboxRelay, metrics.Dropped, "", 2},
+		{config.NameOutboxRelay, metrics.Failed, "", 1},
+		{config.NameOutboxRelay, metrics.Published, "", 1},
+		{config.NameSellerStats, metrics.Poison, "", 1},
+		{config.NameSellerStats, metrics.Applied, "", 1},
+		{config.NameCreateProduct, metrics.Requests, string(idem.OutcomeExecuted), 1},
+		{config.NameCreateProduct, metrics.Requests, string(idem.OutcomeReplayed), 1},
+		{config.NameCreateProduct, metrics.Requests, string(idem.OutcomeRejected), 1},
+		{config.NameCreateProduct, metrics.Requests, string(idem.OutcomeError), 0},
+		{config.NameGetProduct, metrics.Requests, metrics.OutcomeServed, 1},
+		{config.NameGetSeller, metrics.Requests, metrics.OutcomeServed, 1},
+	} {
+		if got := e.sum(c.fn, c.metric, c.outcome); got != c.want {
+			t.Errorf("%s %s%s = %v in the scenario, want %v\nlines: %v", c.fn, c.metric,
+				map[bool]string{true: " Outcome=" + c.outcome}[c.outcome != ""], got, c.want, e.lines[c.fn])
+		}
+	}
+}
+
+// The functions' behaviour is alarmed through their metrics, not through
+// filters on log text, which a reworded message silences.
+func TestNoLogMetricFilters(t *testing.T) {
+	tpl := load(t)
+	if ids := tpl.OfType("AWS::Logs::MetricFilter"); len(ids) > 0 {
+		t.Errorf("log metric filters %v: alarm on the functions' EMF metrics instead (internal/metrics)", ids)
+	}
+}
+
+// refusingPublisher publishes the first of three events, refuses the second
+// for good (too large) and fails on the third, which is then retried.
+type refusingPublisher struct{ t *testing.T }
+
+func (p refusingPublisher) Publish(_ context.Context, es []outbox.Event) (outbox.Result, error) {
+	if len(es) != 3 {
+		p.t.Errorf("Publish got %d events, want 3", len(es))
+		return outbox.Result{}, &outbox.PublishError{Index: 0, Err: outbox.ErrCallFailed}
+	}
+	return outbox.Result{Published: 1, Rejected: []outbox.Rejection{{Index: 1, Err: outbox.ErrTooLarge}}},
+		&outbox.PublishError{Index: 2, Err: outbox.ErrCallFailed}
+}
+
+func relayInsert(t *testing.T, i int) events.DynamoDBEventRecord {
+	t.Helper()
+	e, err := outbox.NewEvent("idemlambda.products", "ProductCreated", fmt.Sprintf("p-%d", i),
+		[]byte(fmt.Sprintf(`{"id":"p-%d","name":"Widget","price_cents":999}`, i)), time.Date(2026, 1, 2, 3, 4, 5, i, time.UTC))
+	must(t, err)
+	item, err := e.Item(outbox.DefaultRetention)
+	must(t, err)
+	image, err := streams.Image(item)
+	must(t, err)
+	return events.DynamoDBEventRecord{
+		EventName: "INSERT", EventSource: "aws:dynamodb",
+		Change: events.DynamoDBStreamRecord{
+			Keys:           map[string]events.DynamoDBAttributeValue{"aggregate_id": image["aggregate_id"], "event_id": image["event_id"]},
+			NewImage:       image,
+			SequenceNumber: fmt.Sprintf("%021d", 100+i),
+		},
+	}
+}
