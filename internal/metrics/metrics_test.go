@@ -89,7 +89,9 @@ func TestNewRefusesWhatCloudWatchWould(t *testing.T) {
 
 type closed struct{}
 
-func (closed) Write([]byte) (int, error) { return 0, errors.New("write /dev/stdout: file already closed") }
+func (closed) Write([]byte) (int, error) {
+	return 0, errors.New("write /dev/stdout: file already closed")
+}
 
 func directive(t *testing.T, line map[string]any) map[string]any {
 	t.Helper()

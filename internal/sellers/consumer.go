@@ -57,7 +57,10 @@ func NewSellerStats(db *dynamodb.Client, cfg config.SellerStats, out io.Writer, 
 	if err != nil {
 		return nil, err
 	}
-	store, err := idem.NewStore(db, cfg.Idempotency.Table, append(cfg.Idempotency.Options(), opts...)...)
+	// A transaction's outcome, when unknown, is read back detached from
+	// the batch's context: bounded to fit in the deadline margin.
+	opts = append(append(cfg.Idempotency.Options(), idem.WithReleaseTimeout(deadlineMargin/2)), opts...)
+	store, err := idem.NewStore(db, cfg.Idempotency.Table, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +107,19 @@ func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 	defer cancel()
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	var n Counts
-	for _, m := range ev.Records {
+	for i, m := range ev.Records {
+		if err := work.Err(); err != nil {
+			// Out of time: the rest goes back to the queue untried, rather
+			// than each spending a store timeout past the deadline, which
+			// would fail the invocation and redeliver the whole batch.
+			for _, rest := range ev.Records[i:] {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rest.MessageId})
+			}
+			n.Failed += len(ev.Records) - i
+			c.log.WarnContext(ctx, "out of time; the queue redelivers the rest of the batch",
+				slog.Int("untried", len(ev.Records)-i), slog.Any("err", err))
+			break
+		}
 		attrs := []any{slog.String("message_id", m.MessageId), slog.String("receive_count", m.Attributes["ApproximateReceiveCount"])}
 		outcome, err := c.one(work, m)
 		switch {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -335,4 +336,50 @@ func TestReaderBeforeTheFirstProduct(t *testing.T) {
 	f := newFixture(t)
 	_, err := f.reader.Get(context.Background(), uuid.New())
 	assert.True(t, errors.Is(err, sellers.ErrNotFound))
+}
+
+// hanging answers no DynamoDB request until the request's context ends.
+type hanging struct{}
+
+func (hanging) RoundTrip(req *http.Request) (*http.Response, error) {
+	<-req.Context().Done()
+	return nil, req.Context().Err()
+}
+
+// A store that hangs never makes the consumer overrun its invocation: it
+// answers a margin before the deadline, the message it was on and the
+// untried rest reported failed, so only they come back, and the
+// invocation itself succeeds (no whole-batch redelivery).
+func TestAHungStoreAnswersBeforeTheDeadline(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	client, calls := f.env.NewClient(t, func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: hanging{}}
+	})
+	cfg := config.SellerStats{SellersTable: f.env.Tables.Sellers, EventSource: source,
+		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: time.Hour, Mode: idem.ModeTransact}}
+	hung, err := sellers.NewSellerStats(client, cfg, f.logs)
+	require.NoError(t, err)
+	seller := uuid.New()
+	var msgs []events.SQSMessage
+	var ids []string
+	for i := range 10 {
+		m := newProduct(t, seller, eur(t, int64(i+1))).message(t, 1)
+		msgs = append(msgs, m)
+		ids = append(ids, m.MessageId)
+	}
+	const budget = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	start := time.Now()
+	resp, err := hung.Handle(ctx, events.SQSEvent{Records: msgs})
+	took := time.Since(start)
+	require.NoError(t, err)
+	t.Logf("10 messages on a hung store: answered in %v of %v, %d requests sent", took.Round(time.Millisecond), budget, calls.Total())
+	assert.Less(t, took, budget, "answered inside the invocation")
+	assert.Equal(t, ids, failedIDs(resp), "every message comes back, none is lost")
+	assert.Contains(t, f.logs.String(), "out of time; the queue redelivers the rest of the batch")
+	_, sum := f.batchTotals(t)
+	assert.Equal(t, 10.0, sum["Failed"])
+	assert.Zero(t, sum["Applied"]+sum["Poison"])
 }

@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
+	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/sellers"
+	"github.com/idemlambda/idemlambda/internal/testkit/outboxtest"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
@@ -20,7 +24,15 @@ func TestDecodeMessageReadsWhatTheRelayPublishes(t *testing.T) {
 	t.Parallel()
 	seller := uuid.New()
 	c := newProduct(t, seller, eur(t, 1999))
-	got, err := sellers.DecodeMessage(c.message(t, 1).Body)
+	// The entry the relay's own publisher sends, wrapped as EventBridge
+	// delivers it to the queue.
+	pub, err := outbox.NewEventBridgePublisher(&outboxtest.Bus{}, outbox.EventBridgeConfig{Bus: "b", Source: source})
+	require.NoError(t, err)
+	entry, _, err := pub.Entry(c.event)
+	require.NoError(t, err)
+	body, err := eventbus.Envelope(aws.ToString(entry.Source), aws.ToString(entry.DetailType), []byte(aws.ToString(entry.Detail)), c.event.Time)
+	require.NoError(t, err)
+	got, err := sellers.DecodeMessage(string(body))
 	require.NoError(t, err)
 	assert.Equal(t, c.event.ID, got.EventID)
 	assert.Equal(t, source, got.Source)
@@ -32,6 +44,31 @@ func TestDecodeMessageReadsWhatTheRelayPublishes(t *testing.T) {
 	withExtra, err := eventbus.Envelope(source, "ProductCreated", append(mustJSON(t, c.event)[:len(mustJSON(t, c.event))-1], []byte(`,"traceparent":"00-x"}`)...), c.event.Time)
 	require.NoError(t, err)
 	_, err = sellers.DecodeMessage(string(withExtra))
+	require.NoError(t, err)
+}
+
+// encoding/json alone matches member names in any case and keeps the
+// last of two; a wrong price could be counted that way.
+func TestDecodeMessageRefusesAmbiguousMembers(t *testing.T) {
+	t.Parallel()
+	c := newProduct(t, uuid.New(), eur(t, 100))
+	good := c.message(t, 1).Body
+	require.Contains(t, good, `"price_cents":100`)
+	upper := uuid.NewString()
+	for name, body := range map[string]string{
+		"data member in another case":     strings.Replace(good, `"price_cents":100`, `"PRICE_CENTS":100`, 1),
+		"duplicate data member":           strings.Replace(good, `"price_cents":100`, `"price_cents":100,"price_cents":999999`, 1),
+		"duplicate CloudEvent member":     strings.Replace(good, `"type":"ProductCreated"`, `"type":"ProductCreated","type":"ProductCreated"`, 1),
+		"envelope member in another case": strings.Replace(good, `"detail-type"`, `"Detail-Type"`, 1),
+		"CloudEvent id in upper case":     strings.Replace(good, c.event.ID, strings.ToUpper(c.event.ID), 1),
+		"CloudEvent id not a UUID":        strings.Replace(good, `"id":"`+c.event.ID+`"`, `"id":"evt-1"`, 1),
+		"CloudEvent id in braces":         strings.Replace(good, c.event.ID, "{"+upper+"}", 1),
+	} {
+		require.NotEqual(t, good, body, name)
+		_, err := sellers.DecodeMessage(body)
+		assert.ErrorIs(t, err, sellers.ErrPoison, name)
+	}
+	_, err := sellers.DecodeMessage(good)
 	require.NoError(t, err)
 }
 

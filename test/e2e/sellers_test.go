@@ -105,7 +105,7 @@ func sellerStats(t *testing.T, c clients) {
 	// message's first receive is never deleted: it comes back at once.
 	sc := internalconfig.SellerStats{
 		SellersTable: st.env[internalconfig.SellersTable.Name], EventSource: st.env[internalconfig.EventSource.Name],
-		Idempotency: internalconfig.Idempotency{Table: st.env[internalconfig.IdempotencyTable.Name], Retention: 168 * time.Hour},
+		Idempotency: internalconfig.Idempotency{Table: st.env[internalconfig.IdempotencyTable.Name], Retention: 576 * time.Hour},
 	}
 	sc.Idempotency.Mode = "transact"
 	sc.LogLevel = slog.LevelWarn

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -669,28 +670,89 @@ func TestSellerStatsPipeline(t *testing.T) {
 	if rules != 1 {
 		t.Errorf("%d rules target %s, want 1", rules, queueID)
 	}
-	// Only that rule may send to the queue.
-	var allowed bool
-	for _, pid := range tpl.OfType("AWS::SQS::QueuePolicy") {
-		p := tpl.Resources[pid].Properties
-		for _, st := range template.Path(p, "PolicyDocument", "Statement").([]any) {
-			if template.Path(st, "Principal", "Service") != "events.amazonaws.com" {
-				continue
-			}
-			rid, _, _ := template.GetAttTarget(template.Path(st, "Condition", "ArnEquals", "aws:SourceArn"))
-			if tpl.Resources[rid].Type != "AWS::Events::Rule" {
-				t.Errorf("%s lets EventBridge send without naming the rule (aws:SourceArn)", pid)
-			}
-			for _, res := range template.Path(st, "Resource").([]any) {
-				if qid, _, _ := template.GetAttTarget(res); qid == queueID {
-					allowed = true
-				}
+	// Only that rule may send to the queue, and to its own dead-letter
+	// queue: a policy attached to each (Queues) whose statement names it.
+	ruleDLQ := ""
+	for _, rid := range tpl.OfType("AWS::Events::Rule") {
+		for _, tg := range asList(template.Path(tpl.Resources[rid].Properties, "Targets")) {
+			if qid, _, _ := template.GetAttTarget(template.Path(tg, "Arn")); qid == queueID {
+				ruleDLQ, _, _ = template.GetAttTarget(template.Path(tg, "DeadLetterConfig", "Arn"))
 			}
 		}
 	}
-	if !allowed {
-		t.Errorf("no queue policy lets the rule send to %s", queueID)
+	if tpl.Resources[ruleDLQ].Type != "AWS::SQS::Queue" {
+		t.Errorf("the rule's target %s has no dead-letter queue of this template (DeadLetterConfig)", queueID)
 	}
+	for _, want := range []string{queueID, ruleDLQ} {
+		var allowed bool
+		for _, pid := range tpl.OfType("AWS::SQS::QueuePolicy") {
+			p := tpl.Resources[pid].Properties
+			var attached bool
+			for _, q := range asList(p["Queues"]) {
+				if ref, _ := template.RefTarget(q); ref == want {
+					attached = true
+				}
+			}
+			for _, st := range asList(template.Path(p, "PolicyDocument", "Statement")) {
+				if template.Path(st, "Principal", "Service") != "events.amazonaws.com" {
+					continue
+				}
+				rid, _, _ := template.GetAttTarget(template.Path(st, "Condition", "ArnEquals", "aws:SourceArn"))
+				if tpl.Resources[rid].Type != "AWS::Events::Rule" {
+					t.Errorf("%s lets EventBridge send without naming the rule (aws:SourceArn)", pid)
+				}
+				res := template.Path(st, "Resource")
+				for _, r := range append(asList(res), res) {
+					if qid, _, _ := template.GetAttTarget(r); qid == want && attached {
+						allowed = true
+					}
+				}
+			}
+		}
+		if !allowed {
+			t.Errorf("no queue policy attached to %s (Queues: !Ref %s) lets the rule send to it (Resource: !GetAtt %s.Arn)", want, want, want)
+		}
+	}
+
+	// The consumer's records outlive every way an event can still come:
+	// EventBridge's retries, the queue, its dead-letter queue, and the
+	// queue again after a redrive.
+	retention, err := time.ParseDuration(fmt.Sprint(template.Path(fn, "Environment", "Variables", config.IdempotencyRetention.Name)))
+	if err != nil {
+		t.Fatalf("%s %s: %v", id, config.IdempotencyRetention.Name, err)
+	}
+	seconds := func(res, prop string) time.Duration {
+		v, ok := tpl.Resources[res].Properties[prop].(int)
+		if !ok {
+			t.Fatalf("%s %s = %v, want a number of seconds", res, prop, tpl.Resources[res].Properties[prop])
+		}
+		return time.Duration(v) * time.Second
+	}
+	var eventAge time.Duration
+	for _, rid := range tpl.OfType("AWS::Events::Rule") {
+		for _, tg := range asList(template.Path(tpl.Resources[rid].Properties, "Targets")) {
+			if qid, _, _ := template.GetAttTarget(template.Path(tg, "Arn")); qid == queueID {
+				v, _ := template.Path(tg, "RetryPolicy", "MaximumEventAgeInSeconds").(int)
+				eventAge = time.Duration(v) * time.Second
+			}
+		}
+	}
+	lifetime := eventAge + 2*seconds(queueID, "MessageRetentionPeriod") + seconds(dlq, "MessageRetentionPeriod")
+	if retention <= lifetime {
+		t.Errorf("%s %s = %v, but an event can still be delivered %v after it was published "+
+			"(EventBridge %v + queue %v + dead-letter queue %v + queue again after a redrive): a late redelivery would count twice",
+			id, config.IdempotencyRetention.Name, retention, lifetime, eventAge, seconds(queueID, "MessageRetentionPeriod"), seconds(dlq, "MessageRetentionPeriod"))
+	}
+	for _, ev := range events {
+		if c, _ := template.Path(ev, "Properties", "ScalingConfig", "MaximumConcurrency").(int); c < 2 {
+			t.Errorf("%s: no ScalingConfig.MaximumConcurrency (2 or more) on the queue mapping: unbounded, concurrent invocations only add conflicts on a hot seller", id)
+		}
+	}
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }
 
 func first(l []any) any {
