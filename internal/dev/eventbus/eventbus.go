@@ -126,9 +126,10 @@ func (q *Queue) Publish(_ context.Context, evs []outbox.Event) (outbox.Result, e
 	return res, nil
 }
 
-// Run delivers until ctx ends.
+// Run delivers until ctx ends; once it has, no batch is handed over (a
+// delivery with a cancelled context would only cost a receive).
 func (q *Queue) Run(ctx context.Context) {
-	for {
+	for ctx.Err() == nil {
 		batch := q.take(time.Now())
 		if len(batch) == 0 {
 			select {

@@ -198,23 +198,33 @@ func (r *Runner) startRelay(ctx, bgCtx context.Context, cfg Config) error {
 	return r.pollStream(ctx, bgCtx, cfg, h)
 }
 
-// tee publishes to first, then hands the same events to also, whose
-// result does not count (the in-process queue never refuses).
+// tee publishes to first, then hands what first accepted to also, as the
+// bus's rule would: not the events it refused, nor those from the first
+// failed one on. The result of also does not count (the in-process queue
+// never refuses).
 type tee struct{ first, also outbox.Publisher }
 
 func (t tee) Publish(ctx context.Context, evs []outbox.Event) (outbox.Result, error) {
 	res, err := t.first.Publish(ctx, evs)
 	n := len(evs)
 	if err != nil {
-		var pe *outbox.PublishError
-		if errors.As(err, &pe) {
-			n = pe.Index
-		} else {
-			n = 0
+		n = 0
+		if pe, ok := errors.AsType[*outbox.PublishError](err); ok {
+			n = min(max(pe.Index, 0), len(evs))
 		}
 	}
-	if n > 0 {
-		_, _ = t.also.Publish(ctx, evs[:n])
+	refused := map[int]bool{}
+	for _, r := range res.Rejected {
+		refused[r.Index] = true
+	}
+	accepted := make([]outbox.Event, 0, n)
+	for i, e := range evs[:n] {
+		if !refused[i] {
+			accepted = append(accepted, e)
+		}
+	}
+	if len(accepted) > 0 {
+		_, _ = t.also.Publish(ctx, accepted)
 	}
 	return res, err
 }
