@@ -19,6 +19,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,7 +68,7 @@ func NewWriter(out io.Writer, namespace string) (*Writer, error) {
 	if out == nil {
 		return nil, errors.New("emf: nil writer")
 	}
-	if namespace == "" || len(namespace) > MaxNameLength {
+	if namespace == "" || len(namespace) > MaxNameLength || !utf8.ValidString(namespace) {
 		return nil, fmt.Errorf("%w: namespace %q must be 1 to %d characters", ErrInvalid, namespace, MaxNameLength)
 	}
 	return &Writer{out: out, namespace: namespace, now: time.Now}, nil
@@ -106,7 +107,10 @@ type property struct {
 func NewLine() *Line { return &Line{} }
 
 // Dimension sets a dimension's value, for the dimension sets to use.
+// Invalid UTF-8 in a name or value becomes U+FFFD here, byte by byte, so
+// the limits apply to what is written.
 func (l *Line) Dimension(name, value string) *Line {
+	name, value = clean(name), clean(value)
 	for i := range l.dimensions {
 		if l.dimensions[i].name == name {
 			l.dimensions[i].value = value
@@ -121,12 +125,17 @@ func (l *Line) Dimension(name, value string) *Line {
 // which every metric of the line is published: one set per combination
 // an alarm or a graph needs, such as [Function, Outcome] and [Function].
 func (l *Line) DimensionSet(names ...string) *Line {
-	l.sets = append(l.sets, names)
+	set := make([]string, len(names))
+	for i, n := range names {
+		set[i] = clean(n)
+	}
+	l.sets = append(l.sets, set)
 	return l
 }
 
 // Metric adds a metric value; adding a name twice keeps the last value.
 func (l *Line) Metric(name string, unit Unit, value float64) *Line {
+	name = clean(name)
 	for i := range l.metrics {
 		if l.metrics[i].name == name {
 			l.metrics[i] = metric{name, unit, value}
@@ -141,6 +150,7 @@ func (l *Line) Metric(name string, unit Unit, value float64) *Line {
 // searchable in the log, not published as a metric. The value must
 // marshal to JSON; adding a name twice keeps the last value.
 func (l *Line) Property(name string, value any) *Line {
+	name = clean(name)
 	for i := range l.properties {
 		if l.properties[i].name == name {
 			l.properties[i].value = value
@@ -149,6 +159,15 @@ func (l *Line) Property(name string, value any) *Line {
 	}
 	l.properties = append(l.properties, property{name, value})
 	return l
+}
+
+// clean replaces each byte of invalid UTF-8 with U+FFFD, as encoding/json
+// does when it writes the string.
+func clean(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return string([]rune(s))
 }
 
 // Write emits the line with the Writer's namespace and the current time.
@@ -174,24 +193,82 @@ func (w *Writer) Write(l *Line) {
 // huge line does not pin its memory.
 const maxKeptBuffer = 16 << 10
 
-// appendTo renders the line as one JSON object and a newline, checking
-// the specification's limits. The directive comes first, then the
-// dimensions in the order the sets name them, the metrics in the order
-// they were added, then the properties.
-func (l *Line) appendTo(b []byte, namespace string, at time.Time) ([]byte, error) {
+// maxMagnitude is the largest magnitude CloudWatch accepts, 2^360.
+var maxMagnitude = math.Ldexp(1, 360)
+
+// check refuses a line CloudWatch would not extract, or would read other
+// than meant: every rule Validate applies, checked before writing.
+func (l *Line) check() error {
 	if len(l.metrics) == 0 || len(l.metrics) > MaxMetrics {
-		return nil, fmt.Errorf("%w: %d metrics, want 1 to %d", ErrInvalid, len(l.metrics), MaxMetrics)
+		return fmt.Errorf("%w: %d metrics, want 1 to %d", ErrInvalid, len(l.metrics), MaxMetrics)
+	}
+	names := make(map[string]string, len(l.dimensions)+len(l.metrics)+len(l.properties)) // root member -> what it is
+	sets := make(map[string]bool, len(l.sets))
+	for _, set := range l.sets {
+		if len(set) > MaxDimensions {
+			return fmt.Errorf("%w: a dimension set of %d, at most %d", ErrInvalid, len(set), MaxDimensions)
+		}
+		key := strings.Join(set, "\x00")
+		if sets[key] {
+			return fmt.Errorf("%w: dimension set %q twice", ErrInvalid, set)
+		}
+		sets[key] = true
+		for i, d := range set {
+			if slices.Contains(set[:i], d) {
+				return fmt.Errorf("%w: dimension %q twice in a set", ErrInvalid, d)
+			}
+			v, ok := l.value(d)
+			if !ok || !validName(d) || v == "" || len(v) > MaxValueBytes {
+				return fmt.Errorf("%w: dimension %q = %q", ErrInvalid, d, v)
+			}
+			names[d] = "dimension"
+		}
+	}
+	for _, m := range l.metrics {
+		if !validName(m.name) || math.IsNaN(m.value) || math.Abs(m.value) > maxMagnitude {
+			return fmt.Errorf("%w: metric %q = %v", ErrInvalid, m.name, m.value)
+		}
+		if m.unit != "" && !units[string(m.unit)] {
+			return fmt.Errorf("%w: metric %q has unit %q, which CloudWatch does not know", ErrInvalid, m.name, m.unit)
+		}
+		if what, clash := names[m.name]; clash {
+			return fmt.Errorf("%w: metric %q is also a %s", ErrInvalid, m.name, what)
+		}
+		names[m.name] = "metric"
+	}
+	for _, p := range l.properties {
+		if p.name == "" || p.name == "_aws" {
+			return fmt.Errorf("%w: property %q", ErrInvalid, p.name)
+		}
+		if what, clash := names[p.name]; clash {
+			return fmt.Errorf("%w: property %q is also a %s", ErrInvalid, p.name, what)
+		}
+		names[p.name] = "property"
+	}
+	return nil
+}
+
+func validName(n string) bool { return n != "" && len(n) <= MaxNameLength && n != "_aws" }
+
+// appendTo renders the line as one JSON object and a newline, after
+// check. The directive comes first, then the dimensions in the order the
+// sets name them, the metrics in the order they were added, then the
+// properties. A line without dimension sets gets the one empty set, which
+// the specification's schema asks for.
+func (l *Line) appendTo(b []byte, namespace string, at time.Time) ([]byte, error) {
+	if err := l.check(); err != nil {
+		return nil, err
 	}
 	b = append(b, `{"_aws":{"Timestamp":`...)
 	b = strconv.AppendInt(b, at.UnixMilli(), 10)
 	b = append(b, `,"CloudWatchMetrics":[{"Namespace":`...)
 	b = appendString(b, namespace)
 	b = append(b, `,"Dimensions":[`...)
+	if len(l.sets) == 0 {
+		b = append(b, `[]`...)
+	}
 	var used []string // dimensions the sets name, in order, once each
 	for i, set := range l.sets {
-		if len(set) > MaxDimensions {
-			return nil, fmt.Errorf("%w: a dimension set of %d, at most %d", ErrInvalid, len(set), MaxDimensions)
-		}
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -209,9 +286,6 @@ func (l *Line) appendTo(b []byte, namespace string, at time.Time) ([]byte, error
 	}
 	b = append(b, `],"Metrics":[`...)
 	for i, m := range l.metrics {
-		if m.name == "" || len(m.name) > MaxNameLength || m.name == "_aws" || math.IsNaN(m.value) || math.IsInf(m.value, 0) {
-			return nil, fmt.Errorf("%w: metric %q = %v", ErrInvalid, m.name, m.value)
-		}
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -224,33 +298,20 @@ func (l *Line) appendTo(b []byte, namespace string, at time.Time) ([]byte, error
 		b = append(b, '}')
 	}
 	b = append(b, `]}]}`...)
-	seen := make(map[string]bool, len(used)+len(l.metrics)+len(l.properties))
 	for _, d := range used {
-		v, ok := l.value(d)
-		if !ok || d == "" || len(d) > MaxNameLength || d == "_aws" || v == "" || len(v) > MaxValueBytes {
-			return nil, fmt.Errorf("%w: dimension %q = %q", ErrInvalid, d, v)
-		}
-		seen[d] = true
+		v, _ := l.value(d)
 		b = append(b, ',')
 		b = appendString(b, d)
 		b = append(b, ':')
 		b = appendString(b, v)
 	}
 	for _, m := range l.metrics {
-		if seen[m.name] {
-			return nil, fmt.Errorf("%w: metric %q is also a dimension", ErrInvalid, m.name)
-		}
-		seen[m.name] = true
 		b = append(b, ',')
 		b = appendString(b, m.name)
 		b = append(b, ':')
 		b = strconv.AppendFloat(b, m.value, 'g', -1, 64)
 	}
 	for _, p := range l.properties {
-		if seen[p.name] || p.name == "_aws" {
-			return nil, fmt.Errorf("%w: property %q is also a metric or dimension", ErrInvalid, p.name)
-		}
-		seen[p.name] = true
 		v, err := json.Marshal(p.value)
 		if err != nil {
 			return nil, fmt.Errorf("%w: property %q: %w", ErrInvalid, p.name, err)
@@ -323,11 +384,14 @@ func Validate(line []byte) error {
 	if err := json.Unmarshal(line, &root); err != nil {
 		return fmt.Errorf("%w: not a JSON object: %w", ErrInvalid, err)
 	}
+	if dup := duplicateMember(line); dup != "" {
+		return fmt.Errorf("%w: member %q twice", ErrInvalid, dup)
+	}
 	var meta struct {
 		Timestamp         *json.Number `json:"Timestamp"`
 		CloudWatchMetrics []struct {
-			Namespace  string     `json:"Namespace"`
-			Dimensions [][]string `json:"Dimensions"`
+			Namespace  string      `json:"Namespace"`
+			Dimensions *[][]string `json:"Dimensions"`
 			Metrics    []struct {
 				Name              string `json:"Name"`
 				Unit              string `json:"Unit"`
@@ -362,10 +426,18 @@ func Validate(line []byte) error {
 		if len(d.Metrics) == 0 || len(d.Metrics) > MaxMetrics {
 			return fmt.Errorf("%w: %d metrics in a directive, want 1 to %d", ErrInvalid, len(d.Metrics), MaxMetrics)
 		}
+		if d.Dimensions == nil {
+			return fmt.Errorf("%w: a directive without Dimensions", ErrInvalid)
+		}
+		defined := map[string]bool{}
 		for _, m := range d.Metrics {
 			if m.Name == "" || len(m.Name) > MaxNameLength {
 				return fmt.Errorf("%w: metric name %q", ErrInvalid, m.Name)
 			}
+			if defined[m.Name] {
+				return fmt.Errorf("%w: metric %s defined twice in a directive", ErrInvalid, m.Name)
+			}
+			defined[m.Name] = true
 			if m.Unit != "" && !units[m.Unit] {
 				return fmt.Errorf("%w: metric %s has unit %q", ErrInvalid, m.Name, m.Unit)
 			}
@@ -376,11 +448,14 @@ func Validate(line []byte) error {
 				return fmt.Errorf("%w: metric %s is not a number (or up to 100 numbers) at the root: %s", ErrInvalid, m.Name, root[m.Name])
 			}
 		}
-		for _, set := range d.Dimensions {
+		for _, set := range *d.Dimensions {
 			if len(set) > MaxDimensions {
 				return fmt.Errorf("%w: a dimension set of %d, at most %d", ErrInvalid, len(set), MaxDimensions)
 			}
-			for _, name := range set {
+			for i, name := range set {
+				if name == "" || slices.Contains(set[:i], name) {
+					return fmt.Errorf("%w: dimension set %q: an empty or repeated name", ErrInvalid, set)
+				}
 				var v string
 				if err := json.Unmarshal(root[name], &v); err != nil || v == "" || len(v) > MaxValueBytes {
 					return fmt.Errorf("%w: dimension %s is not a string of 1 to %d bytes at the root: %s", ErrInvalid, name, MaxValueBytes, root[name])
@@ -391,11 +466,49 @@ func Validate(line []byte) error {
 	return nil
 }
 
+// isNumbers reports whether a metric's member is a number, or an array
+// of 1 to 100 numbers, each within CloudWatch's range (null is none:
+// encoding/json would decode it as 0).
 func isNumbers(raw json.RawMessage) bool {
-	var f float64
-	if json.Unmarshal(raw, &f) == nil {
-		return true
+	var vs []json.RawMessage
+	if len(raw) > 0 && raw[0] == '[' {
+		if json.Unmarshal(raw, &vs) != nil || len(vs) == 0 || len(vs) > 100 {
+			return false
+		}
+	} else {
+		vs = []json.RawMessage{raw}
 	}
-	var fs []float64
-	return json.Unmarshal(raw, &fs) == nil && len(fs) > 0 && len(fs) <= 100
+	for _, v := range vs {
+		var f float64
+		if len(v) == 0 || v[0] == 'n' || json.Unmarshal(v, &f) != nil || math.Abs(f) > maxMagnitude {
+			return false
+		}
+	}
+	return true
+}
+
+// duplicateMember returns a member name the top-level object holds
+// twice, or "".
+func duplicateMember(line []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return key
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
 }

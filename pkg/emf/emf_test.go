@@ -125,10 +125,37 @@ func TestValidateRefusesWhatTheSpecificationForbids(t *testing.T) {
 		"absent dimension":  `{"N":1,` + dir(`{"Namespace":"ns","Dimensions":[["F"]],"Metrics":[{"Name":"N"}]}`) + `}`,
 		"101 metrics":       `{"N":1,` + dir(`{"Namespace":"ns","Dimensions":[],"Metrics":[`+strings.Join(many, ",")+`]}`) + `}`,
 		"31 dimensions":     `{"F":"x","N":1,` + dir(`{"Namespace":"ns","Dimensions":[[`+strings.Join(dims, ",")+`]],"Metrics":[{"Name":"N"}]}`) + `}`,
+		"null value":        `{"N":null,` + dir(`{"Namespace":"ns","Dimensions":[],"Metrics":[{"Name":"N"}]}`) + `}`,
+		"null in values":    `{"N":[1,null],` + dir(`{"Namespace":"ns","Dimensions":[],"Metrics":[{"Name":"N"}]}`) + `}`,
+		"beyond 2^360":      `{"N":1e300,` + dir(`{"Namespace":"ns","Dimensions":[],"Metrics":[{"Name":"N"}]}`) + `}`,
+		"no Dimensions":     `{"N":1,` + dir(`{"Namespace":"ns","Metrics":[{"Name":"N"}]}`) + `}`,
+		"empty dimension":   `{"":"x","N":1,` + dir(`{"Namespace":"ns","Dimensions":[[""]],"Metrics":[{"Name":"N"}]}`) + `}`,
+		"repeated in a set": `{"F":"x","N":1,` + dir(`{"Namespace":"ns","Dimensions":[["F","F"]],"Metrics":[{"Name":"N"}]}`) + `}`,
+		"metric twice":      `{"N":1,` + dir(`{"Namespace":"ns","Dimensions":[],"Metrics":[{"Name":"N"},{"Name":"N"}]}`) + `}`,
+		"member twice":      `{"N":1,"N":2,` + dir(`{"Namespace":"ns","Dimensions":[],"Metrics":[{"Name":"N"}]}`) + `}`,
 	} {
 		err := emf.Validate([]byte(line))
 		assert.ErrorIs(t, err, emf.ErrInvalid, name)
 	}
+}
+
+// Numbers CloudWatch takes are written as JSON numbers, exponents and
+// negative zero included; a line without dimension sets gets the one
+// empty set the schema asks for.
+func TestWriteNumbersAndNoDimensions(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	w, err := emf.NewWriter(&buf, "ns")
+	require.NoError(t, err)
+	w.Write(emf.NewLine().Metric("A", emf.None, math.Copysign(0, -1)).Metric("B", emf.None, 1e6).
+		Metric("C", emf.None, 1e-7).Metric("D", emf.None, 5e-324).Metric("E", emf.None, -1e100))
+	require.Zero(t, w.Dropped())
+	require.NoError(t, emf.Validate(buf.Bytes()))
+	assert.Contains(t, buf.String(), `"Dimensions":[[]]`)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &got))
+	delete(got, "_aws")
+	assert.Equal(t, map[string]any{"A": 0.0, "B": 1e6, "C": 1e-7, "D": 5e-324, "E": -1e100}, got)
 }
 
 func TestNewWriterChecksItsNamespace(t *testing.T) {
@@ -161,40 +188,52 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
-// Whatever a dimension value or property holds, the line is valid JSON
-// that gives the value back exactly (invalid UTF-8 aside, which JSON
-// cannot carry and becomes U+FFFD).
+// Whatever the names and values hold, Write either drops the line or
+// writes one that Validate accepts and that gives the values back
+// exactly (invalid UTF-8 aside, which JSON cannot carry: each such byte
+// becomes U+FFFD, as encoding/json writes it).
 func FuzzWriteEscapes(f *testing.F) {
-	for _, s := range []string{"plain", `quote " and \ backslash`, "tab\tnew\nline\x00", "é ✓ \u2028", "\xff\xfe"} {
-		f.Add(s)
+	for _, s := range []string{"plain", `quote " and \ backslash`, "tab\tnew\nline\x00", "é ✓ \u2028", "\xff\xfe", strings.Repeat("\xa2", 400)} {
+		f.Add("Seller", s, "N")
+		f.Add(s, "v", "N")
+		f.Add("D", "v", s)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
+	f.Fuzz(func(t *testing.T, dim, value, name string) {
 		var buf bytes.Buffer
 		w, err := emf.NewWriter(&buf, "ns")
 		require.NoError(t, err)
-		w.Write(emf.NewLine().Dimension("Seller", s).DimensionSet("Seller").Metric("N", emf.Count, 1).Property("note", s))
-		if s == "" || len(s) > emf.MaxValueBytes {
-			assert.EqualValues(t, 1, w.Dropped(), "an empty or oversized dimension value is refused")
+		w.Write(emf.NewLine().Dimension(dim, value).DimensionSet(dim).Metric(name, emf.Count, 1).Property("note", value))
+		if w.Dropped() == 1 {
+			assert.Zero(t, buf.Len(), "a dropped line leaves nothing half-written")
 			return
 		}
 		require.Zero(t, w.Dropped())
-		require.NoError(t, emf.Validate(buf.Bytes()))
+		require.NoError(t, emf.Validate(buf.Bytes()), "Write wrote a line Validate refuses: %s", buf.String())
 		var got map[string]any
 		require.NoError(t, json.Unmarshal(buf.Bytes(), &got))
-		want := string([]rune(s)) // each invalid byte becomes U+FFFD, as encoding/json does
-		assert.Equal(t, want, got["Seller"])
+		want := string([]rune(value)) // each invalid byte becomes U+FFFD, as encoding/json does
+		assert.Equal(t, want, got[string([]rune(dim))])
 		assert.Equal(t, want, got["note"])
+		assert.EqualValues(t, 1, got[string([]rune(name))])
 	})
 }
 
 func TestWriteRefusesClashingNames(t *testing.T) {
 	t.Parallel()
 	for name, line := range map[string]*emf.Line{
-		"metric is a dimension":     emf.NewLine().Dimension("F", "x").DimensionSet("F").Metric("F", emf.Count, 1),
-		"property is a metric":      emf.NewLine().Metric("N", emf.Count, 1).Property("N", 2),
-		"property is _aws":          emf.NewLine().Metric("N", emf.Count, 1).Property("_aws", 2),
-		"NaN":                       emf.NewLine().Metric("N", emf.Count, math.NaN()),
-		"property will not marshal": emf.NewLine().Metric("N", emf.Count, 1).Property("p", make(chan int)),
+		"metric is a dimension":       emf.NewLine().Dimension("F", "x").DimensionSet("F").Metric("F", emf.Count, 1),
+		"property is a metric":        emf.NewLine().Metric("N", emf.Count, 1).Property("N", 2),
+		"property is _aws":            emf.NewLine().Metric("N", emf.Count, 1).Property("_aws", 2),
+		"NaN":                         emf.NewLine().Metric("N", emf.Count, math.NaN()),
+		"property will not marshal":   emf.NewLine().Metric("N", emf.Count, 1).Property("p", make(chan int)),
+		"value too long once cleaned": emf.NewLine().Dimension("D", strings.Repeat("\xff", 400)).DimensionSet("D").Metric("N", emf.Count, 1),
+		"unknown unit":                emf.NewLine().Metric("N", emf.Unit("Requests"), 1),
+		"names equal once cleaned":    emf.NewLine().Dimension("\xff", "x").DimensionSet("\xff").Metric("\xfe", emf.Count, 1),
+		"property equal once cleaned": emf.NewLine().Metric("\xff", emf.Count, 1).Property("\xfe", 1),
+		"a name twice in a set":       emf.NewLine().Dimension("F", "x").DimensionSet("F", "F").Metric("N", emf.Count, 1),
+		"a set twice":                 emf.NewLine().Dimension("F", "x").DimensionSet("F").DimensionSet("F").Metric("N", emf.Count, 1),
+		"beyond 2^360":                emf.NewLine().Metric("N", emf.Count, 1e300),
+		"infinite":                    emf.NewLine().Metric("N", emf.Count, math.Inf(-1)),
 	} {
 		var buf bytes.Buffer
 		w, err := emf.NewWriter(&buf, "ns")
