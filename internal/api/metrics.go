@@ -13,9 +13,9 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
-// Measured writes one metrics line per request: the outcome, the DynamoDB
-// requests made with the request's context (ddb.CountCalls) and the
-// duration. It also adds the call count to the request's log line. A
+// Measured writes one metrics line per request: the outcome, whether the
+// answer was a fault (a 5xx other than 503), the DynamoDB requests made
+// with the request's context (ddb.CountCalls) and the duration. It also adds the call count to the request's log line. A
 // broken metrics output never changes the Reply.
 func Measured(rec *metrics.Recorder, next Handler) Handler {
 	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) Reply {
@@ -23,7 +23,7 @@ func Measured(rec *metrics.Recorder, next Handler) Handler {
 		ctx, calls := ddb.CountCalls(ctx)
 		r := next(ctx, req)
 		n := calls.Load()
-		rec.Request(ctx, outcome(r), n, time.Since(start))
+		rec.Request(ctx, metrics.API{Outcome: outcome(r), Status: r.Response.StatusCode, DynamoDBCalls: n}, time.Since(start))
 		r.Attrs = append(r.Attrs, slog.Int("dynamodb_calls", n))
 		return r
 	}

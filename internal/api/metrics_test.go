@@ -99,6 +99,26 @@ func TestConcurrentRequestsEachWriteTheirOwnLine(t *testing.T) {
 	})
 }
 
+// A 500 that released its key reads Outcome=released, and is a fault:
+// the alarm on Faults sees it.
+func TestAFiveHundredIsAFaultWhateverItsOutcome(t *testing.T) {
+	t.Parallel()
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		f := newFixtureMode(t, mode, slog.LevelError)
+		cfg := createConfig(f.env.Tables, mode)
+		cfg.ProductsTable = "no-such-table"
+		broken, err := api.NewCreateProduct(f.env.Client, cfg, f.logs)
+		require.NoError(t, err)
+		resp, err := broken(context.Background(), postReq(jsonHeaders("k-fault"), widget))
+		require.NoError(t, err)
+		require.Equal(t, 500, resp.StatusCode)
+		lines := f.metricLines(t)
+		require.Len(t, lines, 1)
+		assert.Equal(t, "released", lines[0]["Outcome"])
+		assert.EqualValues(t, 1, lines[0]["Faults"])
+	})
+}
+
 // A closed stdout loses the log and the metrics, never the answer: the
 // same requests through a handler writing to a closed file and through
 // one writing to a buffer get the same bytes back.
@@ -163,6 +183,11 @@ func TestMeasuredOutcomeOfKeylessRoutes(t *testing.T) {
 		lines := out.Metrics(t)
 		require.Len(t, lines, 1)
 		assert.Equal(t, want, lines[0]["Outcome"], "status %d", status)
+		wantFault := 0.0
+		if status >= 500 && status != 503 {
+			wantFault = 1
+		}
+		assert.Equal(t, wantFault, lines[0]["Faults"], "status %d", status)
 		assert.Equal(t, slog.Int("dynamodb_calls", 0), r.Attrs[len(r.Attrs)-1], "the log line gets the count too")
 	}
 	// A route with a key keeps its idempotency outcome.

@@ -335,8 +335,8 @@ func (e *env) level(v Var) slog.Level {
 // the characters CloudWatch allows, not in the AWS/ space.
 func (e *env) namespace(v Var) string {
 	return parse(e, v, func(s string) (string, error) {
-		if len(s) > 255 || strings.HasPrefix(s, "AWS/") {
-			return "", errors.New("want 1 to 255 characters, not starting with AWS/")
+		if len(s) > 255 || strings.HasPrefix(s, "AWS/") || strings.HasPrefix(s, ":") {
+			return "", errors.New("want 1 to 255 characters, not starting with AWS/ or a colon")
 		}
 		for _, r := range s {
 			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-/#: ", r)) {

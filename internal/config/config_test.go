@@ -53,7 +53,7 @@ func TestLoadFailsWithEveryProblemNamed(t *testing.T) {
 		`LOG_LEVEL="loud": want debug, info, warn or error`,
 		`IDEMPOTENCY_MODE="fast": idem: unknown mode "fast": want "reserve" or "transact"`,
 		`IDEMPOTENCY_CACHE_SIZE="-1": not a whole number from 0 to 1000000`,
-		`METRICS_NAMESPACE="AWS/Lambda": want 1 to 255 characters, not starting with AWS/`,
+		`METRICS_NAMESPACE="AWS/Lambda": want 1 to 255 characters, not starting with AWS/ or a colon`,
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
@@ -103,7 +103,7 @@ func TestMetricsNamespace(t *testing.T) {
 	g, err := config.LoadGetProduct(env(map[string]string{"PRODUCTS_TABLE": "p", "METRICS_NAMESPACE": "idemlambda/prod-eu"}))
 	require.NoError(t, err)
 	assert.Equal(t, "idemlambda/prod-eu", g.MetricsNamespace)
-	for _, bad := range []string{"emoji ✓", "a{b}", strings.Repeat("n", 256)} {
+	for _, bad := range []string{"emoji ✓", "a{b}", ":x", strings.Repeat("n", 256)} {
 		_, err := config.LoadGetProduct(env(map[string]string{"PRODUCTS_TABLE": "p", "METRICS_NAMESPACE": bad}))
 		assert.ErrorContains(t, err, "METRICS_NAMESPACE=", bad)
 	}

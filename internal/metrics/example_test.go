@@ -11,7 +11,8 @@ import (
 )
 
 // An API function's line per request: CloudWatch publishes Requests,
-// DynamoDBCalls and Duration under [Function, Outcome] and [Function].
+// Faults, DynamoDBCalls and Duration under [Function, Outcome] and
+// [Function].
 func ExampleRecorder_Request() {
 	var stdout strings.Builder
 	rec, err := metrics.New(&stdout, "idemlambda/prod", "createproduct")
@@ -19,8 +20,8 @@ func ExampleRecorder_Request() {
 		fmt.Fprintln(os.Stderr, err)
 		return
 	}
-	rec.Request(context.Background(), "replayed", 1, 1200*time.Microsecond)
+	rec.Request(context.Background(), metrics.API{Outcome: "replayed", Status: 201, DynamoDBCalls: 1}, 1200*time.Microsecond)
 	line := stdout.String()
 	fmt.Println(line[strings.Index(line, `,"Function"`):])
-	// Output: ,"Function":"createproduct","Outcome":"replayed","Requests":1,"DynamoDBCalls":1,"Duration":1.2}
+	// Output: ,"Function":"createproduct","Outcome":"replayed","Requests":1,"Faults":0,"DynamoDBCalls":1,"Duration":1.2}
 }

@@ -27,11 +27,12 @@ const (
 	DimOutcome  = "Outcome"
 )
 
-// The metrics. API functions publish Requests, DynamoDBCalls and
+// The metrics. API functions publish Requests, Faults, DynamoDBCalls and
 // Duration under [Function, Outcome] and [Function]; the relay and the
 // consumer publish their batch counts under [Function].
 const (
 	Requests      = "Requests"      // Count: API requests answered
+	Faults        = "Faults"        // Count: API requests answered 5xx other than 503: ours to fix, not the store's to clear
 	DynamoDBCalls = "DynamoDBCalls" // Count: requests sent to DynamoDB, retries included
 	Duration      = "Duration"      // Milliseconds: the handler's time, as the decorator saw it
 	Records       = "Records"       // Count: records in a relay or consumer batch
@@ -77,14 +78,31 @@ func (r *Recorder) Function() string { return r.function }
 // Dropped returns how many lines could not be written.
 func (r *Recorder) Dropped() int64 { return r.w.Dropped() }
 
-// Request records one API request: its outcome, the DynamoDB requests it
-// made and how long it took.
-func (r *Recorder) Request(ctx context.Context, outcome string, calls int, elapsed time.Duration) {
-	l := r.line(ctx).Dimension(DimOutcome, outcome).
+// API is what one API request did.
+type API struct {
+	// Outcome is the idempotency outcome, or OutcomeServed and the like on
+	// a route without a key.
+	Outcome string
+	// Status is the HTTP status of the answer.
+	Status int
+	// DynamoDBCalls is the requests it sent to DynamoDB.
+	DynamoDBCalls int
+}
+
+// Request records one API request. Faults is 1 for a 5xx other than 503
+// whatever the outcome: a request that failed and released its key reads
+// Outcome=released, and its 500 must still reach the alarm.
+func (r *Recorder) Request(ctx context.Context, a API, elapsed time.Duration) {
+	fault := 0.0
+	if a.Status >= 500 && a.Status != 503 {
+		fault = 1
+	}
+	r.w.Write(r.line(ctx).Dimension(DimOutcome, a.Outcome).
 		DimensionSet(DimFunction, DimOutcome).DimensionSet(DimFunction).
 		Metric(Requests, emf.Count, 1).
-		Metric(DynamoDBCalls, emf.Count, float64(calls))
-	r.w.Write(l.Metric(Duration, emf.Milliseconds, ms(elapsed)))
+		Metric(Faults, emf.Count, fault).
+		Metric(DynamoDBCalls, emf.Count, float64(a.DynamoDBCalls)).
+		Metric(Duration, emf.Milliseconds, ms(elapsed)))
 }
 
 // Relay is what one relay batch did.

@@ -20,11 +20,16 @@ func TestRequestLine(t *testing.T) {
 	rec, err := metrics.New(&out, "", "createproduct")
 	require.NoError(t, err)
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-7"})
-	rec.Request(ctx, "replayed", 1, 2500*time.Microsecond)
+	rec.Request(ctx, metrics.API{Outcome: "replayed", Status: 201, DynamoDBCalls: 1}, 2500*time.Microsecond)
+	rec.Request(ctx, metrics.API{Outcome: "released", Status: 500, DynamoDBCalls: 3}, time.Millisecond)
+	rec.Request(ctx, metrics.API{Outcome: "unavailable", Status: 503, DynamoDBCalls: 3}, time.Millisecond)
 
 	lines := out.Metrics(t)
-	require.Len(t, lines, 1)
+	require.Len(t, lines, 3)
+	assert.EqualValues(t, 1, lines[1]["Faults"], "a 500 is a fault, whatever the outcome")
+	assert.EqualValues(t, 0, lines[2]["Faults"], "a 503 asks for a retry: not a fault")
 	l := lines[0]
+	assert.EqualValues(t, 0, l["Faults"])
 	assert.Equal(t, "createproduct", l["Function"])
 	assert.Equal(t, "replayed", l["Outcome"])
 	assert.EqualValues(t, 1, l["Requests"])
@@ -74,8 +79,8 @@ func TestBrokenOutputIsCountedNotRaised(t *testing.T) {
 	t.Parallel()
 	rec, err := metrics.New(closed{}, "", "getproduct")
 	require.NoError(t, err)
-	rec.Request(context.Background(), metrics.OutcomeServed, 1, time.Millisecond)
-	rec.Request(context.Background(), metrics.OutcomeServed, 1, time.Millisecond)
+	rec.Request(context.Background(), metrics.API{Outcome: metrics.OutcomeServed, Status: 200, DynamoDBCalls: 1}, time.Millisecond)
+	rec.Request(context.Background(), metrics.API{Outcome: metrics.OutcomeServed, Status: 200, DynamoDBCalls: 1}, time.Millisecond)
 	assert.EqualValues(t, 2, rec.Dropped())
 }
 
@@ -114,7 +119,7 @@ func BenchmarkRequest(b *testing.B) {
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "8476a536-e9f4-11e8-9739-2dfe598c3fcd"})
 	b.ReportAllocs()
 	for b.Loop() {
-		rec.Request(ctx, "executed", 2, 3*time.Millisecond)
+		rec.Request(ctx, metrics.API{Outcome: "executed", Status: 201, DynamoDBCalls: 2}, 3*time.Millisecond)
 	}
 }
 

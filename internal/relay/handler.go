@@ -57,7 +57,9 @@ func NewEventBridge(client outbox.PutEventsAPI, cfg config.OutboxRelay, out io.W
 }
 
 // counts is the outcome of one batch, logged and measured once per
-// invocation.
+// invocation. undecodable counts the records passed over for good (they
+// will not come again); one after the retry point is counted when it is
+// passed over, in the retry.
 type counts struct {
 	published, skipped, undecodable, failed int
 }
@@ -83,17 +85,27 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 func (h *Handler) handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, counts, error) {
 	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
 	var c counts
-	pending, from := h.decodeInserts(ctx, ev.Records, &c)
+	var passedOver []int // record indices never to be published
+	pending, from := h.decodeInserts(ctx, ev.Records, &c, &passedOver)
+	retryFrom := len(ev.Records) // records from here on come again
+	final := func() counts {
+		for _, i := range passedOver {
+			if i < retryFrom {
+				c.undecodable++
+			}
+		}
+		return c
+	}
 	if len(pending) > 0 {
 		pctx, cancel := deadline.Before(ctx, deadlineMargin)
 		res, err := h.publisher.Publish(pctx, pending)
 		cancel()
 		c.published = res.Published
 		for _, rej := range res.Rejected {
-			c.undecodable++
 			var r events.DynamoDBEventRecord
 			if rej.Index >= 0 && rej.Index < len(from) {
 				r = ev.Records[from[rej.Index]]
+				passedOver = append(passedOver, from[rej.Index])
 			}
 			h.log.ErrorContext(ctx, "unpublishable outbox event", recordAttrs(r, slog.Any("err", rej.Err))...)
 		}
@@ -106,19 +118,21 @@ func (h *Handler) handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 			r := ev.Records[from[stop]]
 			h.log.ErrorContext(ctx, "publish failed; retrying from this record", recordAttrs(r, slog.Any("err", err))...)
 			if r.Change.SequenceNumber == "" {
-				return events.DynamoDBEventResponse{}, c, fmt.Errorf("relay: record %d has no sequence number to retry from: %w", from[stop], err)
+				retryFrom = 0 // the whole batch comes again
+				return events.DynamoDBEventResponse{}, final(), fmt.Errorf("relay: record %d has no sequence number to retry from: %w", from[stop], err)
 			}
+			retryFrom = from[stop]
 			resp.BatchItemFailures = append(resp.BatchItemFailures,
 				events.DynamoDBBatchItemFailure{ItemIdentifier: r.Change.SequenceNumber})
 		}
 	}
-	return resp, c, nil
+	return resp, final(), nil
 }
 
 // decodeInserts returns the events of the INSERT records, in order, and
-// the index of the record each came from; it logs and counts the records
-// it passes over.
-func (h *Handler) decodeInserts(ctx context.Context, records []events.DynamoDBEventRecord, c *counts) ([]outbox.Event, []int) {
+// the index of the record each came from; it logs the records it passes
+// over and adds their indices to bad.
+func (h *Handler) decodeInserts(ctx context.Context, records []events.DynamoDBEventRecord, c *counts, bad *[]int) ([]outbox.Event, []int) {
 	pending := make([]outbox.Event, 0, len(records))
 	from := make([]int, 0, len(records))
 	for i, r := range records {
@@ -130,7 +144,7 @@ func (h *Handler) decodeInserts(ctx context.Context, records []events.DynamoDBEv
 		}
 		e, err := decode(r)
 		if err != nil {
-			c.undecodable++
+			*bad = append(*bad, i)
 			h.log.ErrorContext(ctx, "undecodable outbox record", recordAttrs(r, slog.Any("err", err))...)
 			continue
 		}

@@ -427,3 +427,29 @@ func TestHandleRelaysThroughJSONLines(t *testing.T) {
 		assert.Equal(t, es[i].ID, ce.ID)
 	}
 }
+
+// A record passed over after the retry point comes again with the retry:
+// it is counted dropped once, when it is passed over for good, not in
+// each invocation that saw it.
+func TestDroppedCountsEachRecordOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ev, _ := batch(t, 3)
+	ev.Records[2].Change.NewImage = nil // undecodable
+	h.bus.Respond = outboxtest.FailEntry(0, 1, "ThrottlingException")
+	resp, err := h.h.Handle(t.Context(), ev)
+	require.NoError(t, err)
+	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: seqOf(1)}}, resp.BatchItemFailures)
+
+	h.bus.Respond = nil // the mapping retries from record 1
+	resp, err = h.h.Handle(t.Context(), events.DynamoDBEvent{Records: ev.Records[1:]})
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+
+	ms := h.log.Metrics(t)
+	require.Len(t, ms, 2)
+	assert.EqualValues(t, 0, ms[0]["Dropped"], "record 2 comes again with the retry")
+	assert.EqualValues(t, 1, ms[0]["Failed"], "the one event that failed to publish")
+	assert.EqualValues(t, 1, ms[1]["Dropped"], "passed over for good in the retry")
+	assert.EqualValues(t, 1, ms[1]["Published"])
+}

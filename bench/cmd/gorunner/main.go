@@ -38,6 +38,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
@@ -310,7 +311,8 @@ func newClient(ctx context.Context, endpoint string, hc aws.HTTPClient) (*dynamo
 	if err != nil {
 		return nil, err
 	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
+	// As ddb.NewClient builds it: the handler's metrics count its calls.
+	return dynamodb.NewFromConfig(cfg, ddb.CountPerContext, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
 }
 
 type cpu struct{ user, sys float64 }

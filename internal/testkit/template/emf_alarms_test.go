@@ -41,7 +41,8 @@ type emitted struct {
 // emitMetrics runs every function's real handler, assembled as its main
 // assembles it, on a small scenario against the embedded store, and
 // collects the EMF lines they write (each checked against the
-// specification by logbuf): createproduct executes, replays and rejects;
+// specification by logbuf): createproduct executes, replays, rejects and
+// answers a 500 (a missing table);
 // getproduct and getseller serve; the relay publishes one record, drops
 // two for good and fails one; the consumer counts the product createproduct
 // wrote to the outbox and meets one poison message.
@@ -73,6 +74,16 @@ func emitMetrics(t *testing.T) emitted {
 	bad.Headers = map[string]string{"content-type": "text/plain"}
 	_, err = create(ctx, bad) // rejected
 	must(t, err)
+	broken, err := api.NewCreateProduct(env.Client, config.CreateProduct{Common: common, ProductsTable: "no-such-table",
+		OutboxTable: env.Tables.Outbox, EventSource: "idemlambda.products", Idempotency: idemCfg}, out)
+	must(t, err)
+	fault := post
+	fault.Headers = map[string]string{"content-type": "application/json", "idempotency-key": `"drift-500"`}
+	resp500, err := broken(ctx, fault) // a 500: the key released
+	must(t, err)
+	if resp500.StatusCode != 500 {
+		t.Fatalf("POST /products on a missing table = %d, want 500 (the scenario no longer holds)", resp500.StatusCode)
+	}
 
 	get, err := api.NewGetProduct(env.Client, config.GetProduct{Common: common, ProductsTable: env.Tables.Products}, out)
 	must(t, err)
@@ -286,7 +297,7 @@ func TestEMFAlarmsCoverWhatAnOperatorActsOn(t *testing.T) {
 		t.Fatalf("HttpApi functions %v: want createproduct, getproduct, getseller at least", apis)
 	}
 	for _, id := range apis { // every route's 500s
-		required = append(required, want{strings.ToLower(strings.TrimSuffix(id, "Function")), metrics.Requests, string(idem.OutcomeError)})
+		required = append(required, want{strings.ToLower(strings.TrimSuffix(id, "Function")), metrics.Faults, ""})
 	}
 	for _, w := range required {
 		if !firing[w] {
@@ -327,7 +338,9 @@ func TestEMFAlarmsCoverWhatAnOperatorActsOn(t *testing.T) {
 		{config.NameCreateProduct, metrics.Requests, string(idem.OutcomeExecuted), 1},
 		{config.NameCreateProduct, metrics.Requests, string(idem.OutcomeReplayed), 1},
 		{config.NameCreateProduct, metrics.Requests, string(idem.OutcomeRejected), 1},
-		{config.NameCreateProduct, metrics.Requests, string(idem.OutcomeError), 0},
+		{config.NameCreateProduct, metrics.Faults, "", 1},
+		{config.NameCreateProduct, metrics.Faults, string(idem.OutcomeReleased), 1}, // the 500 released its key
+		{config.NameCreateProduct, metrics.Faults, string(idem.OutcomeExecuted), 0},
 		{config.NameGetProduct, metrics.Requests, metrics.OutcomeServed, 1},
 		{config.NameGetSeller, metrics.Requests, metrics.OutcomeServed, 1},
 	} {

@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/idemlambda/idemlambda/internal/testkit/template"
@@ -143,14 +142,20 @@ func checkMetricMath(t *testing.T, id string, a alarmProps) {
 		ids[q.ID] = true
 	}
 	for _, q := range a.Metrics {
+		if !regexp.MustCompile(`^[a-z][a-zA-Z0-9_]*$`).MatchString(q.ID) {
+			t.Errorf("%s: query id %q must start with a lowercase letter (CloudWatch refuses it otherwise)", id, q.ID)
+		}
+		if q.MetricStat != nil && (q.MetricStat.Period <= 0 || q.MetricStat.Stat == "") {
+			t.Errorf("%s: query %s reads a metric without a Period and a Stat", id, q.ID)
+		}
 		switch {
 		case q.ReturnData != nil && *q.ReturnData:
 			returning++
 			if q.Expression == "" {
 				t.Errorf("%s: query %s returns data but is no expression", id, q.ID)
 			}
-			for _, ref := range regexp.MustCompile(`[a-z][a-zA-Z0-9_]*`).FindAllString(q.Expression, -1) {
-				if ref == strings.ToLower(ref) && !ids[ref] {
+			for _, ref := range regexp.MustCompile(`\b[a-z][a-zA-Z0-9_]*\b`).FindAllString(q.Expression, -1) {
+				if !ids[ref] {
 					t.Errorf("%s: expression %q names %s, which is no query of the alarm", id, q.Expression, ref)
 				}
 			}
