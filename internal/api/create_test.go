@@ -258,6 +258,12 @@ func TestCreateUnexpectedFailureIs500AndReleasesTheKey(t *testing.T) {
 		assert.NotContains(t, p.Detail, "no-such-table", "no internal detail to the client")
 		assert.Contains(t, f.logs.String(), "ResourceNotFoundException", "the log has it")
 		f.assertNothingWritten(t)
+		// Its metrics line: Outcome=released (the key is free), and a
+		// fault, which the Faults alarm sees whatever the outcome.
+		lines := f.logs.Metrics(t)
+		require.Len(t, lines, 1)
+		assert.Equal(t, "released", lines[0]["Outcome"])
+		assert.EqualValues(t, 1, lines[0]["Faults"])
 
 		// Released: the fixed handler runs the same key at once.
 		assert.Equal(t, 201, f.post(t, jsonHeaders("k-500"), widget).StatusCode)

@@ -15,8 +15,9 @@ import (
 
 // Measured writes one metrics line per request: the outcome, whether the
 // answer was a fault (a 5xx other than 503), the DynamoDB requests made
-// with the request's context (ddb.CountCalls) and the duration. It also adds the call count to the request's log line. A
-// broken metrics output never changes the Reply.
+// with the request's context (ddb.CountCalls) and the duration. It also
+// adds the call count to the request's log line. A broken metrics output
+// never changes the Reply.
 func Measured(rec *metrics.Recorder, next Handler) Handler {
 	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) Reply {
 		start := time.Now()

@@ -21,13 +21,6 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
-// metricLines are the metrics lines f's handlers wrote, checked against
-// the EMF specification.
-func (f *fixture) metricLines(t *testing.T) []map[string]any {
-	t.Helper()
-	return f.logs.Metrics(t)
-}
-
 // A replay's line says Outcome=replayed, and its DynamoDBCalls is what
 // the client's counter saw for that request: 1 from the table (2 on the
 // embedded store, which does not return the old item, so a GetItem
@@ -44,7 +37,7 @@ func TestReplayLineCountsTheCallsTheCounterSaw(t *testing.T) {
 				require.Equal(t, "true", resp.Headers["Idempotent-Replayed"])
 				saw := f.env.Counter.Total()
 
-				lines := f.metricLines(t)
+				lines := f.logs.Metrics(t)
 				require.Len(t, lines, 2, "one line per request")
 				first, replay := lines[0], lines[1]
 				assert.Equal(t, "createproduct", first["Function"])
@@ -85,7 +78,7 @@ func TestConcurrentRequestsEachWriteTheirOwnLine(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		lines := f.metricLines(t)
+		lines := f.logs.Metrics(t)
 		require.Len(t, lines, requests)
 		calls, outcomes := 0.0, map[string]int{}
 		for _, l := range lines {
@@ -96,26 +89,6 @@ func TestConcurrentRequestsEachWriteTheirOwnLine(t *testing.T) {
 		assert.EqualValues(t, f.env.Counter.Total(), calls, "per-request counts add up to the client's")
 		assert.Equal(t, 6, outcomes["executed"], "one execution per key: %v", outcomes)
 		assert.Equal(t, requests-6, outcomes["replayed"]+outcomes["in_flight"], "%v", outcomes)
-	})
-}
-
-// A 500 that released its key reads Outcome=released, and is a fault:
-// the alarm on Faults sees it.
-func TestAFiveHundredIsAFaultWhateverItsOutcome(t *testing.T) {
-	t.Parallel()
-	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		f := newFixtureMode(t, mode, slog.LevelError)
-		cfg := createConfig(f.env.Tables, mode)
-		cfg.ProductsTable = "no-such-table"
-		broken, err := api.NewCreateProduct(f.env.Client, cfg, f.logs)
-		require.NoError(t, err)
-		resp, err := broken(context.Background(), postReq(jsonHeaders("k-fault"), widget))
-		require.NoError(t, err)
-		require.Equal(t, 500, resp.StatusCode)
-		lines := f.metricLines(t)
-		require.Len(t, lines, 1)
-		assert.Equal(t, "released", lines[0]["Outcome"])
-		assert.EqualValues(t, 1, lines[0]["Faults"])
 	})
 }
 

@@ -50,7 +50,8 @@ const (
 const OutcomeServed = "served"
 
 // Recorder writes one function's metrics lines. It is safe for concurrent
-// use and never fails or blocks an invocation on a broken output.
+// use and never fails an invocation on a broken output. Its writes are
+// synchronous, as the log's on the same stdout are.
 type Recorder struct {
 	w        *emf.Writer
 	function string
