@@ -69,13 +69,8 @@ test: vet ## go vet, then every test with -race on $(DYNAMODB_TEST_BACKEND) (def
 
 FUZZTIME ?= 10s
 .PHONY: fuzz
-fuzz: ## Run every Fuzz target for FUZZTIME each (default 10s), one at a time.
-	@for pkg in $$($(GO) list ./...); do \
-		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-			echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
-			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
-		done; \
-	done
+fuzz: ## Run every Fuzz target for FUZZTIME each (default 10s), one at a time (scripts/fuzz.sh).
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 # Packages with a coverage floor, as pkg=percent.
 COVER_FLOORS ?= ./pkg/money=95
