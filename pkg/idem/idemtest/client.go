@@ -1,0 +1,50 @@
+package idemtest
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// Start serves a new store on a loopback port; Close stops it.
+func Start(opts ...Option) *Server {
+	s := NewServer(opts...)
+	s.httpSrv = httptest.NewServer(s)
+	return s
+}
+
+// New starts a store for one test and stops it when the test ends.
+func New(tb testing.TB, opts ...Option) *Server {
+	tb.Helper()
+	s := Start(opts...)
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// URL is the endpoint of a store Start started ("" for one that was not).
+func (s *Server) URL() string {
+	if s.httpSrv == nil {
+		return ""
+	}
+	return s.httpSrv.URL
+}
+
+// Client returns a DynamoDB client for a started store: region
+// us-east-1, static dummy credentials (no AWS account or profile is read),
+// the SDK's standard retryer. opts adjust it, as for dynamodb.New.
+func (s *Server) Client(opts ...func(*dynamodb.Options)) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(s.URL()),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			if s.URL() == "" {
+				return aws.Credentials{}, errors.New("idemtest: the store was not started (use Start or New)")
+			}
+			return aws.Credentials{AccessKeyID: "idemtest", SecretAccessKey: "idemtest", Source: "idemtest"}, nil
+		}),
+	}, opts...)
+}

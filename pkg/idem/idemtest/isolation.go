@@ -1,0 +1,473 @@
+package idemtest
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// The isolation model. DynamoDB runs a TransactWriteItems over a span of
+// time in which it holds every item the transaction touches:
+//
+//   - a PutItem, UpdateItem or DeleteItem on a held item is refused with
+//     TransactionConflictException (HTTP 400, not retried by the SDK);
+//   - a transaction touching a held item is cancelled with reason
+//     TransactionConflict at that item's index and None elsewhere;
+//   - reads see the last committed value.
+//
+// Here every write holds its items from arrival to answer (a single-item
+// write for the time it takes, a transaction for that plus the configured
+// latency), and meeting a held item is a conflict. minidyn applies a
+// transaction at its end, all at once, so reads see committed values.
+
+// txOp is one item of a transaction, whichever its kind.
+type txOp struct {
+	TableName                           string
+	Item                                item
+	Key                                 item
+	ConditionExpression                 string
+	ExpressionAttributeNames            map[string]string
+	ExpressionAttributeValues           item
+	ReturnValuesOnConditionCheckFailure string
+}
+
+// txToken is a ClientRequestToken DynamoDB has seen: the request it came
+// with, and whether that request is still running.
+type txToken struct {
+	digest  [32]byte
+	running bool
+	done    time.Time
+}
+
+// tokenWindow is how long DynamoDB answers a repeated ClientRequestToken
+// from its first success.
+const tokenWindow = 10 * time.Minute
+
+// hold marks names as held, unless one is held already: then it returns
+// the indexes of those that are.
+func (s *Server) hold(holder string, names []string) (busy []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, n := range names {
+		if _, ok := s.held[n]; ok {
+			busy = append(busy, i)
+		}
+	}
+	if len(busy) > 0 {
+		return busy
+	}
+	for _, n := range names {
+		s.held[n] = holder
+	}
+	return nil
+}
+
+func (s *Server) unhold(names []string) {
+	s.mu.Lock()
+	for _, n := range names {
+		delete(s.held, n)
+	}
+	s.mu.Unlock()
+}
+
+// writeItem serves PutItem, UpdateItem and DeleteItem.
+func (s *Server) writeItem(op Op, body []byte) answer {
+	var in struct {
+		TableName                           string
+		Item                                item
+		Key                                 item
+		ReturnValues                        string
+		ReturnValuesOnConditionCheckFailure string
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
+	}
+	src := in.Key
+	if op == OpPutItem {
+		src = in.Item
+	}
+	key, err := s.keyOf(in.TableName, src)
+	if err != nil {
+		return s.forward(op, body) // minidyn words the validation error
+	}
+	name := lockName(in.TableName, key)
+	if busy := s.hold(string(op), []string{name}); busy != nil {
+		s.mu.Lock()
+		s.stats.ConflictExceptions++
+		s.mu.Unlock()
+		return answerError(http.StatusBadRequest, "TransactionConflictException",
+			"Transaction is ongoing for the item")
+	}
+	defer s.unhold([]string{name})
+	s.waitHold(op)
+
+	// minidyn ignores ALL_OLD on PutItem (it echoes the new item on success
+	// and returns no item on a failed condition) and on DeleteItem: read
+	// the old item while it is held, so the answer is DynamoDB's.
+	oldOnFail := in.ReturnValuesOnConditionCheckFailure == "ALL_OLD"
+	oldOnPut := op == OpPutItem && in.ReturnValues == "ALL_OLD"
+	var old item
+	if oldOnFail || oldOnPut {
+		old = s.getItem(in.TableName, key)
+	}
+	a := s.forward(op, body)
+	switch {
+	case a.ok() && oldOnPut:
+		a = withField(a, "Attributes", old)
+	case oldOnFail && old != nil && a.errorType() == "ConditionalCheckFailedException":
+		a = withField(a, "Item", old)
+	}
+	if a.ok() && op == OpPutItem && s.onPut != nil {
+		raw, _ := json.Marshal(in.Item)
+		s.onPut(in.TableName, raw)
+	}
+	return a
+}
+
+// withField sets (or, for a nil value, removes) one field of an answer's
+// JSON object.
+func withField(a answer, field string, v item) answer {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(a.body, &obj) != nil || obj == nil {
+		obj = map[string]json.RawMessage{}
+	}
+	if v == nil {
+		delete(obj, field)
+	} else {
+		raw, _ := json.Marshal(v)
+		obj[field] = raw
+	}
+	b, _ := json.Marshal(obj)
+	return answer{status: a.status, body: b}
+}
+
+// transactWrite serves TransactWriteItems.
+func (s *Server) transactWrite(body []byte) answer {
+	var in struct {
+		ClientRequestToken string
+		TransactItems      []struct {
+			Put, Update, Delete, ConditionCheck *txOp
+		}
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
+	}
+	ops := make([]*txOp, len(in.TransactItems))
+	names := make([]string, len(in.TransactItems))
+	seen := map[string]bool{}
+	for i, ti := range in.TransactItems {
+		op, src := ti.ConditionCheck, item(nil)
+		switch {
+		case ti.Put != nil:
+			op, src = ti.Put, ti.Put.Item
+		case ti.Update != nil:
+			op = ti.Update
+		case ti.Delete != nil:
+			op = ti.Delete
+		}
+		if op == nil {
+			return s.forward(OpTransactWriteItems, body)
+		}
+		if src == nil {
+			src = op.Key
+		}
+		key, err := s.keyOf(op.TableName, src)
+		if err != nil || seen[lockName(op.TableName, key)] {
+			return s.forward(OpTransactWriteItems, body) // minidyn words the validation error
+		}
+		op.Key = key
+		ops[i], names[i] = op, lockName(op.TableName, key)
+		seen[names[i]] = true
+	}
+
+	if a, done := s.repeatedToken(in.ClientRequestToken, body); done {
+		return a
+	}
+	if busy := s.hold(string(OpTransactWriteItems), names); busy != nil {
+		s.mu.Lock()
+		s.stats.ConflictCancellations++
+		s.mu.Unlock()
+		s.endToken(in.ClientRequestToken, false)
+		reasons := make([]reason, len(names))
+		for i := range reasons {
+			reasons[i] = reason{Code: "None"}
+		}
+		for _, i := range busy {
+			reasons[i] = reason{Code: "TransactionConflict", Message: "Transaction is ongoing for the item"}
+		}
+		return cancelled(reasons)
+	}
+	defer s.unhold(names)
+	s.waitHold(OpTransactWriteItems)
+	if s.txLatency > 0 {
+		time.Sleep(s.txLatency)
+	}
+	a := s.forward(OpTransactWriteItems, body)
+	s.endToken(in.ClientRequestToken, a.ok())
+	if a.ok() {
+		if s.onPut != nil {
+			for _, ti := range in.TransactItems {
+				if ti.Put != nil {
+					raw, _ := json.Marshal(ti.Put.Item)
+					s.onPut(ti.Put.TableName, raw)
+				}
+			}
+		}
+		return a
+	}
+	if a.errorType() == "TransactionCanceledException" {
+		return s.explain(ops, a)
+	}
+	return a
+}
+
+// repeatedToken answers a transaction whose ClientRequestToken DynamoDB
+// has seen in the last ten minutes: success again without writing when
+// the first succeeded with the same request, IdempotentParameterMismatch
+// for another request, TransactionInProgressException while the first
+// still runs. done is false for a token not seen (it is then recorded as
+// running) or one whose transaction failed.
+func (s *Server) repeatedToken(token string, body []byte) (answer, bool) {
+	if token == "" {
+		return answer{}, false
+	}
+	digest := sha256.Sum256(body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tokens[token]
+	switch {
+	case !ok || (!t.running && time.Since(t.done) > tokenWindow):
+		s.tokens[token] = &txToken{digest: digest, running: true}
+		return answer{}, false
+	case t.digest != digest:
+		return answerError(http.StatusBadRequest, "IdempotentParameterMismatchException",
+			"The request uses the same client token as a previous, but non-identical request."), true
+	case t.running:
+		return answerError(http.StatusBadRequest, "TransactionInProgressException",
+			"The transaction with the given request token is already in progress."), true
+	default:
+		return answerJSON(map[string]any{}), true
+	}
+}
+
+// endToken records how the token's transaction ended: a failed one may be
+// sent again under the same token and runs again.
+func (s *Server) endToken(token string, ok bool) {
+	if token == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !ok {
+		delete(s.tokens, token)
+		return
+	}
+	if t := s.tokens[token]; t != nil {
+		t.running, t.done = false, time.Now()
+	}
+}
+
+// reason is one cancellation reason, as DynamoDB sends it.
+type reason struct {
+	Code    string `json:"Code"`
+	Message string `json:"Message,omitempty"`
+	Item    item   `json:"Item,omitempty"`
+}
+
+// cancelled is a TransactionCanceledException with reasons.
+func cancelled(reasons []reason) answer {
+	codes := make([]string, len(reasons))
+	for i, r := range reasons {
+		codes[i] = r.Code
+	}
+	b, _ := json.Marshal(map[string]any{
+		"__type":              "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+		"message":             "Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(codes, ", ") + "]",
+		"CancellationReasons": reasons,
+	})
+	return answer{status: http.StatusBadRequest, body: b}
+}
+
+// explain rebuilds the reasons of a transaction that minidyn cancelled for
+// a failed condition. minidyn stops at the first failed condition and
+// returns no item for a Put; DynamoDB evaluates every condition and
+// returns each failed item's value when ALL_OLD was asked for. Each item's
+// condition is checked again while the transaction still holds them all.
+func (s *Server) explain(ops []*txOp, orig answer) answer {
+	reasons := make([]reason, len(ops))
+	failed := false
+	for i, op := range ops {
+		reasons[i] = reason{Code: "None"}
+		if op.ConditionExpression == "" {
+			continue
+		}
+		check := map[string]any{
+			"TableName":                           op.TableName,
+			"Key":                                 op.Key,
+			"ConditionExpression":                 op.ConditionExpression,
+			"ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+		}
+		if n := usedNames(op.ConditionExpression, op.ExpressionAttributeNames); len(n) > 0 {
+			check["ExpressionAttributeNames"] = n
+		}
+		if v := usedValues(op.ConditionExpression, op.ExpressionAttributeValues); len(v) > 0 {
+			check["ExpressionAttributeValues"] = v
+		}
+		in, _ := json.Marshal(map[string]any{"TransactItems": []any{map[string]any{"ConditionCheck": check}}})
+		a := s.forward(OpTransactWriteItems, in)
+		if a.ok() {
+			continue
+		}
+		if a.errorType() != "TransactionCanceledException" {
+			return orig
+		}
+		failed = true
+		reasons[i] = reason{Code: "ConditionalCheckFailed", Message: "The conditional request failed"}
+		if op.ReturnValuesOnConditionCheckFailure == "ALL_OLD" {
+			reasons[i].Item = s.getItem(op.TableName, op.Key)
+		}
+	}
+	if !failed {
+		return orig
+	}
+	return cancelled(reasons)
+}
+
+var (
+	namePlaceholder  = regexp.MustCompile(`#[A-Za-z0-9_]+`)
+	valuePlaceholder = regexp.MustCompile(`:[A-Za-z0-9_]+`)
+)
+
+// usedNames keeps the names expr refers to: DynamoDB refuses unused ones.
+func usedNames(expr string, names map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, p := range namePlaceholder.FindAllString(expr, -1) {
+		if v, ok := names[p]; ok {
+			out[p] = v
+		}
+	}
+	return out
+}
+
+// usedValues keeps the values expr refers to.
+func usedValues(expr string, values item) item {
+	out := item{}
+	for _, p := range valuePlaceholder.FindAllString(expr, -1) {
+		if v, ok := values[p]; ok {
+			out[p] = v
+		}
+	}
+	return out
+}
+
+// transactGet serves TransactGetItems: cancelled with TransactionConflict
+// where a write holds an item, as DynamoDB does.
+func (s *Server) transactGet(body []byte) answer {
+	var in struct {
+		TransactItems []struct{ Get *txOp }
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
+	}
+	s.waitHold(OpTransactGetItems)
+	reasons := make([]reason, len(in.TransactItems))
+	conflict := false
+	s.mu.Lock()
+	for i, ti := range in.TransactItems {
+		reasons[i] = reason{Code: "None"}
+		if ti.Get == nil {
+			continue
+		}
+		if _, ok := s.held[lockName(ti.Get.TableName, ti.Get.Key)]; ok {
+			reasons[i] = reason{Code: "TransactionConflict", Message: "Transaction is ongoing for the item"}
+			conflict = true
+		}
+	}
+	if conflict {
+		s.stats.ConflictCancellations++
+	}
+	s.mu.Unlock()
+	if conflict {
+		return cancelled(reasons)
+	}
+	return s.forward(OpTransactGetItems, body)
+}
+
+// batchWrite serves BatchWriteItem. A request whose item a transaction
+// holds is not applied and comes back in UnprocessedItems, which callers
+// of BatchWriteItem must retry anyway.
+func (s *Server) batchWrite(body []byte) answer {
+	var in struct {
+		RequestItems map[string][]struct {
+			PutRequest    *struct{ Item item } `json:",omitempty"`
+			DeleteRequest *struct{ Key item }  `json:",omitempty"`
+		}
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
+	}
+	s.waitHold(OpBatchWriteItem)
+	type req = struct {
+		PutRequest    *struct{ Item item } `json:",omitempty"`
+		DeleteRequest *struct{ Key item }  `json:",omitempty"`
+	}
+	apply := map[string][]req{}
+	unprocessed := map[string][]req{}
+	var names []string
+	for table, reqs := range in.RequestItems {
+		for _, r := range reqs {
+			var src item
+			switch {
+			case r.PutRequest != nil:
+				src = r.PutRequest.Item
+			case r.DeleteRequest != nil:
+				src = r.DeleteRequest.Key
+			}
+			key, err := s.keyOf(table, src)
+			if err != nil {
+				return s.forward(OpBatchWriteItem, body)
+			}
+			name := lockName(table, key)
+			if s.hold(string(OpBatchWriteItem), []string{name}) != nil {
+				unprocessed[table] = append(unprocessed[table], r)
+				continue
+			}
+			names = append(names, name)
+			apply[table] = append(apply[table], r)
+		}
+	}
+	defer s.unhold(names)
+	out := answerJSON(map[string]any{"UnprocessedItems": map[string]any{}})
+	if len(apply) > 0 {
+		fwd, _ := json.Marshal(map[string]any{"RequestItems": apply})
+		out = s.forward(OpBatchWriteItem, fwd)
+		if !out.ok() {
+			return out
+		}
+		if s.onPut != nil {
+			for table, reqs := range apply {
+				for _, r := range reqs {
+					if r.PutRequest != nil {
+						raw, _ := json.Marshal(r.PutRequest.Item)
+						s.onPut(table, raw)
+					}
+				}
+			}
+		}
+	}
+	if len(unprocessed) == 0 {
+		return out
+	}
+	var got struct{ UnprocessedItems map[string][]req }
+	_ = json.Unmarshal(out.body, &got)
+	if got.UnprocessedItems == nil {
+		got.UnprocessedItems = map[string][]req{}
+	}
+	for table, reqs := range unprocessed {
+		got.UnprocessedItems[table] = append(got.UnprocessedItems[table], reqs...)
+	}
+	return answerJSON(got)
+}

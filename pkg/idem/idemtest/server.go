@@ -1,0 +1,341 @@
+package idemtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/truora/minidyn/server"
+)
+
+// Server is an in-process DynamoDB-compatible store that behaves as
+// DynamoDB does under concurrency. It answers the DynamoDB JSON API over
+// HTTP, so the real AWS SDK talks to it unchanged. It is safe for
+// concurrent use.
+type Server struct {
+	mini      *server.Server
+	txLatency time.Duration
+	onPut     func(table string, item json.RawMessage)
+
+	mu      sync.Mutex
+	held    map[string]string   // item -> the operation holding it
+	schemas map[string][]string // table -> key attribute names
+	ttl     map[string]ttlSpec  // table -> TTL setting
+	tokens  map[string]*txToken // ClientRequestToken -> its transaction
+	calls   map[Op]int          // requests received per operation
+	faults  []*fault            // armed faults, in the order injected
+	holds   map[Op][]*Hold      // armed holds per operation
+	stats   Stats               // conflicts produced
+	httpSrv *httptest.Server    // set by Start
+	closed  bool
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithTransactionLatency makes every TransactWriteItems hold its items for
+// d before it commits, as a slow transaction on DynamoDB does: the window
+// in which other writes to those items are refused widens, so tests meet
+// it. The default, 0, still isolates transactions; they just commit fast.
+func WithTransactionLatency(d time.Duration) Option {
+	return func(s *Server) { s.txLatency = d }
+}
+
+// WithPutHook calls fn with every item a successful PutItem,
+// TransactWriteItems or BatchWriteItem put, as DynamoDB JSON, while the
+// write still holds the item: one item's puts arrive in commit order.
+// Updates and deletes are not reported. It stands in for DynamoDB Streams,
+// which the store does not serve.
+func WithPutHook(fn func(table string, item json.RawMessage)) Option {
+	return func(s *Server) { s.onPut = fn }
+}
+
+// NewServer returns an empty store. Serve it with Start, or mount it as an
+// http.Handler.
+func NewServer(opts ...Option) *Server {
+	s := &Server{
+		mini:    server.NewServer(),
+		held:    map[string]string{},
+		schemas: map[string][]string{},
+		ttl:     map[string]ttlSpec{},
+		tokens:  map[string]*txToken{},
+		calls:   map[Op]int{},
+		holds:   map[Op][]*Hold{},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Op names a DynamoDB API operation, as in the X-Amz-Target header.
+type Op string
+
+// The operations faults and counts are usually about.
+const (
+	OpGetItem            Op = "GetItem"
+	OpPutItem            Op = "PutItem"
+	OpUpdateItem         Op = "UpdateItem"
+	OpDeleteItem         Op = "DeleteItem"
+	OpTransactWriteItems Op = "TransactWriteItems"
+	OpTransactGetItems   Op = "TransactGetItems"
+	OpBatchWriteItem     Op = "BatchWriteItem"
+	OpQuery              Op = "Query"
+	OpScan               Op = "Scan"
+)
+
+// Stats counts what the store's isolation produced.
+type Stats struct {
+	// ConflictExceptions is how many single-item writes were refused with
+	// TransactionConflictException because a transaction held their item.
+	ConflictExceptions int
+	// ConflictCancellations is how many transactions were cancelled with
+	// reason TransactionConflict because another request held an item.
+	ConflictCancellations int
+}
+
+// Stats returns the conflicts the store produced so far (injected faults
+// not included).
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Calls returns how many requests of op the store received, SDK retries
+// and faulted requests included.
+func (s *Server) Calls(op Op) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[op]
+}
+
+// CallCounts returns the requests received per operation.
+func (s *Server) CallCounts() map[Op]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[Op]int, len(s.calls))
+	for k, v := range s.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// ResetCalls sets every call count back to zero.
+func (s *Server) ResetCalls() {
+	s.mu.Lock()
+	s.calls = map[Op]int{}
+	s.mu.Unlock()
+}
+
+// ServeHTTP answers one DynamoDB JSON API request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		s.reply(w, answerError(http.StatusBadRequest, "ValidationException", "cannot read request body"))
+		return
+	}
+	target := r.Header.Get("X-Amz-Target")
+	op := Op(target[strings.LastIndexByte(target, '.')+1:])
+	s.reply(w, s.serve(op, body))
+}
+
+// reply writes an answer with the CRC32 header DynamoDB sends (the SDK
+// checks it, and logs a warning on every call without it).
+func (s *Server) reply(w http.ResponseWriter, a answer) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(a.body)), 10))
+	w.Header().Set("Content-Length", strconv.Itoa(len(a.body)))
+	w.WriteHeader(a.status)
+	_, _ = w.Write(a.body)
+}
+
+// answer is a response: its status and JSON body.
+type answer struct {
+	status int
+	body   []byte
+}
+
+func (a answer) ok() bool { return a.status == http.StatusOK }
+
+// errorType is the exception name of an error answer ("" for success).
+func (a answer) errorType() string {
+	if a.ok() {
+		return ""
+	}
+	var e struct {
+		Type string `json:"__type"`
+	}
+	_ = json.Unmarshal(a.body, &e)
+	return e.Type[strings.LastIndexByte(e.Type, '#')+1:]
+}
+
+func answerJSON(v any) answer {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return answerError(http.StatusInternalServerError, "InternalServerError", err.Error())
+	}
+	return answer{status: http.StatusOK, body: b}
+}
+
+// answerError is an error answer as DynamoDB words it.
+func answerError(status int, code, msg string) answer {
+	b, _ := json.Marshal(map[string]string{"__type": "com.amazonaws.dynamodb.v20120810#" + code, "message": msg})
+	return answer{status: status, body: b}
+}
+
+// serve answers a request: faults first, then the operation.
+func (s *Server) serve(op Op, body []byte) answer {
+	s.mu.Lock()
+	s.calls[op]++
+	f := s.takeFault(op)
+	s.mu.Unlock()
+	if f != nil {
+		if a, done := f.before(op, body, s); done {
+			return a
+		}
+	}
+	a := s.route(op, body)
+	if f != nil && f.kind == LostAnswer {
+		// The request was served; its answer never reaches the client.
+		return answerError(http.StatusInternalServerError, "InternalServerError", "idemtest: answer lost (injected)")
+	}
+	return a
+}
+
+// route serves op: the TTL API and the isolation model here, the rest by
+// minidyn.
+func (s *Server) route(op Op, body []byte) answer {
+	switch op {
+	case "UpdateTimeToLive":
+		return s.updateTTL(body)
+	case "DescribeTimeToLive":
+		return s.describeTTL(body)
+	case "CreateTable":
+		return s.createTable(body)
+	case OpPutItem, OpUpdateItem, OpDeleteItem:
+		return s.writeItem(op, body)
+	case OpTransactWriteItems:
+		return s.transactWrite(body)
+	case OpTransactGetItems:
+		return s.transactGet(body)
+	case OpBatchWriteItem:
+		return s.batchWrite(body)
+	default:
+		s.waitHold(op)
+		return s.forward(op, body)
+	}
+}
+
+// forward hands a request to minidyn and returns its answer.
+func (s *Server) forward(op Op, body []byte) answer {
+	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+string(op))
+	rec := httptest.NewRecorder()
+	s.mini.ServeHTTP(rec, req)
+	return answer{status: rec.Code, body: bytes.TrimSpace(rec.Body.Bytes())}
+}
+
+// item is an item or key in DynamoDB JSON, attribute by attribute.
+type item = map[string]json.RawMessage
+
+// createTable creates a table and remembers its key schema, which tells
+// the items of a request apart.
+func (s *Server) createTable(body []byte) answer {
+	var in struct {
+		TableName string
+		KeySchema []struct{ AttributeName string }
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
+	}
+	a := s.forward("CreateTable", body)
+	if a.ok() {
+		names := make([]string, 0, len(in.KeySchema))
+		for _, k := range in.KeySchema {
+			names = append(names, k.AttributeName)
+		}
+		sort.Strings(names)
+		s.mu.Lock()
+		s.schemas[in.TableName] = names
+		s.mu.Unlock()
+	}
+	return a
+}
+
+// keyOf returns the key attributes of it, an item or key of table.
+func (s *Server) keyOf(table string, it item) (item, error) {
+	s.mu.Lock()
+	names, ok := s.schemas[table]
+	s.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("table %s not found", table)
+	}
+	key := make(item, len(names))
+	for _, n := range names {
+		v, ok := it[n]
+		if !ok {
+			return nil, fmt.Errorf("key attribute %s missing", n)
+		}
+		key[n] = v
+	}
+	return key, nil
+}
+
+// lockName is the name under which an item is held: its table and key.
+func lockName(table string, key item) string {
+	names := make([]string, 0, len(key))
+	for n := range key {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString(table)
+	for _, n := range names {
+		var c bytes.Buffer
+		if json.Compact(&c, key[n]) != nil {
+			c.Write(key[n])
+		}
+		b.WriteString("\x00" + n + "=" + c.String())
+	}
+	return b.String()
+}
+
+// getItem reads an item's last committed value (nil when absent).
+func (s *Server) getItem(table string, key item) item {
+	in, _ := json.Marshal(map[string]any{"TableName": table, "Key": key, "ConsistentRead": true})
+	a := s.forward(OpGetItem, in)
+	var out struct{ Item item }
+	if !a.ok() || json.Unmarshal(a.body, &out) != nil || len(out.Item) == 0 {
+		return nil
+	}
+	return out.Item
+}
+
+// Close stops the server Start started; a Server that was only mounted as
+// a handler has nothing to stop.
+func (s *Server) Close() {
+	s.mu.Lock()
+	srv := s.httpSrv
+	s.closed = true
+	holds := s.holds
+	s.holds = map[Op][]*Hold{}
+	s.mu.Unlock()
+	for _, hs := range holds {
+		for _, h := range hs {
+			h.Release()
+		}
+	}
+	if srv != nil {
+		srv.Close()
+	}
+}
