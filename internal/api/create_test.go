@@ -18,7 +18,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/truora/minidyn/server"
 
 	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/dev/local"
@@ -27,6 +26,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 )
 
 func TestCreateReturns201AndReplaysByteForByte(t *testing.T) {
@@ -228,12 +228,14 @@ func TestCreateUnavailableStoreIs503(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
 		f := newFixtureMode(t, mode, slog.LevelDebug)
-		if f.env.Embedded == nil {
+		if f.env.Store == nil {
 			t.Skipf("failure injection needs the embedded backend; %s has none", f.env.Kind)
 		}
-		f.env.Embedded.EmulateFailure(server.FailureConditionInternalServerError)
+		for _, op := range []idemtest.Op{idemtest.OpPutItem, idemtest.OpTransactWriteItems, idemtest.OpGetItem} {
+			f.env.Store.Inject(op, idemtest.ServerError, 100)
+		}
 		resp := f.post(t, jsonHeaders("k-503"), widget)
-		f.env.Embedded.EmulateFailure(server.FailureConditionNone)
+		f.env.Store.ClearFaults()
 		assertProblem(t, resp, 503, "unavailable")
 		assert.Equal(t, "1", resp.Headers["Retry-After"])
 		f.assertNothingWritten(t)

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -20,7 +19,7 @@ import (
 func BenchmarkExecuteFirst(b *testing.B) {
 	for _, mode := range modes {
 		b.Run(string(mode), func(b *testing.B) {
-			env := ddbtest.New(b)
+			env := newEnv(b)
 			s := newStore(b, env, idem.WithMode(mode))
 			ctx := context.Background()
 			b.ReportAllocs()
@@ -47,7 +46,7 @@ func BenchmarkExecuteReplay(b *testing.B) {
 				name, opts = string(mode)+"/cache", []idem.Option{idem.WithCache(1000)}
 			}
 			b.Run(name, func(b *testing.B) {
-				env := ddbtest.New(b)
+				env := newEnv(b)
 				s := newStore(b, env, append(opts, idem.WithMode(mode))...)
 				ctx := context.Background()
 				sc := scope(b, "replayed")
@@ -77,7 +76,7 @@ func BenchmarkExecuteConcurrentDuplicates(b *testing.B) {
 	const dups = 8
 	for _, mode := range modes {
 		b.Run(string(mode), func(b *testing.B) {
-			env := ddbtest.New(b)
+			env := newEnv(b)
 			s := newStore(b, env, idem.WithMode(mode))
 			ctx := context.Background()
 			var tl tally
@@ -106,7 +105,7 @@ func BenchmarkExecuteConcurrentDuplicates(b *testing.B) {
 
 // BenchmarkDo is Do's first execution: reserve, run, complete.
 func BenchmarkDo(b *testing.B) {
-	env := ddbtest.New(b)
+	env := newEnv(b)
 	s := newStore(b, env)
 	ctx := context.Background()
 	b.ReportAllocs()

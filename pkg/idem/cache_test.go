@@ -9,14 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 func TestCachedReplayMakesNoCall(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		clk := newClock()
 		client, counter := env.NewClient(t)
 		s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode), idem.WithCache(16), idem.WithClock(clk.Now))
@@ -68,7 +67,7 @@ func TestCachedReplayMakesNoCall(t *testing.T) {
 
 func TestCacheLearnsFromReplaysAndNeverHoldsInProgress(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	ctx := context.Background()
 	writer := newStore(t, env)
 	client, counter := env.NewClient(t)
@@ -117,7 +116,7 @@ func TestCacheLearnsFromReplaysAndNeverHoldsInProgress(t *testing.T) {
 // TestCacheStaysBoundedThroughTheStore: many keys through a small cache.
 func TestCacheStaysBoundedThroughTheStore(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	const bound, keys = 50, 1000
 	s := newStore(t, env, idem.WithCache(bound))
 	peak := 0
@@ -135,7 +134,7 @@ func TestCacheStaysBoundedThroughTheStore(t *testing.T) {
 // to the table.
 func TestCacheByteBudget(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	client, counter := env.NewClient(t)
 	s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithCache(10), idem.WithCacheBytes(64))
 	require.NoError(t, err)

@@ -13,8 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/ddb"
-	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -39,13 +37,13 @@ func (tl *tally) add(res idem.Result, err error) {
 func TestSixtyFourConcurrentCallersOneKeyExecuteOnce(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		sc := scope(t, "one-key")
 		const callers = 64
 		// Each caller is its own process-like client, so its calls can be
 		// counted on their own.
 		stores := make([]*idem.Store, callers)
-		counters := make([]*ddb.Counter, callers)
+		counters := make([]*callCounter, callers)
 		for i := range callers {
 			client, c := env.NewClient(t)
 			s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode))
@@ -103,7 +101,7 @@ func TestSixtyFourConcurrentCallersOneKeyExecuteOnce(t *testing.T) {
 func TestManyKeysTimesEightDuplicatesExecuteOncePerKey(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		s := newStore(t, env, idem.WithMode(mode))
 		const keys, dups, workers = 500, 8, 64
 		jobs := make(chan int)
@@ -150,7 +148,7 @@ func TestManyKeysTimesEightDuplicatesExecuteOncePerKey(t *testing.T) {
 func TestConcurrentTakeoverHasOneWinner(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		clk := newClock()
 		dead := newStore(t, env, idem.WithClock(clk.Now))
 		s := newStore(t, env, idem.WithClock(clk.Now), idem.WithMode(mode))

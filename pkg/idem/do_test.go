@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -22,7 +21,7 @@ type receipt struct {
 
 func TestDoRunsTheEffectOnceAcrossConcurrentCallers(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	s := newStore(t, env)
 	sc := scope(t, "charge-1")
 	var effects atomic.Int64
@@ -62,7 +61,7 @@ func TestDoRunsTheEffectOnceAcrossConcurrentCallers(t *testing.T) {
 
 func TestDoReleasesWhenTheEffectFailsOnACancelledContext(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	s := newStore(t, env)
 	sc := scope(t, "charge-2")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -86,7 +85,7 @@ func TestDoReleasesWhenTheEffectFailsOnACancelledContext(t *testing.T) {
 
 func TestDoReportsAnEffectWhoseCompletionWasLost(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	clk := newClock()
 	s := newStore(t, env, idem.WithClock(clk.Now))
 	sc := scope(t, "charge-3")

@@ -138,6 +138,9 @@ var unavailableCodes = map[string]bool{
 	"ServiceUnavailable":                     true,
 	"LimitExceededException":                 true,
 	"TransactionInProgressException":         true,
+	// A write refused because a transaction held its item, after this
+	// package's own retries: the item is busy, not broken.
+	"TransactionConflictException": true,
 }
 
 // IsUnavailable reports whether err means the store was throttled, busy or

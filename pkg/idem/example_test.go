@@ -11,18 +11,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 )
 
 // localDynamoDB stands in for dynamodb.NewFromConfig(cfg): an embedded
 // DynamoDB-compatible server with an idempotency table and an orders
 // table, so the examples run anywhere.
 func localDynamoDB() (*dynamodb.Client, func()) {
-	client, stop, err := ddbtest.Local()
-	if err != nil {
-		log.Fatal(err)
-	}
+	store := idemtest.Start()
+	client, stop := store.Client(), store.Close
 	ctx := context.Background()
 	if err := idem.CreateTable(ctx, client, "idempotency"); err != nil {
 		log.Fatal(err)

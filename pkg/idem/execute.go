@@ -372,24 +372,64 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 				return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: time.Second}
 			}
 		case retryableTx(err):
-			if conflicts++; conflicts >= s.maxTxAttempts {
-				return Result{Outcome: OutcomeUnavailable}, err
-			}
-			if werr := backoff(ctx, conflicts); werr != nil {
+			if conflicts++; conflicts < s.maxTxAttempts {
+				werr := backoff(ctx, conflicts)
+				if werr == nil {
+					continue
+				}
 				err = fmt.Errorf("%w: %w", err, werr)
-				return Result{Outcome: OutcomeUnavailable}, err
 			}
+			return s.settle(ctx, id, fingerprint, token, eff.Response, expires, err)
 		default:
 			// A business condition, or an error after the SDK's retries:
 			// then the transaction may have landed with every answer lost,
 			// and the record says whether it did.
-			if !refused(err) && s.landed(ctx, id, token) {
+			if s.landed(ctx, id, token) {
 				s.remember(id, fingerprint, eff.Response, expires)
 				return Result{Response: eff.Response, Outcome: OutcomeExecuted}, nil
 			}
 			return Result{Outcome: failed(err, true, true)}, err
 		}
 	}
+}
+
+// settle answers a transact-mode call whose transaction was still
+// cancelled by conflicts or throttling after its attempts: the record as
+// last committed decides. Its own token: an attempt landed. Another
+// caller's completed record: replay (or key reuse). A live holder, or a
+// record whose own item was the one contended: the key is in flight
+// (409), not a 503. Anything else: err, which wraps ErrConflict or
+// ErrThrottled.
+func (s *Store) settle(ctx context.Context, id, fingerprint, token string, resp Response, expires time.Time, err error) (Result, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.releaseTimeout)
+	defer cancel()
+	rec, found, rerr := s.current(rctx, id, nil)
+	if rerr != nil {
+		err = errors.Join(err, rerr)
+		return Result{Outcome: failed(err, true, true)}, err
+	}
+	now := s.now()
+	if found {
+		switch judge(rec, fingerprint, token, now) {
+		case verdictOwn:
+			s.remember(id, fingerprint, resp, expires)
+			return Result{Response: resp, Outcome: OutcomeExecuted}, nil
+		case verdictReplay:
+			s.remember(id, fingerprint, rec.Response, rec.ExpiresAt)
+			return Result{Response: rec.Response, Outcome: OutcomeReplayed}, nil
+		case verdictKeyReuse:
+			return Result{Outcome: OutcomeKeyReuse}, ErrKeyReuse
+		case verdictInFlight:
+			return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: untilFree(rec, now)}
+		}
+	}
+	var txErr *TxError
+	if errors.As(err, &txErr) && txErr.Index == 0 && txErr.Code == "TransactionConflict" {
+		// Another request's transaction holds the record: a duplicate
+		// committing this key now.
+		return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: time.Second}
+	}
+	return Result{Outcome: failed(err, true, true)}, err
 }
 
 // landed reads the record, on a context detached from ctx's cancellation:

@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -36,7 +35,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func newStore(t testing.TB, env *ddbtest.Env, opts ...idem.Option) *idem.Store {
+func newStore(t testing.TB, env *testEnv, opts ...idem.Option) *idem.Store {
 	t.Helper()
 	s, err := idem.NewStore(env.Client, env.Tables.Idempotency, opts...)
 	require.NoError(t, err)
@@ -55,7 +54,7 @@ func sAttr(v string) types.AttributeValue { return &types.AttributeValueMemberS{
 // businessWrites are what a caller commits with its completion: a product
 // with a fresh id (a duplicate execution would show as a second product)
 // and its outbox event.
-func businessWrites(env *ddbtest.Env) (string, []types.TransactWriteItem) {
+func businessWrites(env *testEnv) (string, []types.TransactWriteItem) {
 	id := uuid.NewString()
 	return id, []types.TransactWriteItem{
 		{Put: &types.Put{
@@ -78,7 +77,7 @@ func created(id string) idem.Response {
 	}
 }
 
-func countItems(t testing.TB, env *ddbtest.Env, table string) int {
+func countItems(t testing.TB, env *testEnv, table string) int {
 	t.Helper()
 	n := 0
 	var start map[string]types.AttributeValue
@@ -112,7 +111,7 @@ func eachMode(t *testing.T, f func(t *testing.T, mode idem.Mode)) {
 
 // effect is an operation's Effect: a fresh product (a duplicate execution
 // would show as a second product), its outbox event, and the 201 naming it.
-func effect(env *ddbtest.Env) func(context.Context) (idem.Effect, error) {
+func effect(env *testEnv) func(context.Context) (idem.Effect, error) {
 	return func(context.Context) (idem.Effect, error) {
 		id, items := businessWrites(env)
 		return idem.Effect{Response: created(id), Writes: items}, nil

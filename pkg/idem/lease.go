@@ -164,6 +164,22 @@ func (l *Lease) commit(ctx context.Context, resp Response, items []types.Transac
 	}
 }
 
+// retryConflicts runs a single-item write on the key's record, again
+// (with full jitter, a bounded number of times) while DynamoDB refuses it
+// with TransactionConflictException: another request's transaction holds
+// the record for a moment. The SDK does not retry that refusal.
+func (s *Store) retryConflicts(ctx context.Context, write func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := write()
+		if !isConflict(err) || attempt >= s.maxTxAttempts {
+			return err
+		}
+		if werr := backoff(ctx, attempt); werr != nil {
+			return fmt.Errorf("%w: %w", err, werr)
+		}
+	}
+}
+
 // retryableTx reports whether a transaction error is worth another
 // attempt: a conflict with concurrent transactions, or throttling.
 func retryableTx(err error) bool { return errors.Is(err, ErrConflict) || errors.Is(err, ErrThrottled) }
@@ -218,11 +234,14 @@ func (l *Lease) complete(ctx context.Context, resp Response) (time.Time, error) 
 	if err != nil {
 		return time.Time{}, err
 	}
-	_, err = l.store.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: u.TableName, Key: u.Key,
-		UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
-		ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	err = l.store.retryConflicts(ctx, func() error {
+		_, err := l.store.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: u.TableName, Key: u.Key,
+			UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
+			ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		return err
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
@@ -253,13 +272,16 @@ func (l *Lease) Release(ctx context.Context) error {
 func (l *Lease) release(ctx context.Context, cid string) (landed bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.store.releaseTimeout)
 	defer cancel()
-	_, err = l.store.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                           aws.String(l.store.table),
-		Key:                                 l.key(),
-		ConditionExpression:                 aws.String(fence),
-		ExpressionAttributeNames:            l.fenceNames(),
-		ExpressionAttributeValues:           l.fenceValues(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	err = l.store.retryConflicts(ctx, func() error {
+		_, err := l.store.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName:                           aws.String(l.store.table),
+			Key:                                 l.key(),
+			ConditionExpression:                 aws.String(fence),
+			ExpressionAttributeNames:            l.fenceNames(),
+			ExpressionAttributeValues:           l.fenceValues(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		return err
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {

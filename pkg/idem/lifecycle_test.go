@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -26,7 +25,7 @@ const leaseTotal = idem.DefaultLease + idem.DefaultLeaseMargin
 func TestCrashedHolderIsInFlightUntilLeaseEndsThenTakenOver(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		clk := newClock()
 		holder := newStore(t, env, idem.WithClock(clk.Now))
 		s := newStore(t, env, idem.WithClock(clk.Now), idem.WithMode(mode))
@@ -87,7 +86,7 @@ func TestCrashedHolderIsInFlightUntilLeaseEndsThenTakenOver(t *testing.T) {
 func TestZombieHolderCannotCommitAfterTakeover(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		clk := newClock()
 		a := newStore(t, env, idem.WithClock(clk.Now)) // A reserves: it has a lease to outlive
 		b := newStore(t, env, idem.WithClock(clk.Now), idem.WithMode(mode))
@@ -130,7 +129,7 @@ func TestZombieHolderCannotCommitAfterTakeover(t *testing.T) {
 func TestFailedOperationOnACancelledContextFreesTheKey(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		s := newStore(t, env, idem.WithMode(mode))
 		sc := scope(t, "cancelled")
 		ctx, cancel := context.WithCancel(context.Background())
@@ -152,7 +151,7 @@ func TestFailedOperationOnACancelledContextFreesTheKey(t *testing.T) {
 
 func TestReleaseOnCancelledContextFreesTheKey(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	s := newStore(t, env)
 	sc := scope(t, "cancelled")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -174,7 +173,7 @@ func TestReleaseOnCancelledContextFreesTheKey(t *testing.T) {
 
 func TestReleaseNeverDeletesAnotherHoldersOrACompletedRecord(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	clk := newClock()
 	s := newStore(t, env, idem.WithClock(clk.Now))
 	ctx := context.Background()
@@ -205,7 +204,7 @@ func TestReleaseNeverDeletesAnotherHoldersOrACompletedRecord(t *testing.T) {
 func TestKeyReuseWithAnotherPayload(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		s := newStore(t, env, idem.WithMode(mode))
 		ctx := context.Background()
 
@@ -233,7 +232,7 @@ func TestKeyReuseWithAnotherPayload(t *testing.T) {
 func TestExpiredRecordCountsAsAbsent(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		clk := newClock()
 		const retention = 5 * time.Minute
 		s := newStore(t, env, idem.WithClock(clk.Now), idem.WithRetention(retention), idem.WithMode(mode))
@@ -262,7 +261,7 @@ func TestExpiredRecordCountsAsAbsent(t *testing.T) {
 func TestCallsPerOutcome(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		client, counter := env.NewClient(t)
 		s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode))
 		require.NoError(t, err)
@@ -307,8 +306,8 @@ func TestCallsPerOutcome(t *testing.T) {
 }
 
 // returnsOldItem says whether a lost claim in this mode comes back with
-// the record that beat it on this backend (see ddbtest.Env).
-func returnsOldItem(env *ddbtest.Env, mode idem.Mode) bool {
+// the record that beat it on this backend (see testEnv).
+func returnsOldItem(env *testEnv, mode idem.Mode) bool {
 	if mode == idem.ModeTransact {
 		return env.TransactPutReturnsOldItem
 	}
@@ -316,8 +315,8 @@ func returnsOldItem(env *ddbtest.Env, mode idem.Mode) bool {
 }
 
 // assertTakeover checks the takeover label where the backend can report it
-// (see ddbtest.Env.PutItemReturnsOldItem); on others it reads "executed".
-func assertTakeover(t *testing.T, env *ddbtest.Env, o idem.Outcome) {
+// (see testEnv.PutItemReturnsOldItem); on others it reads "executed".
+func assertTakeover(t *testing.T, env *testEnv, o idem.Outcome) {
 	t.Helper()
 	if env.PutItemReturnsOldItem {
 		assert.Equal(t, idem.OutcomeTakeover, o)
@@ -340,7 +339,7 @@ func withZero(m map[string]int, keys ...string) map[string]int {
 func TestBusinessConditionFailureWritesNothing(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		s := newStore(t, env, idem.WithMode(mode))
 		ctx := context.Background()
 		id, items := businessWrites(env)
@@ -371,7 +370,7 @@ func TestBusinessConditionFailureWritesNothing(t *testing.T) {
 func TestResponseLimits(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		s := newStore(t, env, idem.WithMaxResponseBytes(1024), idem.WithMode(mode))
 		ctx := context.Background()
 		with := func(resp idem.Response) func(context.Context) (idem.Effect, error) {
@@ -412,7 +411,7 @@ func TestResponseLimits(t *testing.T) {
 
 func TestLeaseFollowsContextDeadline(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	const margin = 1500 * time.Millisecond
 	s := newStore(t, env, idem.WithLeaseMargin(margin))
 	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute) // longer than the default lease
@@ -430,7 +429,7 @@ func TestLeaseFollowsContextDeadline(t *testing.T) {
 func TestCorruptRecordIsAnErrorNotAPanic(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		s := newStore(t, env, idem.WithMode(mode))
 		sc := scope(t, "corrupt")
 		exp := &types.AttributeValueMemberN{Value: "9999999999"}

@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -65,7 +64,7 @@ func fakeAnswer(req *http.Request, status int, body string) *http.Response {
 	}
 }
 
-func lossyStore(t *testing.T, env *ddbtest.Env, l *lossy, opts ...idem.Option) *idem.Store {
+func lossyStore(t *testing.T, env *testEnv, l *lossy, opts ...idem.Option) *idem.Store {
 	t.Helper()
 	client, _ := env.NewClient(t, func(o *dynamodb.Options) {
 		o.HTTPClient = &http.Client{Transport: l}
@@ -80,7 +79,7 @@ func lossyStore(t *testing.T, env *ddbtest.Env, l *lossy, opts ...idem.Option) *
 // flight (its own record), and must not leave the key blocked.
 func TestClaimWhoseAnswerWasLostStillExecutes(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	l := &lossy{op: "PutItem", drops: 1}
 	s := lossyStore(t, env, l)
 	ctx := context.Background()
@@ -102,7 +101,7 @@ func TestClaimWhoseAnswerWasLostStillExecutes(t *testing.T) {
 // retry runs at once instead of meeting a 409.
 func TestClaimFailingAfterItsWriteLandedReleasesIt(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	l := &lossy{op: "PutItem", drops: 3}
 	s := lossyStore(t, env, l)
 	ctx := context.Background()
@@ -130,7 +129,7 @@ func TestClaimFailingAfterItsWriteLandedReleasesIt(t *testing.T) {
 func TestCommitWhoseEveryAnswerWasLostStillSucceeds(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		l := &lossy{op: "TransactWriteItems", drops: 3}
 		s := lossyStore(t, env, l, idem.WithMode(mode))
 		ctx := context.Background()
@@ -154,7 +153,7 @@ func TestCommitWhoseEveryAnswerWasLostStillSucceeds(t *testing.T) {
 func TestExecuteWhoseTransactionAnswerWasLostSucceeds(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		l := &lossy{op: "TransactWriteItems", drops: 1}
 		s := lossyStore(t, env, l, idem.WithMode(mode))
 		ctx := context.Background()
@@ -177,7 +176,7 @@ func TestExecuteWhoseTransactionAnswerWasLostSucceeds(t *testing.T) {
 
 func TestDoWhoseCompletionAnswerWasLostReportsSuccess(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	l := &lossy{op: "UpdateItem", drops: 1}
 	s := lossyStore(t, env, l)
 	runs := 0
@@ -243,7 +242,7 @@ func TestExplainTxSortsCancellationReasons(t *testing.T) {
 
 func TestLeaseEndSubMillisecondAgreesWithTheCondition(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	clk := newClock()
 	client, counter := env.NewClient(t)
 	s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithClock(clk.Now))
@@ -265,6 +264,7 @@ type conflicting struct {
 	mu        sync.Mutex
 	left      int
 	conflicts int
+	at        int // the contended item's index
 }
 
 func (c *conflicting) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -278,16 +278,18 @@ func (c *conflicting) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !conflict {
 		return http.DefaultTransport.RoundTrip(req)
 	}
+	reasons := []string{`{"Code":"None"}`, `{"Code":"None"}`, `{"Code":"None"}`}
+	reasons[c.at] = `{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"}`
 	body := `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException",` +
-		`"message":"Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict, None, None]",` +
-		`"CancellationReasons":[{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"},{"Code":"None"},{"Code":"None"}]}`
+		`"message":"Transaction cancelled, please refer cancellation reasons for specific reasons",` +
+		`"CancellationReasons":[` + strings.Join(reasons, ",") + `]}`
 	return fakeAnswer(req, http.StatusBadRequest, body), nil
 }
 
 func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		store := func(c *conflicting) *idem.Store {
 			client, _ := env.NewClient(t, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: c} })
 			s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode), idem.WithMaxTxAttempts(4))
@@ -297,7 +299,7 @@ func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
 		ctx := context.Background()
 
 		// One attempt allowed: one transaction sent, no wait after it.
-		c := &conflicting{left: 100}
+		c := &conflicting{left: 100, at: 1}
 		client, _ := env.NewClient(t, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: c} })
 		one, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode), idem.WithMaxTxAttempts(1))
 		require.NoError(t, err)
@@ -313,9 +315,22 @@ func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
 		assert.Equal(t, 3, c.conflicts)
 		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
 
-		// Conflicts past the bound: nothing written, a retryable error, the
-		// key free for the client's retry.
-		c = &conflicting{left: 100}
+		// Conflicts on the key's record past the bound: in transact mode
+		// the key is in flight (another request's transaction holds the
+		// record), 409 with Retry-After, not a 503.
+		if mode == idem.ModeTransact {
+			c = &conflicting{left: 100}
+			res, err = store(c).Execute(ctx, scope(t, "record-contended"), "fp", effect(env))
+			var inFlight *idem.InFlightError
+			require.ErrorAs(t, err, &inFlight)
+			assert.Equal(t, idem.OutcomeInFlight, res.Outcome)
+			assert.Positive(t, inFlight.RetryAfter)
+			assert.Equal(t, 4, c.conflicts, "WithMaxTxAttempts(4)")
+		}
+
+		// Conflicts on a business item past the bound: nothing written, a
+		// retryable error, the key free for the client's retry.
+		c = &conflicting{left: 100, at: 1}
 		res, err = store(c).Execute(ctx, scope(t, "conflicts-spent"), "fp", effect(env))
 		require.ErrorIs(t, err, idem.ErrConflict)
 		assert.True(t, idem.IsUnavailable(err))

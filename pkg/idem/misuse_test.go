@@ -3,20 +3,16 @@ package idem_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -24,7 +20,7 @@ import (
 // out and the first response stands, whatever the second carries.
 func TestALeaseCompletesOnce(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	s := newStore(t, env)
 	ctx := context.Background()
 	sc := scope(t, "once")
@@ -44,7 +40,7 @@ func TestALeaseCompletesOnce(t *testing.T) {
 func TestExecuteRefusesEffectsNoTransactionCanCarry(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
-		env := ddbtest.New(t)
+		env := newEnv(t)
 		client, counter := env.NewClient(t)
 		s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode))
 		require.NoError(t, err)
@@ -86,7 +82,7 @@ func TestExecuteRefusesEffectsNoTransactionCanCarry(t *testing.T) {
 
 func TestAScopeNotMadeByNewScopeIsRefused(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	client, counter := env.NewClient(t)
 	s, err := idem.NewStore(client, env.Tables.Idempotency)
 	require.NoError(t, err)
@@ -112,7 +108,7 @@ func TestAScopeNotMadeByNewScopeIsRefused(t *testing.T) {
 // committed) and goes on; the retry runs at once.
 func TestPanickingOperationReleasesTheKey(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	s := newStore(t, env)
 	sc := scope(t, "panic")
 	require.PanicsWithValue(t, "boom", func() {
@@ -127,7 +123,7 @@ func TestPanickingOperationReleasesTheKey(t *testing.T) {
 // report a release it could not make.
 func TestFailureAfterATakeoverIsLeaseLost(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	clk := newClock()
 	a := newStore(t, env, idem.WithClock(clk.Now))
 	b := newStore(t, env, idem.WithClock(clk.Now))
@@ -147,42 +143,12 @@ func TestFailureAfterATakeoverIsLeaseLost(t *testing.T) {
 
 // throttling answers every PutItem itself with a 400 throttling error, as
 // DynamoDB does when it refuses a write.
-type throttling struct{ seen atomic.Int64 }
-
-func (th *throttling) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".PutItem") {
-		return http.DefaultTransport.RoundTrip(req)
-	}
-	th.seen.Add(1)
-	return fakeAnswer(req, http.StatusBadRequest, `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"slow down"}`), nil
-}
-
-// A claim DynamoDB refused landed nowhere: no release is sent, which would
-// only add load to a throttled table.
-func TestARefusedClaimIsNotReleased(t *testing.T) {
-	t.Parallel()
-	env := ddbtest.New(t)
-	th := &throttling{}
-	client, counter := env.NewClient(t, func(o *dynamodb.Options) {
-		o.HTTPClient = &http.Client{Transport: th}
-		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxAttempts = 1 })
-	})
-	s, err := idem.NewStore(client, env.Tables.Idempotency)
-	require.NoError(t, err)
-	res, err := s.Execute(context.Background(), scope(t, "throttled"), "fp", effect(env))
-	require.Error(t, err)
-	assert.True(t, idem.IsUnavailable(err))
-	assert.Equal(t, idem.OutcomeUnavailable, res.Outcome)
-	assert.EqualValues(t, 1, th.seen.Load())
-	assert.Zero(t, counter.Get("DeleteItem"), "nothing to release: DynamoDB wrote nothing")
-}
-
 // A response Run cannot store is recorded without its body: the effect
 // runs once, the first caller gets everything, the replays the status
 // and a header that says what is missing.
 func TestRunRecordsAnUnstorableResponseWithoutItsBody(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	s := newStore(t, env, idem.WithMaxResponseBytes(1024))
 	ctx := context.Background()
 	var runs atomic.Int64

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -19,7 +18,7 @@ import (
 
 func TestReserveHolderInFlightMakesTransactCallerWait(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	reserve := newStore(t, env)
 	transact := newStore(t, env, idem.WithMode(idem.ModeTransact))
 	sc := scope(t, "mixed-in-flight")
@@ -56,7 +55,7 @@ func TestReserveHolderInFlightMakesTransactCallerWait(t *testing.T) {
 
 func TestTransactCallerTakesOverADeadReserveHolder(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	clk := newClock()
 	reserve := newStore(t, env, idem.WithClock(clk.Now))
 	transact := newStore(t, env, idem.WithClock(clk.Now), idem.WithMode(idem.ModeTransact))
@@ -88,7 +87,7 @@ func TestTransactCallerTakesOverADeadReserveHolder(t *testing.T) {
 
 func TestTransactCompletedKeyReplaysToReserveCaller(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	transact := newStore(t, env, idem.WithMode(idem.ModeTransact))
 	reserve := newStore(t, env)
 	sc := scope(t, "mixed-replay")
@@ -112,7 +111,7 @@ func TestTransactCompletedKeyReplaysToReserveCaller(t *testing.T) {
 // TestMixedModesRaceOnOneKey: 32 reserve and 32 transact callers at once.
 func TestMixedModesRaceOnOneKey(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	stores := []*idem.Store{newStore(t, env), newStore(t, env, idem.WithMode(idem.ModeTransact))}
 	sc := scope(t, "mixed-race")
 	var tl tally

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/google/uuid"
 
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
@@ -216,30 +215,95 @@ func (s *Store) Reserve(ctx context.Context, scope Scope, fingerprint string) (C
 		return Claim{}, err
 	}
 	id := scope.ID()
-	for range s.maxAttempts {
-		a, err := s.tryReserve(ctx, id, fingerprint)
+	// One token for every attempt of this call: finding it on the record
+	// means an earlier attempt landed, whatever its answer said.
+	token := s.newToken()
+	for attempts := 0; attempts < s.maxAttempts; attempts++ {
+		a, err := s.tryReserve(ctx, id, fingerprint, token)
+		if isConflict(err) {
+			// The record is in another request's running transaction: its
+			// holder is committing, or a transact-mode caller is claiming.
+			claim, again, err := s.waitOut(ctx, id, fingerprint, a)
+			if again {
+				continue
+			}
+			return claim, err
+		}
 		if err != nil || a.claim.Outcome != "" {
 			return a.claim, err
 		}
 		if a.current == nil {
 			continue // released between our write and our read: try again
 		}
-		switch rec := *a.current; judge(rec, fingerprint, a.token, a.now) {
-		case verdictOwn:
-			// Our own write: the SDK retried a put that had landed.
-			return s.leased(id, a, false), nil
-		case verdictKeyReuse:
-			return Claim{}, ErrKeyReuse
-		case verdictReplay:
-			resp := rec.Response
-			return Claim{Replay: &resp, Outcome: OutcomeReplayed, expiresAt: rec.ExpiresAt}, nil
-		case verdictInFlight:
-			return Claim{}, &InFlightError{RetryAfter: untilFree(rec, a.now)}
+		if claim, done, err := s.decide(*a.current, fingerprint, a); done {
+			return claim, err
 		}
 	}
 	// The key keeps changing hands under us: treat it as busy rather than
 	// spin. The client's retry will find it settled.
 	return Claim{}, &InFlightError{RetryAfter: time.Second}
+}
+
+// waitOut follows a record that a running transaction holds: DynamoDB
+// refused the claim with TransactionConflictException, which the SDK does
+// not retry. It polls the record with consistent reads, which see the
+// last committed value and never conflict (another claim attempt would
+// only stand in the holder's commit's way), with full jitter, a bounded
+// number of times. A commit that lands in time is replayed; a live holder
+// still there at the end is in flight (409 with Retry-After), never a
+// 500. again is true when the record is gone or dead: claim again.
+func (s *Store) waitOut(ctx context.Context, id, fingerprint string, a attempt) (claim Claim, again bool, err error) {
+	retryAfter := time.Second
+	for i := 1; i < s.maxTxAttempts; i++ {
+		if backoff(ctx, i) != nil {
+			break
+		}
+		rec, found, err := s.current(ctx, id, nil)
+		if err != nil {
+			return Claim{}, false, err
+		}
+		if !found {
+			return Claim{}, true, nil
+		}
+		a.now = s.now()
+		claim, done, err := s.decide(rec, fingerprint, a)
+		switch {
+		case done && errors.Is(err, ErrInFlight):
+			retryAfter = untilFree(rec, a.now) // the holder may yet commit
+		case done:
+			return claim, false, err
+		default:
+			return Claim{}, true, nil
+		}
+	}
+	return Claim{}, false, &InFlightError{RetryAfter: retryAfter}
+}
+
+// decide answers a claim that lost its condition to rec. done is false
+// when rec no longer stands in the way (expired, or its holder died since
+// the write): then claim again.
+func (s *Store) decide(rec Record, fingerprint string, a attempt) (claim Claim, done bool, err error) {
+	switch judge(rec, fingerprint, a.token, a.now) {
+	case verdictOwn:
+		// Our own write: an attempt whose answer was lost had landed.
+		a.leaseEnd = rec.LeaseExpiresAt
+		return s.leased(rec.ID, a, false), true, nil
+	case verdictKeyReuse:
+		return Claim{}, true, ErrKeyReuse
+	case verdictReplay:
+		resp := rec.Response
+		return Claim{Replay: &resp, Outcome: OutcomeReplayed, expiresAt: rec.ExpiresAt}, true, nil
+	case verdictInFlight:
+		return Claim{}, true, &InFlightError{RetryAfter: untilFree(rec, a.now)}
+	}
+	return Claim{}, false, nil
+}
+
+// isConflict reports whether DynamoDB refused a single-item write because
+// the item is in a running transaction.
+func isConflict(err error) bool {
+	var c *types.TransactionConflictException
+	return errors.As(err, &c)
 }
 
 // attempt is one conditional put: what it wrote and what it found.
@@ -253,14 +317,14 @@ type attempt struct {
 
 // tryReserve sends the conditional put. On a lost condition it returns the
 // current record (nil when there is none) and an empty claim.
-func (s *Store) tryReserve(ctx context.Context, id, fingerprint string) (attempt, error) {
+func (s *Store) tryReserve(ctx context.Context, id, fingerprint, token string) (attempt, error) {
 	now := s.now()
 	leaseEnd := now.Add(s.lease)
 	if dl, ok := ctx.Deadline(); ok {
 		leaseEnd = dl
 	}
 	leaseEnd = leaseEnd.Add(s.margin)
-	a := attempt{token: s.newToken(), now: now, leaseEnd: leaseEnd}
+	a := attempt{token: token, now: now, leaseEnd: leaseEnd}
 	out, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table),
 		Item: map[string]types.AttributeValue{
@@ -285,14 +349,16 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint string) (attempt
 		return a, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
+	if isConflict(err) {
+		return a, fmt.Errorf("idem: reserve: %w", err)
+	}
 	if !errors.As(err, &ccf) {
-		if !refused(err) {
-			// The write may have landed with its answer lost: remove it,
-			// so the client's retry is not told its own request is in
-			// flight.
-			lost := &Lease{store: s, id: id, token: a.token}
-			_ = lost.Release(ctx)
-		}
+		// Whatever the last answer, an earlier attempt of the SDK's may
+		// have landed with its answer lost (a 5xx, then throttling):
+		// remove it, fenced by this call's token, so the client's retry
+		// is not told its own request is in flight.
+		lost := &Lease{store: s, id: id, token: a.token}
+		_ = lost.Release(ctx)
 		return a, fmt.Errorf("idem: reserve: %w", err)
 	}
 	rec, found, err := s.current(ctx, id, ccf.Item)
@@ -301,15 +367,6 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint string) (attempt
 	}
 	a.current = &rec
 	return a, nil
-}
-
-// refused reports whether DynamoDB answered err itself, refusing the
-// request (a 4xx: throttling, validation), so nothing was written; any
-// other failure (a 5xx, a network error, a timeout) may hide a write that
-// landed.
-func refused(err error) bool {
-	var re *smithyhttp.ResponseError
-	return errors.As(err, &re) && re.HTTPStatusCode() >= 400 && re.HTTPStatusCode() < 500
 }
 
 // current decodes the record a failed condition returned, or reads it with

@@ -2,12 +2,7 @@ package embedded_test
 
 import (
 	"context"
-	"hash/crc32"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -22,56 +17,6 @@ import (
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 )
-
-func TestResponsesCarryDynamoDBCRC32(t *testing.T) {
-	t.Parallel()
-	srv := httptest.NewServer(embedded.New())
-	defer srv.Close()
-	for _, tc := range []struct{ target, body string }{
-		{"DynamoDB_20120810.CreateTable", `{"TableName":"t","AttributeDefinitions":[{"AttributeName":"id","AttributeType":"S"}],"KeySchema":[{"AttributeName":"id","KeyType":"HASH"}],"BillingMode":"PAY_PER_REQUEST"}`},
-		{"DynamoDB_20120810.GetItem", `{"TableName":"missing","Key":{"id":{"S":"x"}}}`}, // an error response
-	} {
-		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(tc.body))
-		require.NoError(t, err)
-		req.Header.Set("X-Amz-Target", tc.target)
-		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		body, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.NotEmpty(t, body)
-		assert.Equal(t, strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10), resp.Header.Get("X-Amz-Crc32"), tc.target)
-		assert.Equal(t, strconv.Itoa(len(body)), resp.Header.Get("Content-Length"))
-	}
-}
-
-func TestTimeToLiveIsRecordedAndDescribed(t *testing.T) {
-	t.Parallel()
-	srv := httptest.NewServer(embedded.New())
-	defer srv.Close()
-	call := func(op, body string) (int, string) {
-		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
-	}
-	status, body := call("DescribeTimeToLive", `{"TableName":"t"}`)
-	assert.Equal(t, 200, status)
-	assert.JSONEq(t, `{"TimeToLiveDescription":{"TimeToLiveStatus":"DISABLED"}}`, body)
-	status, _ = call("UpdateTimeToLive", `{"TableName":"t","TimeToLiveSpecification":{"AttributeName":"expires_at","Enabled":true}}`)
-	assert.Equal(t, 200, status)
-	_, body = call("DescribeTimeToLive", `{"TableName":"t"}`)
-	assert.JSONEq(t, `{"TimeToLiveDescription":{"TimeToLiveStatus":"ENABLED","AttributeName":"expires_at"}}`, body)
-	status, body = call("UpdateTimeToLive", `{"TableName":"t"}`)
-	assert.Equal(t, 400, status)
-	assert.Contains(t, body, "ValidationException")
-}
 
 func TestOnPutReportsCommittedPutsInOrder(t *testing.T) {
 	t.Parallel()

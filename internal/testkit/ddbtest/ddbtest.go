@@ -30,11 +30,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/truora/minidyn/server"
 
 	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/dev/embedded"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 )
 
 // EnvBackend is the environment variable that selects the backend.
@@ -62,9 +62,9 @@ type Env struct {
 	Counter *ddb.Counter
 	// Tables names this test's freshly created tables.
 	Tables tables.Names
-	// Embedded is the embedded server, for failure injection
-	// (EmulateFailure); nil on the other backends.
-	Embedded *server.Server
+	// Store is the embedded store (pkg/idem/idemtest), for fault
+	// injection, holds and call counts; nil on the other backends.
+	Store *idemtest.Server
 	// PutItemReturnsOldItem is false where the backend ignores ALL_OLD on
 	// PutItem: ReturnValuesOnConditionCheckFailure on a failed condition
 	// (callers need a fallback read) and ReturnValues on success (it echoes
@@ -117,15 +117,14 @@ func Connect(tb testing.TB) *Env {
 	switch kind {
 	case Embedded:
 		store := embedded.New()
-		env.Embedded = store.Server
+		env.Store = store.Server
 		srv := httptest.NewServer(store)
 		tb.Cleanup(srv.Close)
 		env.URL = srv.URL
-		// minidyn v0.8.2 ignores ALL_OLD on PutItem (pinned by
-		// TestConformanceReturnValuesOnConditionCheckFailure and
-		// TestConformancePutItemReturnValuesAllOld).
-		env.PutItemReturnsOldItem = false
-		env.TransactPutReturnsOldItem = false
+		// The strict store answers ALL_OLD as DynamoDB does; minidyn
+		// under it keeps numbers as float64.
+		env.PutItemReturnsOldItem = true
+		env.TransactPutReturnsOldItem = true
 		env.ExactNumbers = false
 		env.Client = staticClient(tb, env.URL, env.Counter.Option)
 	case Endpoint:
@@ -229,21 +228,4 @@ func uniqueSuffix(tb testing.TB) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return name + "-" + hex.EncodeToString(b[:])
-}
-
-// Local starts an embedded DynamoDB-compatible server on loopback and
-// returns a client for it and a function that stops it: for runnable
-// examples, which have no testing.TB. Tables are the caller's to create.
-func Local() (*dynamodb.Client, func(), error) {
-	srv := httptest.NewServer(embedded.New())
-	cfg, err := config.LoadDefaultConfig(context.Background(),
-		config.WithRegion("us-east-1"),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
-	)
-	if err != nil {
-		srv.Close()
-		return nil, nil, err
-	}
-	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.URL) })
-	return client, srv.Close, nil
 }

@@ -12,19 +12,17 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 )
 
 // localStore stands in for idem.NewStore(dynamodb.NewFromConfig(cfg),
 // os.Getenv("IDEMPOTENCY_TABLE")): an embedded DynamoDB-compatible server
 // with the table created, so the examples run anywhere.
 func localStore() (*idem.Store, func()) {
-	client, stop, err := ddbtest.Local()
-	if err != nil {
-		log.Fatal(err)
-	}
+	local := idemtest.Start()
+	client, stop := local.Client(), local.Close
 	if err := idem.CreateTable(context.Background(), client, "idempotency"); err != nil {
 		log.Fatal(err)
 	}

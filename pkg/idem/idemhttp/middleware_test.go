@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 )
 
 // mailer is a toy endpoint that is not a product: it "sends" an e-mail (an
@@ -74,8 +74,9 @@ func (m *mailer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func newMiddleware(t *testing.T, observed *outcomes) *idemhttp.Middleware {
 	t.Helper()
-	env := ddbtest.New(t)
-	store, err := idem.NewStore(env.Client, env.Tables.Idempotency)
+	db := idemtest.New(t).Client()
+	require.NoError(t, idem.CreateTable(context.Background(), db, "idempotency"))
+	store, err := idem.NewStore(db, "idempotency")
 	require.NoError(t, err)
 	return &idemhttp.Middleware{Store: store, Observe: observed.add}
 }

@@ -20,8 +20,11 @@ import (
 //
 // Here every write holds its items from arrival to answer (a single-item
 // write for the time it takes, a transaction for that plus the configured
-// latency), and meeting a held item is a conflict. minidyn applies a
-// transaction at its end, all at once, so reads see committed values.
+// latency). A single-item write or a transaction meeting an item a
+// transaction holds is refused as above; one meeting an item a
+// single-item write holds waits for it, as DynamoDB applies one item's
+// writes in turn. minidyn applies a transaction at its end, all at once,
+// so reads see committed values.
 
 // txOp is one item of a transaction, whichever its kind.
 type txOp struct {
@@ -46,29 +49,74 @@ type txToken struct {
 // from its first success.
 const tokenWindow = 10 * time.Minute
 
-// hold marks names as held, unless one is held already: then it returns
-// the indexes of those that are.
-func (s *Server) hold(holder string, names []string) (busy []int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, n := range names {
-		if _, ok := s.held[n]; ok {
-			busy = append(busy, i)
+// holder is a write holding an item: a transaction, which others meet
+// as a conflict, or a single-item write, which other single-item writes
+// wait for (DynamoDB applies one item's writes one at a time).
+type holder struct {
+	tx   bool
+	done chan struct{}
+}
+
+// holdTx marks a transaction's items as held, unless a transaction holds
+// one already: then it returns the indexes of those it holds, and holds
+// none. A single-item write on one of them is let finish first: it takes
+// DynamoDB milliseconds, and here, where minidyn applies every request
+// under one lock, a conflict with it would be an artifact of that lock.
+func (s *Server) holdTx(names []string) (busy []int) {
+	for {
+		s.mu.Lock()
+		var wait chan struct{}
+		for i, n := range names {
+			switch h := s.held[n]; {
+			case h == nil:
+			case h.tx:
+				busy = append(busy, i)
+			default:
+				wait = h.done
+			}
 		}
+		if len(busy) > 0 {
+			s.mu.Unlock()
+			return busy
+		}
+		if wait == nil {
+			for _, n := range names {
+				s.held[n] = &holder{tx: true, done: make(chan struct{})}
+			}
+			s.mu.Unlock()
+			return nil
+		}
+		s.mu.Unlock()
+		<-wait
 	}
-	if len(busy) > 0 {
-		return busy
+}
+
+// holdOne holds one item for a single-item write, after any other
+// single-item write on it; ok is false when a transaction holds it.
+func (s *Server) holdOne(name string) (ok bool) {
+	for {
+		s.mu.Lock()
+		h := s.held[name]
+		if h == nil {
+			s.held[name] = &holder{done: make(chan struct{})}
+			s.mu.Unlock()
+			return true
+		}
+		s.mu.Unlock()
+		if h.tx {
+			return false
+		}
+		<-h.done
 	}
-	for _, n := range names {
-		s.held[n] = holder
-	}
-	return nil
 }
 
 func (s *Server) unhold(names []string) {
 	s.mu.Lock()
 	for _, n := range names {
-		delete(s.held, n)
+		if h := s.held[n]; h != nil {
+			close(h.done)
+			delete(s.held, n)
+		}
 	}
 	s.mu.Unlock()
 }
@@ -94,7 +142,7 @@ func (s *Server) writeItem(op Op, body []byte) answer {
 		return s.forward(op, body) // minidyn words the validation error
 	}
 	name := lockName(in.TableName, key)
-	if busy := s.hold(string(op), []string{name}); busy != nil {
+	if !s.holdOne(name) {
 		s.mu.Lock()
 		s.stats.ConflictExceptions++
 		s.mu.Unlock()
@@ -186,7 +234,7 @@ func (s *Server) transactWrite(body []byte) answer {
 	if a, done := s.repeatedToken(in.ClientRequestToken, body); done {
 		return a
 	}
-	if busy := s.hold(string(OpTransactWriteItems), names); busy != nil {
+	if busy := s.holdTx(names); busy != nil {
 		s.mu.Lock()
 		s.stats.ConflictCancellations++
 		s.mu.Unlock()
@@ -202,8 +250,11 @@ func (s *Server) transactWrite(body []byte) answer {
 	}
 	defer s.unhold(names)
 	s.waitHold(OpTransactWriteItems)
-	if s.txLatency > 0 {
-		time.Sleep(s.txLatency)
+	s.mu.Lock()
+	latency := s.txLatency
+	s.mu.Unlock()
+	if latency > 0 {
+		time.Sleep(latency)
 	}
 	a := s.forward(OpTransactWriteItems, body)
 	s.endToken(in.ClientRequestToken, a.ok())
@@ -381,7 +432,7 @@ func (s *Server) transactGet(body []byte) answer {
 		if ti.Get == nil {
 			continue
 		}
-		if _, ok := s.held[lockName(ti.Get.TableName, ti.Get.Key)]; ok {
+		if h := s.held[lockName(ti.Get.TableName, ti.Get.Key)]; h != nil && h.tx {
 			reasons[i] = reason{Code: "TransactionConflict", Message: "Transaction is ongoing for the item"}
 			conflict = true
 		}
@@ -431,7 +482,7 @@ func (s *Server) batchWrite(body []byte) answer {
 				return s.forward(OpBatchWriteItem, body)
 			}
 			name := lockName(table, key)
-			if s.hold(string(OpBatchWriteItem), []string{name}) != nil {
+			if !s.holdOne(name) {
 				unprocessed[table] = append(unprocessed[table], r)
 				continue
 			}

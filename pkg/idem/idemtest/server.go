@@ -27,7 +27,7 @@ type Server struct {
 	onPut     func(table string, item json.RawMessage)
 
 	mu      sync.Mutex
-	held    map[string]string   // item -> the operation holding it
+	held    map[string]*holder  // item -> the write holding it
 	schemas map[string][]string // table -> key attribute names
 	ttl     map[string]ttlSpec  // table -> TTL setting
 	tokens  map[string]*txToken // ClientRequestToken -> its transaction
@@ -59,12 +59,20 @@ func WithPutHook(fn func(table string, item json.RawMessage)) Option {
 	return func(s *Server) { s.onPut = fn }
 }
 
+// SetTransactionLatency changes the latency WithTransactionLatency set,
+// for transactions that start from now on.
+func (s *Server) SetTransactionLatency(d time.Duration) {
+	s.mu.Lock()
+	s.txLatency = d
+	s.mu.Unlock()
+}
+
 // NewServer returns an empty store. Serve it with Start, or mount it as an
 // http.Handler.
 func NewServer(opts ...Option) *Server {
 	s := &Server{
 		mini:    server.NewServer(),
-		held:    map[string]string{},
+		held:    map[string]*holder{},
 		schemas: map[string][]string{},
 		ttl:     map[string]ttlSpec{},
 		tokens:  map[string]*txToken{},
