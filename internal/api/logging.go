@@ -7,10 +7,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
 // Logged writes one JSON line per request, msg at info level, or at error
-// level for a 5xx: the Lambda and API Gateway request ids, the outcome
+// level for a 5xx: the Lambda and API Gateway request ids, the X-Ray trace
+// id and header, the outcome
 // and the attributes the handler added, the status, the duration and the
 // error. Never the body or the key: they can carry client data.
 func Logged(log *slog.Logger, msg string, next Handler) Handler {
@@ -23,6 +26,11 @@ func Logged(log *slog.Logger, msg string, next Handler) Handler {
 		}
 		if id := req.RequestContext.RequestID; id != "" {
 			attrs = append(attrs, slog.String("api_request_id", id))
+		}
+		// The invocation's X-Ray trace id: the relay and the consumer log
+		// it too, so one product can be followed to its consumers.
+		if h := tracing.FromContext(ctx); h != "" {
+			attrs = append(attrs, slog.String("trace_id", tracing.TraceID(h)), slog.String("trace_header", h))
 		}
 		if r.Outcome != "" {
 			attrs = append(attrs, slog.String("outcome", string(r.Outcome)))

@@ -39,6 +39,12 @@ type Event struct {
 	Time            time.Time       `json:"time"`
 	DataContentType string          `json:"datacontenttype"`
 	Data            json.RawMessage `json:"data"`
+
+	// TraceHeader is the X-Ray trace header of the request that created
+	// the event, or "". It is not part of the CloudEvent: it travels
+	// beside it, as the outbox item's trace_header, the PutEvents entry's
+	// TraceHeader and the SQS message's AWSTraceHeader.
+	TraceHeader string `json:"-"`
 }
 
 // NewEvent builds an envelope with a fresh UUIDv7 id, so ids sort by time

@@ -25,6 +25,9 @@ const (
 	AttrPayload = "payload"
 	// AttrExpiresAt is the item's TTL, epoch seconds.
 	AttrExpiresAt = "expires_at"
+	// AttrTraceHeader is the X-Ray trace header of the request that
+	// created the event; absent when it had none.
+	AttrTraceHeader = "trace_header"
 )
 
 // ErrUndecodable marks an outbox item that can never become an event; the
@@ -41,14 +44,18 @@ func (e Event) Item(retention time.Duration) (map[string]types.AttributeValue, e
 	if err != nil {
 		return nil, fmt.Errorf("outbox: encode envelope: %w", err)
 	}
-	return map[string]types.AttributeValue{
+	item := map[string]types.AttributeValue{
 		AttrAggregateID: ddbitem.S(e.Subject),
 		AttrEventID:     ddbitem.S(e.ID),
 		AttrEventType:   ddbitem.S(e.Type),
 		AttrOccurredAt:  ddbitem.Time(e.Time),
 		AttrPayload:     ddbitem.S(string(payload)),
 		AttrExpiresAt:   ddbitem.N(e.Time.Add(retention).Unix()),
-	}, nil
+	}
+	if e.TraceHeader != "" {
+		item[AttrTraceHeader] = ddbitem.S(e.TraceHeader)
+	}
+	return item, nil
 }
 
 // Put returns the transaction item that writes the event to the outbox
@@ -67,8 +74,10 @@ func (e Event) Put(table string, retention time.Duration) (types.TransactWriteIt
 	}}, nil
 }
 
-// DecodeItem reads an outbox item back into its envelope. Every failure
-// wraps ErrUndecodable: the item is malformed and retrying cannot help.
+// DecodeItem reads an outbox item back into its envelope and trace header.
+// Every failure wraps ErrUndecodable: the item is malformed and retrying
+// cannot help. A trace header that is not a string is left out, never a
+// failure: tracing must not cost an event.
 func DecodeItem(item map[string]types.AttributeValue) (Event, error) {
 	r := ddbitem.Read(item)
 	payload, aggregate, eventID := r.S(AttrPayload), r.S(AttrAggregateID), r.S(AttrEventID)
@@ -87,6 +96,9 @@ func DecodeItem(item map[string]types.AttributeValue) (Event, error) {
 	if aggregate != e.Subject || eventID != e.ID {
 		return Event{}, fmt.Errorf("%w: keys (%s, %s) disagree with envelope (%s, %s)",
 			ErrUndecodable, aggregate, eventID, e.Subject, e.ID)
+	}
+	if h, ok := item[AttrTraceHeader].(*types.AttributeValueMemberS); ok {
+		e.TraceHeader = h.Value
 	}
 	return e, nil
 }

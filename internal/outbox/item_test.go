@@ -97,3 +97,29 @@ func TestDecodeItemRejectsWhatCanNeverPublish(t *testing.T) {
 		assert.ErrorIs(t, err, outbox.ErrUndecodable, name)
 	}
 }
+
+func TestItemCarriesTheTraceHeaderBesideTheCloudEvent(t *testing.T) {
+	t.Parallel()
+	const h = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	e, err := outbox.NewEvent("idemlambda.products", "ProductCreated", "p1", []byte(`{}`), time.Now())
+	require.NoError(t, err)
+
+	untraced, err := e.Item(outbox.DefaultRetention)
+	require.NoError(t, err)
+	assert.NotContains(t, untraced, outbox.AttrTraceHeader, "no trace header: no attribute")
+
+	e.TraceHeader = h
+	item, err := e.Item(outbox.DefaultRetention)
+	require.NoError(t, err)
+	assert.Equal(t, &types.AttributeValueMemberS{Value: h}, item[outbox.AttrTraceHeader])
+	assert.NotContains(t, item["payload"].(*types.AttributeValueMemberS).Value, h, "not part of the CloudEvent")
+	back, err := outbox.DecodeItem(item)
+	require.NoError(t, err)
+	assert.Equal(t, h, back.TraceHeader)
+
+	// A trace header of another type costs the trace, never the event.
+	item[outbox.AttrTraceHeader] = &types.AttributeValueMemberN{Value: "1"}
+	back, err = outbox.DecodeItem(item)
+	require.NoError(t, err)
+	assert.Empty(t, back.TraceHeader)
+}

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+
+	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
 // PutEvents limits.
@@ -45,7 +47,7 @@ type EventBridgeConfig struct {
 
 // EventBridgePublisher publishes events with EventBridge PutEvents: one
 // entry per event (Source, DetailType = the event type, Detail = the
-// CloudEvent JSON, Time = the event time), in calls of at most
+// CloudEvent JSON, Time = the event time, TraceHeader = the event's), in calls of at most
 // MaxEntriesPerCall entries and MaxRequestBytes bytes. It is safe for
 // concurrent use.
 type EventBridgePublisher struct {
@@ -101,6 +103,12 @@ func (p *EventBridgePublisher) Entry(e Event) (ebtypes.PutEventsRequestEntry, in
 		Detail:       aws.String(string(detail)),
 		EventBusName: aws.String(p.cfg.Bus),
 		Time:         aws.Time(e.Time),
+	}
+	// X-Ray follows the event to the rule's targets (SQS: the message's
+	// AWSTraceHeader). One PutEvents would refuse is left out: the event
+	// matters, its trace does not.
+	if tracing.Valid(e.TraceHeader) {
+		entry.TraceHeader = aws.String(e.TraceHeader)
 	}
 	return entry, EntrySize(entry), nil
 }

@@ -261,3 +261,22 @@ func TestNewEventBridgePublisherValidates(t *testing.T) {
 	_, err := outbox.NewEventBridgePublisher(nil, outbox.EventBridgeConfig{Bus: "b", Source: "s"})
 	assert.Error(t, err)
 }
+
+func TestEventBridgeEntryCarriesTheTraceHeader(t *testing.T) {
+	t.Parallel()
+	const h = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	bus := &outboxtest.Bus{}
+	traced, untraced, malformed := newEvent(t, 1, `{}`), newEvent(t, 2, `{}`), newEvent(t, 3, `{}`)
+	traced.TraceHeader = h
+	malformed.TraceHeader = "Root=" + strings.Repeat("x", 600)
+	res, err := newPublisher(t, bus).Publish(t.Context(), []outbox.Event{traced, untraced, malformed})
+	require.NoError(t, err)
+	assert.Equal(t, outbox.Result{Published: 3}, res, "a bad trace header costs the trace, not the event")
+	calls := bus.Calls()
+	require.Len(t, calls, 1)
+	require.Len(t, calls[0], 3)
+	assert.Equal(t, h, aws.ToString(calls[0][0].TraceHeader))
+	assert.Nil(t, calls[0][1].TraceHeader)
+	assert.Nil(t, calls[0][2].TraceHeader)
+	assert.NotContains(t, aws.ToString(calls[0][0].Detail), h, "not part of the CloudEvent")
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/tracing"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -83,13 +84,15 @@ func (s *Service) Create(ctx context.Context, principal, key string, cmd CreateC
 	if err != nil {
 		return idem.Result{Outcome: idem.OutcomeError}, err
 	}
-	return s.cfg.Store.Execute(ctx, scope, fp, func(context.Context) (idem.Effect, error) {
-		return s.build(cmd)
+	return s.cfg.Store.Execute(ctx, scope, fp, func(ctx context.Context) (idem.Effect, error) {
+		return s.build(ctx, cmd)
 	})
 }
 
-// build makes the product, its 201 response and the business writes.
-func (s *Service) build(cmd CreateCommand) (idem.Effect, error) {
+// build makes the product, its 201 response and the business writes. The
+// event carries the invocation's trace header, when Lambda gave it a
+// well-formed one, so the product can be followed to its consumers.
+func (s *Service) build(ctx context.Context, cmd CreateCommand) (idem.Effect, error) {
 	now := s.cfg.Now()
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -106,6 +109,9 @@ func (s *Service) build(cmd CreateCommand) (idem.Effect, error) {
 	event, err := outbox.NewEvent(s.cfg.EventSource, EventCreated, id.String(), body, p.CreatedAt())
 	if err != nil {
 		return idem.Effect{}, err
+	}
+	if h := tracing.FromContext(ctx); tracing.Valid(h) {
+		event.TraceHeader = h
 	}
 	eventPut, err := event.Put(s.cfg.OutboxTable, s.cfg.EventRetention)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/metrics"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/streams"
+	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
 // deadlineMargin is kept back from the invocation's deadline for
@@ -70,7 +71,8 @@ type counts struct {
 // sequence number of the earliest record not published, so the event
 // source mapping retries from that record on and the order per shard
 // holds. It returns an error only when that record has no sequence number
-// to report, which makes Lambda retry the whole batch. Each batch ends in
+// to report, which makes Lambda retry the whole batch. Each published
+// event gets a log line with its keys and trace header; each batch ends in
 // one summary log line and one metrics line.
 func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	start := time.Now()
@@ -101,6 +103,7 @@ func (h *Handler) handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		res, err := h.publisher.Publish(pctx, pending)
 		cancel()
 		c.published = res.Published
+		h.logPublished(ctx, pending, res, err)
 		for _, rej := range res.Rejected {
 			var r events.DynamoDBEventRecord
 			if rej.Index >= 0 && rej.Index < len(from) {
@@ -152,6 +155,34 @@ func (h *Handler) decodeInserts(ctx context.Context, records []events.DynamoDBEv
 		from = append(from, i)
 	}
 	return pending, from
+}
+
+// logPublished writes one line per event known to be published: those
+// before the point Publish stopped at that it did not reject. The line
+// carries the trace header the event travels with, so a product can be
+// followed from its POST, by trace id, through the relay.
+func (h *Handler) logPublished(ctx context.Context, pending []outbox.Event, res outbox.Result, err error) {
+	stop := len(pending)
+	if err != nil {
+		stop = 0
+		if pe, ok := errors.AsType[*outbox.PublishError](err); ok {
+			stop = min(max(pe.Index, 0), len(pending))
+		}
+	}
+	rejected := make(map[int]bool, len(res.Rejected))
+	for _, r := range res.Rejected {
+		rejected[r.Index] = true
+	}
+	for i, e := range pending[:stop] {
+		if rejected[i] {
+			continue
+		}
+		attrs := []slog.Attr{slog.String(outbox.AttrAggregateID, e.Subject), slog.String(outbox.AttrEventID, e.ID)}
+		if e.TraceHeader != "" {
+			attrs = append(attrs, slog.String("trace_id", tracing.TraceID(e.TraceHeader)), slog.String("trace_header", e.TraceHeader))
+		}
+		h.log.LogAttrs(ctx, slog.LevelInfo, "outbox event published", attrs...)
+	}
 }
 
 // logOutcome writes the batch's one summary line, at warn level when

@@ -15,6 +15,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/metrics"
+	"github.com/idemlambda/idemlambda/internal/tracing"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -85,9 +86,11 @@ type Counts struct {
 	Failed int
 }
 
-// Handle counts the batch's events. Every message that is not counted or
-// acknowledged as a duplicate is in batchItemFailures, by messageId, and
-// logged with its reason: nothing is dropped silently. It never returns
+// Handle counts the batch's events. Each message it tries ends in one log
+// line: its messageId, CloudEvent id, outcome and trace header. Every
+// message that is not counted or acknowledged as a duplicate is in
+// batchItemFailures, by messageId, with its reason in that line: nothing
+// is dropped silently. It never returns
 // an error, which would make Lambda redeliver the whole batch. Each batch
 // ends in one summary log line and one metrics line.
 func (c *Consumer) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -120,22 +123,23 @@ func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 				slog.Int("untried", len(ev.Records)-i), slog.Any("err", err))
 			break
 		}
-		attrs := []any{slog.String("message_id", m.MessageId), slog.String("receive_count", m.Attributes["ApproximateReceiveCount"])}
-		outcome, err := c.one(work, m)
+		eventID, outcome, err := c.one(work, m)
+		attrs := messageAttrs(m, eventID, outcome)
 		switch {
 		case err == nil && outcome == idem.OutcomeReplayed:
 			n.Duplicate++
-			c.log.DebugContext(ctx, "duplicate event acknowledged", attrs...)
+			c.log.InfoContext(ctx, "duplicate event acknowledged", attrs...)
 			continue
 		case err == nil:
 			n.Applied++
+			c.log.InfoContext(ctx, "event counted", attrs...)
 			continue
 		case permanent(err):
 			n.Poison++
 			c.log.ErrorContext(ctx, "poison message: it will reach the dead-letter queue", append(attrs, slog.Any("err", err))...)
 		default:
 			n.Failed++
-			c.log.WarnContext(ctx, "message failed; the queue redelivers it", append(attrs, slog.String("outcome", string(outcome)), slog.Any("err", err))...)
+			c.log.WarnContext(ctx, "message failed; the queue redelivers it", append(attrs, slog.Any("err", err))...)
 		}
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
 	}
@@ -148,19 +152,38 @@ func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 	return resp, n
 }
 
-// one decodes and counts one message.
-func (c *Consumer) one(ctx context.Context, m events.SQSMessage) (idem.Outcome, error) {
+// one decodes and counts one message; it returns the CloudEvent id once
+// the message has decoded.
+func (c *Consumer) one(ctx context.Context, m events.SQSMessage) (string, idem.Outcome, error) {
 	if m.MessageId == "" {
-		return idem.OutcomeRejected, fmt.Errorf("%w: a message without a messageId", ErrPoison)
+		return "", idem.OutcomeRejected, fmt.Errorf("%w: a message without a messageId", ErrPoison)
 	}
 	pc, err := DecodeMessage(m.Body)
 	if err != nil {
-		return idem.OutcomeRejected, err
+		return "", idem.OutcomeRejected, err
 	}
 	if pc.Source != c.source {
-		return idem.OutcomeRejected, fmt.Errorf("%w: source %q, this consumer counts %q", ErrPoison, pc.Source, c.source)
+		return pc.EventID, idem.OutcomeRejected, fmt.Errorf("%w: source %q, this consumer counts %q", ErrPoison, pc.Source, c.source)
 	}
-	return c.apply.Apply(ctx, pc)
+	outcome, err := c.apply.Apply(ctx, pc)
+	return pc.EventID, outcome, err
+}
+
+// messageAttrs are the attributes of a message's one log line: which
+// message and event, and what became of it. The trace header is the one
+// X-Ray passed along from the POST that created the product (via the
+// outbox, PutEvents and the rule), so the line can be found by the
+// request's trace id; a message without one simply has none.
+func messageAttrs(m events.SQSMessage, eventID string, outcome idem.Outcome) []any {
+	attrs := []any{slog.String("message_id", m.MessageId), slog.String("receive_count", m.Attributes["ApproximateReceiveCount"])}
+	if eventID != "" {
+		attrs = append(attrs, slog.String("event_id", eventID))
+	}
+	attrs = append(attrs, slog.String("outcome", string(outcome)))
+	if h := m.Attributes[tracing.SQSAttribute]; h != "" {
+		attrs = append(attrs, slog.String("trace_id", tracing.TraceID(h)), slog.String("trace_header", h))
+	}
+	return attrs
 }
 
 // permanent reports whether no redelivery can change err: a message that

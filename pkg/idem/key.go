@@ -91,12 +91,31 @@ func (s Scope) ID() string {
 	b.Grow(len(s.Operation) + len(s.Principal) + len(s.Key) + 16)
 	b.WriteString("v1")
 	for _, part := range [...]string{s.Operation, s.Principal, s.Key} {
-		b.WriteByte('|')
-		b.WriteString(strconv.Itoa(len(part)))
-		b.WriteByte(':')
-		b.WriteString(part)
+		writePart(&b, part)
 	}
 	return b.String()
+}
+
+// OperationPrefix is what the ID of every scope of operation begins with,
+// and the ID of no scope of another operation: the length prefix says
+// where the operation ends. It is the partition key prefix to
+// confine a role to one operation's records, with an IAM condition
+// ForAllValues:StringLike on dynamodb:LeadingKeys of OperationPrefix(op)+"*".
+func OperationPrefix(operation string) string {
+	var b strings.Builder
+	b.WriteString("v1")
+	writePart(&b, operation)
+	b.WriteByte('|')
+	return b.String()
+}
+
+// writePart writes one part of an ID: "|", its length in bytes, ":", the
+// part.
+func writePart(b *strings.Builder, part string) {
+	b.WriteByte('|')
+	b.WriteString(strconv.Itoa(len(part)))
+	b.WriteByte(':')
+	b.WriteString(part)
 }
 
 // ParseID inverts Scope.ID. It exists so tests and tools can read a table;

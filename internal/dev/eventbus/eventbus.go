@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
 // Account and Region are what the envelopes carry: nothing here is AWS.
@@ -94,6 +95,7 @@ type Queue struct {
 
 type queued struct {
 	msg     events.SQSMessage
+	trace   string // the AWSTraceHeader it was sent with, or ""
 	receive int
 	due     time.Time
 }
@@ -105,7 +107,9 @@ func NewQueue(h Handler, log *slog.Logger) *Queue {
 	return &Queue{handler: h, log: log, batch: 10, visibility: time.Second, maxReceives: 5, wake: make(chan struct{}, 1)}
 }
 
-// Publish enqueues the events; it never fails.
+// Publish enqueues the events; it never fails. An event's trace header
+// becomes its message's AWSTraceHeader, as PutEvents' TraceHeader does on
+// the way through a rule to SQS.
 func (q *Queue) Publish(_ context.Context, evs []outbox.Event) (outbox.Result, error) {
 	var res outbox.Result
 	q.mu.Lock()
@@ -115,7 +119,7 @@ func (q *Queue) Publish(_ context.Context, evs []outbox.Event) (outbox.Result, e
 			res.Rejected = append(res.Rejected, outbox.Rejection{Index: i, Err: err})
 			continue
 		}
-		q.pending = append(q.pending, &queued{msg: Message(uuid.NewString(), string(body), 0)})
+		q.pending = append(q.pending, &queued{msg: Message(uuid.NewString(), string(body), 0), trace: e.TraceHeader})
 		res.Published++
 	}
 	q.mu.Unlock()
@@ -175,6 +179,9 @@ func (q *Queue) take(now time.Time) []*queued {
 		if !m.due.After(now) {
 			m.receive++
 			m.msg = Message(m.msg.MessageId, m.msg.Body, m.receive)
+			if m.trace != "" {
+				m.msg.Attributes[tracing.SQSAttribute] = m.trace
+			}
 			m.due = now.Add(q.visibility)
 			out = append(out, m)
 		}

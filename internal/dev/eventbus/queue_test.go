@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,4 +187,47 @@ func TestQueueStopsDelivering(t *testing.T) {
 	assert.Equal(t, 1, calls, "only the batch in flight at the stop")
 	assert.Zero(t, afterStop, "no batch handed over with a cancelled context")
 	assert.False(t, q.Idle(), "the undelivered messages are still queued")
+}
+
+// An event's trace header is its message's AWSTraceHeader on every
+// receive, as a rule delivers a traced PutEvents entry to SQS; an
+// untraced event's message has none.
+func TestQueueCarriesTheTraceHeaderAsAWSTraceHeader(t *testing.T) {
+	t.Parallel()
+	const h = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	var mu sync.Mutex
+	got := map[string][]string{} // subject -> AWSTraceHeader per delivery
+	q := NewQueue(func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		var resp events.SQSEventResponse
+		for _, m := range ev.Records {
+			subject := "untraced"
+			if strings.Contains(m.Body, `"subject":"traced"`) {
+				subject = "traced"
+			}
+			got[subject] = append(got[subject], m.Attributes["AWSTraceHeader"])
+			if len(got[subject]) == 1 { // fail the first receive: the header must survive redelivery
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+			}
+		}
+		return resp, nil
+	}, slog.New(slog.DiscardHandler))
+	q.visibility = 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { q.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	traced, err := outbox.NewEvent("idemlambda.products", "ProductCreated", "traced", []byte(`{}`), time.Now())
+	require.NoError(t, err)
+	traced.TraceHeader = h
+	untraced, err := outbox.NewEvent("idemlambda.products", "ProductCreated", "untraced", []byte(`{}`), time.Now())
+	require.NoError(t, err)
+	_, err = q.Publish(context.Background(), []outbox.Event{traced, untraced})
+	require.NoError(t, err)
+	require.Eventually(t, q.Idle, 5*time.Second, 5*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, map[string][]string{"traced": {h, h}, "untraced": {"", ""}}, got)
 }

@@ -1,7 +1,8 @@
 // Package httpadapter serves API Gateway HTTP API (payload format 2.0)
 // Lambda handlers over net/http, so the local runner runs the functions'
 // own handlers on a port, converting requests and responses the way API
-// Gateway does.
+// Gateway does, and giving each invocation an X-Ray trace header in its
+// context the way Lambda does.
 package httpadapter
 
 import (
@@ -17,6 +18,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
 // Handler is a Lambda handler for API Gateway HTTP API events.
@@ -57,7 +60,7 @@ func serve(route Route) http.Handler {
 			http.Error(w, "cannot read request body", http.StatusBadRequest)
 			return
 		}
-		resp, err := route.Handler(r.Context(), req)
+		resp, err := route.Handler(tracing.NewContext(r.Context(), traceHeader(r)), req)
 		if err != nil {
 			// API Gateway's answer to a function error.
 			w.Header().Set("Content-Type", "application/json")
@@ -166,6 +169,16 @@ func Write(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// traceHeader is the trace header Lambda would give the invocation: the
+// client's X-Amzn-Trace-Id when it is well formed, so a caller can pick
+// the id to follow, else a new sampled one.
+func traceHeader(r *http.Request) string {
+	if h := r.Header.Get(tracing.HTTPHeader); tracing.Valid(h) {
+		return h
+	}
+	return tracing.New(time.Now())
 }
 
 func requestID() string {

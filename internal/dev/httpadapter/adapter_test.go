@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/dev/httpadapter"
+	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
 func TestRequestAndResponseConversion(t *testing.T) {
@@ -78,4 +79,29 @@ func TestHandlerErrorIsAPIGateway500AndUnknownRoute404(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest("DELETE", "/elsewhere", nil))
 	assert.Equal(t, 404, rec.Code)
 	assert.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
+}
+
+// Each invocation gets a trace header in its context where aws-lambda-go
+// puts it: the client's, when well formed, else a fresh one per request.
+func TestEachRequestGetsATraceHeaderAsLambdaGivesIt(t *testing.T) {
+	t.Parallel()
+	var seen []string
+	h := httpadapter.New(httpadapter.Route{Method: "GET", Pattern: "/t", Handler: func(ctx context.Context, _ events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		seen = append(seen, ctx.Value("x-amzn-trace-id").(string))
+		return events.APIGatewayV2HTTPResponse{StatusCode: 204}, nil
+	}})
+	const sent = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	for _, header := range []string{sent, "", "", "Root=nonsense"} {
+		req := httptest.NewRequest("GET", "/t", nil)
+		if header != "" {
+			req.Header.Set("X-Amzn-Trace-Id", header)
+		}
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	require.Len(t, seen, 4)
+	assert.Equal(t, sent, seen[0], "the client's own header is kept")
+	for _, got := range seen[1:] {
+		assert.Regexp(t, `^Root=1-[0-9a-f]{8}-[0-9a-f]{24};Parent=[0-9a-f]{16};Sampled=1$`, got)
+	}
+	assert.NotEqual(t, tracing.TraceID(seen[1]), tracing.TraceID(seen[2]), "one trace per request")
 }
