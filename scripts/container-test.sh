@@ -62,7 +62,19 @@ trap remove_started EXIT
 echo "container-test: internal/testkit/ddbtest and pkg/idem on $image (docker $info, TESTCONTAINERS_RYUK_DISABLED=$TESTCONTAINERS_RYUK_DISABLED, host ${TESTCONTAINERS_HOST_OVERRIDE:-as testcontainers finds it})"
 start=$SECONDS
 status=0
-DYNAMODB_TEST_BACKEND=container DYNAMODB_TEST_IMAGE=$image TEST_PACKAGES="./internal/testkit/ddbtest/ ./pkg/idem/" \
+DYNAMODB_TEST_BACKEND=container DYNAMODB_TEST_IMAGE=$image TEST_PACKAGES="./internal/testkit/ddbtest/" \
+	scripts/test.sh || status=$?
+
+# pkg/idem's tests import nothing of this application (no testcontainers):
+# they take the container as an endpoint, published on loopback only.
+cid=$(docker run -d --label "$label" -p 127.0.0.1::8000 "$image")
+port=$(docker port "$cid" 8000/tcp | head -n 1 | sed 's/.*://')
+for _ in $(seq 1 100); do
+	(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+	sleep 0.1
+done
+echo "container-test: pkg/idem on $image at 127.0.0.1:$port"
+DYNAMODB_TEST_BACKEND=endpoint AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$port" TEST_PACKAGES="./pkg/idem/" \
 	scripts/test.sh || status=$?
 echo "container-test: $((SECONDS - start)) s on $image"
 exit "$status"

@@ -4,7 +4,7 @@
 # cmd/local with -addr "" (the store only), built static (CGO_ENABLED=0) for
 # the Docker engine's architecture, alone in an image FROM scratch, and
 # labelled org.idemlambda.dynamodb-server=embedded so that internal/testkit/ddbtest
-# expects the embedded store's answers from it (no ALL_OLD on PutItem).
+# expects the embedded store's answers from it (numbers kept as float64).
 # Usage: scripts/store-image.sh [IMAGE]   (default STORE_IMAGE or
 # idemlambda/embedded-store:local). Rebuilt every time: it is the code under test.
 set -euo pipefail

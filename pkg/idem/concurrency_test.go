@@ -38,6 +38,7 @@ func TestSixtyFourConcurrentCallersOneKeyExecuteOnce(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
 		env := newEnv(t)
+		env.concurrent(t)
 		sc := scope(t, "one-key")
 		const callers = 64
 		// Each caller is its own process-like client, so its calls can be
@@ -95,15 +96,16 @@ func TestSixtyFourConcurrentCallersOneKeyExecuteOnce(t *testing.T) {
 	})
 }
 
-// TestManyKeysTimesEightDuplicatesExecuteOncePerKey: 500 keys, each sent 8
-// times at once by 64 workers. (500, not more: the embedded store copies
+// TestManyKeysTimesEightDuplicatesExecuteOncePerKey: 200 keys, each sent 8
+// times at once by 64 workers. (200, not more: the embedded store copies
 // every table a transaction touches, so its cost grows with the tables.)
 func TestManyKeysTimesEightDuplicatesExecuteOncePerKey(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
 		env := newEnv(t)
+		env.concurrent(t)
 		s := newStore(t, env, idem.WithMode(mode))
-		const keys, dups, workers = 500, 8, 64
+		const keys, dups, workers = 200, 8, 64
 		jobs := make(chan int)
 		var tl tally
 		var wg sync.WaitGroup
@@ -149,6 +151,7 @@ func TestConcurrentTakeoverHasOneWinner(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
 		env := newEnv(t)
+		env.concurrent(t)
 		clk := newClock()
 		dead := newStore(t, env, idem.WithClock(clk.Now))
 		s := newStore(t, env, idem.WithClock(clk.Now), idem.WithMode(mode))

@@ -22,6 +22,7 @@ type receipt struct {
 func TestDoRunsTheEffectOnceAcrossConcurrentCallers(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
+	env.concurrent(t)
 	s := newStore(t, env)
 	sc := scope(t, "charge-1")
 	var effects atomic.Int64

@@ -85,6 +85,22 @@ func newEnv(tb testing.TB) *testEnv {
 	return env
 }
 
+// concurrent marks a concurrency test. On the strict store the test runs
+// with DynamoDB's transaction isolation modelled and a transaction latency
+// that opens the window in which duplicates meet a running commit. On an
+// endpoint it says in the output what the run cannot prove: moto does not
+// isolate concurrent transactions (two can both pass attribute_not_exists),
+// so there the test checks the algorithm against that server's answers,
+// and the isolation claims rest on the strict store's run.
+func (e *testEnv) concurrent(tb testing.TB) {
+	tb.Helper()
+	if e.Store != nil {
+		e.Store.SetTransactionLatency(time.Millisecond)
+		return
+	}
+	tb.Logf("backend=%s: transaction isolation is this server's own (moto has none); the concurrency claims are proven on the strict store", e.Kind)
+}
+
 // NewClient returns another client for the same server with a counter of
 // its own; opts adjust it (a transport that loses answers, say).
 func (e *testEnv) NewClient(tb testing.TB, opts ...func(*dynamodb.Options)) (*dynamodb.Client, *callCounter) {

@@ -112,6 +112,7 @@ func TestTransactCompletedKeyReplaysToReserveCaller(t *testing.T) {
 func TestMixedModesRaceOnOneKey(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
+	env.concurrent(t)
 	stores := []*idem.Store{newStore(t, env), newStore(t, env, idem.WithMode(idem.ModeTransact))}
 	sc := scope(t, "mixed-race")
 	var tl tally

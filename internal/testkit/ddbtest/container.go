@@ -47,8 +47,9 @@ var errNoDocker = errors.New("no Docker engine is reachable")
 type containerServer struct {
 	url   string
 	image string
-	// returnsOldItem is Env.PutItemReturnsOldItem for the server in it.
-	returnsOldItem bool
+	// exactNumbers is Env.ExactNumbers for the server in it: DynamoDB
+	// Local's 38 digits, not the embedded store's float64.
+	exactNumbers bool
 }
 
 // sharedContainer starts one server container per test binary: a container
@@ -138,7 +139,7 @@ func startContainer(image string) (srv containerServer, err error) {
 		image: image,
 		// DynamoDB Local answers ALL_OLD on PutItem as DynamoDB does; the
 		// embedded store does not (see the embedded backend in New).
-		returnsOldItem: labels[LabelServer] != LabelServerEmbedded,
+		exactNumbers: labels[LabelServer] != LabelServerEmbedded,
 	}, nil
 }
 

@@ -146,9 +146,10 @@ func Connect(tb testing.TB) *Env {
 		env.Image = srv.image
 		// DynamoDB Local's answers, or the embedded store's when the image
 		// says it runs that (LabelServer).
-		env.PutItemReturnsOldItem = srv.returnsOldItem
-		env.TransactPutReturnsOldItem = srv.returnsOldItem
-		env.ExactNumbers = srv.returnsOldItem // DynamoDB Local's, not the embedded store's
+		// DynamoDB Local and the embedded store both answer ALL_OLD.
+		env.PutItemReturnsOldItem = true
+		env.TransactPutReturnsOldItem = true
+		env.ExactNumbers = srv.exactNumbers
 		env.Client = staticClient(tb, srv.url, env.Counter.Option)
 	}
 	return env

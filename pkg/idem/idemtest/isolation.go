@@ -345,46 +345,84 @@ func cancelled(reasons []reason) answer {
 // explain rebuilds the reasons of a transaction that minidyn cancelled for
 // a failed condition. minidyn stops at the first failed condition and
 // returns no item for a Put; DynamoDB evaluates every condition and
-// returns each failed item's value when ALL_OLD was asked for. Each item's
-// condition is checked again while the transaction still holds them all.
+// returns each failed item's value when ALL_OLD was asked for. The items
+// before the first failure passed; those after it are checked again, all
+// in one condition-only transaction, then again past each further
+// failure, while the transaction still holds them all.
 func (s *Server) explain(ops []*txOp, orig answer) answer {
-	reasons := make([]reason, len(ops))
-	failed := false
-	for i, op := range ops {
-		reasons[i] = reason{Code: "None"}
-		if op.ConditionExpression == "" {
-			continue
-		}
-		check := map[string]any{
-			"TableName":                           op.TableName,
-			"Key":                                 op.Key,
-			"ConditionExpression":                 op.ConditionExpression,
-			"ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-		}
-		if n := usedNames(op.ConditionExpression, op.ExpressionAttributeNames); len(n) > 0 {
-			check["ExpressionAttributeNames"] = n
-		}
-		if v := usedValues(op.ConditionExpression, op.ExpressionAttributeValues); len(v) > 0 {
-			check["ExpressionAttributeValues"] = v
-		}
-		in, _ := json.Marshal(map[string]any{"TransactItems": []any{map[string]any{"ConditionCheck": check}}})
-		a := s.forward(OpTransactWriteItems, in)
-		if a.ok() {
-			continue
-		}
-		if a.errorType() != "TransactionCanceledException" {
-			return orig
-		}
-		failed = true
-		reasons[i] = reason{Code: "ConditionalCheckFailed", Message: "The conditional request failed"}
-		if op.ReturnValuesOnConditionCheckFailure == "ALL_OLD" {
-			reasons[i].Item = s.getItem(op.TableName, op.Key)
-		}
-	}
-	if !failed {
+	first := firstFailed(orig)
+	if first < 0 || first >= len(ops) {
 		return orig
 	}
+	reasons := make([]reason, len(ops))
+	for i := range reasons {
+		reasons[i] = reason{Code: "None"}
+	}
+	failed := []int{first}
+	for from := first + 1; from < len(ops); {
+		var idx []int
+		var checks []any
+		for i := from; i < len(ops); i++ {
+			if ops[i].ConditionExpression == "" {
+				continue
+			}
+			idx = append(idx, i)
+			checks = append(checks, map[string]any{"ConditionCheck": conditionCheck(ops[i])})
+		}
+		if len(checks) == 0 {
+			break
+		}
+		in, _ := json.Marshal(map[string]any{"TransactItems": checks})
+		a := s.forward(OpTransactWriteItems, in)
+		if a.ok() {
+			break
+		}
+		k := firstFailed(a)
+		if k < 0 || k >= len(idx) {
+			return orig // not a failed condition: keep minidyn's answer
+		}
+		failed = append(failed, idx[k])
+		from = idx[k] + 1
+	}
+	for _, i := range failed {
+		reasons[i] = reason{Code: "ConditionalCheckFailed", Message: "The conditional request failed"}
+		if ops[i].ReturnValuesOnConditionCheckFailure == "ALL_OLD" {
+			reasons[i].Item = s.getItem(ops[i].TableName, ops[i].Key)
+		}
+	}
 	return cancelled(reasons)
+}
+
+// conditionCheck is op's condition as a ConditionCheck item, with only
+// the names and values the condition uses (DynamoDB refuses unused ones).
+func conditionCheck(op *txOp) map[string]any {
+	check := map[string]any{
+		"TableName":           op.TableName,
+		"Key":                 op.Key,
+		"ConditionExpression": op.ConditionExpression,
+	}
+	if n := usedNames(op.ConditionExpression, op.ExpressionAttributeNames); len(n) > 0 {
+		check["ExpressionAttributeNames"] = n
+	}
+	if v := usedValues(op.ConditionExpression, op.ExpressionAttributeValues); len(v) > 0 {
+		check["ExpressionAttributeValues"] = v
+	}
+	return check
+}
+
+// firstFailed is the index of the ConditionalCheckFailed reason in a
+// cancellation answer from minidyn, or -1.
+func firstFailed(a answer) int {
+	var out struct{ CancellationReasons []reason }
+	if json.Unmarshal(a.body, &out) != nil {
+		return -1
+	}
+	for i, r := range out.CancellationReasons {
+		if r.Code == "ConditionalCheckFailed" {
+			return i
+		}
+	}
+	return -1
 }
 
 var (
