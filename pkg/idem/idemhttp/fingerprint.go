@@ -10,9 +10,12 @@ import (
 
 // RequestFingerprint identifies a request's payload for key reuse: the
 // SHA-256 of its method, path, query and body, each length-prefixed. A
-// body that is JSON counts by its canonical form (idem.CanonicalJSON), so
-// whitespace and member order never make a retry look like another
-// request; any other body counts byte for byte.
+// body that is strict JSON counts by its canonical form
+// (idem.CanonicalJSON), so whitespace and member order never make a retry
+// look like another request; any other body (duplicate members, invalid
+// UTF-8, data after the value) counts byte for byte. No raw body can equal
+// a canonical form, which CanonicalJSON would have accepted, so the two
+// kinds never collide.
 func RequestFingerprint(method, path, rawQuery string, body []byte) string {
 	if canon, err := idem.CanonicalJSON(body); err == nil {
 		body = canon
