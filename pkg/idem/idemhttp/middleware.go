@@ -57,9 +57,11 @@ const DefaultMaxBodyBytes = 1 << 20
 // recorded without its body (idem.HeaderBodyOmitted), and its replays
 // carry none of the headers that describe a body (Content-Type, ETag and
 // the like): the handler still runs once. If the completion cannot be
-// recorded, the client still gets the handler's response, not stored: see
-// the package documentation. Requests with a safe method (GET, HEAD,
-// OPTIONS, TRACE) pass straight through, so one middleware can wrap a
+// recorded (idem.ErrNotRecorded), the client still gets the handler's
+// response, not stored, and the key stays held until its lease ends: a
+// retry gets 409 until then and runs the handler again after
+// (docs/library.md in the repository). Requests with a safe method (GET,
+// HEAD, OPTIONS, TRACE) pass straight through, so one middleware can wrap a
 // whole router. The handler finds the request's scope, its key included,
 // with ScopeFrom. Set Store; without one every request gets a 500.
 type Middleware struct {
