@@ -41,9 +41,11 @@
 //   - A key is claimed by one conditional write, never check-then-write:
 //     of any number of concurrent callers, one wins.
 //   - A lease ends at the caller's context deadline (a Lambda invocation's)
-//     plus a margin, or after WithDefaultLease without one. A crashed
-//     holder's key is taken over, by the same atomic claim, once its lease
-//     has ended; a live holder is never taken over.
+//     plus a margin. Without a deadline it lasts WithDefaultLease and is
+//     renewed (fenced) while the operation runs; the operation's context
+//     is cancelled if it cannot be. A crashed holder's key is taken over,
+//     by the same atomic claim, once its lease has ended; a live holder is
+//     never taken over.
 //   - Every write a holder makes is fenced by its lease token: a holder
 //     whose lease was taken over writes nothing (ErrLeaseLost), not even
 //     its business writes, which share the transaction.

@@ -87,7 +87,7 @@ func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn
 		return s.replayed(id, fingerprint, claim), nil
 	}
 	lease := claim.Lease
-	eff, err := runReleasing(ctx, lease, fn)
+	eff, err := runReleasing(ctx, lease, func(ctx context.Context) (Effect, error) { return keepAlive(ctx, lease, fn) })
 	if err == nil {
 		err = s.checkEffect(id, eff)
 	}
@@ -160,7 +160,7 @@ func (s *Store) Run(ctx context.Context, scope Scope, fingerprint string, fn fun
 	if claim.Replay != nil {
 		return s.replayed(id, fingerprint, claim), nil
 	}
-	resp, err := fn(ctx)
+	resp, err := keepAlive(ctx, claim.Lease, fn)
 	if errors.Is(err, ErrNotRecorded) {
 		return Result{Response: resp, Outcome: claim.Outcome}, err
 	}

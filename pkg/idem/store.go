@@ -125,7 +125,13 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 
 // WithDefaultLease sets the lease used when the context has no deadline.
 // With a deadline (every Lambda invocation has one), the lease ends at the
-// deadline plus the margin, so a live holder is never taken over.
+// deadline plus the margin, so a live holder is never taken over. Without
+// one (a net/http server), Execute, Run and Do renew the lease every third
+// of it with a fenced write while the operation runs, so an operation
+// slower than the lease is not taken over either; if a renewal cannot land
+// before the lease ends, the operation's context is cancelled with a
+// cause wrapping ErrLeaseLost. A holder that dies stops renewing, and its
+// key can be taken over one lease later.
 func WithDefaultLease(d time.Duration) Option { return func(s *Store) { s.lease = d } }
 
 // WithLeaseMargin sets how long past the deadline a lease lasts, covering

@@ -43,6 +43,8 @@ func ExampleMiddleware_APIGatewayV2() {
 		sent++ // the effect: a call to the mail provider
 		return events.APIGatewayV2HTTPResponse{StatusCode: 202, Body: fmt.Sprintf(`{"message":%d}`, sent)}, nil
 	}
+	// The route's JWT authorizer names the caller (PrincipalV2), so two
+	// callers never share a key.
 	mw := &idemhttp.Middleware{Store: store}
 	handler := mw.APIGatewayV2(sendEmail)
 
@@ -50,6 +52,14 @@ func ExampleMiddleware_APIGatewayV2() {
 		RouteKey: "POST /emails", RawPath: "/emails",
 		Headers: map[string]string{"idempotency-key": `"mail-1"`, "content-type": "application/json"},
 		Body:    `{"to":"ada@example.com"}`,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST"},
+			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+				JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{
+					Claims: map[string]string{"iss": "https://auth.example.com/", "sub": "ada"},
+				},
+			},
+		},
 	}
 	for range 2 {
 		resp, _ := handler(context.Background(), req)

@@ -15,8 +15,9 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
-// DefaultMaxBodyBytes is the largest net/http request body Middleware
-// reads by default (API Gateway requests are bounded by API Gateway).
+// DefaultMaxBodyBytes is the largest request body Middleware reads by
+// default, on net/http and API Gateway alike (API Gateway passes bodies
+// up to 10 MB, more than a small function can afford to fingerprint).
 const DefaultMaxBodyBytes = 1 << 20
 
 // Middleware makes a handler idempotent: a request with an
@@ -29,16 +30,38 @@ const DefaultMaxBodyBytes = 1 << 20
 // completion was lost can run again after the lease ends. For effects that
 // are DynamoDB writes, use idem.Store.Execute instead, which closes it.
 //
+// Keys are scoped to the caller, so a Middleware must know how to name
+// one: on net/http, set Principal; on API Gateway, the route's authorizer
+// names the caller (see PrincipalV2), or set PrincipalV2. One that cannot
+// name the caller (no Principal, or no authorizer on the route) answers
+// every protected request with a 500 and reports errNoPrincipal's
+// message to Observe, rather than put every caller in one scope, where
+// one caller is served another's stored response, cookies included, and
+// can use up another's key. Set AllowAnonymous to choose that one scope.
+//
+// The fingerprint that tells a retry from another request is the method,
+// path, query, body (canonical JSON when it is strict JSON) and the
+// FingerprintHeaders (Content-Type by default).
+//
 // Answers of its own, all RFC 9457 problem+json: 400 for a missing or
 // malformed key, 403 for a caller without a subject, 409 with Retry-After
-// while another request holds the key, 413 for a body over the limit, 422
-// for the key reused with another payload, 503 with Retry-After when the
-// store is unavailable, 500 otherwise. A response with a status of 500 or
-// more, or one of 408, 409, 425 and 429, is not stored: the key is
-// released and the client's retry runs the handler again. A response too
-// large to store is recorded without its body (idem.HeaderBodyOmitted):
-// the handler still runs once. Requests with a safe method (GET, HEAD,
-// OPTIONS, TRACE) pass straight through, so one middleware can wrap a
+// while another request holds the key, 413 for a body over MaxBodyBytes
+// (on both paths), 422 for the key reused with another payload, 503 with
+// Retry-After when the store is unavailable, 500 otherwise. A response
+// that is not stored is sent as it is, and the key is released so the
+// client's retry runs the handler again: a status of 500 or more, one that
+// asks the client to try again (408, 409, 425, 429), and one about the
+// request's headers, which the retry may correct (401, 403, 406, 412,
+// 415). Hop-by-hop headers and Content-Length are never stored (the
+// replay's connection computes its own). A response too large to store is
+// recorded without its body (idem.HeaderBodyOmitted), and its replays
+// carry none of the headers that describe a body (Content-Type, ETag and
+// the like): the handler still runs once. If the completion cannot be
+// recorded (idem.ErrNotRecorded), the client still gets the handler's
+// response, not stored, and the key stays held until its lease ends: a
+// retry gets 409 until then and runs the handler again after
+// (docs/library.md in the repository). Requests with a safe method (GET,
+// HEAD, OPTIONS, TRACE) pass straight through, so one middleware can wrap a
 // whole router. The handler finds the request's scope, its key included,
 // with ScopeFrom. Set Store; without one every request gets a 500.
 type Middleware struct {
@@ -51,16 +74,32 @@ type Middleware struct {
 	// Optional lets a request without an Idempotency-Key through to the
 	// handler, unprotected. By default it gets a 400.
 	Optional bool
-	// Principal names the caller of a net/http request, so that callers
-	// never share a key. nil puts every caller in one "anonymous" scope:
-	// set it for any API with more than one caller. Returning an error
-	// answers 403.
+	// Principal names the caller of a net/http request (the
+	// authenticated user, the API client), so that callers never share a
+	// key. Returning an error answers 403. Without it, and without
+	// AllowAnonymous, the net/http path refuses to serve.
 	Principal func(*http.Request) (string, error)
 	// PrincipalV2 names the caller of an API Gateway request; nil means
-	// the package's PrincipalV2. Returning an error answers 403.
+	// the package's PrincipalV2, which reads the route's authorizer (JWT,
+	// IAM or Lambda). Returning an error answers 403. With the default, a
+	// request on a route without an authorizer is refused unless
+	// AllowAnonymous is set.
 	PrincipalV2 func(events.APIGatewayV2HTTPRequestContext) (string, error)
-	// MaxBodyBytes limits the net/http request body read for the
-	// fingerprint; 0 means DefaultMaxBodyBytes.
+	// AllowAnonymous puts every caller that the middleware has no way to
+	// name in one Anonymous scope. Choose it only for an API with a single
+	// caller, or where callers may see each other's responses: any caller
+	// who learns a key replays its response, and can use it up.
+	AllowAnonymous bool
+	// FingerprintHeaders are the request headers that, besides the
+	// method, path, query and body, tell a retry from another request:
+	// the same key with another value of one of them is a 422. nil means
+	// Content-Type only; an empty slice means none. Name the headers that
+	// change what the handler does (Content-Type, a version header);
+	// never ones that change per attempt (a date, a trace id).
+	FingerprintHeaders []string
+	// MaxBodyBytes limits the request body read for the fingerprint, on
+	// both paths (an API Gateway body by its decoded size); 0 means
+	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Observe, when set, is called once per request after its answer is
 	// decided, with the outcome and the error behind it (nil on success):
@@ -95,25 +134,27 @@ func (m *Middleware) APIGatewayV2(next APIGatewayV2Handler) APIGatewayV2Handler 
 		if err != nil {
 			return reject(ProblemFor(err), err)
 		}
-		principalOf := PrincipalV2
-		if m.PrincipalV2 != nil {
-			principalOf = m.PrincipalV2
-		}
-		principal, err := principalOf(req.RequestContext)
-		if err != nil {
+		principal, err := m.principalV2(req.RequestContext)
+		switch {
+		case errors.Is(err, errNoPrincipal):
+			m.observe(ctx, idem.OutcomeError, err)
+			return ProblemFor(err).APIGatewayV2(), nil
+		case err != nil:
 			return reject(probForbidden.with(ProblemFor(ErrNoSubject).Detail), err)
 		}
 		scope, err := idem.NewScope(m.operationV2(req), principal, key)
 		if err != nil {
 			return reject(ProblemFor(err), err)
 		}
-		body := []byte(req.Body)
-		if req.IsBase64Encoded {
-			if body, err = base64.StdEncoding.DecodeString(req.Body); err != nil {
-				return reject(NewProblem(http.StatusBadRequest, "bad-request", "Bad request", "body is marked base64 but does not decode"), err)
-			}
+		body, err := m.bodyV2(req)
+		switch {
+		case errors.Is(err, errBadBase64):
+			return reject(NewProblem(http.StatusBadRequest, "bad-request", "Bad request", "body is marked base64 but does not decode"), err)
+		case err != nil:
+			return reject(ProblemFor(err), err)
 		}
-		fp := RequestFingerprint(req.RequestContext.HTTP.Method, req.RawPath, req.RawQueryString, body)
+		fp := fingerprint(req.RequestContext.HTTP.Method, req.RawPath, req.RawQueryString, body,
+			m.fingerprintHeaders(), func(name string) (string, bool) { return HeaderV2(req.Headers, name) })
 
 		var handlerErr error
 		res, err := m.Store.Run(ctx, scope, fp, func(ctx context.Context) (idem.Response, error) {
@@ -184,11 +225,17 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			return
 		}
 		principal := Anonymous
-		if m.Principal != nil {
+		switch {
+		case m.Principal != nil:
 			if principal, err = m.Principal(r); err != nil {
 				reject(probForbidden.with("the caller cannot be identified; idempotency keys are scoped to the caller"), err)
 				return
 			}
+		case !m.AllowAnonymous:
+			err := fmt.Errorf("%w: set Principal, or AllowAnonymous to put every caller in one scope", errNoPrincipal)
+			m.observe(ctx, idem.OutcomeError, err)
+			ProblemFor(err).Write(w)
+			return
 		}
 		scope, err := idem.NewScope(m.operationHTTP(r), principal, key)
 		if err != nil {
@@ -200,7 +247,10 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			reject(ProblemFor(err), err)
 			return
 		}
-		fp := RequestFingerprint(r.Method, r.URL.Path, r.URL.RawQuery, body)
+		fp := fingerprint(r.Method, r.URL.Path, r.URL.RawQuery, body, m.fingerprintHeaders(), func(name string) (string, bool) {
+			vs := r.Header.Values(name)
+			return strings.Join(vs, ", "), len(vs) > 0
+		})
 
 		res, err := m.Store.Run(ctx, scope, fp, func(ctx context.Context) (idem.Response, error) {
 			rec := newRecorder()
@@ -253,10 +303,14 @@ func ScopeFrom(ctx context.Context) (idem.Scope, bool) {
 }
 
 // replayable says whether a response is stored for replay: not a server
-// error, and not a status that asks the client to try again.
+// error, not a status that asks the client to try again, and not one
+// about the request's headers (credentials, Accept, preconditions,
+// Content-Type), which the client's retry corrects without a new key.
 func replayable(status int) bool {
 	switch status {
-	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests:
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests,
+		http.StatusUnauthorized, http.StatusForbidden, http.StatusNotAcceptable,
+		http.StatusPreconditionFailed, http.StatusUnsupportedMediaType:
 		return false
 	}
 	return status < 500
@@ -274,7 +328,60 @@ func (u *unstored) Error() string { return "idemhttp: response not stored for re
 var (
 	errMissingKey = fmt.Errorf("%w: no %s header", idem.ErrInvalidKey, HeaderKey)
 	errNoStore    = errors.New("idemhttp: Middleware has no Store")
+	errBadBase64  = errors.New("idemhttp: request body marked base64 does not decode")
+	// errNoPrincipal is a Middleware with no way to name the caller: a
+	// configuration error, answered 500.
+	errNoPrincipal = errors.New("idemhttp: Middleware cannot name the caller, and keys are scoped to the caller")
 )
+
+// defaultFingerprintHeaders are FingerprintHeaders when it is nil.
+var defaultFingerprintHeaders = []string{"Content-Type"}
+
+func (m *Middleware) fingerprintHeaders() []string {
+	if m.FingerprintHeaders == nil {
+		return defaultFingerprintHeaders
+	}
+	return m.FingerprintHeaders
+}
+
+// principalV2 names an API Gateway request's caller, or returns an error
+// wrapping errNoPrincipal when the default PrincipalV2 finds no authorizer
+// and anonymity was not chosen.
+func (m *Middleware) principalV2(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
+	if m.PrincipalV2 != nil {
+		return m.PrincipalV2(rc)
+	}
+	p, err := PrincipalV2(rc)
+	if err == nil && p == Anonymous && !m.AllowAnonymous {
+		return "", fmt.Errorf("%w: the route has no authorizer; add one, set PrincipalV2, or AllowAnonymous to put every caller in one scope", errNoPrincipal)
+	}
+	return p, err
+}
+
+// bodyV2 returns an API Gateway request's body bytes, refusing one over
+// the limit before it is decoded or copied.
+func (m *Middleware) bodyV2(req events.APIGatewayV2HTTPRequest) ([]byte, error) {
+	limit := m.maxBodyBytes()
+	tooLarge := fmt.Errorf("%w: the limit is %d bytes", ErrBodyTooLarge, limit)
+	if !req.IsBase64Encoded {
+		if int64(len(req.Body)) > limit {
+			return nil, tooLarge
+		}
+		return []byte(req.Body), nil
+	}
+	// Padding makes the decoded size up to 2 bytes less than DecodedLen.
+	if int64(base64.StdEncoding.DecodedLen(len(req.Body)))-2 > limit {
+		return nil, tooLarge
+	}
+	body, err := base64.StdEncoding.DecodeString(req.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errBadBase64, err)
+	}
+	if int64(len(body)) > limit {
+		return nil, tooLarge
+	}
+	return body, nil
+}
 
 func (m *Middleware) observe(ctx context.Context, o idem.Outcome, err error) {
 	if m.Observe != nil {
@@ -306,14 +413,18 @@ func (m *Middleware) operationHTTP(r *http.Request) string {
 	}
 }
 
+func (m *Middleware) maxBodyBytes() int64 {
+	if m.MaxBodyBytes <= 0 {
+		return DefaultMaxBodyBytes
+	}
+	return m.MaxBodyBytes
+}
+
 func (m *Middleware) readBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
 	}
-	limit := m.MaxBodyBytes
-	if limit <= 0 {
-		limit = DefaultMaxBodyBytes
-	}
+	limit := m.maxBodyBytes()
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("idemhttp: read request body: %w", err)

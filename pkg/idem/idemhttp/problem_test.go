@@ -102,3 +102,18 @@ func TestRequestFingerprint(t *testing.T) {
 	assert.NotEqual(t, fp("POST", "/f", "", []byte("not json")), fp("POST", "/f", "", []byte("not json  ")), "other bodies count byte for byte")
 	assert.Len(t, a, 64)
 }
+
+// TestRequestFingerprintIsStrict: bodies encoding/json reads as one value
+// while they are different texts get different fingerprints.
+func TestRequestFingerprintIsStrict(t *testing.T) {
+	t.Parallel()
+	fp := func(body string) string { return idemhttp.RequestFingerprint("POST", "/emails", "", []byte(body)) }
+	for _, pair := range [][2]string{
+		{`{"a":1,"a":2}`, `{"a":2}`},
+		{`{"a":1}]`, `{"a":1}`},
+		{"\"\xff\"", `"\ufffd"`},
+		{`"\ud800"`, `"\ufffd"`},
+	} {
+		assert.NotEqual(t, fp(pair[0]), fp(pair[1]), "%q and %q", pair[0], pair[1])
+	}
+}

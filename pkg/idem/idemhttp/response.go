@@ -14,6 +14,64 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
+// connectionOnly reports whether a response header belongs to the
+// connection it came on, not to the response: hop-by-hop headers (RFC
+// 9110 section 7.6.1), those the Connection header names, and
+// Content-Length, which the connection a replay goes out on computes for
+// the body it sends. None is stored or replayed.
+func connectionOnly(name string, named []string) bool {
+	switch name = http.CanonicalHeaderKey(name); name {
+	case "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length":
+		return true
+	}
+	return strings.HasPrefix(name, "Proxy-") || slices.Contains(named, name)
+}
+
+// connectionNamed returns the header names a Connection header lists.
+func connectionNamed(connection string) []string {
+	var named []string
+	for tok := range strings.SplitSeq(connection, ",") {
+		if tok = strings.TrimSpace(tok); tok != "" {
+			named = append(named, http.CanonicalHeaderKey(tok))
+		}
+	}
+	return named
+}
+
+// describesBody reports whether a header describes the body it came with:
+// a replay of a response stored without its body (idem.HeaderBodyOmitted)
+// leaves it out, or it would describe a body that is not there.
+func describesBody(name string) bool {
+	switch http.CanonicalHeaderKey(name) {
+	case "Content-Type", "Content-Encoding", "Content-Language", "Content-Length", "Content-Location",
+		"Content-Range", "Content-Md5", "Content-Digest", "Content-Disposition", "Repr-Digest", "Digest",
+		"Etag", "Last-Modified", "Accept-Ranges":
+		return true
+	}
+	return false
+}
+
+// replayHeader reports whether a stored header goes out with the response.
+// Records stored before hop-by-hop headers were left out may hold some.
+func replayHeader(r idem.Response, name string, named []string) bool {
+	if connectionOnly(name, named) {
+		return false
+	}
+	_, omitted := r.Headers[idem.HeaderBodyOmitted]
+	return !omitted || !describesBody(name)
+}
+
+// storedConnection returns the names a response's Connection header
+// lists, looked up by any case.
+func storedConnection(h map[string]string) []string {
+	for k, v := range h {
+		if strings.EqualFold(k, "Connection") {
+			return connectionNamed(v)
+		}
+	}
+	return nil
+}
+
 // headerSetCookie is stored with its values joined by newlines, which no
 // header value can contain: cookies cannot be joined with commas.
 const headerSetCookie = "Set-Cookie"
@@ -36,18 +94,24 @@ func FromAPIGatewayV2(r events.APIGatewayV2HTTPResponse) (idem.Response, error) 
 		status = http.StatusOK // what API Gateway sends for a response without one
 	}
 	h := make(map[string]string, len(r.Headers)+len(r.MultiValueHeaders)+1)
+	named := storedConnection(r.Headers)
+	for k, vs := range r.MultiValueHeaders {
+		if strings.EqualFold(k, "Connection") {
+			named = append(named, connectionNamed(strings.Join(vs, ","))...)
+		}
+	}
 	var cookies []string
 	for k, v := range r.Headers {
 		switch {
 		case strings.EqualFold(k, headerSetCookie):
 			cookies = append(cookies, v)
-		case !strings.EqualFold(k, HeaderReplayed):
+		case !strings.EqualFold(k, HeaderReplayed) && !connectionOnly(k, named):
 			h[k] = v
 		}
 	}
 	for k, vs := range r.MultiValueHeaders {
 		switch {
-		case len(vs) == 0 || strings.EqualFold(k, HeaderReplayed):
+		case len(vs) == 0 || strings.EqualFold(k, HeaderReplayed) || connectionOnly(k, named):
 		case strings.EqualFold(k, headerSetCookie):
 			cookies = append(cookies, vs...)
 		default:
@@ -66,13 +130,15 @@ func FromAPIGatewayV2(r events.APIGatewayV2HTTPResponse) (idem.Response, error) 
 // encoded, so the client receives the same bytes.
 func ToAPIGatewayV2(r idem.Response, replayed bool) events.APIGatewayV2HTTPResponse {
 	h := make(map[string]string, len(r.Headers)+1)
+	named := storedConnection(r.Headers)
 	var cookies []string
 	for k, v := range r.Headers {
-		if strings.EqualFold(k, headerSetCookie) {
+		switch {
+		case strings.EqualFold(k, headerSetCookie):
 			cookies = strings.Split(v, "\n")
-			continue
+		case replayHeader(r, k, named):
+			h[k] = v
 		}
-		h[k] = v
 	}
 	if replayed {
 		h[HeaderReplayed] = "true"
@@ -89,11 +155,12 @@ func ToAPIGatewayV2(r idem.Response, replayed bool) events.APIGatewayV2HTTPRespo
 // ", ", cookies with newlines (no header value holds one; commas can).
 func fromHeader(hdr http.Header) map[string]string {
 	h := make(map[string]string, len(hdr))
+	named := connectionNamed(strings.Join(hdr.Values("Connection"), ","))
 	var cookies []string
 	for k, vs := range hdr {
-		switch k = http.CanonicalHeaderKey(k); k {
-		case HeaderReplayed:
-		case headerSetCookie:
+		switch k = http.CanonicalHeaderKey(k); {
+		case k == HeaderReplayed || connectionOnly(k, named):
+		case k == headerSetCookie:
 			cookies = append(cookies, vs...)
 		default:
 			h[k] = strings.Join(vs, ", ")
@@ -108,8 +175,12 @@ func fromHeader(hdr http.Header) map[string]string {
 // write sends a stored response on a net/http response, headers in a
 // stable order.
 func write(w http.ResponseWriter, r idem.Response, replayed bool) {
+	named := storedConnection(r.Headers)
 	for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
 		v := r.Headers[k]
+		if !replayHeader(r, k, named) {
+			continue
+		}
 		if http.CanonicalHeaderKey(k) == headerSetCookie {
 			for _, c := range strings.Split(v, "\n") {
 				w.Header().Add(headerSetCookie, c)
