@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -25,7 +24,7 @@ import (
 // effect already under way does.
 func TestRunWithoutDeadlineKeepsALiveHolder(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	const lease = 300 * time.Millisecond
 	s := newStore(t, env, idem.WithDefaultLease(lease), idem.WithLeaseMargin(50*time.Millisecond))
 	sc := scope(t, "slow")
@@ -68,7 +67,7 @@ func TestRunWithoutDeadlineKeepsALiveHolder(t *testing.T) {
 // through its context, so it can stop its effect.
 func TestRunWithoutDeadlineCancelsAHolderThatLostItsLease(t *testing.T) {
 	t.Parallel()
-	env := ddbtest.New(t)
+	env := newEnv(t)
 	const lease = 300 * time.Millisecond
 	s := newStore(t, env, idem.WithDefaultLease(lease), idem.WithLeaseMargin(50*time.Millisecond))
 	sc := scope(t, "evicted")

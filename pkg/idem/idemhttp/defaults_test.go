@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 )
 
 // The tests of this file hold the middleware's defaults to what is safe
@@ -23,8 +23,9 @@ import (
 
 func bareMiddleware(t *testing.T, opts ...idem.Option) *idemhttp.Middleware {
 	t.Helper()
-	env := ddbtest.New(t)
-	store, err := idem.NewStore(env.Client, env.Tables.Idempotency, opts...)
+	db := idemtest.New(t).Client()
+	require.NoError(t, idem.CreateTable(context.Background(), db, "idempotency"))
+	store, err := idem.NewStore(db, "idempotency", opts...)
 	require.NoError(t, err)
 	return &idemhttp.Middleware{Store: store}
 }
