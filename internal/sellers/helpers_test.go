@@ -3,6 +3,7 @@ package sellers_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -75,6 +76,16 @@ func (c created) message(t testing.TB, receive int) events.SQSMessage {
 	body, err := eventbus.EventEnvelope(c.event)
 	require.NoError(t, err)
 	return eventbus.Message("m-"+c.event.ID, string(body), receive)
+}
+
+// delivery is the n-th delivery of the event as its own SQS message:
+// EventBridge and the relay redeliver an event as a new message, with a
+// messageId of its own, which is what a batch's failures name.
+func (c created) delivery(t testing.TB, n int) events.SQSMessage {
+	t.Helper()
+	m := c.message(t, 1)
+	m.MessageId = fmt.Sprintf("m-%s-%d", c.event.ID, n)
+	return m
 }
 
 func eur(t testing.TB, cents int64) money.Money {

@@ -1,0 +1,100 @@
+package sellers_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/pkg/money"
+)
+
+// txLatency keeps each transaction holding its items a few milliseconds,
+// as a DynamoDB transaction does, so concurrent batches on one seller's
+// item meet each other as they would on AWS.
+const txLatency = 3 * time.Millisecond
+
+// hotSellerFigures is what one run on a single seller cost.
+type hotSellerFigures struct {
+	Events, Deliveries int
+	queueRun
+	Calls                 int
+	ConflictCancellations int // transactions cancelled with TransactionConflict
+	ConflictExceptions    int // single-item writes refused by a running transaction
+}
+
+func (h hotSellerFigures) callsPerEvent() float64 { return float64(h.Calls) / float64(h.Events) }
+
+func (h hotSellerFigures) conflictsPerEvent() float64 {
+	return float64(h.ConflictCancellations+h.ConflictExceptions) / float64(h.Events)
+}
+
+// runHotSeller sends eventsN events of one seller, each delivered 1 to 2
+// times, shuffled, through a queue drained by workers concurrent
+// invocations taking batches of batch, with transaction isolation modelled
+// (on the embedded store). It checks the seller's count and total against
+// the truth and returns what the run cost.
+func runHotSeller(t *testing.T, f *fixture, seed uint64, eventsN, workers, batch int) hotSellerFigures {
+	t.Helper()
+	if f.env.Store != nil {
+		f.env.Store.SetTransactionLatency(txLatency)
+	}
+	rng := rand.New(rand.NewPCG(seed, 17))
+	seller := uuid.New()
+	var (
+		deliveries []events.SQSMessage
+		total      int64
+	)
+	for range eventsN {
+		price, err := money.New(1+rng.Int64N(100_000), "EUR")
+		require.NoError(t, err)
+		c := newProduct(t, seller, price)
+		total += price.Cents()
+		for r := range 1 + rng.IntN(2) {
+			deliveries = append(deliveries, c.delivery(t, r+1))
+		}
+	}
+	rng.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
+	f.env.Counter.Reset()
+	var before hotSellerFigures
+	if f.env.Store != nil {
+		s := f.env.Store.Stats()
+		before.ConflictCancellations, before.ConflictExceptions = s.ConflictCancellations, s.ConflictExceptions
+	}
+	run := f.drain(t, deliveries, workers, rng, func(*rand.Rand) int { return batch })
+	got := hotSellerFigures{Events: eventsN, Deliveries: len(deliveries), queueRun: run, Calls: f.env.Counter.Total()}
+	if f.env.Store != nil {
+		s := f.env.Store.Stats()
+		got.ConflictCancellations = s.ConflictCancellations - before.ConflictCancellations
+		got.ConflictExceptions = s.ConflictExceptions - before.ConflictExceptions
+	}
+
+	stats, err := f.reader.Get(context.Background(), seller)
+	require.NoError(t, err)
+	assert.Equal(t, int64(eventsN), stats.ProductCount, "the seller's count is the number of distinct events")
+	assert.Equal(t, []money.Money{mustEUR(t, total)}, stats.Listed, "the seller's total is the sum of the distinct events' prices")
+	return got
+}
+
+func mustEUR(t testing.TB, cents int64) money.Money { return eur(t, cents) }
+
+// TestAHotSellerCountsOnceWithoutDeadLetters: 400 events for one seller,
+// each delivered 1 to 2 times, in batches of 10, by 6 concurrent
+// invocations, with DynamoDB's transaction isolation modelled: every
+// batch's transaction updates the same seller item. The seller's count and
+// total equal the truth, and no valid message is dead-lettered after its 5
+// receives, however the conflicts fall.
+func TestAHotSellerCountsOnceWithoutDeadLetters(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	h := runHotSeller(t, f, 400, 400, 6, 10)
+	t.Logf("hot seller: events=%d deliveries=%d batches=%d handled=%d redelivered=%d dead-lettered=%d calls=%d (%.2f per event: %s) conflicts: %d cancellations + %d exceptions (%.2f per event)",
+		h.Events, h.Deliveries, h.Batches, h.Handled, h.Redelivered, len(h.DeadLettered), h.Calls, h.callsPerEvent(), f.env.Counter,
+		h.ConflictCancellations, h.ConflictExceptions, h.conflictsPerEvent())
+	assert.Empty(t, h.DeadLettered, "no valid message ends in the dead-letter queue")
+}
