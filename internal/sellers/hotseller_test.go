@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
@@ -41,6 +42,14 @@ func (h hotSellerFigures) conflictsPerEvent() float64 {
 // the truth and returns what the run cost.
 func runHotSeller(t *testing.T, f *fixture, seed uint64, eventsN, workers, batch int) hotSellerFigures {
 	t.Helper()
+	// One consumer per environment, each with the template's default
+	// cache (IdempotencyCacheSize): an environment replays from memory
+	// only what it committed or replayed itself.
+	consumers := make([]*sellers.Consumer, workers)
+	for i := range consumers {
+		consumers[i] = f.newConsumer(t, 1000)
+	}
+	t.Helper()
 	if f.env.Store != nil {
 		f.env.Store.SetTransactionLatency(txLatency)
 	}
@@ -66,7 +75,7 @@ func runHotSeller(t *testing.T, f *fixture, seed uint64, eventsN, workers, batch
 		s := f.env.Store.Stats()
 		before.ConflictCancellations, before.ConflictExceptions = s.ConflictCancellations, s.ConflictExceptions
 	}
-	run := f.drain(t, deliveries, workers, rng, func(*rand.Rand) int { return batch })
+	run := f.drainWith(t, deliveries, consumers, rng, func(*rand.Rand) int { return batch })
 	got := hotSellerFigures{Events: eventsN, Deliveries: len(deliveries), queueRun: run, Calls: f.env.Counter.Total()}
 	if f.env.Store != nil {
 		s := f.env.Store.Stats()
@@ -96,5 +105,8 @@ func TestAHotSellerCountsOnceWithoutDeadLetters(t *testing.T) {
 	t.Logf("hot seller: events=%d deliveries=%d batches=%d handled=%d redelivered=%d dead-lettered=%d calls=%d (%.2f per event: %s) conflicts: %d cancellations + %d exceptions (%.2f per event)",
 		h.Events, h.Deliveries, h.Batches, h.Handled, h.Redelivered, len(h.DeadLettered), h.Calls, h.callsPerEvent(), f.env.Counter,
 		h.ConflictCancellations, h.ConflictExceptions, h.conflictsPerEvent())
+	if line := lineWith(f.logs.String(), "message failed"); line != "" {
+		t.Logf("a redelivery's reason: %s", line)
+	}
 	assert.Empty(t, h.DeadLettered, "no valid message ends in the dead-letter queue")
 }

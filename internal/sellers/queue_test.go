@@ -1,11 +1,15 @@
 package sellers_test
 
 import (
+	"context"
 	"math/rand/v2"
 	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/sellers"
 )
 
 // maxReceives is the queue's redrive policy: a message received this many
@@ -26,6 +30,17 @@ type queueRun struct {
 // used under the queue's lock.
 func (f *fixture) drain(t testing.TB, deliveries []events.SQSMessage, workers int, rng *rand.Rand, batchSize func(*rand.Rand) int) queueRun {
 	t.Helper()
+	consumers := make([]*sellers.Consumer, workers)
+	for i := range consumers {
+		consumers[i] = f.consumer
+	}
+	return f.drainWith(t, deliveries, consumers, rng, batchSize)
+}
+
+// drainWith is drain with one invocation at a time per consumer, as each
+// Lambda execution environment has its own process (and its own cache).
+func (f *fixture) drainWith(t testing.TB, deliveries []events.SQSMessage, consumers []*sellers.Consumer, rng *rand.Rand, batchSize func(*rand.Rand) int) queueRun {
+	t.Helper()
 	type queued struct {
 		msg      events.SQSMessage
 		receives int
@@ -41,7 +56,7 @@ func (f *fixture) drain(t testing.TB, deliveries []events.SQSMessage, workers in
 		queue = append(queue, queued{msg: d, receives: 1})
 	}
 	var wg sync.WaitGroup
-	for range workers {
+	for _, c := range consumers {
 		wg.Go(func() {
 			for {
 				mu.Lock()
@@ -64,7 +79,9 @@ func (f *fixture) drain(t testing.TB, deliveries []events.SQSMessage, workers in
 					msgs[i] = q.msg
 				}
 				failed := map[string]bool{}
-				for _, id := range failedIDs(f.handle(t, msgs...)) {
+				resp, err := c.Handle(context.Background(), events.SQSEvent{Records: msgs})
+				require.NoError(t, err, "the consumer never fails a whole batch")
+				for _, id := range failedIDs(resp) {
 					failed[id] = true
 				}
 				mu.Lock()

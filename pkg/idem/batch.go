@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -62,12 +63,15 @@ type SharedWrites func(executing []int) ([]types.TransactWriteItem, error)
 // transaction cancelled by a conflict or throttling is retried with full
 // jitter while ctx lasts, at most WithMaxTxAttempts times; then a key
 // whose own record was the contended item is in flight (a duplicate is
-// committing it) and the rest get another round without it. If a shared
-// write's condition fails, the keys are committed one by one, so only a
-// key whose own writes fail gets ErrConditionFailed. Beyond 100 actions
-// or 4 MB, the batch is split into transactions of their own, each with
-// its own shared writes. So a key fails only for its own sake, never
-// because another key of the batch was a duplicate, conflicted or failed.
+// committing it) and the rest get another round without it. Beyond 100
+// actions or 4 MB, the batch is split into transactions of their own,
+// each with its own shared writes. A shared write whose condition fails,
+// or a transaction refused as a whole (an error that is not a
+// cancellation, once a read of a record shows it did not land), splits
+// the keys in halves until the ones at fault are alone: only a key whose
+// own writes cannot commit gets ErrConditionFailed. So a key fails only
+// for its own sake, never because another key of the batch was a
+// duplicate, conflicted or failed.
 //
 // The same scope twice in items is one key: the later item answers as a
 // duplicate of the first (a replay of it, or key reuse for another
@@ -176,10 +180,7 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 				b.failWith(pending, OutcomeReleased, fmt.Errorf("%w: the key's record and %d shared writes exceed one transaction (%d actions, 4 MB)", ErrInvalidEffect, len(writes), maxTxActions))
 				return
 			}
-			// Each half gets its own transaction and its own shared writes.
-			half := len(pending) / 2
-			b.commit(ctx, pending[:half])
-			b.commit(ctx, pending[half:])
+			b.bisect(ctx, pending)
 			return
 		}
 		// A fresh input per attempt: the SDK gives each its own
@@ -201,7 +202,15 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 				}
 				return
 			}
-			b.fail(pending, fmt.Errorf("idem: batch transaction: %w", err))
+			err = fmt.Errorf("idem: batch transaction: %w", err)
+			if len(pending) == 1 || ctx.Err() != nil {
+				b.fail(pending, err)
+				return
+			}
+			// A whole request refused (one item too large, a 5xx that one
+			// key's content provokes) names no key: halves find the ones
+			// it is about, and the others commit.
+			b.bisect(ctx, pending)
 			return
 		}
 		reasons := tce.CancellationReasons
@@ -226,8 +235,9 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 			continue
 		}
 
-		// A shared write's condition: only the keys alone can tell whose
-		// writes cannot commit, so each commits on its own.
+		// A shared write's condition: only smaller sets of keys can tell
+		// whose writes cannot commit, so halves commit on their own, down
+		// to single keys.
 		for k := len(pending); k < len(reasons); k++ {
 			if aws.ToString(reasons[k].Code) != "ConditionalCheckFailed" {
 				continue
@@ -239,9 +249,7 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 				})
 				return
 			}
-			for _, i := range pending {
-				b.commit(ctx, []int{i})
-			}
+			b.bisect(ctx, pending)
 			return
 		}
 
@@ -251,7 +259,7 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 			return
 		}
 		if conflicts++; conflicts < s.maxTxAttempts {
-			if werr := backoff(ctx, conflicts); werr != nil {
+			if werr := batchBackoff(ctx, conflicts); werr != nil {
 				b.fail(pending, fmt.Errorf("%w: %w", explained, werr))
 				return
 			}
@@ -274,6 +282,31 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 		}
 		pending, conflicts = rest, 0
 	}
+}
+
+// batchBackoff waits after the attempt-th cancelled batch transaction,
+// with full jitter, in windows longer than backoff's: from 50 ms,
+// doubling up to 1.6 s. Batches conflict on their shared items (one
+// account that many keys update is a hot key), each holding it for a
+// whole transaction, and a retry that comes back before the next holder
+// is done is one more call for nothing; spreading the retries over
+// several transactions' time lets most of them find the item free.
+func batchBackoff(ctx context.Context, attempt int) error {
+	limit := 50 * time.Millisecond << min(attempt, 5)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(rand.Int64N(int64(limit)))):
+		return nil
+	}
+}
+
+// bisect commits each half of pending on its own, each with its own
+// shared writes.
+func (b *batch) bisect(ctx context.Context, pending []int) {
+	half := len(pending) / 2
+	b.commit(ctx, pending[:half])
+	b.commit(ctx, pending[half:])
 }
 
 // decide answers item i, whose claim lost its condition to item (the

@@ -345,13 +345,22 @@ func TestExecuteBatchConcurrentBatchesOnOneAccount(t *testing.T) {
 						mu.Unlock()
 					case r.Outcome == idem.OutcomeReplayed:
 					default:
-						assert.ErrorIs(t, r.Err, idem.ErrInFlight, "only a duplicate in flight may fail a key")
+						// A duplicate in flight, or a hot account's conflicts
+						// outlasting the retries: retryable, nothing written.
+						assert.True(t, errors.Is(r.Err, idem.ErrInFlight) || errors.Is(r.Err, idem.ErrConflict), "%v", r.Err)
 					}
 				}
 			}
 		})
 	}
 	wg.Wait()
+	// The retry of whatever failed, alone: every key has executed once.
+	for k, r := range l.run(t, s, ds) {
+		require.NoError(t, r.Err)
+		if r.Outcome == idem.OutcomeExecuted {
+			executed[ds[k].key]++
+		}
+	}
 	for _, d := range ds {
 		assert.Equal(t, 1, executed[d.key], "key %s executed once", d.key)
 	}
