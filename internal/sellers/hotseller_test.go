@@ -38,9 +38,10 @@ func (h hotSellerFigures) conflictsPerEvent() float64 {
 // runHotSeller sends eventsN events of one seller, each delivered 1 to 2
 // times, shuffled, through a queue drained by workers concurrent
 // invocations taking batches of batch, with transaction isolation modelled
-// (on the embedded store). It checks the seller's count and total against
+// (on the embedded store); deliveries, if given, fixes each event's
+// number of deliveries. It checks the seller's count and total against
 // the truth and returns what the run cost.
-func runHotSeller(t *testing.T, f *fixture, seed uint64, eventsN, workers, batch int) hotSellerFigures {
+func runHotSeller(t *testing.T, f *fixture, seed uint64, eventsN, workers, batch int, deliveries ...int) hotSellerFigures {
 	t.Helper()
 	// One consumer per environment, each with the template's default
 	// cache (IdempotencyCacheSize): an environment replays from memory
@@ -56,27 +57,31 @@ func runHotSeller(t *testing.T, f *fixture, seed uint64, eventsN, workers, batch
 	rng := rand.New(rand.NewPCG(seed, 17))
 	seller := uuid.New()
 	var (
-		deliveries []events.SQSMessage
-		total      int64
+		msgs  []events.SQSMessage
+		total int64
 	)
 	for range eventsN {
 		price, err := money.New(1+rng.Int64N(100_000), "EUR")
 		require.NoError(t, err)
 		c := newProduct(t, seller, price)
 		total += price.Cents()
-		for r := range 1 + rng.IntN(2) {
-			deliveries = append(deliveries, c.delivery(t, r+1))
+		times := 1 + rng.IntN(2)
+		if len(deliveries) > 0 {
+			times = deliveries[0]
+		}
+		for r := range times {
+			msgs = append(msgs, c.delivery(t, r+1))
 		}
 	}
-	rng.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
+	rng.Shuffle(len(msgs), func(i, j int) { msgs[i], msgs[j] = msgs[j], msgs[i] })
 	f.env.Counter.Reset()
 	var before hotSellerFigures
 	if f.env.Store != nil {
 		s := f.env.Store.Stats()
 		before.ConflictCancellations, before.ConflictExceptions = s.ConflictCancellations, s.ConflictExceptions
 	}
-	run := f.drainWith(t, deliveries, consumers, rng, func(*rand.Rand) int { return batch })
-	got := hotSellerFigures{Events: eventsN, Deliveries: len(deliveries), queueRun: run, Calls: f.env.Counter.Total()}
+	run := f.drainWith(t, msgs, consumers, rng, func(*rand.Rand) int { return batch })
+	got := hotSellerFigures{Events: eventsN, Deliveries: len(msgs), queueRun: run, Calls: f.env.Counter.Total()}
 	if f.env.Store != nil {
 		s := f.env.Store.Stats()
 		got.ConflictCancellations = s.ConflictCancellations - before.ConflictCancellations
@@ -109,4 +114,32 @@ func TestAHotSellerCountsOnceWithoutDeadLetters(t *testing.T) {
 		t.Logf("a redelivery's reason: %s", line)
 	}
 	assert.Empty(t, h.DeadLettered, "no valid message ends in the dead-letter queue")
+	// One call per batch, a second when it held duplicates, and the
+	// conflicts of six environments on one item (the per-event consumer
+	// paid 5.08).
+	assert.LessOrEqual(t, h.callsPerEvent(), 0.75, "calls per event with six environments on one seller")
 }
+
+// TestAHotSellerAtTheTemplatesConcurrency: the same seller at the
+// mapping's MaximumConcurrency (template.yaml, 2 environments): at most
+// 0.35 DynamoDB calls per event, and about 0.1 when the batches are full
+// of new events.
+//
+// Not parallel: the package's other tests would share its two CPUs and
+// stretch its transactions, and the budget is about this load alone.
+func TestAHotSellerAtTheTemplatesConcurrency(t *testing.T) {
+	f := newFixture(t)
+	h := runHotSeller(t, f, 2, 400, templateConcurrency, 10)
+	t.Logf("hot seller at %d environments: redelivered=%d calls=%d (%.2f per event) conflicts %.2f per event",
+		templateConcurrency, h.Redelivered, h.Calls, h.callsPerEvent(), h.conflictsPerEvent())
+	assert.Empty(t, h.DeadLettered)
+	assert.LessOrEqual(t, h.callsPerEvent(), 0.35)
+
+	full := runHotSeller(t, f, 3, 200, templateConcurrency, 10, 1)
+	t.Logf("full batches of new events: calls=%d (%.2f per event) conflicts %.2f per event", full.Calls, full.callsPerEvent(), full.conflictsPerEvent())
+	assert.LessOrEqual(t, full.callsPerEvent(), 0.2)
+}
+
+// templateConcurrency is the sellerstats mapping's
+// ScalingConfig.MaximumConcurrency in template.yaml.
+const templateConcurrency = 2
