@@ -96,6 +96,10 @@ BENCHTIME ?= 1s
 bench: ## Run every benchmark with -benchmem, the store in its own process (BENCHTIME, BENCH).
 	BENCHTIME=$(BENCHTIME) scripts/bench.sh
 
+.PHONY: sweep-sellers
+sweep-sellers: ## Measure one hot seller's cost at 1, 2, 5 and 10 concurrent consumer environments (the table behind the template's queue settings).
+	SELLERS_SWEEP=1 $(GO) test -race -count=1 -run 'TestHotSellerConcurrencySweep' -v ./internal/sellers/ | grep -v '^{'
+
 .PHONY: ci
 ci: fmt-check tidy-check lint test cover e2e api-fuzz validate fuzz ## Everything CI runs but its Docker steps (sam-test, container-test: .ci/run starts Docker for them).
 
