@@ -214,8 +214,16 @@ func TestCreateInFlightIs409WithRetryAfter(t *testing.T) {
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err = store.Reserve(ctx, scope, fp)
-		require.NoError(t, err)
+		held, release := make(chan struct{}), make(chan struct{})
+		go func() {
+			_, _ = store.Run(ctx, scope, fp, func(context.Context) (idem.Response, error) {
+				close(held)
+				<-release
+				return idem.Response{Status: 201}, nil
+			})
+		}()
+		<-held
+		defer close(release)
 
 		resp := f.post(t, jsonHeaders("k-409"), widget)
 		assertProblem(t, resp, 409, "in-flight")

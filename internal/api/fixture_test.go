@@ -63,7 +63,7 @@ func newFixture(t *testing.T) *fixture { return newFixtureMode(t, idem.ModeReser
 // newBenchFixture logs errors only, as production would at volume, and
 // renders every metrics line, as production does, into io.Discard.
 func newBenchFixture(b *testing.B, mode idem.Mode, cache int) *fixture {
-	return newFixtureOut(b, mode, slog.LevelError, io.Discard, idem.WithCache(cache))
+	return newFixtureOut(b, mode, slog.LevelError, io.Discard, idem.WithCache(cache, 0))
 }
 
 // newFixtureMode's handlers write their log and metrics lines to

@@ -30,7 +30,7 @@ func TestReplayLineCountsTheCallsTheCounterSaw(t *testing.T) {
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
 		for _, cache := range []int{0, 100} {
 			t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) {
-				f := newFixtureMode(t, mode, slog.LevelInfo, idem.WithCache(cache))
+				f := newFixtureMode(t, mode, slog.LevelInfo, idem.WithCache(cache, 0))
 				require.Equal(t, 201, f.post(t, jsonHeaders("k-m"), widget).StatusCode)
 				f.env.Counter.Reset()
 				resp := f.post(t, jsonHeaders("k-m"), widget)

@@ -103,7 +103,7 @@ type Idempotency struct {
 
 // Options are the store options these settings stand for.
 func (i Idempotency) Options() []idem.Option {
-	return []idem.Option{idem.WithRetention(i.Retention), idem.WithMode(i.Mode), idem.WithCache(i.CacheSize)}
+	return []idem.Option{idem.WithRetention(i.Retention), idem.WithMode(i.Mode), idem.WithCache(i.CacheSize, 0)}
 }
 
 // CreateProduct is the createproduct function's configuration.

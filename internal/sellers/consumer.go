@@ -66,7 +66,7 @@ func NewSellerStats(db *dynamodb.Client, cfg config.SellerStats, out io.Writer, 
 	}
 	// A transaction's outcome, when unknown, is read back detached from
 	// the batch's context: bounded to fit in the deadline margin.
-	opts = append(append(cfg.Idempotency.Options(), idem.WithReleaseTimeout(deadlineMargin/2), idem.WithMaxTxAttempts(txAttempts)), opts...)
+	opts = append(append(cfg.Idempotency.Options(), idem.WithReleaseTimeout(deadlineMargin/2), idem.WithConflictAttempts(txAttempts)), opts...)
 	store, err := idem.NewStore(db, cfg.Idempotency.Table, opts...)
 	if err != nil {
 		return nil, err

@@ -61,7 +61,7 @@ type SharedWrites func(executing []int) ([]types.TransactWriteItem, error)
 // replay, are key reuse or are in flight, and the rest commit in one more
 // transaction, with their shared writes computed again without them. A
 // transaction cancelled by a conflict or throttling is retried with full
-// jitter while ctx lasts, at most WithMaxTxAttempts times; then a key
+// jitter while ctx lasts, at most WithConflictAttempts times; then a key
 // whose own record was the contended item is in flight (a duplicate is
 // committing it) and the rest get another round without it. Beyond 100
 // actions or 4 MB, the batch is split into transactions of their own,
@@ -253,7 +253,7 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 			return
 		}
 
-		explained := ExplainTx(err, -1)
+		explained := explainTx(err, -1)
 		if !retryableTx(explained) {
 			b.fail(pending, explained) // refused: no retry can help
 			return
@@ -318,7 +318,7 @@ func (b *batch) decide(ctx context.Context, i int, item map[string]types.Attribu
 	s, it := b.s, b.items[i]
 	rec, found, err := s.current(ctx, b.ids[i], item)
 	if err != nil {
-		b.res[i] = BatchResult{Result{Outcome: OutcomeOf(err)}, err}
+		b.res[i] = BatchResult{Result{Outcome: outcomeOf(err)}, err}
 		return true
 	}
 	v := verdictAbsent

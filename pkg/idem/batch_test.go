@@ -251,7 +251,7 @@ func TestExecuteBatchReplaysFromTheCache(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	l := &ledger{env: env}
-	s := newStore(t, env, idem.WithCache(100))
+	s := newStore(t, env, idem.WithCache(100, 0))
 	ds := []deposit{{key: "k-1", account: "a", cents: 1}, {key: "k-2", account: "a", cents: 2}}
 	l.run(t, s, ds)
 	env.Counter.Reset()
@@ -315,7 +315,7 @@ func TestExecuteBatchConcurrentBatchesOnOneAccount(t *testing.T) {
 		env.Store.SetTransactionLatency(2 * time.Millisecond)
 	}
 	l := &ledger{env: env}
-	s := newStore(t, env, idem.WithMaxTxAttempts(10))
+	s := newStore(t, env, idem.WithConflictAttempts(10))
 	const keys, workers, per = 60, 6, 10
 	want := 0
 	var ds []deposit

@@ -43,7 +43,7 @@ func BenchmarkExecuteReplay(b *testing.B) {
 			name := string(mode) + "/table"
 			var opts []idem.Option
 			if cached {
-				name, opts = string(mode)+"/cache", []idem.Option{idem.WithCache(1000)}
+				name, opts = string(mode)+"/cache", []idem.Option{idem.WithCache(1000, 0)}
 			}
 			b.Run(name, func(b *testing.B) {
 				env := newEnv(b)

@@ -18,7 +18,7 @@ func TestCachedReplayMakesNoCall(t *testing.T) {
 		env := newEnv(t)
 		clk := newClock()
 		client, counter := env.NewClient(t)
-		s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode), idem.WithCache(16), idem.WithClock(clk.Now))
+		s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode), idem.WithCache(16, 0), idem.WithClock(clk.Now))
 		require.NoError(t, err)
 		ctx := context.Background()
 		sc := scope(t, "cached")
@@ -71,7 +71,7 @@ func TestCacheLearnsFromReplaysAndNeverHoldsInProgress(t *testing.T) {
 	ctx := context.Background()
 	writer := newStore(t, env)
 	client, counter := env.NewClient(t)
-	s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithCache(16))
+	s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithCache(16, 0))
 	require.NoError(t, err)
 
 	// In progress: asked every time, never cached.
@@ -118,7 +118,7 @@ func TestCacheStaysBoundedThroughTheStore(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	const bound, keys = 50, 1000
-	s := newStore(t, env, idem.WithCache(bound))
+	s := newStore(t, env, idem.WithCache(bound, 0))
 	peak := 0
 	for i := range keys {
 		_, _, err := idem.Do(context.Background(), s, scope(t, fmt.Sprintf("k%d", i)), "fp", func(context.Context) (int, error) { return i, nil })
@@ -136,7 +136,7 @@ func TestCacheByteBudget(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	client, counter := env.NewClient(t)
-	s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithCache(10), idem.WithCacheBytes(64))
+	s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithCache(10, 64))
 	require.NoError(t, err)
 	ctx := context.Background()
 	sc := scope(t, "budget")
@@ -149,9 +149,9 @@ func TestCacheByteBudget(t *testing.T) {
 	assert.Equal(t, idem.OutcomeReplayed, res.Outcome)
 	assert.Positive(t, counter.Total(), "from the table, not from memory")
 
-	_, err = idem.NewStore(client, "t", idem.WithCache(10), idem.WithCacheBytes(0))
+	_, err = idem.NewStore(client, "t", idem.WithCache(10, -1))
 	assert.Error(t, err, "a cache needs a byte budget")
-	_, err = idem.NewStore(client, "t", idem.WithCacheBytes(0))
+	_, err = idem.NewStore(client, "t", idem.WithCache(0, -1))
 	assert.NoError(t, err, "no cache, no budget needed")
 }
 

@@ -63,7 +63,7 @@
 //   - The same key with another payload fingerprint is ErrKeyReuse (422),
 //     for as long as the record lives.
 //   - A transaction cancelled by a conflict or throttling is retried with
-//     full jitter (WithMaxTxAttempts); a call whose write landed but whose
+//     full jitter (WithConflictAttempts); a call whose write landed but whose
 //     answers were lost finds its own write (its token, its completion id)
 //     and succeeds, rather than failing work that was done.
 //   - An Effect is checked before anything is claimed or written: at most

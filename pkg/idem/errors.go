@@ -108,8 +108,8 @@ func Outcomes() []Outcome {
 	}
 }
 
-// OutcomeOf maps an error to its outcome; nil is OutcomeExecuted.
-func OutcomeOf(err error) Outcome {
+// outcomeOf maps an error to its outcome; nil is OutcomeExecuted.
+func outcomeOf(err error) Outcome {
 	switch {
 	case err == nil:
 		return OutcomeExecuted

@@ -106,7 +106,7 @@ func ExampleStore_Execute_transact() {
 func ExampleWithCache() {
 	client, stop := localDynamoDB()
 	defer stop()
-	store, err := idem.NewStore(client, "idempotency", idem.WithCache(1000))
+	store, err := idem.NewStore(client, "idempotency", idem.WithCache(1000, 0))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -79,9 +79,9 @@ func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn
 	if s.mode == ModeTransact {
 		return s.transact(ctx, id, fingerprint, fn)
 	}
-	claim, err := s.Reserve(ctx, scope, fingerprint)
+	claim, err := s.reserve(ctx, scope, fingerprint)
 	if err != nil {
-		return Result{Outcome: OutcomeOf(err)}, err
+		return Result{Outcome: outcomeOf(err)}, err
 	}
 	if claim.Replay != nil {
 		return s.replayed(id, fingerprint, claim), nil
@@ -113,7 +113,7 @@ func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn
 
 // runReleasing runs fn; if it panics, the lease is released (nothing was
 // committed) and the panic goes on.
-func runReleasing[T any](ctx context.Context, l *Lease, fn func(context.Context) (T, error)) (T, error) {
+func runReleasing[T any](ctx context.Context, l *hold, fn func(context.Context) (T, error)) (T, error) {
 	defer func() {
 		if p := recover(); p != nil {
 			_ = l.Release(ctx)
@@ -153,9 +153,9 @@ func (s *Store) Run(ctx context.Context, scope Scope, fingerprint string, fn fun
 	if res, err, hit := s.fromCache(id, fingerprint); hit {
 		return res, err
 	}
-	claim, err := s.Reserve(ctx, scope, fingerprint)
+	claim, err := s.reserve(ctx, scope, fingerprint)
 	if err != nil {
-		return Result{Outcome: OutcomeOf(err)}, err
+		return Result{Outcome: outcomeOf(err)}, err
 	}
 	if claim.Replay != nil {
 		return s.replayed(id, fingerprint, claim), nil
@@ -176,7 +176,7 @@ func (s *Store) Run(ctx context.Context, scope Scope, fingerprint string, fn fun
 	defer cancel()
 	expires, err := claim.Lease.complete(cctx, stored)
 	if err != nil {
-		return Result{Response: resp, Outcome: OutcomeOf(err)}, fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		return Result{Response: resp, Outcome: outcomeOf(err)}, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	s.remember(id, fingerprint, stored, expires)
 	return Result{Response: resp, Outcome: claim.Outcome}, nil
@@ -207,7 +207,7 @@ func (s *Store) standIn(resp Response, why error) Response {
 
 // abandon releases a lease after the operation (or, with store set, its
 // commit) failed with cause.
-func (s *Store) abandon(ctx context.Context, l *Lease, cause error, store bool) (Result, error) {
+func (s *Store) abandon(ctx context.Context, l *hold, cause error, store bool) (Result, error) {
 	return s.released(cause, l.Release(ctx), store)
 }
 
@@ -265,7 +265,7 @@ func (s *Store) remember(id, fingerprint string, resp Response, expiresAt time.T
 }
 
 // replayed answers with a stored record found in the table, and caches it.
-func (s *Store) replayed(id, fingerprint string, c Claim) Result {
+func (s *Store) replayed(id, fingerprint string, c claimed) Result {
 	s.remember(id, fingerprint, *c.Replay, c.expiresAt)
 	return Result{Response: *c.Replay, Outcome: OutcomeReplayed}
 }
@@ -339,14 +339,14 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 			s.remember(id, fingerprint, eff.Response, expires)
 			return Result{Response: eff.Response, Outcome: OutcomeExecuted}, nil
 		}
-		err = ExplainTx(err, 0)
+		err = explainTx(err, 0)
 		var txErr *TxError
 		switch {
 		case errors.Is(err, ErrLeaseLost) && errors.As(err, &txErr):
 			// The claim's condition failed: the record decides.
 			rec, found, rerr := s.current(ctx, id, txErr.Item)
 			if rerr != nil {
-				return Result{Outcome: OutcomeOf(rerr)}, rerr
+				return Result{Outcome: outcomeOf(rerr)}, rerr
 			}
 			v := verdictAbsent // released between our write and our read
 			if found {
@@ -438,7 +438,7 @@ func (s *Store) landed(ctx context.Context, id, token string) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.releaseTimeout)
 	defer cancel()
 	rec, found, err := s.current(ctx, id, nil)
-	return err == nil && found && rec.Status == StatusCompleted && rec.LeaseToken == token
+	return err == nil && found && rec.Status == statusCompleted && rec.LeaseToken == token
 }
 
 // completedPut is the transact-mode claim: a Put of the record, COMPLETED
@@ -447,7 +447,7 @@ func (s *Store) completedPut(id, fingerprint, token string, resp Response, now t
 	expires := time.Unix(now.Add(s.retention).Unix(), 0)
 	item := map[string]types.AttributeValue{
 		attrID:             str(id),
-		attrStatus:         str(StatusCompleted),
+		attrStatus:         str(statusCompleted),
 		attrFingerprint:    str(fingerprint),
 		attrLeaseToken:     str(token),
 		attrCompletionID:   str(token),

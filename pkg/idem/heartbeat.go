@@ -22,7 +22,7 @@ import (
 // cancelled with a cause wrapping ErrLeaseLost: fn should stop, and
 // whatever it returns can no longer be recorded (the completion is
 // fenced).
-func keepAlive[T any](ctx context.Context, l *Lease, fn func(context.Context) (T, error)) (T, error) {
+func keepAlive[T any](ctx context.Context, l *hold, fn func(context.Context) (T, error)) (T, error) {
 	if _, ok := ctx.Deadline(); ok {
 		return fn(ctx)
 	}
@@ -39,7 +39,7 @@ func keepAlive[T any](ctx context.Context, l *Lease, fn func(context.Context) (T
 }
 
 // heartbeat renews l until stop closes or ctx ends; see keepAlive.
-func (l *Lease) heartbeat(ctx context.Context, stop <-chan struct{}, lost context.CancelCauseFunc) {
+func (l *hold) heartbeat(ctx context.Context, stop <-chan struct{}, lost context.CancelCauseFunc) {
 	every := l.store.lease / 3
 	timer := time.NewTimer(every)
 	defer timer.Stop()
@@ -69,7 +69,7 @@ func (l *Lease) heartbeat(ctx context.Context, stop <-chan struct{}, lost contex
 
 // renew extends l by a default lease from now, fenced by its token: it
 // fails with ErrLeaseLost once another caller holds the key.
-func (l *Lease) renew(ctx context.Context, timeout time.Duration) error {
+func (l *hold) renew(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	now := l.store.now()

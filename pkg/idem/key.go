@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// MaxKeyLength is the longest client idempotency key accepted, in bytes.
-const MaxKeyLength = 255
+// maxKeyLength is the longest client idempotency key accepted, in bytes.
+const maxKeyLength = 255
 
 // maxIDLength keeps the record id inside DynamoDB's 2048-byte partition key
 // limit.
@@ -24,8 +24,8 @@ func ValidateKey(k string) error {
 	if k == "" {
 		return fmt.Errorf("%w: empty", ErrInvalidKey)
 	}
-	if len(k) > MaxKeyLength {
-		return fmt.Errorf("%w: %d characters, at most %d", ErrInvalidKey, len(k), MaxKeyLength)
+	if len(k) > maxKeyLength {
+		return fmt.Errorf("%w: %d characters, at most %d", ErrInvalidKey, len(k), maxKeyLength)
 	}
 	for i := 0; i < len(k); i++ {
 		if c := k[i]; c < 0x21 || c > 0x7e {
@@ -118,9 +118,9 @@ func writePart(b *strings.Builder, part string) {
 	b.WriteString(part)
 }
 
-// ParseID inverts Scope.ID. It exists so tests and tools can read a table;
+// parseID inverts Scope.ID. It exists so tests and tools can read a table;
 // the store never needs it.
-func ParseID(id string) (Scope, error) {
+func parseID(id string) (Scope, error) {
 	rest, ok := strings.CutPrefix(id, "v1")
 	if !ok {
 		return Scope{}, fmt.Errorf("%w: id %q has no v1 prefix", ErrInvalidKey, id)

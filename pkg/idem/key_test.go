@@ -149,11 +149,11 @@ func TestNewStoreValidatesOptions(t *testing.T) {
 		"zero lease":         {idem.WithDefaultLease(0)},
 		"negative margin":    {idem.WithLeaseMargin(-1)},
 		"short retention":    {idem.WithRetention(idem.DefaultLease)},
-		"zero attempts":      {idem.WithMaxAttempts(0)},
-		"zero tx attempts":   {idem.WithMaxTxAttempts(0)},
+		"zero attempts":      {idem.WithClaimAttempts(0)},
+		"zero tx attempts":   {idem.WithConflictAttempts(0)},
 		"zero response size": {idem.WithMaxResponseBytes(0)},
 		"zero release":       {idem.WithReleaseTimeout(0)},
-		"negative cache":     {idem.WithCache(-1)},
+		"negative cache":     {idem.WithCache(-1, 0)},
 		"unknown mode":       {idem.WithMode("fast")},
 	} {
 		_, err := idem.NewStore(fakeAPI{}, "t", opts...)

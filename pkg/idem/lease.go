@@ -17,7 +17,7 @@ import (
 
 // Lease is this caller's hold on a key. Every write it makes is fenced by
 // its token: once another caller takes the key over, none of them lands.
-type Lease struct {
+type hold struct {
 	store     *Store
 	id        string
 	token     string
@@ -26,26 +26,26 @@ type Lease struct {
 }
 
 // Token returns this holder's fencing token, unique per reservation.
-func (l *Lease) Token() string { return l.token }
+func (l *hold) Token() string { return l.token }
 
 // ExpiresAt returns when others may take the key over.
-func (l *Lease) ExpiresAt() time.Time { return l.expiresAt }
+func (l *hold) ExpiresAt() time.Time { return l.expiresAt }
 
 // Takeover reports whether this lease replaced a dead holder's.
-func (l *Lease) Takeover() bool { return l.takeover }
+func (l *hold) Takeover() bool { return l.takeover }
 
 // fence is the condition on every write a holder makes.
 const fence = "#lt = :mine AND #st = :in_progress"
 
-func (l *Lease) fenceNames() map[string]string {
+func (l *hold) fenceNames() map[string]string {
 	return map[string]string{"#lt": attrLeaseToken, "#st": attrStatus}
 }
 
-func (l *Lease) fenceValues() map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{":mine": str(l.token), ":in_progress": str(StatusInProgress)}
+func (l *hold) fenceValues() map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{":mine": str(l.token), ":in_progress": str(statusInProgress)}
 }
 
-func (l *Lease) key() map[string]types.AttributeValue {
+func (l *hold) key() map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrID: str(l.id)}
 }
 
@@ -70,7 +70,7 @@ func (s *Store) validate(resp Response) error {
 // completion is the fenced update that marks the key COMPLETED with resp,
 // the record's new expiry, and the completion's own id: a call that meets
 // a completed record finds its id there only if its own write landed.
-func (l *Lease) completion(resp Response) (*types.Update, time.Time, string, error) {
+func (l *hold) completion(resp Response) (*types.Update, time.Time, string, error) {
 	if err := l.store.validate(resp); err != nil {
 		return nil, time.Time{}, "", err
 	}
@@ -79,7 +79,7 @@ func (l *Lease) completion(resp Response) (*types.Update, time.Time, string, err
 	completionID := l.store.newToken()
 	values := l.fenceValues()
 	values[":cid"] = str(completionID)
-	values[":completed"] = str(StatusCompleted)
+	values[":completed"] = str(statusCompleted)
 	values[":rs"] = num(int64(resp.Status))
 	values[":rb"] = ddbitem.Blob(resp.Body)
 	values[":cat"] = ddbitem.Time(now)
@@ -109,8 +109,8 @@ func (l *Lease) completion(resp Response) (*types.Update, time.Time, string, err
 // CompletionItem returns the fenced update, as a transaction item, that
 // marks the key COMPLETED with resp. Add it to the TransactWriteItems that
 // carries the business writes, so both land or neither does, preferably
-// first; read a failure with ExplainTx. Commit does all of this.
-func (l *Lease) CompletionItem(resp Response) (types.TransactWriteItem, error) {
+// first; read a failure with explainTx. Commit does all of this.
+func (l *hold) CompletionItem(resp Response) (types.TransactWriteItem, error) {
 	u, _, _, err := l.completion(resp)
 	if err != nil {
 		return types.TransactWriteItem{}, err
@@ -125,14 +125,14 @@ func (l *Lease) CompletionItem(resp Response) (types.TransactWriteItem, error) {
 // or ErrThrottled (retries spent: nothing written), or the DynamoDB error;
 // on the last, whether the transaction landed is unknown, and Release is
 // still safe to call because it cannot delete a completed record.
-func (l *Lease) Commit(ctx context.Context, resp Response, items ...types.TransactWriteItem) error {
+func (l *hold) Commit(ctx context.Context, resp Response, items ...types.TransactWriteItem) error {
 	_, _, err := l.commit(ctx, resp, items)
 	return err
 }
 
 // commit is Commit, also returning the completed record's expiry and the
 // completion's id.
-func (l *Lease) commit(ctx context.Context, resp Response, items []types.TransactWriteItem) (time.Time, string, error) {
+func (l *hold) commit(ctx context.Context, resp Response, items []types.TransactWriteItem) (time.Time, string, error) {
 	done, expires, cid, err := l.completion(resp)
 	if err != nil {
 		return time.Time{}, "", err
@@ -147,7 +147,7 @@ func (l *Lease) commit(ctx context.Context, resp Response, items []types.Transac
 		if err == nil {
 			return expires, cid, nil
 		}
-		err = ExplainTx(err, 0)
+		err = explainTx(err, 0)
 		if (errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrConditionFailed)) && l.landed(ctx, err, cid) {
 			// An earlier attempt of this call landed and its answer was
 			// lost; the SDK's retry then failed on its own writes.
@@ -200,7 +200,7 @@ func backoff(ctx context.Context, attempt int) error {
 // landed reports whether the record is completed by the completion cid,
 // after a transaction failed with err: from the record the fence returned,
 // or else read back.
-func (l *Lease) landed(ctx context.Context, err error, cid string) bool {
+func (l *hold) landed(ctx context.Context, err error, cid string) bool {
 	var txErr *TxError
 	if errors.Is(err, ErrLeaseLost) && errors.As(err, &txErr) && len(txErr.Item) > 0 {
 		return completedBy(txErr.Item, cid)
@@ -217,19 +217,19 @@ func completedBy(item map[string]types.AttributeValue, cid string) bool {
 	r := ddbitem.Read(item)
 	st, _ := r.OptS(attrStatus)
 	id, _ := r.OptS(attrCompletionID)
-	return r.Err() == nil && st == StatusCompleted && id == cid
+	return r.Err() == nil && st == statusCompleted && id == cid
 }
 
 // Complete marks the key COMPLETED with resp in its own fenced UpdateItem,
 // for effects outside DynamoDB. ErrLeaseLost means another holder has the
 // key (or it already completed).
-func (l *Lease) Complete(ctx context.Context, resp Response) error {
+func (l *hold) Complete(ctx context.Context, resp Response) error {
 	_, err := l.complete(ctx, resp)
 	return err
 }
 
 // complete is Complete, also returning the completed record's expiry.
-func (l *Lease) complete(ctx context.Context, resp Response) (time.Time, error) {
+func (l *hold) complete(ctx context.Context, resp Response) (time.Time, error) {
 	u, expires, cid, err := l.completion(resp)
 	if err != nil {
 		return time.Time{}, err
@@ -261,7 +261,7 @@ func (l *Lease) complete(ctx context.Context, resp Response) (time.Time, error) 
 // request is the usual reason to release) with the store's own timeout.
 // The delete is fenced: it never removes another holder's reservation or a
 // completed record; then it returns ErrLeaseLost and changes nothing.
-func (l *Lease) Release(ctx context.Context) error {
+func (l *hold) Release(ctx context.Context) error {
 	_, err := l.release(ctx, "")
 	return err
 }
@@ -269,7 +269,7 @@ func (l *Lease) Release(ctx context.Context) error {
 // release is Release; landed is true when the record turns out to be
 // completed by the completion cid (a commit whose answer was lost had
 // landed), and then the error is nil.
-func (l *Lease) release(ctx context.Context, cid string) (landed bool, err error) {
+func (l *hold) release(ctx context.Context, cid string) (landed bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.store.releaseTimeout)
 	defer cancel()
 	err = l.store.retryConflicts(ctx, func() error {
@@ -331,7 +331,7 @@ func (e *TxError) Error() string {
 // ErrThrottled, ErrTxRefused) and the SDK error.
 func (e *TxError) Unwrap() []error { return []error{e.kind, e.err} }
 
-// ExplainTx reads a TransactWriteItems error whose item at fenceIndex is a
+// explainTx reads a TransactWriteItems error whose item at fenceIndex is a
 // lease's completion (or, in transact mode, the claim). A failed fence
 // wraps ErrLeaseLost, whatever else failed: the key decides first. Then
 // another item's failed condition wraps ErrConditionFailed, and a reason
@@ -339,7 +339,7 @@ func (e *TxError) Unwrap() []error { return []error{e.kind, e.err} }
 // ErrTxRefused, wherever they stand; only when every reason is one a retry
 // can help does it wrap ErrConflict (TransactionConflict) or ErrThrottled.
 // Other errors come back wrapped unchanged.
-func ExplainTx(err error, fenceIndex int) error {
+func explainTx(err error, fenceIndex int) error {
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
 		var conflict *types.TransactionConflictException

@@ -292,7 +292,7 @@ func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
 		env := newEnv(t)
 		store := func(c *conflicting) *idem.Store {
 			client, _ := env.NewClient(t, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: c} })
-			s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode), idem.WithMaxTxAttempts(4))
+			s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode), idem.WithConflictAttempts(4))
 			require.NoError(t, err)
 			return s
 		}
@@ -301,7 +301,7 @@ func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
 		// One attempt allowed: one transaction sent, no wait after it.
 		c := &conflicting{left: 100, at: 1}
 		client, _ := env.NewClient(t, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: c} })
-		one, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode), idem.WithMaxTxAttempts(1))
+		one, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode), idem.WithConflictAttempts(1))
 		require.NoError(t, err)
 		_, err = one.Execute(ctx, scope(t, "one-attempt"), "fp", effect(env))
 		require.ErrorIs(t, err, idem.ErrConflict)

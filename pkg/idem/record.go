@@ -11,7 +11,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 )
 
-// Record attribute names; the package documentation describes each.
+// record attribute names; the package documentation describes each.
 const (
 	attrID              = TableKey
 	attrStatus          = "status"
@@ -27,14 +27,14 @@ const (
 	attrExpiresAt       = TTLAttribute
 )
 
-// Record statuses.
+// record statuses.
 const (
-	StatusInProgress = "IN_PROGRESS"
-	StatusCompleted  = "COMPLETED"
+	statusInProgress = "IN_PROGRESS"
+	statusCompleted  = "COMPLETED"
 )
 
-// Record is an idempotency record as stored.
-type Record struct {
+// record is an idempotency record as stored.
+type record struct {
 	ID             string
 	Status         string
 	Fingerprint    string
@@ -47,7 +47,7 @@ type Record struct {
 }
 
 // expired mirrors the reserve condition's "expires_at < :now_s".
-func (r Record) expired(now time.Time) bool { return r.ExpiresAt.Unix() < now.Unix() }
+func (r record) expired(now time.Time) bool { return r.ExpiresAt.Unix() < now.Unix() }
 
 // Response is what a completed key replays: status, headers and the body
 // bytes exactly as first sent.
@@ -78,9 +78,9 @@ func num(v int64) types.AttributeValue { return ddbitem.N(v) }
 
 // decodeRecord reads an item; a missing or mistyped required attribute is
 // ErrCorruptRecord, never a panic.
-func decodeRecord(item map[string]types.AttributeValue) (Record, error) {
+func decodeRecord(item map[string]types.AttributeValue) (record, error) {
 	in := ddbitem.Read(item)
-	r := Record{
+	r := record{
 		ID:          in.S(attrID),
 		Status:      in.S(attrStatus),
 		Fingerprint: in.S(attrFingerprint),
@@ -94,14 +94,14 @@ func decodeRecord(item map[string]types.AttributeValue) (Record, error) {
 	r.CompletedAt, _ = in.OptTime(attrCompletedAt)
 	var bad error
 	switch r.Status {
-	case StatusInProgress:
+	case statusInProgress:
 		// Without both, no caller could ever take the key over.
 		for _, a := range []string{attrLeaseToken, attrLeaseExpiresAt} {
 			if !in.Has(a) && bad == nil {
 				bad = fmt.Errorf("%w: in progress without %s", ErrCorruptRecord, a)
 			}
 		}
-	case StatusCompleted:
+	case statusCompleted:
 		r.Response.Status = int(in.Int(attrResponseStatus))
 		r.Response.Body = in.Bytes(attrResponseBody)
 		r.Response.Headers, _ = in.StringMap(attrResponseHeaders)
@@ -111,10 +111,10 @@ func decodeRecord(item map[string]types.AttributeValue) (Record, error) {
 		}
 	}
 	if err := in.Err(); err != nil {
-		return Record{}, fmt.Errorf("%w: %w", ErrCorruptRecord, err)
+		return record{}, fmt.Errorf("%w: %w", ErrCorruptRecord, err)
 	}
 	if bad != nil {
-		return Record{}, bad
+		return record{}, bad
 	}
 	return r, nil
 }
@@ -141,7 +141,7 @@ const (
 // it, so the answer agrees with the condition the store evaluated: a lease
 // ends when lease_expires_at < now in milliseconds, a record expires when
 // expires_at < now in seconds.
-func judge(rec Record, fingerprint, token string, now time.Time) verdict {
+func judge(rec record, fingerprint, token string, now time.Time) verdict {
 	switch {
 	case rec.expired(now):
 		return verdictAbsent
@@ -149,7 +149,7 @@ func judge(rec Record, fingerprint, token string, now time.Time) verdict {
 		return verdictOwn
 	case rec.Fingerprint != fingerprint:
 		return verdictKeyReuse
-	case rec.Status == StatusCompleted:
+	case rec.Status == statusCompleted:
 		return verdictReplay
 	case rec.LeaseExpiresAt.UnixMilli() >= now.UnixMilli():
 		return verdictInFlight
@@ -161,7 +161,7 @@ func judge(rec Record, fingerprint, token string, now time.Time) verdict {
 // untilFree is how long until rec's lease has ended by the claim
 // condition (lease_expires_at < now, in milliseconds): one millisecond
 // past its end.
-func untilFree(rec Record, now time.Time) time.Duration {
+func untilFree(rec record, now time.Time) time.Duration {
 	return max(rec.LeaseExpiresAt.Sub(now)+time.Millisecond, time.Millisecond)
 }
 
@@ -182,7 +182,7 @@ func claimValues(now time.Time, fingerprint string) map[string]types.AttributeVa
 	return map[string]types.AttributeValue{
 		":now_s":       num(now.Unix()),
 		":now_ms":      num(now.UnixMilli()),
-		":in_progress": str(StatusInProgress),
+		":in_progress": str(statusInProgress),
 		":fp":          str(fingerprint),
 	}
 }

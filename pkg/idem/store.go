@@ -60,16 +60,16 @@ func ParseMode(s string) (Mode, error) {
 const (
 	DefaultLease            = 60 * time.Second
 	DefaultLeaseMargin      = 2 * time.Second
-	DefaultRetention        = 24 * time.Hour
-	DefaultMaxAttempts      = 3
-	DefaultMaxResponseBytes = 64 << 10
-	DefaultReleaseTimeout   = 3 * time.Second
-	DefaultMaxTxAttempts    = 5
+	defaultRetention        = 24 * time.Hour
+	defaultClaimAttempts    = 3
+	defaultMaxResponseBytes = 64 << 10
+	defaultReleaseTimeout   = 3 * time.Second
+	defaultConflictAttempts = 5
 	// DefaultCacheBytes is the cache's budget for the responses it holds.
 	DefaultCacheBytes = 16 << 20
-	// MaxResponseBytesLimit caps WithMaxResponseBytes so a completed
+	// maxResponseBytesLimit caps WithMaxResponseBytes so a completed
 	// record stays under DynamoDB's 400 KB item size.
-	MaxResponseBytesLimit = 300 << 10
+	maxResponseBytesLimit = 300 << 10
 )
 
 // Store keeps idempotency records in one DynamoDB table whose partition key
@@ -111,14 +111,17 @@ func WithMode(m Mode) Option {
 // replay of a key this process completed or replayed costs no DynamoDB
 // call. A completed record never changes before it expires, so the replay
 // is exact; a cached entry dies at its record's expires_at. In-progress
-// records are never cached. 0 (the default) turns the cache off. The
-// responses held never total more than WithCacheBytes.
-func WithCache(entries int) Option { return func(s *Store) { s.cacheEntries = entries } }
-
-// WithCacheBytes sets the cache's memory budget: the total size of the
-// responses it holds (default DefaultCacheBytes). Least recently used
-// entries go first when it is reached.
-func WithCacheBytes(n int) Option { return func(s *Store) { s.cacheBytes = n } }
+// records are never cached. The responses held never total more than
+// maxBytes (0 means DefaultCacheBytes); least recently used entries go
+// first. Without this option, or with 0 entries, there is no cache.
+func WithCache(entries, maxBytes int) Option {
+	return func(s *Store) {
+		s.cacheEntries = entries
+		if maxBytes != 0 {
+			s.cacheBytes = maxBytes
+		}
+	}
+}
 
 // WithClock replaces time.Now, for tests that move time.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
@@ -141,10 +144,10 @@ func WithLeaseMargin(d time.Duration) Option { return func(s *Store) { s.margin 
 // WithRetention sets how long a completed key replays before it expires.
 func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention = d } }
 
-// WithMaxAttempts bounds the claim attempts, in either mode, when the
+// WithClaimAttempts bounds the claim attempts, in either mode, when the
 // record that beat a claim vanishes or dies before it is read (a release
 // or a lease ending in between).
-func WithMaxAttempts(n int) Option { return func(s *Store) { s.maxAttempts = n } }
+func WithClaimAttempts(n int) Option { return func(s *Store) { s.maxAttempts = n } }
 
 // WithMaxResponseBytes limits the response stored for replay.
 func WithMaxResponseBytes(n int) Option { return func(s *Store) { s.maxResponseBytes = n } }
@@ -154,17 +157,17 @@ func WithMaxResponseBytes(n int) Option { return func(s *Store) { s.maxResponseB
 // that already happened.
 func WithReleaseTimeout(d time.Duration) Option { return func(s *Store) { s.releaseTimeout = d } }
 
-// WithMaxTxAttempts bounds the attempts of a transaction cancelled by a
+// WithConflictAttempts bounds the attempts of a transaction cancelled by a
 // conflict or throttling (retried with full jitter).
-func WithMaxTxAttempts(n int) Option { return func(s *Store) { s.maxTxAttempts = n } }
+func WithConflictAttempts(n int) Option { return func(s *Store) { s.maxTxAttempts = n } }
 
 // NewStore returns a store on the named table.
 func NewStore(db API, table string, opts ...Option) (*Store, error) {
 	s := &Store{
 		db: db, table: table, mode: ModeReserve, now: time.Now,
-		lease: DefaultLease, margin: DefaultLeaseMargin, retention: DefaultRetention,
-		maxAttempts: DefaultMaxAttempts, maxResponseBytes: DefaultMaxResponseBytes,
-		releaseTimeout: DefaultReleaseTimeout, maxTxAttempts: DefaultMaxTxAttempts,
+		lease: DefaultLease, margin: DefaultLeaseMargin, retention: defaultRetention,
+		maxAttempts: defaultClaimAttempts, maxResponseBytes: defaultMaxResponseBytes,
+		releaseTimeout: defaultReleaseTimeout, maxTxAttempts: defaultConflictAttempts,
 		cacheBytes: DefaultCacheBytes, newToken: uuid.NewString,
 	}
 	for _, o := range opts {
@@ -183,8 +186,8 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("idem: retention %v shorter than a lease (%v)", s.retention, s.lease+s.margin)
 	case s.maxAttempts < 1 || s.maxTxAttempts < 1 || s.maxResponseBytes < 1:
 		return nil, errors.New("idem: attempts and response limit must be at least 1")
-	case s.maxResponseBytes > MaxResponseBytesLimit:
-		return nil, fmt.Errorf("idem: response limit %d over %d: a record must fit DynamoDB's 400 KB item", s.maxResponseBytes, MaxResponseBytesLimit)
+	case s.maxResponseBytes > maxResponseBytesLimit:
+		return nil, fmt.Errorf("idem: response limit %d over %d: a record must fit DynamoDB's 400 KB item", s.maxResponseBytes, maxResponseBytesLimit)
 	case s.cacheEntries < 0 || (s.cacheEntries > 0 && s.cacheBytes < 1):
 		return nil, fmt.Errorf("idem: cache of %d entries and %d bytes: entries must not be negative, bytes must be positive", s.cacheEntries, s.cacheBytes)
 	}
@@ -197,11 +200,11 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 // Mode returns the store's mode.
 func (s *Store) Mode() Mode { return s.mode }
 
-// Claim is a successful Reserve: either a Lease (the caller executes) or a
+// claimed is a successful Reserve: either a Lease (the caller executes) or a
 // stored Response to replay.
-type Claim struct {
+type claimed struct {
 	// Lease is set when this caller holds the key and must execute.
-	Lease *Lease
+	Lease *hold
 	// Replay is set when the key completed earlier with the same payload.
 	Replay *Response
 	// Outcome is OutcomeExecuted, OutcomeTakeover or OutcomeReplayed.
@@ -212,13 +215,13 @@ type Claim struct {
 
 // Reserve claims the scope's key for this caller with one conditional
 // PutItem: the building block of Execute, Run and Do, for callers that
-// need to hold a lease themselves. It returns a Claim with a Lease or a
+// need to hold a lease themselves. It returns a claimed with a Lease or a
 // Replay, or an error that wraps ErrInFlight (an *InFlightError),
 // ErrKeyReuse, ErrCorruptRecord or the DynamoDB error. It does not use the
 // cache.
-func (s *Store) Reserve(ctx context.Context, scope Scope, fingerprint string) (Claim, error) {
+func (s *Store) reserve(ctx context.Context, scope Scope, fingerprint string) (claimed, error) {
 	if err := scope.check(); err != nil {
-		return Claim{}, err
+		return claimed{}, err
 	}
 	id := scope.ID()
 	// One token for every attempt of this call: finding it on the record
@@ -247,7 +250,7 @@ func (s *Store) Reserve(ctx context.Context, scope Scope, fingerprint string) (C
 	}
 	// The key keeps changing hands under us: treat it as busy rather than
 	// spin. The client's retry will find it settled.
-	return Claim{}, &InFlightError{RetryAfter: time.Second}
+	return claimed{}, &InFlightError{RetryAfter: time.Second}
 }
 
 // waitOut follows a record that a running transaction holds: DynamoDB
@@ -258,7 +261,7 @@ func (s *Store) Reserve(ctx context.Context, scope Scope, fingerprint string) (C
 // number of times. A commit that lands in time is replayed; a live holder
 // still there at the end is in flight (409 with Retry-After), never a
 // 500. again is true when the record is gone or dead: claim again.
-func (s *Store) waitOut(ctx context.Context, id, fingerprint string, a attempt) (claim Claim, again bool, err error) {
+func (s *Store) waitOut(ctx context.Context, id, fingerprint string, a attempt) (claim claimed, again bool, err error) {
 	retryAfter := time.Second
 	for i := 1; i < s.maxTxAttempts; i++ {
 		if backoff(ctx, i) != nil {
@@ -266,10 +269,10 @@ func (s *Store) waitOut(ctx context.Context, id, fingerprint string, a attempt) 
 		}
 		rec, found, err := s.current(ctx, id, nil)
 		if err != nil {
-			return Claim{}, false, err
+			return claimed{}, false, err
 		}
 		if !found {
-			return Claim{}, true, nil
+			return claimed{}, true, nil
 		}
 		a.now = s.now()
 		claim, done, err := s.decide(rec, fingerprint, a)
@@ -279,30 +282,30 @@ func (s *Store) waitOut(ctx context.Context, id, fingerprint string, a attempt) 
 		case done:
 			return claim, false, err
 		default:
-			return Claim{}, true, nil
+			return claimed{}, true, nil
 		}
 	}
-	return Claim{}, false, &InFlightError{RetryAfter: retryAfter}
+	return claimed{}, false, &InFlightError{RetryAfter: retryAfter}
 }
 
 // decide answers a claim that lost its condition to rec. done is false
 // when rec no longer stands in the way (expired, or its holder died since
 // the write): then claim again.
-func (s *Store) decide(rec Record, fingerprint string, a attempt) (claim Claim, done bool, err error) {
+func (s *Store) decide(rec record, fingerprint string, a attempt) (claim claimed, done bool, err error) {
 	switch judge(rec, fingerprint, a.token, a.now) {
 	case verdictOwn:
 		// Our own write: an attempt whose answer was lost had landed.
 		a.leaseEnd = rec.LeaseExpiresAt
 		return s.leased(rec.ID, a, false), true, nil
 	case verdictKeyReuse:
-		return Claim{}, true, ErrKeyReuse
+		return claimed{}, true, ErrKeyReuse
 	case verdictReplay:
 		resp := rec.Response
-		return Claim{Replay: &resp, Outcome: OutcomeReplayed, expiresAt: rec.ExpiresAt}, true, nil
+		return claimed{Replay: &resp, Outcome: OutcomeReplayed, expiresAt: rec.ExpiresAt}, true, nil
 	case verdictInFlight:
-		return Claim{}, true, &InFlightError{RetryAfter: untilFree(rec, a.now)}
+		return claimed{}, true, &InFlightError{RetryAfter: untilFree(rec, a.now)}
 	}
-	return Claim{}, false, nil
+	return claimed{}, false, nil
 }
 
 // isConflict reports whether DynamoDB refused a single-item write because
@@ -314,8 +317,8 @@ func isConflict(err error) bool {
 
 // attempt is one conditional put: what it wrote and what it found.
 type attempt struct {
-	claim    Claim     // set when the put succeeded
-	current  *Record   // the record that beat the condition, nil if none
+	claim    claimed   // set when the put succeeded
+	current  *record   // the record that beat the condition, nil if none
 	token    string    // the lease token this attempt wrote
 	now      time.Time // the time the condition compared against
 	leaseEnd time.Time
@@ -335,7 +338,7 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint, token string) (
 		TableName: aws.String(s.table),
 		Item: map[string]types.AttributeValue{
 			attrID:             str(id),
-			attrStatus:         str(StatusInProgress),
+			attrStatus:         str(statusInProgress),
 			attrFingerprint:    str(fingerprint),
 			attrLeaseToken:     str(a.token),
 			attrLeaseExpiresAt: num(leaseEnd.UnixMilli()),
@@ -363,7 +366,7 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint, token string) (
 		// have landed with its answer lost (a 5xx, then throttling):
 		// remove it, fenced by this call's token, so the client's retry
 		// is not told its own request is in flight.
-		lost := &Lease{store: s, id: id, token: a.token}
+		lost := &hold{store: s, id: id, token: a.token}
 		_ = lost.Release(ctx)
 		return a, fmt.Errorf("idem: reserve: %w", err)
 	}
@@ -378,7 +381,7 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint, token string) (
 // current decodes the record a failed condition returned, or reads it with
 // one consistent GetItem where the backend returned none (minidyn does so
 // for PutItem). found is false when there is no record at all.
-func (s *Store) current(ctx context.Context, id string, item map[string]types.AttributeValue) (Record, bool, error) {
+func (s *Store) current(ctx context.Context, id string, item map[string]types.AttributeValue) (record, bool, error) {
 	if len(item) == 0 {
 		got, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName:      aws.String(s.table),
@@ -386,28 +389,28 @@ func (s *Store) current(ctx context.Context, id string, item map[string]types.At
 			ConsistentRead: aws.Bool(true),
 		})
 		if err != nil {
-			return Record{}, false, fmt.Errorf("idem: read after a lost claim: %w", err)
+			return record{}, false, fmt.Errorf("idem: read after a lost claim: %w", err)
 		}
 		if len(got.Item) == 0 {
-			return Record{}, false, nil
+			return record{}, false, nil
 		}
 		item = got.Item
 	}
 	rec, err := decodeRecord(item)
 	if err != nil {
-		return Record{}, false, err
+		return record{}, false, err
 	}
 	return rec, true, nil
 }
 
 // leased is the claim of the caller that holds the key after attempt a.
-func (s *Store) leased(id string, a attempt, takeover bool) Claim {
+func (s *Store) leased(id string, a attempt, takeover bool) claimed {
 	outcome := OutcomeExecuted
 	if takeover {
 		outcome = OutcomeTakeover
 	}
-	return Claim{
-		Lease:   &Lease{store: s, id: id, token: a.token, expiresAt: a.leaseEnd, takeover: takeover},
+	return claimed{
+		Lease:   &hold{store: s, id: id, token: a.token, expiresAt: a.leaseEnd, takeover: takeover},
 		Outcome: outcome,
 	}
 }
@@ -418,7 +421,7 @@ func (s *Store) leased(id string, a attempt, takeover bool) Claim {
 // this label, is what keeps the takeover safe.
 func wasHeldByAnother(old map[string]types.AttributeValue, token string) bool {
 	st, ok := old[attrStatus].(*types.AttributeValueMemberS)
-	if !ok || st.Value != StatusInProgress {
+	if !ok || st.Value != statusInProgress {
 		return false
 	}
 	lt, ok := old[attrLeaseToken].(*types.AttributeValueMemberS)
@@ -427,24 +430,24 @@ func wasHeldByAnother(old map[string]types.AttributeValue, token string) bool {
 
 // Get returns the record for a scope, treating an expired record as absent
 // (TTL deletes lag by up to two days). ok is false when there is none.
-func (s *Store) Get(ctx context.Context, scope Scope) (rec Record, ok bool, err error) {
+func (s *Store) get(ctx context.Context, scope Scope) (rec record, ok bool, err error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
 		Key:            map[string]types.AttributeValue{attrID: str(scope.ID())},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return Record{}, false, fmt.Errorf("idem: get: %w", err)
+		return record{}, false, fmt.Errorf("idem: get: %w", err)
 	}
 	if len(out.Item) == 0 {
-		return Record{}, false, nil
+		return record{}, false, nil
 	}
 	rec, err = decodeRecord(out.Item)
 	if err != nil {
-		return Record{}, false, err
+		return record{}, false, err
 	}
 	if rec.expired(s.now()) {
-		return Record{}, false, nil
+		return record{}, false, nil
 	}
 	return rec, true, nil
 }
