@@ -375,6 +375,9 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 			if conflicts++; conflicts < s.maxTxAttempts {
 				werr := backoff(ctx, conflicts)
 				if werr == nil {
+					if res, err, done := s.peek(ctx, id, fingerprint, token, eff.Response, expires, err); done {
+						return res, err
+					}
 					continue
 				}
 				err = fmt.Errorf("%w: %w", err, werr)
@@ -393,6 +396,40 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 	}
 }
 
+// peek follows a record that another request's transaction held when
+// this call's transaction was cancelled (TransactionConflict on the
+// record): most often a duplicate committing the same key. One consistent
+// read, which never conflicts, answers the call when that commit has
+// landed (a replay, or key reuse) or a reserve-mode holder is live (in
+// flight); only a record still absent or dead is worth another
+// transaction, which would otherwise hold the record too and keep the
+// duplicates conflicting with each other. done is false then, or when
+// the conflict was elsewhere or the read failed.
+func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Response, expires time.Time, err error) (res Result, _ error, done bool) {
+	var txErr *TxError
+	if !errors.As(err, &txErr) || txErr.Index != 0 || txErr.Code != "TransactionConflict" {
+		return Result{}, nil, false
+	}
+	rec, found, rerr := s.current(ctx, id, nil)
+	if rerr != nil || !found {
+		return Result{}, nil, false
+	}
+	now := s.now()
+	switch judge(rec, fingerprint, token, now) {
+	case verdictOwn:
+		s.remember(id, fingerprint, resp, expires)
+		return Result{Response: resp, Outcome: OutcomeExecuted}, nil, true
+	case verdictReplay:
+		s.remember(id, fingerprint, rec.Response, rec.ExpiresAt)
+		return Result{Response: rec.Response, Outcome: OutcomeReplayed}, nil, true
+	case verdictKeyReuse:
+		return Result{Outcome: OutcomeKeyReuse}, ErrKeyReuse, true
+	case verdictInFlight:
+		return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: untilFree(rec, now)}, true
+	}
+	return Result{}, nil, false
+}
+
 // settle answers a transact-mode call whose transaction was still
 // cancelled by conflicts or throttling after its attempts: the record as
 // last committed decides. Its own token: an attempt landed. Another
@@ -403,8 +440,15 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 func (s *Store) settle(ctx context.Context, id, fingerprint, token string, resp Response, expires time.Time, err error) (Result, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.releaseTimeout)
 	defer cancel()
+	var txErr *TxError
+	recordContended := errors.As(err, &txErr) && txErr.Index == 0 && txErr.Code == "TransactionConflict"
 	rec, found, rerr := s.current(rctx, id, nil)
 	if rerr != nil {
+		if recordContended {
+			// Another request's transaction held the record: the key is
+			// in flight, whether or not the record can be read now.
+			return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: time.Second}
+		}
 		err = errors.Join(err, rerr)
 		return Result{Outcome: failed(err, true, true)}, err
 	}
@@ -423,8 +467,7 @@ func (s *Store) settle(ctx context.Context, id, fingerprint, token string, resp 
 			return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: untilFree(rec, now)}
 		}
 	}
-	var txErr *TxError
-	if errors.As(err, &txErr) && txErr.Index == 0 && txErr.Code == "TransactionConflict" {
+	if recordContended {
 		// Another request's transaction holds the record: a duplicate
 		// committing this key now.
 		return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: time.Second}
