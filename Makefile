@@ -1,4 +1,4 @@
-# idemlambda: every target is listed by `make help` and documented in README.md.
+# idemlambda: every target is listed by `make help` and documented in docs/development.md.
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help

@@ -29,7 +29,7 @@ type Var struct {
 	Doc string
 }
 
-// The variables; README.md documents each.
+// The variables; docs/operations.md documents each.
 var (
 	ProductsTable        = Var{Name: "PRODUCTS_TABLE", Doc: "products table name"}
 	IdempotencyTable     = Var{Name: "IDEMPOTENCY_TABLE", Doc: "idempotency table name"}

@@ -11,7 +11,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
-// Products table attributes (README.md, Tables).
+// Products table attributes (docs/operations.md, Tables).
 const (
 	attrID         = "id"
 	attrName       = "name"

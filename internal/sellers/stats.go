@@ -20,7 +20,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
-// Sellers table attributes (README.md, Tables): the key, the count, one
+// Sellers table attributes (docs/operations.md, Tables): the key, the count, one
 // total per currency (cents_EUR, cents_USD, ...; flat attributes, because
 // DynamoDB's ADD creates a missing top-level number but not a missing
 // nested one), and the time of the last change.
