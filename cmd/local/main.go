@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/outbox"
@@ -82,7 +83,7 @@ func run() error {
 		// Each function's JSON log and metrics lines, as Lambda would
 		// send them to CloudWatch Logs.
 		Out: os.Stderr,
-		Log: create.Logger(os.Stderr),
+		Log: app.Logger(create.Common, os.Stderr),
 	}
 	where, err := relayTo(ctx, &cfg, relayCfg, *relayOn)
 	if err != nil {

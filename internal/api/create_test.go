@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
@@ -252,7 +253,7 @@ func TestCreateUnexpectedFailureIs500AndReleasesTheKey(t *testing.T) {
 		f := newFixtureMode(t, mode, slog.LevelDebug)
 		c := createConfig(f.env.Tables, mode)
 		c.ProductsTable = "no-such-table"
-		broken, err := api.NewCreateProduct(f.env.Client, c, f.logs)
+		broken, err := app.CreateProduct(f.env.Client, c, f.logs)
 		require.NoError(t, err)
 		resp, err := broken(context.Background(), postReq(jsonHeaders("k-500"), widget))
 		require.NoError(t, err)
@@ -400,7 +401,7 @@ func TestCreateHungStoreIs503BeforeTheDeadline(t *testing.T) {
 		client, err := local.Client(context.Background(), hung.URL)
 		require.NoError(t, err)
 		logs := &logbuf.Buffer{}
-		h, err := api.NewCreateProduct(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}, mode), logs)
+		h, err := app.CreateProduct(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}, mode), logs)
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()

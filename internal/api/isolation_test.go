@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
@@ -37,7 +37,7 @@ func TestEightEnvironmentsFortyKeysFourDuplicates(t *testing.T) {
 		handlers := make([]func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), envs)
 		for i := range handlers {
 			client, _ := f.env.NewClient(t)
-			h, err := api.NewCreateProduct(client, createConfig(f.env.Tables, mode), &logbuf.Buffer{})
+			h, err := app.CreateProduct(client, createConfig(f.env.Tables, mode), &logbuf.Buffer{})
 			require.NoError(t, err)
 			handlers[i] = h
 		}

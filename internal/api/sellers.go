@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
 
-	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
@@ -66,16 +63,4 @@ func (h *SellerHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 		Headers:    map[string]string{"Content-Type": "application/json"},
 		Body:       string(body),
 	}}
-}
-
-// NewGetSeller assembles the getseller function from its configuration.
-func NewGetSeller(db *dynamodb.Client, cfg config.GetSeller, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
-	if db == nil || out == nil {
-		return nil, errors.New("api: getseller needs a DynamoDB client and an output")
-	}
-	reader, err := sellers.NewReader(db, cfg.SellersTable)
-	if err != nil {
-		return nil, err
-	}
-	return decorate(out, cfg.Common, config.NameGetSeller, "get seller", NewSellerHandler(reader).Serve)
 }

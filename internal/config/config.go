@@ -1,6 +1,6 @@
 // Package config reads each function's configuration from its environment
 // into a typed value, with defaults and parsing, failing at start with
-// every problem named. The same loaders run in Lambda and under make run
+// every problem named; it builds nothing (internal/app does). The same loaders run in Lambda and under make run
 // (with local defaults laid over the environment, see Overlay), and
 // Functions lists what each function reads for the template drift test.
 package config
@@ -8,7 +8,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -77,18 +76,6 @@ type Common struct {
 	MetricsNamespace string
 }
 
-// Logger returns the JSON logger every function writes to w (Lambda's
-// JSON log format expects one JSON object per line on stdout).
-func (c Common) Logger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
-}
-
-// Metrics returns the Recorder of function's metrics lines, written to w
-// (stdout in Lambda, beside the log: CloudWatch Logs extracts them).
-func (c Common) Metrics(w io.Writer, function string) (*metrics.Recorder, error) {
-	return metrics.New(w, c.MetricsNamespace, function)
-}
-
 // Idempotency configures a function's idempotency store.
 type Idempotency struct {
 	// Table is the idempotency table's name.
@@ -99,11 +86,6 @@ type Idempotency struct {
 	Mode idem.Mode
 	// CacheSize is how many completed records the process keeps; 0 is none.
 	CacheSize int
-}
-
-// Options are the store options these settings stand for.
-func (i Idempotency) Options() []idem.Option {
-	return []idem.Option{idem.WithRetention(i.Retention), idem.WithMode(i.Mode), idem.WithCache(i.CacheSize)}
 }
 
 // CreateProduct is the createproduct function's configuration.

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
 	"github.com/idemlambda/idemlambda/internal/outbox"
@@ -40,7 +41,7 @@ func newFixture(t testing.TB, opts ...idem.Option) *fixture {
 		SellersTable: env.Tables.Sellers, EventSource: source,
 		Idempotency: config.Idempotency{Table: env.Tables.Idempotency, Retention: 7 * 24 * time.Hour, Mode: idem.ModeTransact},
 	}
-	c, err := sellers.NewSellerStats(env.Client, cfg, logs, opts...)
+	c, err := app.SellerStats(env.Client, cfg, logs, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { logs.Metrics(t) }) // every line meets the EMF specification
 	r, err := sellers.NewReader(env.Client, env.Tables.Sellers)

@@ -42,7 +42,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
 	internalconfig "github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
@@ -275,7 +275,7 @@ func postConcurrently(ctx context.Context, t *testing.T, c clients, st stack, pr
 	cfg, err := internalconfig.LoadCreateProduct(mapEnv(st.env))
 	require.NoError(t, err)
 	cfg.LogLevel = slog.LevelWarn
-	h, err := api.NewCreateProduct(c.ddb, cfg, functionOut(t))
+	h, err := app.CreateProduct(c.ddb, cfg, functionOut(t))
 	require.NoError(t, err)
 	tmpl := createEvent(t)
 
@@ -640,10 +640,9 @@ func functionOut(t *testing.T) *logbuf.Buffer {
 // through pub.
 func relayHandler(t *testing.T, pub outbox.Publisher, out io.Writer) *relay.Handler {
 	t.Helper()
-	c := internalconfig.Common{LogLevel: slog.LevelInfo}
-	rec, err := c.Metrics(out, internalconfig.NameOutboxRelay)
+	h, err := app.OutboxRelay(pub, internalconfig.OutboxRelay{Common: internalconfig.Common{LogLevel: slog.LevelInfo}}, out)
 	require.NoError(t, err)
-	return relay.NewHandler(pub, c.Logger(out), rec)
+	return h
 }
 
 func sum(m map[string]int) int {

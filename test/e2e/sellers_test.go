@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
 	internalconfig "github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
 	"github.com/idemlambda/idemlambda/internal/outbox"
@@ -53,7 +53,7 @@ func sellerStats(t *testing.T, c clients) {
 	cfg, err := internalconfig.LoadCreateProduct(mapEnv(st.env))
 	require.NoError(t, err)
 	cfg.LogLevel = slog.LevelWarn
-	create, err := api.NewCreateProduct(c.ddb, cfg, functionOut(t))
+	create, err := app.CreateProduct(c.ddb, cfg, functionOut(t))
 	require.NoError(t, err)
 
 	// 12 products for 3 sellers in 2 currencies, each POSTed twice.
@@ -110,7 +110,7 @@ func sellerStats(t *testing.T, c clients) {
 	sc.Idempotency.Mode = "transact"
 	sc.LogLevel = slog.LevelWarn
 	consumerOut := functionOut(t)
-	consumer, err := sellers.NewSellerStats(c.ddb, sc, consumerOut)
+	consumer, err := app.SellerStats(c.ddb, sc, consumerOut)
 	require.NoError(t, err)
 	receives := map[string]int{}
 	var invoked, deleted, reported int
