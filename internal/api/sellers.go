@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemlambda/idemlambda/internal/deadline"
+	"github.com/idemlambda/idemlambda/internal/ids"
 	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
@@ -40,8 +41,8 @@ func (h *SellerHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 		return fail(p, "", errors.New(p.Detail))
 	}
 	raw := req.PathParameters["id"]
-	id, err := uuid.Parse(raw)
-	if err != nil || len(raw) != 36 {
+	id, err := ids.Parse(raw)
+	if err != nil {
 		p := probBadRequest.WithDetail("the seller id must be a UUID such as 3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b")
 		return fail(p, "", errors.New(p.Detail))
 	}

@@ -3,6 +3,7 @@ package product
 import (
 	"github.com/google/uuid"
 
+	"github.com/idemlambda/idemlambda/internal/ids"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
@@ -46,10 +47,8 @@ func NewCreateCommand(in CreateInput) (CreateCommand, error) {
 		}
 		price = p
 	}
-	seller, err := uuid.Parse(in.SellerID)
-	if err != nil || seller == uuid.Nil || len(in.SellerID) != 36 {
-		// Only the canonical 36-character form: uuid.Parse also takes
-		// urn:uuid: and braces, which would give one seller two spellings.
+	seller, err := ids.Parse(in.SellerID)
+	if err != nil {
 		verr.add("seller_id", "must be a UUID such as 3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b")
 	}
 	if err := verr.orNil(); err != nil {
