@@ -37,7 +37,7 @@ func TestCreateReturns201AndReplaysByteForByte(t *testing.T) {
 		first := f.post(t, jsonHeaders("key-201"), widget)
 		require.Equal(t, 201, first.StatusCode, first.Body)
 		assert.Equal(t, "application/json", first.Headers["Content-Type"])
-		var body product.Body
+		var body api.ProductBody
 		require.NoError(t, json.Unmarshal([]byte(first.Body), &body))
 		assert.Equal(t, "/products/"+body.ID, first.Headers["Location"])
 		assert.Equal(t, "Widget", body.Name)
@@ -207,11 +207,11 @@ func TestCreateInFlightIs409WithRetryAfter(t *testing.T) {
 		// A first request holds the key: reserve it as the handler would.
 		cmd, err := product.NewCreateCommand(product.CreateInput{Name: "Widget", PriceCents: 999, Currency: "EUR", SellerID: sellerID})
 		require.NoError(t, err)
-		fp, err := cmd.Fingerprint()
+		fp, err := api.Fingerprint(cmd)
 		require.NoError(t, err)
 		store, err := idem.NewStore(f.env.Client, f.env.Tables.Idempotency)
 		require.NoError(t, err)
-		scope, err := idem.NewScope(product.Operation, "anonymous", "k-409")
+		scope, err := idem.NewScope(api.OperationCreateProduct, "anonymous", "k-409")
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

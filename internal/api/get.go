@@ -57,7 +57,7 @@ func (h *GetHandler) get(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		// 503 when the store is unavailable, else 500 without detail.
 		return respond(idemhttp.ProblemFor(err)), err
 	}
-	body, err := json.Marshal(p.Body())
+	body, err := json.Marshal(newProductBody(p))
 	if err != nil {
 		return respond(idemhttp.ProblemFor(err)), err
 	}

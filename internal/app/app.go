@@ -74,13 +74,17 @@ func CreateProduct(db *dynamodb.Client, cfg config.CreateProduct, out io.Writer,
 	if err != nil {
 		return nil, err
 	}
-	svc, err := product.NewService(product.Config{
-		Store: store, ProductsTable: cfg.ProductsTable, OutboxTable: cfg.OutboxTable, EventSource: cfg.EventSource,
+	products, err := product.NewService(product.Config{
+		ProductsTable: cfg.ProductsTable, OutboxTable: cfg.OutboxTable, EventSource: cfg.EventSource,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return decorate(out, cfg.Common, config.NameCreateProduct, "create product", api.NewCreateHandler(svc).Serve)
+	creator, err := api.NewProductCreator(store, products)
+	if err != nil {
+		return nil, err
+	}
+	return decorate(out, cfg.Common, config.NameCreateProduct, "create product", api.NewCreateHandler(creator).Serve)
 }
 
 // NewGetProduct assembles getproduct against the DynamoDB endpoint the

@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/idemlambda/idemlambda/internal/ids"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/internal/strictjson"
-	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
 // ErrPoison marks a message that can never be counted: it does not
@@ -41,10 +39,10 @@ type eventBridgeEvent struct {
 // DecodeMessage reads an SQS message body: an EventBridge event whose
 // detail is the ProductCreated CloudEvent, whose data is the product. It
 // is strict where a wrong value could be counted: every field it uses
-// must be present with its JSON type (a price 999.0 or "999" is refused),
-// the two sources must agree, ids must be UUIDs in their 36-character
-// form, and the product goes through product.New and the price through
-// money.New, as on every other way in. Members it does not use are
+// must be present with its JSON type, the two sources must agree, ids
+// must be UUIDs in their 36-character form, and the data is read by
+// product.DecodeCreatedData, the contract's own reader, as on every other
+// way in. Members it does not use are
 // ignored, so the producer may add some. Every error wraps ErrPoison.
 func DecodeMessage(body string) (ProductCreated, error) {
 	poison := func(format string, args ...any) (ProductCreated, error) {
@@ -73,37 +71,12 @@ func DecodeMessage(body string) (ProductCreated, error) {
 	case ce.Source != env.Source:
 		return poison("CloudEvent source %q differs from the EventBridge source %q", ce.Source, env.Source)
 	}
-	var data struct {
-		ID         *string `json:"id"`
-		Name       *string `json:"name"`
-		PriceCents *int64  `json:"price_cents"`
-		Currency   *string `json:"currency"`
-		SellerID   *string `json:"seller_id"`
-		CreatedAt  *string `json:"created_at"`
-	}
-	if err := strictjson.Unmarshal(ce.Data, &data, "id", "name", "price_cents", "currency", "seller_id", "created_at"); err != nil {
+	p, err := product.DecodeCreatedData(ce.Data)
+	if err != nil {
 		return poison("data is not a product: %v", err)
 	}
-	if data.ID == nil || data.Name == nil || data.PriceCents == nil || data.Currency == nil || data.SellerID == nil || data.CreatedAt == nil {
-		return poison("data lacks one of id, name, price_cents, currency, seller_id, created_at")
-	}
-	id, err1 := ids.Parse(*data.ID)
-	seller, err2 := ids.Parse(*data.SellerID)
-	created, err3 := time.Parse(time.RFC3339Nano, *data.CreatedAt)
-	cur, err4 := money.ParseCurrency(*data.Currency)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return poison("data: %v", err)
-	}
-	price, err := money.New(*data.PriceCents, cur)
-	if err != nil {
-		return poison("price: %v", err)
-	}
-	p, err := product.New(id, *data.Name, price, seller, created)
-	if err != nil {
-		return poison("product: %v", err)
-	}
-	if ce.Subject != id.String() {
-		return poison("CloudEvent subject %q is not the product id %s", ce.Subject, id)
+	if ce.Subject != p.ID().String() {
+		return poison("CloudEvent subject %q is not the product id %s", ce.Subject, p.ID())
 	}
 	// The id is the key that makes a delivery count once: one spelling.
 	eventID, err := ids.Parse(ce.ID)

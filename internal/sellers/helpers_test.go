@@ -63,7 +63,7 @@ func newProduct(t testing.TB, seller uuid.UUID, price money.Money) created {
 	require.NoError(t, err)
 	p, err := product.New(id, "Widget", price, seller, time.Now())
 	require.NoError(t, err)
-	body, err := json.Marshal(p.Body())
+	body, err := json.Marshal(p.CreatedData())
 	require.NoError(t, err)
 	ev, err := outbox.NewEvent(source, product.EventCreated, id.String(), body, p.CreatedAt())
 	require.NoError(t, err)
