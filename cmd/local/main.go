@@ -22,6 +22,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 )
 
 // localDefaults fill what the environment leaves unset: table names for
@@ -125,7 +126,7 @@ func relayTo(ctx context.Context, cfg *local.Config, rc config.OutboxRelay, on b
 		if err != nil {
 			return "", err
 		}
-		pub, err := outbox.NewEventBridgePublisher(eventbridge.NewFromConfig(awsCfg), outbox.EventBridgeConfig{Bus: rc.EventBusName, Source: rc.EventSource})
+		pub, err := bridge.New(eventbridge.NewFromConfig(awsCfg), bridge.Config{Bus: rc.EventBusName, Source: rc.EventSource})
 		if err != nil {
 			return "", err
 		}

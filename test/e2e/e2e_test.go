@@ -48,6 +48,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 	"github.com/idemlambda/idemlambda/internal/relay"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
@@ -428,7 +429,7 @@ func (r *relayCalls) handled() int {
 func relayUntil(ctx context.Context, t *testing.T, c clients, st stack, calls *relayCalls, done func([]delivery) bool) []delivery {
 	t.Helper()
 	log := testLogger(t, slog.LevelInfo)
-	pub, err := outbox.NewEventBridgePublisher(c.events, outbox.EventBridgeConfig{
+	pub, err := bridge.New(c.events, bridge.Config{
 		Bus: st.env[internalconfig.EventBusName.Name], Source: st.env[internalconfig.EventSource.Name],
 	})
 	require.NoError(t, err)

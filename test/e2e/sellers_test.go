@@ -22,6 +22,7 @@ import (
 	internalconfig "github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 	"github.com/idemlambda/idemlambda/internal/sellers"
 )
 
@@ -81,7 +82,7 @@ func sellerStats(t *testing.T, c clients) {
 
 	// Hop 1 and 2: the stream relayed twice from its start, each PutEvents
 	// sent twice: every event reaches the bus 4 times.
-	pub0, err := outbox.NewEventBridgePublisher(c.events, outbox.EventBridgeConfig{
+	pub0, err := bridge.New(c.events, bridge.Config{
 		Bus: st.env[internalconfig.EventBusName.Name], Source: st.env[internalconfig.EventSource.Name],
 	})
 	require.NoError(t, err)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 	"github.com/idemlambda/idemlambda/internal/relay"
 )
 
@@ -26,7 +26,7 @@ func New(ctx context.Context, cfg config.OutboxRelay, out io.Writer) (*relay.Han
 	if err != nil {
 		return nil, fmt.Errorf("load aws config: %w", err)
 	}
-	pub, err := outbox.NewEventBridgePublisher(eventbridge.NewFromConfig(awsCfg), outbox.EventBridgeConfig{Bus: cfg.EventBusName, Source: cfg.EventSource})
+	pub, err := bridge.New(eventbridge.NewFromConfig(awsCfg), bridge.Config{Bus: cfg.EventBusName, Source: cfg.EventSource})
 	if err != nil {
 		return nil, err
 	}
