@@ -94,3 +94,16 @@ ci: fmt-check lint test cover e2e api-fuzz validate fuzz ## Everything CI runs b
 .PHONY: clean
 clean: ## Remove build output.
 	rm -rf $(BIN)
+
+# Where make init-time builds its host-architecture bootstraps.
+INIT_TIME_DIR ?= $(BIN)/init-time
+INIT_TIME_RUNS ?= 21
+.PHONY: init-time
+init-time: ## Each bootstrap, built for this machine, from exec to its first /next, against hello-world aws-lambda-go (INIT_TIME_RUNS).
+	@mkdir -p $(INIT_TIME_DIR)
+	@for fn in hello $(FUNCTIONS); do \
+		src=./functions/$$fn; [ $$fn = hello ] && src=./cmd/inittime/hello; \
+		CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(INIT_TIME_DIR)/$$fn $$src; \
+	done
+	$(GO) run ./cmd/inittime -n $(INIT_TIME_RUNS) hello=$(INIT_TIME_DIR)/hello \
+		$(foreach fn,$(FUNCTIONS),$(fn)=$(INIT_TIME_DIR)/$(fn))
