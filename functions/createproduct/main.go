@@ -26,7 +26,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h, err := app.NewCreateProduct(ctx, cfg, os.Stdout)
+	h, err := app.NewCreateProduct(cfg, os.Stdout)
 	if err != nil {
 		return err
 	}

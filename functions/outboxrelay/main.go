@@ -26,7 +26,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h, err := outboxrelay.New(ctx, cfg, os.Stdout)
+	h, err := outboxrelay.New(cfg, os.Stdout)
 	if err != nil {
 		return err
 	}

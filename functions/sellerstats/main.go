@@ -26,7 +26,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h, err := app.NewSellerStats(ctx, cfg, os.Stdout)
+	h, err := app.NewSellerStats(cfg, os.Stdout)
 	if err != nil {
 		return err
 	}

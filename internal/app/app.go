@@ -6,7 +6,7 @@
 // assembly.
 //
 // Each function has two constructors: New<Function> builds the AWS clients
-// from the environment, as a Lambda main needs, and <Function> takes them
+// its configuration describes, as a Lambda main needs, and <Function> takes them
 // (or, for the relay, its publisher) as arguments, for the local runner and
 // tests. Assembling outboxrelay from the environment lives in
 // internal/app/outboxrelay, so that only the relay links the EventBridge
@@ -14,11 +14,13 @@
 package app
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/internal/api"
@@ -32,6 +34,39 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
+
+// AWSConfig is the configuration of a function's AWS clients, built from
+// the region and credentials Lambda puts in the environment. It does not
+// run the SDK's configuration loader: the loader's shared files and
+// credential providers (SSO, STS web identity, IMDS) are of no use in
+// Lambda, and linking them costs every cold start about a millisecond of
+// package initialisers.
+func AWSConfig(a config.AWS) (aws.Config, error) {
+	switch {
+	case a.Region == "":
+		return aws.Config{}, fmt.Errorf("app: %s is not set (Lambda sets it)", config.Region.Name)
+	case a.AccessKeyID == "" || a.SecretAccessKey == "":
+		return aws.Config{}, fmt.Errorf("app: no credentials: %s and %s are not set (Lambda sets them)", config.AccessKeyID.Name, config.SecretAccessKey.Name)
+	}
+	return aws.Config{
+		Region:      a.Region,
+		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(a.AccessKeyID, a.SecretAccessKey, a.SessionToken)),
+	}, nil
+}
+
+// DynamoDB returns the function's DynamoDB client, counting its calls per
+// context (ddb.CountCalls) for the metrics.
+func DynamoDB(a config.AWS) (*dynamodb.Client, error) {
+	cfg, err := AWSConfig(a)
+	if err != nil {
+		return nil, err
+	}
+	return dynamodb.NewFromConfig(cfg, ddb.CountPerContext, func(o *dynamodb.Options) {
+		if a.Endpoint != "" {
+			o.BaseEndpoint = aws.String(a.Endpoint)
+		}
+	}), nil
+}
 
 // Logger returns the JSON logger a function writes to out: Lambda's JSON
 // log format expects one JSON object per line on stdout.
@@ -50,10 +85,10 @@ func StoreOptions(i config.Idempotency) []idem.Option {
 	return []idem.Option{idem.WithRetention(i.Retention), idem.WithMode(i.Mode), idem.WithCache(i.CacheSize)}
 }
 
-// NewCreateProduct assembles createproduct against the DynamoDB endpoint
-// the environment names.
-func NewCreateProduct(ctx context.Context, cfg config.CreateProduct, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
-	db, err := ddb.NewClient(ctx)
+// NewCreateProduct assembles createproduct with the DynamoDB client its
+// configuration describes.
+func NewCreateProduct(cfg config.CreateProduct, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
+	db, err := DynamoDB(cfg.AWS)
 	if err != nil {
 		return nil, err
 	}
@@ -87,10 +122,10 @@ func CreateProduct(db *dynamodb.Client, cfg config.CreateProduct, out io.Writer,
 	return decorate(out, cfg.Common, config.NameCreateProduct, "create product", api.NewCreateHandler(creator).Serve)
 }
 
-// NewGetProduct assembles getproduct against the DynamoDB endpoint the
-// environment names.
-func NewGetProduct(ctx context.Context, cfg config.GetProduct, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
-	db, err := ddb.NewClient(ctx)
+// NewGetProduct assembles getproduct with the DynamoDB client its
+// configuration describes.
+func NewGetProduct(cfg config.GetProduct, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
+	db, err := DynamoDB(cfg.AWS)
 	if err != nil {
 		return nil, err
 	}
@@ -110,10 +145,10 @@ func GetProduct(db *dynamodb.Client, cfg config.GetProduct, out io.Writer) (idem
 	return decorate(out, cfg.Common, config.NameGetProduct, "get product", api.NewGetHandler(reader).Serve)
 }
 
-// NewGetSeller assembles getseller against the DynamoDB endpoint the
-// environment names.
-func NewGetSeller(ctx context.Context, cfg config.GetSeller, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
-	db, err := ddb.NewClient(ctx)
+// NewGetSeller assembles getseller with the DynamoDB client its
+// configuration describes.
+func NewGetSeller(cfg config.GetSeller, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
+	db, err := DynamoDB(cfg.AWS)
 	if err != nil {
 		return nil, err
 	}
@@ -143,10 +178,10 @@ func decorate(out io.Writer, c config.Common, function, msg string, h api.Handle
 	return api.Lambda(api.Logged(Logger(c, out), msg, api.Measured(rec, h))), nil
 }
 
-// NewSellerStats assembles sellerstats against the DynamoDB endpoint the
-// environment names.
-func NewSellerStats(ctx context.Context, cfg config.SellerStats, out io.Writer) (*sellers.Consumer, error) {
-	db, err := ddb.NewClient(ctx)
+// NewSellerStats assembles sellerstats with the DynamoDB client its
+// configuration describes.
+func NewSellerStats(cfg config.SellerStats, out io.Writer) (*sellers.Consumer, error) {
+	db, err := DynamoDB(cfg.AWS)
 	if err != nil {
 		return nil, err
 	}

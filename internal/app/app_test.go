@@ -55,3 +55,29 @@ func TestAssemblersRefuseMissingDependencies(t *testing.T) {
 	_, err = app.OutboxRelay(nil, config.OutboxRelay{}, &out)
 	assert.Error(t, err)
 }
+
+// The clients are built from Lambda's variables alone: region, the role's
+// credentials, and the SDK's endpoint variable for the service.
+func TestDynamoDBClientFromTheConfiguration(t *testing.T) {
+	t.Parallel()
+	a := config.AWS{Region: "eu-central-1", AccessKeyID: "AKID", SecretAccessKey: "secret", SessionToken: "token", Endpoint: "http://127.0.0.1:8000"}
+	db, err := app.DynamoDB(a)
+	require.NoError(t, err)
+	o := db.Options()
+	assert.Equal(t, "eu-central-1", o.Region)
+	require.NotNil(t, o.BaseEndpoint)
+	assert.Equal(t, "http://127.0.0.1:8000", *o.BaseEndpoint)
+	creds, err := o.Credentials.Retrieve(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"AKID", "secret", "token"}, []string{creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken})
+
+	a.Endpoint = ""
+	db, err = app.DynamoDB(a)
+	require.NoError(t, err)
+	assert.Nil(t, db.Options().BaseEndpoint, "no endpoint: the regional one")
+
+	_, err = app.AWSConfig(config.AWS{AccessKeyID: "a", SecretAccessKey: "s"})
+	assert.ErrorContains(t, err, "AWS_REGION")
+	_, err = app.AWSConfig(config.AWS{Region: "us-east-1"})
+	assert.ErrorContains(t, err, "AWS_ACCESS_KEY_ID")
+}

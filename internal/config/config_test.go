@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,7 @@ func TestFunctionsListWhatTheLoadersRead(t *testing.T) {
 		asked := map[string]bool{}
 		_ = loaders[fn.Name](func(k string) string { asked[k] = true; return "" })
 		listed := map[string]bool{}
-		for _, v := range fn.Vars {
+		for _, v := range slices.Concat(fn.Vars, fn.SDKVars, fn.LambdaVars) {
 			assert.False(t, listed[v.Name], "%s lists %s twice", fn.Name, v.Name)
 			listed[v.Name] = true
 			assert.NotEmpty(t, v.Doc, v.Name)

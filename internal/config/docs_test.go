@@ -16,8 +16,8 @@ import (
 var operationsDoc = filepath.Join("..", "..", "docs", "operations.md")
 
 // TestOperationsDocListsEveryVariable holds the environment-variable table
-// of docs/operations.md to the loaders: every variable a loader reads (or
-// an SDK client of a function honours) has a row, every row is such a
+// of docs/operations.md to the loaders: every variable a loader reads (its
+// own, its clients' endpoints, Lambda's) has a row, every row is such a
 // variable, and each row's "read by" column names exactly the functions
 // that read it.
 func TestOperationsDocListsEveryVariable(t *testing.T) {
@@ -58,7 +58,7 @@ func TestDocDriftFindsEachKindOfDrift(t *testing.T) {
 func readers() map[string][]string {
 	m := map[string][]string{}
 	for _, f := range config.Functions() {
-		for _, v := range slices.Concat(f.Vars, f.SDKVars) {
+		for _, v := range slices.Concat(f.Vars, f.SDKVars, f.LambdaVars) {
 			m[v.Name] = append(m[v.Name], f.Name)
 		}
 	}

@@ -1,14 +1,12 @@
-// Package outboxrelay assembles the outboxrelay function from the
-// environment. It is apart from package app so that only the relay's
+// Package outboxrelay assembles the outboxrelay function with its
+// EventBridge client. It is apart from package app so that only the relay's
 // bootstrap links the EventBridge client.
 package outboxrelay
 
 import (
-	"context"
-	"fmt"
 	"io"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/idemlambda/idemlambda/internal/app"
@@ -17,16 +15,19 @@ import (
 	"github.com/idemlambda/idemlambda/internal/relay"
 )
 
-// New assembles outboxrelay publishing to the configured bus, through the
-// EventBridge endpoint the environment names.
-func New(ctx context.Context, cfg config.OutboxRelay, out io.Writer) (*relay.Handler, error) {
-	// The SDK's default chain supplies region and credentials;
-	// AWS_ENDPOINT_URL_EVENTBRIDGE points it at an emulator.
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+// New assembles outboxrelay publishing to the configured bus with the
+// EventBridge client its configuration describes.
+func New(cfg config.OutboxRelay, out io.Writer) (*relay.Handler, error) {
+	awsCfg, err := app.AWSConfig(cfg.AWS)
 	if err != nil {
-		return nil, fmt.Errorf("load aws config: %w", err)
+		return nil, err
 	}
-	pub, err := bridge.New(eventbridge.NewFromConfig(awsCfg), bridge.Config{Bus: cfg.EventBusName, Source: cfg.EventSource})
+	client := eventbridge.NewFromConfig(awsCfg, func(o *eventbridge.Options) {
+		if cfg.AWS.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.AWS.Endpoint)
+		}
+	})
+	pub, err := bridge.New(client, bridge.Config{Bus: cfg.EventBusName, Source: cfg.EventSource})
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package outboxrelay_test
 
 import (
-	"context"
 	"io"
 	"testing"
 
@@ -9,19 +8,33 @@ import (
 	"github.com/idemlambda/idemlambda/internal/config"
 )
 
-// New assembles the relay from the environment without calling AWS: the
-// first call is the first batch's PutEvents.
-func TestNewAssemblesFromTheEnvironment(t *testing.T) {
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_ENDPOINT_URL_EVENTBRIDGE", "http://127.0.0.1:1")
-	cfg, err := config.LoadOutboxRelay(func(k string) string {
-		return map[string]string{"EVENT_BUS_NAME": "bus"}[k]
-	})
+func load(t *testing.T, env map[string]string) config.OutboxRelay {
+	t.Helper()
+	cfg, err := config.LoadOutboxRelay(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := outboxrelay.New(context.Background(), cfg, io.Discard)
+	return cfg
+}
+
+// New assembles the relay from its configuration without calling AWS: the
+// first call is the first batch's PutEvents.
+func TestNewAssemblesFromTheConfiguration(t *testing.T) {
+	t.Parallel()
+	h, err := outboxrelay.New(load(t, map[string]string{
+		"EVENT_BUS_NAME": "bus", "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "s",
+		"AWS_ENDPOINT_URL_EVENTBRIDGE": "http://127.0.0.1:1",
+	}), io.Discard)
 	if err != nil || h == nil {
 		t.Fatalf("New = %v, %v", h, err)
+	}
+}
+
+// Without Lambda's region and credentials the relay does not start, rather
+// than failing at its first batch.
+func TestNewNeedsRegionAndCredentials(t *testing.T) {
+	t.Parallel()
+	if _, err := outboxrelay.New(load(t, map[string]string{"EVENT_BUS_NAME": "bus"}), io.Discard); err == nil {
+		t.Fatal("New without AWS_REGION and credentials succeeded")
 	}
 }
