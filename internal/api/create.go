@@ -109,7 +109,9 @@ func Fingerprint(cmd product.CreateCommand) (string, error) {
 }
 
 // ProductBody is a product as the API renders it (docs/openapi.yaml,
-// Product).
+// Product). It has the members of product.CreatedData today, but answers
+// to the API's clients, where that type answers to the event's consumers:
+// either can change without the other.
 type ProductBody struct {
 	ID         string `json:"id"`
 	Name       string `json:"name"`
