@@ -51,17 +51,25 @@ fmt-check: ## Fail if any Go file is not gofmt-formatted.
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# The Go modules: the application (.), the library (pkg), its test store
+# (pkg/idem/idemtest) and the adopter test module (test/adopter).
+MODULES = $(shell scripts/modules.sh)
+
 .PHONY: vet
-vet: ## Run go vet on every package, the e2e and sam build tags included.
-	$(GO) vet ./...
+vet: ## Run go vet on every package of every module, the e2e and sam build tags included.
+	@for m in $(MODULES); do echo "vet $$m"; (cd $$m && $(GO) vet ./...); done
 	$(GO) vet -tags e2e ./test/e2e/
 	$(GO) vet -tags sam ./test/sam/
 
 .PHONY: lint
-lint: ## staticcheck (pinned as a go.mod tool) on every package, e2e build tag included.
-	$(GO) tool staticcheck ./...
+lint: ## staticcheck (pinned as a tool in the application's go.mod) on every module, e2e build tag included.
+	@sc=$$($(GO) tool -n staticcheck); for m in $(MODULES); do echo "staticcheck $$m"; (cd $$m && $$sc ./...); done
 	$(GO) tool staticcheck -tags e2e ./test/e2e/
 	$(GO) tool staticcheck -tags sam ./test/sam/
+
+.PHONY: tidy-check
+tidy-check: ## Fail if go mod tidy would change any module's go.mod or go.sum.
+	@for m in $(MODULES); do echo "tidy $$m"; (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy would change $$m"; exit 1; }; done
 
 .PHONY: test
 test: vet ## go vet, then every test with -race on $(DYNAMODB_TEST_BACKEND) (default embedded); skips say why.
@@ -72,13 +80,13 @@ FUZZTIME ?= 10s
 fuzz: ## Run every Fuzz target for FUZZTIME each (default 10s), one at a time (scripts/fuzz.sh).
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
-# Packages with a coverage floor, as pkg=percent.
-COVER_FLOORS ?= ./pkg/money=95
+# Packages with a coverage floor, as module:package=percent.
+COVER_FLOORS ?= pkg:./money=95
 .PHONY: cover
-cover: ## Check the coverage floors in COVER_FLOORS (pkg/money >= 95%).
+cover: ## Check the coverage floors in COVER_FLOORS, as module:package=percent (pkg/money >= 95%).
 	@for spec in $(COVER_FLOORS); do \
-		pkg=$${spec%%=*}; floor=$${spec##*=}; \
-		pct=$$($(GO) test -count=1 -cover $$pkg | sed -n 's/.*coverage: \([0-9.]*\)%.*/\1/p'); \
+		where=$${spec%%=*}; floor=$${spec##*=}; mod=$${where%%:*}; pkg=$${where#*:}; \
+		pct=$$(cd $$mod && $(GO) test -count=1 -cover $$pkg | sed -n 's/.*coverage: \([0-9.]*\)%.*/\1/p'); \
 		echo "coverage $$pkg: $$pct% (floor $$floor%)"; \
 		awk -v p="$$pct" -v f="$$floor" 'BEGIN { exit !(p != "" && p+0 >= f+0) }' || { echo "below floor"; exit 1; }; \
 	done
@@ -88,8 +96,12 @@ BENCHTIME ?= 1s
 bench: ## Run every benchmark with -benchmem, the store in its own process (BENCHTIME, BENCH).
 	BENCHTIME=$(BENCHTIME) scripts/bench.sh
 
+.PHONY: sweep-sellers
+sweep-sellers: ## Measure one hot seller's cost at 1, 2, 5 and 10 concurrent consumer environments (the table behind the template's queue settings).
+	SELLERS_SWEEP=1 $(GO) test -race -count=1 -run 'TestHotSellerConcurrencySweep' -v ./internal/sellers/ | grep -v '^{'
+
 .PHONY: ci
-ci: fmt-check lint test cover e2e api-fuzz validate fuzz ## Everything CI runs but its Docker steps (sam-test, container-test: .ci/run starts Docker for them).
+ci: fmt-check tidy-check lint test cover e2e api-fuzz validate fuzz ## Everything CI runs but its Docker steps (sam-test, container-test: .ci/run starts Docker for them).
 
 .PHONY: clean
 clean: ## Remove build output.

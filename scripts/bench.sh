@@ -14,6 +14,8 @@ for _ in $(seq 1 100); do
 	sleep 0.1
 done
 echo "bench: store on http://$addr (pid $store); $(go version)"
-DYNAMODB_TEST_BACKEND=endpoint AWS_ENDPOINT_URL_DYNAMODB="http://$addr" \
-AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench \
-	go test -run '^$' -bench "${BENCH:-.}" -benchmem -benchtime "${BENCHTIME:-1s}" ./...
+for module in $(scripts/modules.sh); do
+	(cd "$module" && DYNAMODB_TEST_BACKEND=endpoint AWS_ENDPOINT_URL_DYNAMODB="http://$addr" \
+		AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench \
+		go test -run '^$' -bench "${BENCH:-.}" -benchmem -benchtime "${BENCHTIME:-1s}" ./...)
+done

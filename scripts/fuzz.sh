@@ -12,6 +12,9 @@ set -uo pipefail
 fuzztime=${FUZZTIME:-10s}
 GO=${GO:-go}
 failed=0 passed=0 raced=0
+top=$(cd "$(dirname "$0")/.." && pwd)
+for module in $("$top/scripts/modules.sh"); do
+cd "$top/$module"
 for pkg in $($GO list ${FUZZ_PACKAGES:-./...}); do
 	dir=$($GO list -f '{{.Dir}}' "$pkg")
 	for target in $($GO test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
@@ -33,6 +36,7 @@ for pkg in $($GO list ${FUZZ_PACKAGES:-./...}); do
 			failed=$((failed + 1))
 		fi
 	done
+done
 done
 echo "fuzz: $passed passed, $failed failed, $raced ended on the coordinator's deadline race with no failing input"
 [ $failed -eq 0 ]

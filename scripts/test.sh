@@ -7,9 +7,40 @@
 set -uo pipefail
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-read -r -a packages <<<"${TEST_PACKAGES:-./...}"
-go test -race -count=1 -v "$@" "${packages[@]}" >"$log" 2>&1
-status=$?
+# Each module (scripts/modules.sh) runs its own packages; a TEST_PACKAGES
+# path goes to the module that holds it.
+mapfile -t modules < <("$(dirname "$0")/modules.sh")
+status=0
+run() {
+	local dir=$1
+	shift
+	(cd "$(dirname "$0")/../$dir" && go test -race -count=1 -v "$@") >>"$log" 2>&1 || status=$?
+}
+if [ -z "${TEST_PACKAGES:-}" ]; then
+	for m in "${modules[@]}"; do
+		run "$m" "$@" ./...
+	done
+else
+	declare -A patterns
+	read -r -a wanted <<<"$TEST_PACKAGES"
+	for p in "${wanted[@]}"; do
+		rel=${p#./}
+		owner=.
+		for m in "${modules[@]}"; do
+			case $rel in "$m" | "$m"/*) [ ${#m} -gt ${#owner} ] || [ "$owner" = . ] && owner=$m ;; esac
+		done
+		if [ "$owner" = . ]; then
+			patterns[.]+=" ./$rel"
+		else
+			sub=${rel#"$owner"}
+			patterns[$owner]+=" ./${sub#/}"
+		fi
+	done
+	for m in "${!patterns[@]}"; do
+		read -r -a pkgs <<<"${patterns[$m]}"
+		run "$m" "$@" "${pkgs[@]}"
+	done
+fi
 # -v prints a test's log lines under "=== RUN/CONT/NAME <test>" headers,
 # before its "--- SKIP" or "--- FAIL" line: keep them per test and print
 # them with that line.

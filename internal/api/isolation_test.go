@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,9 +36,22 @@ func TestEightEnvironmentsFortyKeysFourDuplicates(t *testing.T) {
 		f.env.Store.SetTransactionLatency(5 * time.Millisecond)
 		const envs, keys, dups = 8, 40, 4
 		handlers := make([]func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), envs)
+		logs := make([]*logbuf.Buffer, envs)
+		defer func() {
+			if t.Failed() {
+				for _, l := range logs {
+					for _, line := range strings.Split(l.String(), "\n") {
+						if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, `"level":"WARN"`) {
+							t.Log(line)
+						}
+					}
+				}
+			}
+		}()
 		for i := range handlers {
 			client, _ := f.env.NewClient(t)
-			h, err := app.CreateProduct(client, createConfig(f.env.Tables, mode), &logbuf.Buffer{})
+			logs[i] = &logbuf.Buffer{}
+			h, err := app.CreateProduct(client, createConfig(f.env.Tables, mode), logs[i])
 			require.NoError(t, err)
 			handlers[i] = h
 		}

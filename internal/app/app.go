@@ -202,7 +202,7 @@ func SellerStats(db *dynamodb.Client, cfg config.SellerStats, out io.Writer, opt
 	}
 	// A transaction's outcome, when unknown, is read back detached from
 	// the batch's context: bounded to fit in the consumer's deadline margin.
-	opts = append(append(StoreOptions(cfg.Idempotency), idem.WithReleaseTimeout(sellers.DeadlineMargin/2)), opts...)
+	opts = append(append(StoreOptions(cfg.Idempotency), idem.WithReleaseTimeout(sellers.DeadlineMargin/2), idem.WithMaxTxAttempts(sellers.MaxTxAttempts)), opts...)
 	store, err := idem.NewStore(db, cfg.Idempotency.Table, opts...)
 	if err != nil {
 		return nil, err

@@ -21,9 +21,15 @@ import (
 // would redeliver the whole batch.
 const DeadlineMargin = 500 * time.Millisecond
 
-// Applier counts one event; *Counter is the one in use.
+// MaxTxAttempts bounds the transactions a batch sends while conflicts
+// cancel them (each retried with full jitter, within the invocation's
+// deadline): one seller's item is a hot key when its products are many.
+const MaxTxAttempts = 10
+
+// Applier counts a batch's events, each once, and says what became of
+// each; *Counter is the one in use.
 type Applier interface {
-	Apply(ctx context.Context, ev ProductCreated) (idem.Outcome, error)
+	ApplyBatch(ctx context.Context, evs []ProductCreated) []Applied
 }
 
 var _ Applier = (*Counter)(nil)
@@ -76,41 +82,71 @@ func (c *Consumer) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 }
 
 // handle is Handle, also returning the batch's counts (for the metrics).
+// It decodes every message, counts the valid events in one ApplyBatch
+// (one transaction, or two when some were delivered before), then logs
+// each message in the batch's order.
 func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, Counts) {
 	work, cancel := deadline.Before(ctx, DeadlineMargin)
 	defer cancel()
+	type message struct {
+		eventID string
+		outcome idem.Outcome
+		err     error
+	}
+	msgs := make([]message, len(ev.Records))
+	var (
+		valid []ProductCreated
+		of    []int // valid[k] is ev.Records[of[k]]
+	)
+	for i, m := range ev.Records {
+		pc, err := c.decode(m)
+		if err != nil {
+			msgs[i] = message{eventID: pc.EventID, outcome: idem.OutcomeRejected, err: err}
+			continue
+		}
+		msgs[i].eventID = pc.EventID
+		valid = append(valid, pc)
+		of = append(of, i)
+	}
+	if len(valid) > 0 {
+		if err := work.Err(); err != nil {
+			// Out of time already: the events go back to the queue untried.
+			for _, i := range of {
+				msgs[i].outcome, msgs[i].err = idem.OutcomeUnavailable, fmt.Errorf("sellers: untried: %w", err)
+			}
+		} else {
+			for k, a := range c.apply.ApplyBatch(work, valid) {
+				msgs[of[k]].outcome, msgs[of[k]].err = a.Outcome, a.Err
+			}
+		}
+		if err := work.Err(); err != nil {
+			// A hung store is answered a margin before the deadline, so
+			// the events come back rather than the invocation failing and
+			// the whole batch (counted ones included) being redelivered.
+			c.log.WarnContext(ctx, "out of time; the queue redelivers the rest of the batch",
+				slog.Int("records", len(ev.Records)), slog.Any("err", err))
+		}
+	}
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	var n Counts
 	for i, m := range ev.Records {
-		if err := work.Err(); err != nil {
-			// Out of time: the rest goes back to the queue untried, rather
-			// than each spending a store timeout past the deadline, which
-			// would fail the invocation and redeliver the whole batch.
-			for _, rest := range ev.Records[i:] {
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rest.MessageId})
-			}
-			n.Failed += len(ev.Records) - i
-			c.log.WarnContext(ctx, "out of time; the queue redelivers the rest of the batch",
-				slog.Int("untried", len(ev.Records)-i), slog.Any("err", err))
-			break
-		}
-		eventID, outcome, err := c.one(work, m)
-		attrs := messageAttrs(m, eventID, outcome)
+		r := msgs[i]
+		attrs := messageAttrs(m, r.eventID, r.outcome)
 		switch {
-		case err == nil && outcome == idem.OutcomeReplayed:
+		case r.err == nil && r.outcome == idem.OutcomeReplayed:
 			n.Duplicate++
 			c.log.InfoContext(ctx, "duplicate event acknowledged", attrs...)
 			continue
-		case err == nil:
+		case r.err == nil:
 			n.Applied++
 			c.log.InfoContext(ctx, "event counted", attrs...)
 			continue
-		case permanent(err):
+		case permanent(r.err):
 			n.Poison++
-			c.log.ErrorContext(ctx, "poison message: it will reach the dead-letter queue", append(attrs, slog.Any("err", err))...)
+			c.log.ErrorContext(ctx, "poison message: it will reach the dead-letter queue", append(attrs, slog.Any("err", r.err))...)
 		default:
 			n.Failed++
-			c.log.WarnContext(ctx, "message failed; the queue redelivers it", append(attrs, slog.Any("err", err))...)
+			c.log.WarnContext(ctx, "message failed; the queue redelivers it", append(attrs, slog.Any("err", r.err))...)
 		}
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
 	}
@@ -123,21 +159,20 @@ func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 	return resp, n
 }
 
-// one decodes and counts one message; it returns the CloudEvent id once
-// the message has decoded.
-func (c *Consumer) one(ctx context.Context, m events.SQSMessage) (string, idem.Outcome, error) {
+// decode reads one message into the event it carries, from this
+// consumer's source; the event's id is set once the message has decoded.
+func (c *Consumer) decode(m events.SQSMessage) (ProductCreated, error) {
 	if m.MessageId == "" {
-		return "", idem.OutcomeRejected, fmt.Errorf("%w: a message without a messageId", ErrPoison)
+		return ProductCreated{}, fmt.Errorf("%w: a message without a messageId", ErrPoison)
 	}
 	pc, err := DecodeMessage(m.Body)
 	if err != nil {
-		return "", idem.OutcomeRejected, err
+		return ProductCreated{}, err
 	}
 	if pc.Source != c.source {
-		return pc.EventID, idem.OutcomeRejected, fmt.Errorf("%w: source %q, this consumer counts %q", ErrPoison, pc.Source, c.source)
+		return ProductCreated{EventID: pc.EventID}, fmt.Errorf("%w: source %q, this consumer counts %q", ErrPoison, pc.Source, c.source)
 	}
-	outcome, err := c.apply.Apply(ctx, pc)
-	return pc.EventID, outcome, err
+	return pc, nil
 }
 
 // messageAttrs are the attributes of a message's one log line: which

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -63,75 +62,14 @@ func TestEveryEventCountsOnceWhateverIsRedelivered(t *testing.T) {
 		want[seller].count++
 		want[seller].totals[price.Currency()] += price.Cents()
 		for r := range 1 + rng.IntN(4) {
-			deliveries = append(deliveries, c.message(t, r+1))
+			deliveries = append(deliveries, c.delivery(t, r+1))
 		}
 	}
 	rng.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
 	f.env.Counter.Reset()
-	// The queue: a message reported failed comes back, as SQS redelivers
-	// it after its visibility timeout, until its fifth receive (then the
-	// redrive policy would move it to the dead-letter queue).
-	const maxReceives = 5
-	type queued struct {
-		msg      events.SQSMessage
-		receives int
-	}
-	var (
-		mu                                   sync.Mutex
-		cond                                 = sync.NewCond(&mu)
-		queue                                = make([]queued, 0, len(deliveries))
-		busy, batchesN, handled, redelivered int
-		deadLettered                         []string
-	)
-	for _, d := range deliveries {
-		queue = append(queue, queued{msg: d, receives: 1})
-	}
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				for len(queue) == 0 && busy > 0 {
-					cond.Wait()
-				}
-				if len(queue) == 0 {
-					mu.Unlock()
-					return
-				}
-				n := min(1+rng.IntN(10), len(queue))
-				batch := queue[:n:n]
-				queue = queue[n:]
-				busy++
-				batchesN++
-				handled += n
-				mu.Unlock()
-				msgs := make([]events.SQSMessage, n)
-				for i, q := range batch {
-					msgs[i] = q.msg
-				}
-				failed := map[string]bool{}
-				for _, id := range failedIDs(f.handle(t, msgs...)) {
-					failed[id] = true
-				}
-				mu.Lock()
-				for _, q := range batch {
-					switch {
-					case !failed[q.msg.MessageId]:
-					case q.receives >= maxReceives:
-						deadLettered = append(deadLettered, q.msg.MessageId)
-					default:
-						redelivered++
-						queue = append(queue, queued{msg: q.msg, receives: q.receives + 1})
-					}
-				}
-				busy--
-				cond.Broadcast()
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	assert.Empty(t, deadLettered, "no valid message ends in the dead-letter queue")
+	run := f.drain(t, deliveries, 8, rng, func(rng *rand.Rand) int { return 1 + rng.IntN(10) })
+	batchesN, handled, redelivered := run.Batches, run.Handled, run.Redelivered
+	assert.Empty(t, run.DeadLettered, "no valid message ends in the dead-letter queue")
 
 	applied, duplicate := 0, 0
 	for _, line := range strings.Split(f.logs.String(), "\n") {
@@ -142,9 +80,15 @@ func TestEveryEventCountsOnceWhateverIsRedelivered(t *testing.T) {
 			duplicate += d
 		}
 	}
-	t.Logf("events=%d deliveries=%d handled=%d redelivered=%d applied=%d duplicates absorbed=%d sellers=%d calls: %s (%.2f per event)",
+	conflicts := ""
+	if f.env.Store != nil {
+		s := f.env.Store.Stats()
+		conflicts = fmt.Sprintf(" conflicts: %d cancellations + %d exceptions (%.2f per event)", s.ConflictCancellations, s.ConflictExceptions,
+			float64(s.ConflictCancellations+s.ConflictExceptions)/eventsN)
+	}
+	t.Logf("events=%d deliveries=%d handled=%d redelivered=%d applied=%d duplicates absorbed=%d sellers=%d calls: %s (%.2f per event)%s",
 		eventsN, len(deliveries), handled, redelivered, applied, duplicate, len(want), f.env.Counter,
-		float64(f.env.Counter.Total())/eventsN)
+		float64(f.env.Counter.Total())/eventsN, conflicts)
 	assert.Equal(t, eventsN, applied, "each event applied once")
 	assert.Equal(t, handled-eventsN-redelivered, duplicate, "every other delivery acknowledged as a duplicate")
 	// The metrics lines tell the operator the same, one per batch, and

@@ -3,6 +3,7 @@ package sellers_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -35,18 +36,28 @@ type fixture struct {
 func newFixture(t testing.TB, opts ...idem.Option) *fixture {
 	t.Helper()
 	env := ddbtest.New(t)
-	logs := &logbuf.Buffer{}
-	cfg := config.SellerStats{
-		Common:       config.Common{LogLevel: slog.LevelDebug},
-		SellersTable: env.Tables.Sellers, EventSource: source,
-		Idempotency: config.Idempotency{Table: env.Tables.Idempotency, Retention: 7 * 24 * time.Hour, Mode: idem.ModeTransact},
-	}
-	c, err := app.SellerStats(env.Client, cfg, logs, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { logs.Metrics(t) }) // every line meets the EMF specification
+	f := &fixture{env: env, logs: &logbuf.Buffer{}}
+	f.consumer = f.newConsumer(t, 0, opts...)
+	t.Cleanup(func() { f.logs.Metrics(t) }) // every line meets the EMF specification
 	r, err := sellers.NewReader(env.Client, env.Tables.Sellers)
 	require.NoError(t, err)
-	return &fixture{env: env, consumer: c, reader: r, logs: logs}
+	f.reader = r
+	return f
+}
+
+// newConsumer is another sellerstats function on the fixture's tables
+// and log, as another execution environment runs it: its own store, with
+// a cache of cacheSize completed records.
+func (f *fixture) newConsumer(t testing.TB, cacheSize int, opts ...idem.Option) *sellers.Consumer {
+	t.Helper()
+	cfg := config.SellerStats{
+		Common:       config.Common{LogLevel: slog.LevelDebug},
+		SellersTable: f.env.Tables.Sellers, EventSource: source,
+		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: 7 * 24 * time.Hour, Mode: idem.ModeTransact, CacheSize: cacheSize},
+	}
+	c, err := app.SellerStats(f.env.Client, cfg, f.logs, opts...)
+	require.NoError(t, err)
+	return c
 }
 
 // created is one product and the ProductCreated event the relay would
@@ -76,6 +87,16 @@ func (c created) message(t testing.TB, receive int) events.SQSMessage {
 	body, err := eventbus.EventEnvelope(c.event)
 	require.NoError(t, err)
 	return eventbus.Message("m-"+c.event.ID, string(body), receive)
+}
+
+// delivery is the n-th delivery of the event as its own SQS message:
+// EventBridge and the relay redeliver an event as a new message, with a
+// messageId of its own, which is what a batch's failures name.
+func (c created) delivery(t testing.TB, n int) events.SQSMessage {
+	t.Helper()
+	m := c.message(t, 1)
+	m.MessageId = fmt.Sprintf("m-%s-%d", c.event.ID, n)
+	return m
 }
 
 func eur(t testing.TB, cents int64) money.Money {

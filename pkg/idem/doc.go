@@ -22,6 +22,13 @@
 //     concurrent duplicate gets the winner's response, and nothing is ever
 //     left IN_PROGRESS), right when the writes are computed from the
 //     request alone.
+//   - Store.ExecuteBatch, for many keys at once (an SQS batch): every new
+//     key's record, COMPLETED with its response, and the writes shared by
+//     exactly those keys (one aggregated update per account, say) commit
+//     in one TransactWriteItems; keys found there already (their records
+//     come back in the cancellation reasons) replay, are key reuse or are
+//     in flight, and the rest commit in one more transaction. Each key
+//     gets its own outcome and fails only for its own sake.
 //   - Store.Run and Do, for effects outside DynamoDB (an e-mail, a call to
 //     a payment API): reserve, run, then complete the key with a fenced
 //     UpdateItem. Their one window: if the effect happens and the process

@@ -1,0 +1,430 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DynamoDB's limits on one TransactWriteItems: 100 actions, 4 MB of items.
+const (
+	maxTxActions = 100
+	maxTxBytes   = 4 << 20
+)
+
+// BatchItem is one key of a batch: its scope, its payload's fingerprint
+// and the response stored for it, which every later duplicate replays.
+type BatchItem struct {
+	Scope       Scope
+	Fingerprint string
+	Response    Response
+}
+
+// BatchResult is one item's answer. Result.Outcome is always set; Err is
+// nil for OutcomeExecuted and OutcomeReplayed.
+type BatchResult struct {
+	Result
+	// Err says why the item neither executed nor replayed, as Execute's
+	// errors do: ErrKeyReuse, an *InFlightError, ErrInvalidKey,
+	// ErrInvalidResponse, ErrConditionFailed (the item's shared writes
+	// failed their condition on their own), ErrConflict or ErrThrottled
+	// (retries spent), the SharedWrites function's error, or the DynamoDB
+	// error (IsUnavailable tells a retryable one).
+	Err error
+}
+
+// SharedWrites returns the writes that commit with the records of the
+// batch's items at the indexes in executing (ascending): the effect of
+// exactly those items, such as one aggregated update per account they
+// touch. ExecuteBatch calls it once per transaction it sends, with only
+// the items that transaction executes, so the writes must depend on
+// nothing else and must not write the items' records. An error fails
+// those items and writes nothing.
+type SharedWrites func(executing []int) ([]types.TransactWriteItem, error)
+
+// ExecuteBatch executes many keys whose effects are DynamoDB writes in as
+// few transactions as it can: one TransactWriteItems puts every new key's
+// record, already COMPLETED with its response under the claim's condition
+// (as ModeTransact does, whatever the store's mode), together with the
+// shared writes computed for exactly those keys. It returns one
+// BatchResult per item, in order.
+//
+// A transaction cancelled because some records' conditions failed tells
+// which keys were there already (each reason carries the record): those
+// replay, are key reuse or are in flight, and the rest commit in one more
+// transaction, with their shared writes computed again without them. A
+// transaction cancelled by a conflict or throttling is retried with full
+// jitter while ctx lasts, at most WithMaxTxAttempts times; then a key
+// whose own record was the contended item is in flight (a duplicate is
+// committing it) and the rest get another round without it. Beyond 100
+// actions or 4 MB, the batch is split into transactions of their own,
+// each with its own shared writes. A shared write whose condition fails,
+// or a transaction refused as a whole (an error that is not a
+// cancellation, once a read of a record shows it did not land), splits
+// the keys in halves until the ones at fault are alone: only a key whose
+// own writes cannot commit gets ErrConditionFailed. So a key fails only
+// for its own sake, never because another key of the batch was a
+// duplicate, conflicted or failed.
+//
+// The same scope twice in items is one key: the later item answers as a
+// duplicate of the first (a replay of it, or key reuse for another
+// fingerprint). With the cache on, a key this store completed or replayed
+// before answers from memory and joins no transaction.
+//
+// The returned error is only for a call that cannot run at all (no
+// SharedWrites function); every other failure is its item's Err.
+func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared SharedWrites) ([]BatchResult, error) {
+	if shared == nil {
+		return nil, errors.New("idem: ExecuteBatch needs a SharedWrites function (one returning no writes will do)")
+	}
+	b := &batch{
+		s: s, items: items, shared: shared,
+		ids: make([]string, len(items)), tokens: make([]string, len(items)),
+		res: make([]BatchResult, len(items)), vanished: make([]int, len(items)),
+	}
+	var pending []int
+	first := map[string]int{}
+	follows := map[int]int{}
+	for i, it := range items {
+		if err := it.Scope.check(); err != nil {
+			b.res[i] = BatchResult{Result{Outcome: OutcomeRejected}, err}
+			continue
+		}
+		if err := s.validate(it.Response); err != nil {
+			b.res[i] = BatchResult{Result{Outcome: OutcomeRejected}, err}
+			continue
+		}
+		id := it.Scope.ID()
+		if j, ok := first[id]; ok {
+			// DynamoDB refuses a transaction that writes one item twice.
+			follows[i] = j
+			continue
+		}
+		first[id] = i
+		b.ids[i] = id
+		if res, err, hit := s.fromCache(id, it.Fingerprint); hit {
+			b.res[i] = BatchResult{res, err}
+			continue
+		}
+		// One token per key for every transaction of this call: finding
+		// it on the record means an earlier attempt landed.
+		b.tokens[i] = s.newToken()
+		pending = append(pending, i)
+	}
+	b.commit(ctx, pending)
+	for i, j := range follows {
+		b.res[i] = duplicateOf(items[i], items[j], b.res[j])
+	}
+	return b.res, nil
+}
+
+// duplicateOf answers an item whose scope an earlier item of the same
+// batch has, given that item's answer.
+func duplicateOf(it, earlier BatchItem, r BatchResult) BatchResult {
+	switch {
+	case r.Err != nil:
+		return r
+	case it.Fingerprint != earlier.Fingerprint:
+		return BatchResult{Result{Outcome: OutcomeKeyReuse}, ErrKeyReuse}
+	}
+	r.Response = r.Response.clone()
+	r.Outcome = OutcomeReplayed
+	return r
+}
+
+// batch is one ExecuteBatch call's state: per item, its record id, its
+// token, its answer and how often its record vanished under it.
+type batch struct {
+	s        *Store
+	items    []BatchItem
+	shared   SharedWrites
+	ids      []string
+	tokens   []string
+	res      []BatchResult
+	vanished []int
+}
+
+// commit executes the pending items (indexes into b.items) in as few
+// transactions as it can, and sets each one's answer.
+func (b *batch) commit(ctx context.Context, pending []int) {
+	s := b.s
+	conflicts := 0
+	for len(pending) > 0 {
+		if err := ctx.Err(); err != nil {
+			b.fail(pending, fmt.Errorf("idem: batch: %w", err))
+			return
+		}
+		writes, err := b.shared(slices.Clone(pending))
+		if err != nil {
+			b.failWith(pending, OutcomeReleased, err)
+			return
+		}
+		now := s.now()
+		actions := make([]types.TransactWriteItem, 0, len(pending)+len(writes))
+		expires := now
+		for _, i := range pending {
+			put, exp := s.completedPut(b.ids[i], b.items[i].Fingerprint, b.tokens[i], b.items[i].Response, now)
+			actions = append(actions, types.TransactWriteItem{Put: put})
+			expires = exp
+		}
+		actions = append(actions, writes...)
+		if len(actions) > maxTxActions || txSize(actions) > maxTxBytes {
+			if len(pending) == 1 {
+				b.failWith(pending, OutcomeReleased, fmt.Errorf("%w: the key's record and %d shared writes exceed one transaction (%d actions, 4 MB)", ErrInvalidEffect, len(writes), maxTxActions))
+				return
+			}
+			b.bisect(ctx, pending)
+			return
+		}
+		// A fresh input per attempt: the SDK gives each its own
+		// ClientRequestToken, which makes its retries of one attempt safe.
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
+		if err == nil {
+			for _, i := range pending {
+				b.executed(i, expires)
+			}
+			return
+		}
+		var tce *types.TransactionCanceledException
+		if !errors.As(err, &tce) || len(tce.CancellationReasons) != len(actions) {
+			// An error after the SDK's retries: the transaction may have
+			// landed with every answer lost, and then it did for all.
+			if s.landed(ctx, b.ids[pending[0]], b.tokens[pending[0]]) {
+				for _, i := range pending {
+					b.executed(i, expires)
+				}
+				return
+			}
+			err = fmt.Errorf("idem: batch transaction: %w", err)
+			if len(pending) == 1 || ctx.Err() != nil {
+				b.fail(pending, err)
+				return
+			}
+			// A whole request refused (one item too large, a 5xx that one
+			// key's content provokes) names no key: halves find the ones
+			// it is about, and the others commit.
+			b.bisect(ctx, pending)
+			return
+		}
+		reasons := tce.CancellationReasons
+
+		// The records' own conditions first: keys that were there already
+		// are decided by their records, and the rest go again without them,
+		// at once, since they were only cancelled along.
+		rest := make([]int, 0, len(pending))
+		claimedBefore := false
+		for k, i := range pending {
+			if aws.ToString(reasons[k].Code) != "ConditionalCheckFailed" {
+				rest = append(rest, i)
+				continue
+			}
+			claimedBefore = true
+			if !b.decide(ctx, i, reasons[k].Item, now) {
+				rest = append(rest, i)
+			}
+		}
+		if claimedBefore {
+			pending = rest
+			continue
+		}
+
+		// A shared write's condition: only smaller sets of keys can tell
+		// whose writes cannot commit, so halves commit on their own, down
+		// to single keys.
+		for k := len(pending); k < len(reasons); k++ {
+			if aws.ToString(reasons[k].Code) != "ConditionalCheckFailed" {
+				continue
+			}
+			if len(pending) == 1 {
+				b.failWith(pending, OutcomeReleased, &TxError{
+					Index: k, Code: "ConditionalCheckFailed", Message: aws.ToString(reasons[k].Message),
+					Item: reasons[k].Item, kind: ErrConditionFailed, err: err,
+				})
+				return
+			}
+			b.bisect(ctx, pending)
+			return
+		}
+
+		explained := ExplainTx(err, -1)
+		if !retryableTx(explained) {
+			b.fail(pending, explained) // refused: no retry can help
+			return
+		}
+		if conflicts++; conflicts < s.maxTxAttempts {
+			if werr := batchBackoff(ctx, conflicts); werr != nil {
+				b.fail(pending, fmt.Errorf("%w: %w", explained, werr))
+				return
+			}
+			continue
+		}
+		// Attempts spent. A key whose own record another transaction
+		// holds is being committed by a duplicate: in flight. The others
+		// get a new round without it; only the contended ones fail.
+		rest = rest[:0]
+		for k, i := range pending {
+			if aws.ToString(reasons[k].Code) == "TransactionConflict" {
+				b.res[i] = BatchResult{Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: time.Second}}
+				continue
+			}
+			rest = append(rest, i)
+		}
+		if len(rest) == len(pending) {
+			b.fail(pending, explained)
+			return
+		}
+		pending, conflicts = rest, 0
+	}
+}
+
+// batchBackoff waits after the attempt-th cancelled batch transaction,
+// with full jitter, in windows longer than backoff's: from 50 ms,
+// doubling up to 1.6 s. Batches conflict on their shared items (one
+// account that many keys update is a hot key), each holding it for a
+// whole transaction, and a retry that comes back before the next holder
+// is done is one more call for nothing; spreading the retries over
+// several transactions' time lets most of them find the item free.
+func batchBackoff(ctx context.Context, attempt int) error {
+	limit := 50 * time.Millisecond << min(attempt, 5)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(rand.Int64N(int64(limit)))):
+		return nil
+	}
+}
+
+// bisect commits each half of pending on its own, each with its own
+// shared writes.
+func (b *batch) bisect(ctx context.Context, pending []int) {
+	half := len(pending) / 2
+	b.commit(ctx, pending[:half])
+	b.commit(ctx, pending[half:])
+}
+
+// decide answers item i, whose claim lost its condition to item (the
+// record in the cancellation reason, or read when the backend sent none).
+// It returns false when the record no longer stands in the way (expired,
+// gone, or a dead holder's): then the item is claimed again, a bounded
+// number of times.
+func (b *batch) decide(ctx context.Context, i int, item map[string]types.AttributeValue, now time.Time) bool {
+	s, it := b.s, b.items[i]
+	rec, found, err := s.current(ctx, b.ids[i], item)
+	if err != nil {
+		b.res[i] = BatchResult{Result{Outcome: OutcomeOf(err)}, err}
+		return true
+	}
+	v := verdictAbsent
+	if found {
+		v = judge(rec, it.Fingerprint, b.tokens[i], now)
+	}
+	switch v {
+	case verdictOwn:
+		// An earlier attempt landed; the SDK's retry of it met our own
+		// record (backends that ignore ClientRequestToken).
+		b.executed(i, rec.ExpiresAt)
+	case verdictReplay:
+		s.remember(b.ids[i], it.Fingerprint, rec.Response, rec.ExpiresAt)
+		b.res[i] = BatchResult{Result: Result{Response: rec.Response, Outcome: OutcomeReplayed}}
+	case verdictKeyReuse:
+		b.res[i] = BatchResult{Result{Outcome: OutcomeKeyReuse}, ErrKeyReuse}
+	case verdictInFlight:
+		b.res[i] = BatchResult{Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: untilFree(rec, now)}}
+	default:
+		if b.vanished[i]++; b.vanished[i] < s.maxAttempts {
+			return false
+		}
+		// The key keeps changing hands under us: busy, as Reserve says.
+		b.res[i] = BatchResult{Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: time.Second}}
+	}
+	return true
+}
+
+// executed records item i as committed by this call.
+func (b *batch) executed(i int, expires time.Time) {
+	it := b.items[i]
+	b.s.remember(b.ids[i], it.Fingerprint, it.Response, expires)
+	b.res[i] = BatchResult{Result: Result{Response: it.Response, Outcome: OutcomeExecuted}}
+}
+
+// fail answers the items with a store error.
+func (b *batch) fail(items []int, err error) { b.failWith(items, failed(err, true, true), err) }
+
+func (b *batch) failWith(items []int, outcome Outcome, err error) {
+	for _, i := range items {
+		b.res[i] = BatchResult{Result{Outcome: outcome}, err}
+	}
+}
+
+// txSize estimates a transaction's size as DynamoDB counts it against
+// its 4 MB: attribute names and values of every item written, keys and
+// expression values of updates and condition checks.
+func txSize(actions []types.TransactWriteItem) int {
+	n := 0
+	for _, a := range actions {
+		switch {
+		case a.Put != nil:
+			n += itemSize(a.Put.Item)
+		case a.Update != nil:
+			n += itemSize(a.Update.Key) + itemSize(a.Update.ExpressionAttributeValues) + len(aws.ToString(a.Update.UpdateExpression))
+		case a.Delete != nil:
+			n += itemSize(a.Delete.Key)
+		case a.ConditionCheck != nil:
+			n += itemSize(a.ConditionCheck.Key)
+		}
+	}
+	return n
+}
+
+func itemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for k, v := range item {
+		n += len(k) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return len(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberM:
+		return 3 + itemSize(v.Value)
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, e := range v.Value {
+			n += len(e)
+		}
+		return n
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, e := range v.Value {
+			n += len(e)
+		}
+		return n
+	case *types.AttributeValueMemberBS:
+		n := 0
+		for _, e := range v.Value {
+			n += len(e)
+		}
+		return n
+	}
+	return 1 // BOOL, NULL
+}
