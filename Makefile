@@ -1,4 +1,4 @@
-# idemlambda: every target is listed by `make help` and documented in README.md.
+# idemlambda: every target is listed by `make help` and documented in docs/development.md.
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
@@ -106,3 +106,16 @@ ci: fmt-check tidy-check lint test cover e2e api-fuzz validate fuzz ## Everythin
 .PHONY: clean
 clean: ## Remove build output.
 	rm -rf $(BIN)
+
+# Where make init-time builds its host-architecture bootstraps.
+INIT_TIME_DIR ?= $(BIN)/init-time
+INIT_TIME_RUNS ?= 21
+.PHONY: init-time
+init-time: ## Each bootstrap, built for this machine, from exec to its first /next, against hello-world aws-lambda-go (INIT_TIME_RUNS).
+	@mkdir -p $(INIT_TIME_DIR)
+	@for fn in hello $(FUNCTIONS); do \
+		src=./functions/$$fn; [ $$fn = hello ] && src=./cmd/inittime/hello; \
+		CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(INIT_TIME_DIR)/$$fn $$src; \
+	done
+	$(GO) run ./cmd/inittime -n $(INIT_TIME_RUNS) hello=$(INIT_TIME_DIR)/hello \
+		$(foreach fn,$(FUNCTIONS),$(fn)=$(INIT_TIME_DIR)/$(fn))

@@ -73,7 +73,7 @@ AWS_ENDPOINT_URL=$endpoint "$GO" test -tags e2e -race -count=1 -v -timeout 150s 
 # conditional writes, so they talk to moto directly.
 if [ "$status" -eq 0 ]; then
 	DYNAMODB_TEST_BACKEND=endpoint AWS_ENDPOINT_URL_DYNAMODB=$endpoint AWS_ENDPOINT_URL_EVENTBRIDGE=$endpoint \
-		"$GO" test -race -count=1 -timeout 120s ./internal/dev/streampoll/ ./internal/outbox/ || status=$?
+		"$GO" test -race -count=1 -timeout 120s ./internal/dev/streampoll/ ./internal/outbox/bridge/ || status=$?
 fi
 
 # 3. pkg/idem, the conformance suite and the seller statistics where

@@ -18,9 +18,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 )
 
 // localDefaults fill what the environment leaves unset: table names for
@@ -82,7 +84,7 @@ func run() error {
 		// Each function's JSON log and metrics lines, as Lambda would
 		// send them to CloudWatch Logs.
 		Out: os.Stderr,
-		Log: create.Logger(os.Stderr),
+		Log: app.Logger(create.Common, os.Stderr),
 	}
 	where, err := relayTo(ctx, &cfg, relayCfg, *relayOn)
 	if err != nil {
@@ -124,7 +126,7 @@ func relayTo(ctx context.Context, cfg *local.Config, rc config.OutboxRelay, on b
 		if err != nil {
 			return "", err
 		}
-		pub, err := outbox.NewEventBridgePublisher(eventbridge.NewFromConfig(awsCfg), outbox.EventBridgeConfig{Bus: rc.EventBusName, Source: rc.EventSource})
+		pub, err := bridge.New(eventbridge.NewFromConfig(awsCfg), bridge.Config{Bus: rc.EventBusName, Source: rc.EventSource})
 		if err != nil {
 			return "", err
 		}

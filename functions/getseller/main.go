@@ -1,6 +1,6 @@
-// Command getseller is the GET /sellers/{id} Lambda function: it reads
-// its configuration, builds the DynamoDB client and the handler
-// (internal/api), and hands the handler to the Lambda runtime.
+// Command getseller is the GET /sellers/{id} Lambda function: its
+// configuration, the function internal/app assembles from it, and the
+// Lambda runtime.
 package main
 
 import (
@@ -10,9 +10,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/internal/ddb"
 )
 
 func main() {
@@ -27,11 +26,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	client, err := ddb.NewClient(ctx)
-	if err != nil {
-		return err
-	}
-	h, err := api.NewGetSeller(client, cfg, os.Stdout)
+	h, err := app.NewGetSeller(cfg, os.Stdout)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 // Command outboxrelay is the Lambda function behind the outbox table's
-// DynamoDB stream: it reads its configuration, builds the EventBridge
-// client and the relay handler (internal/relay), and hands the handler to
-// the Lambda runtime.
+// DynamoDB stream: its configuration, the relay internal/app/outboxrelay
+// assembles from it, and the Lambda runtime.
 package main
 
 import (
@@ -10,11 +9,9 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
+	"github.com/idemlambda/idemlambda/internal/app/outboxrelay"
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/internal/relay"
 )
 
 func main() {
@@ -29,13 +26,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The SDK's default chain supplies region and credentials;
-	// AWS_ENDPOINT_URL_EVENTBRIDGE points it at an emulator.
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return fmt.Errorf("load aws config: %w", err)
-	}
-	h, err := relay.NewEventBridge(eventbridge.NewFromConfig(awsCfg), cfg, os.Stdout)
+	h, err := outboxrelay.New(cfg, os.Stdout)
 	if err != nil {
 		return err
 	}

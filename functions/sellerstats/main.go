@@ -1,7 +1,6 @@
 // Command sellerstats is the seller statistics consumer, behind the SQS
-// queue the EventBridge rule for ProductCreated fills: it reads its
-// configuration, builds the DynamoDB client and the consumer
-// (internal/sellers), and hands the consumer to the Lambda runtime.
+// queue the EventBridge rule for ProductCreated fills: its configuration,
+// the consumer internal/app assembles from it, and the Lambda runtime.
 package main
 
 import (
@@ -11,9 +10,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/internal/ddb"
-	"github.com/idemlambda/idemlambda/internal/sellers"
 )
 
 func main() {
@@ -28,11 +26,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	client, err := ddb.NewClient(ctx)
-	if err != nil {
-		return err
-	}
-	h, err := sellers.NewSellerStats(client, cfg, os.Stdout)
+	h, err := app.NewSellerStats(cfg, os.Stdout)
 	if err != nil {
 		return err
 	}

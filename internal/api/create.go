@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,14 +23,111 @@ import (
 // stops waiting on the store and answers 503.
 const DeadlineMargin = time.Second
 
-// Creator creates products; *product.Service is the one in use. The
-// handler depends on no more than this, so its answers can be tested
-// without a store.
+// OperationCreateProduct is the idempotency scope's operation of product
+// creation. It is part of every record id, so renaming it orphans every
+// stored key; the template's LeadingKeys condition is derived from it.
+const OperationCreateProduct = "POST /products"
+
+// Creator creates products idempotently; *ProductCreator is the one in
+// use. The handler depends on no more than this, so its answers can be
+// tested without a store.
 type Creator interface {
 	Create(ctx context.Context, principal, key string, cmd product.CreateCommand) (idem.Result, error)
 }
 
-var _ Creator = (*product.Service)(nil)
+var _ Creator = (*ProductCreator)(nil)
+
+// ProductCreator makes product creation idempotent: once per (principal,
+// key) scope, the product's writes commit in one TransactWriteItems with
+// the key's completion, and every retry gets the first 201 back.
+type ProductCreator struct {
+	store    *idem.Store
+	products *product.Service
+}
+
+// NewProductCreator returns a ProductCreator keeping its keys in store.
+func NewProductCreator(store *idem.Store, products *product.Service) (*ProductCreator, error) {
+	if store == nil || products == nil {
+		return nil, errors.New("api: product creation needs an idempotency store and the product service")
+	}
+	return &ProductCreator{store: store, products: products}, nil
+}
+
+// Create creates the product once per scope (idem.Store.Execute owns the
+// claim, the replay and the release on failure). The Result's response is
+// the 201, fresh or replayed byte for byte. Errors wrap idem.ErrInFlight,
+// idem.ErrKeyReuse, idem.ErrLeaseLost, idem.ErrInvalidKey or the
+// infrastructure error.
+func (c *ProductCreator) Create(ctx context.Context, principal, key string, cmd product.CreateCommand) (idem.Result, error) {
+	scope, err := idem.NewScope(OperationCreateProduct, principal, key)
+	if err != nil {
+		return idem.Result{Outcome: idem.OutcomeRejected}, err
+	}
+	fp, err := Fingerprint(cmd)
+	if err != nil {
+		return idem.Result{Outcome: idem.OutcomeError}, err
+	}
+	return c.store.Execute(ctx, scope, fp, func(ctx context.Context) (idem.Effect, error) {
+		created, err := c.products.Create(ctx, cmd)
+		if err != nil {
+			return idem.Effect{}, err
+		}
+		body, err := json.Marshal(newProductBody(created.Product))
+		if err != nil {
+			return idem.Effect{}, fmt.Errorf("api: encode product: %w", err)
+		}
+		return idem.Effect{
+			Response: idem.Response{
+				Status: http.StatusCreated,
+				Headers: map[string]string{
+					"Content-Type": "application/json",
+					"Location":     "/products/" + created.Product.ID().String(),
+				},
+				Body: body,
+			},
+			Writes: created.Writes,
+		}, nil
+	})
+}
+
+// fingerprintDoc is what identifies a create request for key reuse: the
+// validated fields, never the idempotency key itself. Its encoding is
+// stored with every key: changing it turns every retry of a request made
+// before the change into a 422.
+type fingerprintDoc struct {
+	Name       string `json:"name"`
+	PriceCents int64  `json:"price_cents"`
+	Currency   string `json:"currency"`
+	SellerID   string `json:"seller_id"`
+}
+
+// Fingerprint is the SHA-256 of the command's canonical JSON.
+func Fingerprint(cmd product.CreateCommand) (string, error) {
+	return idem.Fingerprint(fingerprintDoc{
+		Name: cmd.Name(), PriceCents: cmd.Price().Cents(), Currency: string(cmd.Price().Currency()), SellerID: cmd.SellerID().String(),
+	})
+}
+
+// ProductBody is a product as the API renders it (docs/openapi.yaml,
+// Product). It has the members of product.CreatedData today, but answers
+// to the API's clients, where that type answers to the event's consumers:
+// either can change without the other.
+type ProductBody struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	PriceCents int64  `json:"price_cents"`
+	Currency   string `json:"currency"`
+	SellerID   string `json:"seller_id"`
+	CreatedAt  string `json:"created_at"`
+}
+
+func newProductBody(p product.Product) ProductBody {
+	return ProductBody{
+		ID: p.ID().String(), Name: p.Name(),
+		PriceCents: p.Price().Cents(), Currency: string(p.Price().Currency()),
+		SellerID: p.SellerID().String(), CreatedAt: p.CreatedAt().Format(product.TimeLayout),
+	}
+}
 
 // CreateHandler serves POST /products.
 type CreateHandler struct {

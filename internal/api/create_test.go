@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
@@ -36,7 +37,7 @@ func TestCreateReturns201AndReplaysByteForByte(t *testing.T) {
 		first := f.post(t, jsonHeaders("key-201"), widget)
 		require.Equal(t, 201, first.StatusCode, first.Body)
 		assert.Equal(t, "application/json", first.Headers["Content-Type"])
-		var body product.Body
+		var body api.ProductBody
 		require.NoError(t, json.Unmarshal([]byte(first.Body), &body))
 		assert.Equal(t, "/products/"+body.ID, first.Headers["Location"])
 		assert.Equal(t, "Widget", body.Name)
@@ -206,11 +207,11 @@ func TestCreateInFlightIs409WithRetryAfter(t *testing.T) {
 		// A first request holds the key: reserve it as the handler would.
 		cmd, err := product.NewCreateCommand(product.CreateInput{Name: "Widget", PriceCents: 999, Currency: "EUR", SellerID: sellerID})
 		require.NoError(t, err)
-		fp, err := cmd.Fingerprint()
+		fp, err := api.Fingerprint(cmd)
 		require.NoError(t, err)
 		store, err := idem.NewStore(f.env.Client, f.env.Tables.Idempotency)
 		require.NoError(t, err)
-		scope, err := idem.NewScope(product.Operation, "anonymous", "k-409")
+		scope, err := idem.NewScope(api.OperationCreateProduct, "anonymous", "k-409")
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -260,7 +261,7 @@ func TestCreateUnexpectedFailureIs500AndReleasesTheKey(t *testing.T) {
 		f := newFixtureMode(t, mode, slog.LevelDebug)
 		c := createConfig(f.env.Tables, mode)
 		c.ProductsTable = "no-such-table"
-		broken, err := api.NewCreateProduct(f.env.Client, c, f.logs)
+		broken, err := app.CreateProduct(f.env.Client, c, f.logs)
 		require.NoError(t, err)
 		resp, err := broken(context.Background(), postReq(jsonHeaders("k-500"), widget))
 		require.NoError(t, err)
@@ -408,7 +409,7 @@ func TestCreateHungStoreIs503BeforeTheDeadline(t *testing.T) {
 		client, err := local.Client(context.Background(), hung.URL)
 		require.NoError(t, err)
 		logs := &logbuf.Buffer{}
-		h, err := api.NewCreateProduct(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}, mode), logs)
+		h, err := app.CreateProduct(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}, mode), logs)
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
@@ -41,7 +41,7 @@ func createConfig(n tables.Names, mode idem.Mode) config.CreateProduct {
 }
 
 func testLogger(w *logbuf.Buffer, level slog.Level) *slog.Logger {
-	return config.Common{LogLevel: level}.Logger(w)
+	return app.Logger(config.Common{LogLevel: level}, w)
 }
 
 // modes are the two ways createproduct can claim a key (IDEMPOTENCY_MODE).
@@ -83,9 +83,9 @@ func newFixtureOut(t testing.TB, mode idem.Mode, level slog.Level, logs io.Write
 	env := ddbtest.New(t)
 	cfg := createConfig(env.Tables, mode)
 	cfg.LogLevel = level
-	create, err := api.NewCreateProduct(env.Client, cfg, logs, opts...)
+	create, err := app.CreateProduct(env.Client, cfg, logs, opts...)
 	require.NoError(t, err)
-	get, err := api.NewGetProduct(env.Client, config.GetProduct{Common: cfg.Common, ProductsTable: env.Tables.Products}, logs)
+	get, err := app.GetProduct(env.Client, config.GetProduct{Common: cfg.Common, ProductsTable: env.Tables.Products}, logs)
 	require.NoError(t, err)
 	return &fixture{env: env, create: create, get: get}
 }

@@ -29,7 +29,7 @@ func FuzzDecodeCreate(f *testing.F) {
 		}
 		// What decoded is a command that passed every rule: its product
 		// can be built, and its fingerprint computed.
-		if _, err := decodedCommand(got).Fingerprint(); err != nil {
+		if _, err := Fingerprint(decodedCommand(got)); err != nil {
 			t.Fatalf("decoded command: %v", err)
 		}
 		if decodedCommand(got) == (product.CreateCommand{}) {

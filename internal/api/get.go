@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemlambda/idemlambda/internal/deadline"
+	"github.com/idemlambda/idemlambda/internal/ids"
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
@@ -41,8 +42,8 @@ func (h *GetHandler) get(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		return respond(p), errors.New(p.Detail)
 	}
 	raw := req.PathParameters["id"]
-	id, err := uuid.Parse(raw)
-	if err != nil || len(raw) != 36 {
+	id, err := ids.Parse(raw)
+	if err != nil {
 		p := probBadRequest.WithDetail("the product id must be a UUID such as 3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b")
 		return respond(p), errors.New(p.Detail)
 	}
@@ -56,7 +57,7 @@ func (h *GetHandler) get(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		// 503 when the store is unavailable, else 500 without detail.
 		return respond(idemhttp.ProblemFor(err)), err
 	}
-	body, err := json.Marshal(p.Body())
+	body, err := json.Marshal(newProductBody(p))
 	if err != nil {
 		return respond(idemhttp.ProblemFor(err)), err
 	}

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
@@ -23,7 +23,7 @@ func FuzzCreateHandler(f *testing.F) {
 	env := ddbtest.New(f)
 	cfg := createConfig(env.Tables, idem.ModeTransact)
 	cfg.LogLevel = slog.LevelError
-	h, err := api.NewCreateProduct(env.Client, cfg, io.Discard)
+	h, err := app.CreateProduct(env.Client, cfg, io.Discard)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1,12 +1,10 @@
 package api
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"regexp"
 	"slices"
@@ -17,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/internal/strictjson"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
@@ -183,45 +182,25 @@ func priceCents(raw json.RawMessage, fail func(field, msg string)) int64 {
 	return 0
 }
 
-// objectFields splits a JSON object into its members, refusing duplicates
-// (which encoding/json would silently resolve to the last) and trailing data.
+// objectFields splits the body into its members (internal/strictjson),
+// answering what makes it no single JSON object with a 400.
 func objectFields(body []byte) (map[string]json.RawMessage, *idemhttp.Problem) {
-	badJSON := func(detail string) (map[string]json.RawMessage, *idemhttp.Problem) {
-		p := probBadRequest.WithDetail(detail)
-		return nil, &p
+	fields, err := strictjson.Object(body)
+	if err == nil {
+		return fields, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return badJSON("body is not valid JSON")
+	detail := "body is not valid JSON"
+	var dup *strictjson.DuplicateError
+	switch {
+	case errors.As(err, &dup):
+		detail = fmt.Sprintf("field %.40q appears more than once", dup.Name)
+	case errors.Is(err, strictjson.ErrNotObject):
+		detail = "body must be a JSON object"
+	case errors.Is(err, strictjson.ErrTrailing):
+		detail = "body has data after the JSON object"
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return badJSON("body must be a JSON object")
-	}
-	fields := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return badJSON("body is not valid JSON")
-		}
-		name, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return badJSON("body is not valid JSON")
-		}
-		if _, dup := fields[name]; dup {
-			return badJSON(fmt.Sprintf("field %.40q appears more than once", name))
-		}
-		fields[name] = raw
-	}
-	if _, err := dec.Token(); err != nil {
-		return badJSON("body is not valid JSON")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return badJSON("body has data after the JSON object")
-	}
-	return fields, nil
+	p := probBadRequest.WithDetail(detail)
+	return nil, &p
 }
 
 // sortFieldErrors orders errors by field for stable responses, keeping

@@ -4,15 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
 
-	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/deadline"
+	"github.com/idemlambda/idemlambda/internal/ids"
 	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
@@ -43,8 +41,8 @@ func (h *SellerHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 		return fail(p, "", errors.New(p.Detail))
 	}
 	raw := req.PathParameters["id"]
-	id, err := uuid.Parse(raw)
-	if err != nil || len(raw) != 36 {
+	id, err := ids.Parse(raw)
+	if err != nil {
 		p := probBadRequest.WithDetail("the seller id must be a UUID such as 3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b")
 		return fail(p, "", errors.New(p.Detail))
 	}
@@ -66,16 +64,4 @@ func (h *SellerHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 		Headers:    map[string]string{"Content-Type": "application/json"},
 		Body:       string(body),
 	}}
-}
-
-// NewGetSeller assembles the getseller function from its configuration.
-func NewGetSeller(db *dynamodb.Client, cfg config.GetSeller, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
-	if db == nil || out == nil {
-		return nil, errors.New("api: getseller needs a DynamoDB client and an output")
-	}
-	reader, err := sellers.NewReader(db, cfg.SellersTable)
-	if err != nil {
-		return nil, err
-	}
-	return decorate(out, cfg.Common, config.NameGetSeller, "get seller", NewSellerHandler(reader).Serve)
 }

@@ -1,6 +1,6 @@
 // Package config reads each function's configuration from its environment
 // into a typed value, with defaults and parsing, failing at start with
-// every problem named. The same loaders run in Lambda and under make run
+// every problem named; it builds nothing (internal/app does). The same loaders run in Lambda and under make run
 // (with local defaults laid over the environment, see Overlay), and
 // Functions lists what each function reads for the template drift test.
 package config
@@ -8,7 +8,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -29,7 +28,7 @@ type Var struct {
 	Doc string
 }
 
-// The variables; README.md documents each.
+// The variables; docs/operations.md documents each.
 var (
 	ProductsTable        = Var{Name: "PRODUCTS_TABLE", Doc: "products table name"}
 	IdempotencyTable     = Var{Name: "IDEMPOTENCY_TABLE", Doc: "idempotency table name"}
@@ -54,14 +53,25 @@ const (
 	NameGetSeller     = "getseller"
 )
 
-// The AWS SDK's own endpoint variables: config.LoadDefaultConfig reads
-// them, this code never does. template.yaml declares each function's, empty,
-// because `sam local invoke` passes a function only the variables its
-// template declares; the SDK ignores an empty value, so a deployed function
-// calls the regional endpoint.
+// The AWS SDK's service endpoint variables, with the SDK's names and
+// meaning: a function reads its clients' (internal/app builds them without
+// the SDK's configuration loader). template.yaml declares each function's,
+// empty, because `sam local invoke` passes a function only the variables
+// its template declares; an empty value means the regional endpoint.
 var (
-	EndpointDynamoDB    = Var{Name: "AWS_ENDPOINT_URL_DYNAMODB", Doc: "DynamoDB endpoint, read by the AWS SDK (empty: the regional endpoint)"}
-	EndpointEventBridge = Var{Name: "AWS_ENDPOINT_URL_EVENTBRIDGE", Doc: "EventBridge endpoint, read by the AWS SDK (empty: the regional endpoint)"}
+	EndpointDynamoDB    = Var{Name: "AWS_ENDPOINT_URL_DYNAMODB", Doc: "DynamoDB endpoint (empty: the regional endpoint)"}
+	EndpointEventBridge = Var{Name: "AWS_ENDPOINT_URL_EVENTBRIDGE", Doc: "EventBridge endpoint (empty: the regional endpoint)"}
+)
+
+// The variables Lambda sets in every function's environment: the region
+// and the execution role's credentials, from which internal/app builds the
+// AWS clients. A loader reads them without requiring them, so make run and
+// tests load a configuration without them; building a client needs them.
+var (
+	Region          = Var{Name: "AWS_REGION", Doc: "the function's region, set by Lambda"}
+	AccessKeyID     = Var{Name: "AWS_ACCESS_KEY_ID", Doc: "the execution role's access key id, set by Lambda"}
+	SecretAccessKey = Var{Name: "AWS_SECRET_ACCESS_KEY", Doc: "the execution role's secret access key, set by Lambda"}
+	SessionToken    = Var{Name: "AWS_SESSION_TOKEN", Doc: "the execution role's session token, set by Lambda"}
 )
 
 // MaxCacheSize bounds IDEMPOTENCY_CACHE_SIZE; the memory the cache holds
@@ -77,16 +87,16 @@ type Common struct {
 	MetricsNamespace string
 }
 
-// Logger returns the JSON logger every function writes to w (Lambda's
-// JSON log format expects one JSON object per line on stdout).
-func (c Common) Logger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
-}
-
-// Metrics returns the Recorder of function's metrics lines, written to w
-// (stdout in Lambda, beside the log: CloudWatch Logs extracts them).
-func (c Common) Metrics(w io.Writer, function string) (*metrics.Recorder, error) {
-	return metrics.New(w, c.MetricsNamespace, function)
+// AWS is what a function's AWS clients are built from.
+type AWS struct {
+	// Region is the region the clients call.
+	Region string
+	// AccessKeyID, SecretAccessKey and SessionToken are the execution
+	// role's temporary credentials, valid for the execution environment's
+	// life.
+	AccessKeyID, SecretAccessKey, SessionToken string
+	// Endpoint replaces the service's regional endpoint; "" keeps it.
+	Endpoint string
 }
 
 // Idempotency configures a function's idempotency store.
@@ -101,14 +111,11 @@ type Idempotency struct {
 	CacheSize int
 }
 
-// Options are the store options these settings stand for.
-func (i Idempotency) Options() []idem.Option {
-	return []idem.Option{idem.WithRetention(i.Retention), idem.WithMode(i.Mode), idem.WithCache(i.CacheSize, 0)}
-}
-
 // CreateProduct is the createproduct function's configuration.
 type CreateProduct struct {
 	Common
+	// AWS builds its DynamoDB client.
+	AWS                        AWS
 	ProductsTable, OutboxTable string
 	EventSource                string
 	Idempotency                Idempotency
@@ -117,12 +124,16 @@ type CreateProduct struct {
 // GetProduct is the getproduct function's configuration.
 type GetProduct struct {
 	Common
+	// AWS builds its DynamoDB client.
+	AWS           AWS
 	ProductsTable string
 }
 
 // OutboxRelay is the outboxrelay function's configuration.
 type OutboxRelay struct {
 	Common
+	// AWS builds its EventBridge client.
+	AWS                       AWS
 	EventBusName, EventSource string
 }
 
@@ -131,6 +142,8 @@ type OutboxRelay struct {
 // computed from the event alone.
 type SellerStats struct {
 	Common
+	// AWS builds its DynamoDB client.
+	AWS          AWS
 	SellersTable string
 	// EventSource is the only source whose events are counted.
 	EventSource string
@@ -140,6 +153,8 @@ type SellerStats struct {
 // GetSeller is the getseller function's configuration.
 type GetSeller struct {
 	Common
+	// AWS builds its DynamoDB client.
+	AWS          AWS
 	SellersTable string
 }
 
@@ -196,11 +211,12 @@ func readCreateProduct(e *env) CreateProduct {
 		EventSource:   e.str(EventSource),
 		Idempotency:   readIdempotency(e),
 		Common:        readCommon(e),
+		AWS:           readAWS(e, EndpointDynamoDB),
 	}
 }
 
 func readGetProduct(e *env) GetProduct {
-	return GetProduct{ProductsTable: e.str(ProductsTable), Common: readCommon(e)}
+	return GetProduct{ProductsTable: e.str(ProductsTable), Common: readCommon(e), AWS: readAWS(e, EndpointDynamoDB)}
 }
 
 func readSellerStats(e *env) SellerStats {
@@ -209,25 +225,43 @@ func readSellerStats(e *env) SellerStats {
 		EventSource:  e.str(EventSource),
 		Idempotency:  readIdempotencyFixedMode(e, idem.ModeTransact),
 		Common:       readCommon(e),
+		AWS:          readAWS(e, EndpointDynamoDB),
 	}
 }
 
 func readGetSeller(e *env) GetSeller {
-	return GetSeller{SellersTable: e.str(SellersTable), Common: readCommon(e)}
+	return GetSeller{SellersTable: e.str(SellersTable), Common: readCommon(e), AWS: readAWS(e, EndpointDynamoDB)}
 }
 
 func readOutboxRelay(e *env) OutboxRelay {
-	return OutboxRelay{EventBusName: e.str(EventBusName), EventSource: e.str(EventSource), Common: readCommon(e)}
+	return OutboxRelay{
+		EventBusName: e.str(EventBusName), EventSource: e.str(EventSource),
+		Common: readCommon(e), AWS: readAWS(e, EndpointEventBridge),
+	}
 }
 
-// Function is one Lambda function: its name (template.yaml's logical id is
-// its CamelCase form plus "Function"), the variables its loader reads, and
-// the AWS SDK endpoint variables of the clients it builds, which the SDK
-// reads and template.yaml declares empty.
+// readAWS reads what the function's client for the service of endpoint is
+// built from.
+func readAWS(e *env, endpoint Var) AWS {
+	return AWS{
+		Region:          e.optional(&e.lambda, Region),
+		AccessKeyID:     e.optional(&e.lambda, AccessKeyID),
+		SecretAccessKey: e.optional(&e.lambda, SecretAccessKey),
+		SessionToken:    e.optional(&e.lambda, SessionToken),
+		Endpoint:        e.optional(&e.sdk, endpoint),
+	}
+}
+
+// Function is one Lambda function and what its loader reads: its own
+// variables, which template.yaml sets; the AWS SDK endpoint variables of
+// the clients it builds, which template.yaml declares empty; and the
+// variables Lambda sets. Its name's CamelCase form plus "Function" is its
+// logical id in template.yaml.
 type Function struct {
-	Name    string
-	Vars    []Var
-	SDKVars []Var
+	Name       string
+	Vars       []Var
+	SDKVars    []Var
+	LambdaVars []Var
 }
 
 // Functions lists every function with exactly the variables its loader
@@ -235,18 +269,18 @@ type Function struct {
 // code; template.yaml must set exactly these.
 func Functions() []Function {
 	return []Function{
-		spec(NameCreateProduct, readCreateProduct, EndpointDynamoDB),
-		spec(NameGetProduct, readGetProduct, EndpointDynamoDB),
-		spec(NameOutboxRelay, readOutboxRelay, EndpointEventBridge),
-		spec(NameSellerStats, readSellerStats, EndpointDynamoDB),
-		spec(NameGetSeller, readGetSeller, EndpointDynamoDB),
+		spec(NameCreateProduct, readCreateProduct),
+		spec(NameGetProduct, readGetProduct),
+		spec(NameOutboxRelay, readOutboxRelay),
+		spec(NameSellerStats, readSellerStats),
+		spec(NameGetSeller, readGetSeller),
 	}
 }
 
-func spec[T any](name string, read func(*env) T, sdk ...Var) Function {
+func spec[T any](name string, read func(*env) T) Function {
 	e := &env{getenv: func(string) string { return "" }}
 	read(e)
-	return Function{Name: name, Vars: e.read, SDKVars: sdk}
+	return Function{Name: name, Vars: e.read, SDKVars: e.sdk, LambdaVars: e.lambda}
 }
 
 // Overlay returns a getenv that reads getenv first and, where it has
@@ -274,12 +308,22 @@ func load[T any](name string, getenv func(string) string, read func(*env) T) (T,
 	return v, nil
 }
 
-// env reads variables through getenv, recording what it read and every
-// problem.
+// env reads variables through getenv, recording what it read, by kind,
+// and every problem.
 type env struct {
-	getenv func(string) string
-	read   []Var
-	errs   []error
+	getenv      func(string) string
+	read        []Var // the function's own
+	sdk, lambda []Var // the SDK's endpoint variables; Lambda's
+	errs        []error
+}
+
+// optional returns the variable's value, "" when unset, recording it in
+// kind.
+func (e *env) optional(kind *[]Var, v Var) string {
+	if !slices.Contains(*kind, v) {
+		*kind = append(*kind, v)
+	}
+	return strings.TrimSpace(e.getenv(v.Name))
 }
 
 // str returns the variable's value or its default; a required variable

@@ -1,5 +1,5 @@
 // Package metrics defines the metrics every function publishes, once: the
-// names, units and dimensions the template's alarms and the README's
+// names, units and dimensions the template's alarms and docs/operations.md's
 // table refer to, and a Recorder that writes one CloudWatch Embedded
 // Metric Format line (pkg/emf) per invocation to the function's stdout.
 package metrics

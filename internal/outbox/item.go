@@ -12,7 +12,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 )
 
-// Outbox item attributes (README.md, Tables).
+// Outbox item attributes (docs/operations.md, Tables).
 const (
 	// AttrAggregateID is the partition key: the product id.
 	AttrAggregateID = "aggregate_id"

@@ -3,7 +3,7 @@ package product
 import (
 	"github.com/google/uuid"
 
-	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/internal/ids"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
@@ -46,10 +46,8 @@ func NewCreateCommand(in CreateInput) (CreateCommand, error) {
 		}
 		price = p
 	}
-	seller, err := uuid.Parse(in.SellerID)
-	if err != nil || seller == uuid.Nil || len(in.SellerID) != 36 {
-		// Only the canonical 36-character form: uuid.Parse also takes
-		// urn:uuid: and braces, which would give one seller two spellings.
+	seller, err := ids.Parse(in.SellerID)
+	if err != nil {
 		verr.add("seller_id", "must be a UUID such as 3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b")
 	}
 	if err := verr.orNil(); err != nil {
@@ -58,21 +56,14 @@ func NewCreateCommand(in CreateInput) (CreateCommand, error) {
 	return CreateCommand{name: name, price: price, sellerID: seller}, nil
 }
 
-// fingerprintDoc is what identifies a create request for key reuse: the
-// validated fields, never the idempotency key itself.
-type fingerprintDoc struct {
-	Name       string `json:"name"`
-	PriceCents int64  `json:"price_cents"`
-	Currency   string `json:"currency"`
-	SellerID   string `json:"seller_id"`
-}
+// Name returns the trimmed name.
+func (c CreateCommand) Name() string { return c.name }
 
-// Fingerprint is the SHA-256 of the command's canonical JSON.
-func (c CreateCommand) Fingerprint() (string, error) {
-	return idem.Fingerprint(fingerprintDoc{
-		Name: c.name, PriceCents: c.price.Cents(), Currency: string(c.price.Currency()), SellerID: c.sellerID.String(),
-	})
-}
+// Price returns the price.
+func (c CreateCommand) Price() money.Money { return c.price }
+
+// SellerID returns the seller's id.
+func (c CreateCommand) SellerID() uuid.UUID { return c.sellerID }
 
 func supportedList() string {
 	s := ""

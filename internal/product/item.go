@@ -5,13 +5,13 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/google/uuid"
 
+	"github.com/idemlambda/idemlambda/internal/ids"
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
-// Products table attributes (README.md, Tables).
+// Products table attributes (docs/operations.md, Tables).
 const (
 	attrID         = "id"
 	attrName       = "name"
@@ -45,8 +45,8 @@ func FromItem(item map[string]types.AttributeValue) (Product, error) {
 	if err := r.Err(); err != nil {
 		return Product{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	id, err1 := uuid.Parse(idStr)
-	seller, err2 := uuid.Parse(sellerStr)
+	id, err1 := ids.Parse(idStr)
+	seller, err2 := ids.Parse(sellerStr)
 	currency, err3 := money.ParseCurrency(cur)
 	price, err4 := money.New(cents, currency)
 	if err := errors.Join(err1, err2, err3, err4); err != nil {

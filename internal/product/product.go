@@ -1,6 +1,8 @@
-// Package product holds the Product entity and the CreateProduct use case:
-// reserve the idempotency key, build the product and its ProductCreated
-// event, and commit both with the key's completion in one transaction.
+// Package product holds the Product entity, the command that creates one,
+// the writes a creation implies (the product and its ProductCreated event,
+// to be committed together), the event's data contract and the reader.
+// It knows nothing of HTTP or of idempotency keys: internal/api makes
+// creation idempotent and renders it.
 package product
 
 import (
@@ -18,9 +20,6 @@ import (
 
 // MaxNameLength is the longest product name, in characters after trimming.
 const MaxNameLength = 200
-
-// EventCreated is the type of the event a new product emits.
-const EventCreated = "ProductCreated"
 
 // TimeLayout is the wire form of created_at: RFC 3339, UTC, milliseconds.
 const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
@@ -138,23 +137,3 @@ func (p Product) SellerID() uuid.UUID { return p.sellerID }
 
 // CreatedAt returns the creation time in UTC.
 func (p Product) CreatedAt() time.Time { return p.createdAt }
-
-// Body is the product's JSON representation in API responses and in the
-// ProductCreated event's data (docs/openapi.yaml, Product).
-type Body struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	PriceCents int64  `json:"price_cents"`
-	Currency   string `json:"currency"`
-	SellerID   string `json:"seller_id"`
-	CreatedAt  string `json:"created_at"`
-}
-
-// Body returns the product's representation.
-func (p Product) Body() Body {
-	return Body{
-		ID: p.id.String(), Name: p.name,
-		PriceCents: p.price.Cents(), Currency: string(p.price.Currency()),
-		SellerID: p.sellerID.String(), CreatedAt: p.createdAt.Format(TimeLayout),
-	}
-}

@@ -14,11 +14,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/tracing"
-	"github.com/idemlambda/idemlambda/pkg/idem"
 )
-
-// Operation is the idempotency scope's operation for product creation.
-const Operation = "POST /products"
 
 // ErrNotFound reports a product id with no product.
 var ErrNotFound = errors.New("product: not found")
@@ -31,9 +27,6 @@ type DB interface {
 
 // Config wires a Service.
 type Config struct {
-	// Store keeps the idempotency records; its mode decides one or two
-	// DynamoDB round trips per first execution.
-	Store *idem.Store
 	// ProductsTable and OutboxTable name the tables the writes go to.
 	ProductsTable, OutboxTable string
 	// EventSource is the CloudEvents source of ProductCreated.
@@ -44,7 +37,7 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Service runs the product use cases.
+// Service creates products.
 type Service struct {
 	cfg Config
 }
@@ -52,8 +45,6 @@ type Service struct {
 // NewService checks the configuration and returns the service.
 func NewService(cfg Config) (*Service, error) {
 	switch {
-	case cfg.Store == nil:
-		return nil, errors.New("product: idempotency store is required")
 	case cfg.ProductsTable == "" || cfg.OutboxTable == "":
 		return nil, errors.New("product: products and outbox table names are required")
 	case cfg.EventSource == "":
@@ -68,54 +59,45 @@ func NewService(cfg Config) (*Service, error) {
 	return &Service{cfg: cfg}, nil
 }
 
-// Create creates the product once per (principal, key) scope: the
-// product, its ProductCreated outbox event and the key's completion commit
-// in one TransactWriteItems (idem.Store.Execute owns the rest: the claim,
-// the replay, the release on failure). The Result's response is the 201,
-// fresh or replayed byte for byte. Errors wrap idem.ErrInFlight,
-// idem.ErrKeyReuse, idem.ErrLeaseLost, idem.ErrInvalidKey or the
-// infrastructure error.
-func (s *Service) Create(ctx context.Context, principal, key string, cmd CreateCommand) (idem.Result, error) {
-	scope, err := idem.NewScope(Operation, principal, key)
-	if err != nil {
-		return idem.Result{Outcome: idem.OutcomeRejected}, err
-	}
-	fp, err := cmd.Fingerprint()
-	if err != nil {
-		return idem.Result{Outcome: idem.OutcomeError}, err
-	}
-	return s.cfg.Store.Execute(ctx, scope, fp, func(ctx context.Context) (idem.Effect, error) {
-		return s.build(ctx, cmd)
-	})
+// Creation is a new product and the writes that store it: the product
+// item, on the condition that its id is new, and its ProductCreated event
+// in the outbox.
+type Creation struct {
+	Product Product
+	// Writes must commit together, in one TransactWriteItems: an event
+	// without its product, or a product without its event, is what the
+	// outbox exists to prevent.
+	Writes []types.TransactWriteItem
 }
 
-// build makes the product, its 201 response and the business writes. The
-// event carries the invocation's trace header, when Lambda gave it a
-// well-formed one, so the product can be followed to its consumers.
-func (s *Service) build(ctx context.Context, cmd CreateCommand) (idem.Effect, error) {
-	now := s.cfg.Now()
+// Create makes a new product from cmd, with a new id and the time now,
+// and the writes that store it. It writes nothing: the caller commits
+// Writes (createproduct commits them with its idempotency key's
+// completion). The event carries the invocation's trace header when ctx
+// has a well-formed one, so the product can be followed to its consumers.
+func (s *Service) Create(ctx context.Context, cmd CreateCommand) (Creation, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return idem.Effect{}, fmt.Errorf("product: new id: %w", err)
+		return Creation{}, fmt.Errorf("product: new id: %w", err)
 	}
-	p, err := New(id, cmd.name, cmd.price, cmd.sellerID, now)
+	p, err := New(id, cmd.name, cmd.price, cmd.sellerID, s.cfg.Now())
 	if err != nil {
-		return idem.Effect{}, err
+		return Creation{}, err
 	}
-	body, err := json.Marshal(p.Body())
+	data, err := json.Marshal(p.CreatedData())
 	if err != nil {
-		return idem.Effect{}, fmt.Errorf("product: encode body: %w", err)
+		return Creation{}, fmt.Errorf("product: encode event data: %w", err)
 	}
-	event, err := outbox.NewEvent(s.cfg.EventSource, EventCreated, id.String(), body, p.CreatedAt())
+	event, err := outbox.NewEvent(s.cfg.EventSource, EventCreated, id.String(), data, p.CreatedAt())
 	if err != nil {
-		return idem.Effect{}, err
+		return Creation{}, err
 	}
 	if h := tracing.FromContext(ctx); tracing.Valid(h) {
 		event.TraceHeader = h
 	}
 	eventPut, err := event.Put(s.cfg.OutboxTable, s.cfg.EventRetention)
 	if err != nil {
-		return idem.Effect{}, err
+		return Creation{}, err
 	}
 	productPut := types.TransactWriteItem{Put: &types.Put{
 		TableName:                aws.String(s.cfg.ProductsTable),
@@ -123,17 +105,7 @@ func (s *Service) build(ctx context.Context, cmd CreateCommand) (idem.Effect, er
 		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
 		ExpressionAttributeNames: map[string]string{"#id": attrID},
 	}}
-	return idem.Effect{
-		Response: idem.Response{
-			Status: 201,
-			Headers: map[string]string{
-				"Content-Type": "application/json",
-				"Location":     "/products/" + id.String(),
-			},
-			Body: body,
-		},
-		Writes: []types.TransactWriteItem{productPut, eventPut},
-	}, nil
+	return Creation{Product: p, Writes: []types.TransactWriteItem{productPut, eventPut}}, nil
 }
 
 // Reader reads products; the getproduct function needs nothing more.

@@ -1,27 +1,83 @@
 package product_test
 
 import (
+	"context"
+	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/product"
-	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 func TestConstructorsRejectMissingWiring(t *testing.T) {
 	t.Parallel()
 	_, err := product.NewService(product.Config{})
-	assert.Error(t, err)
-	store := &idem.Store{}
-	_, err = product.NewService(product.Config{Store: store})
 	assert.ErrorContains(t, err, "table names are required")
-	_, err = product.NewService(product.Config{Store: store, ProductsTable: "p"})
+	_, err = product.NewService(product.Config{ProductsTable: "p"})
 	assert.ErrorContains(t, err, "outbox table")
-	_, err = product.NewService(product.Config{Store: store, ProductsTable: "p", OutboxTable: "o"})
+	_, err = product.NewService(product.Config{ProductsTable: "p", OutboxTable: "o"})
 	assert.ErrorContains(t, err, "event source")
-	_, err = product.NewService(product.Config{Store: store, ProductsTable: "p", OutboxTable: "o", EventSource: "s"})
+	_, err = product.NewService(product.Config{ProductsTable: "p", OutboxTable: "o", EventSource: "s"})
 	assert.NoError(t, err)
 	_, err = product.NewReader(nil, "p")
 	assert.Error(t, err)
+}
+
+// Create writes nothing: it returns the product, and the product item and
+// its event as one transaction's writes, the event's data the contract a
+// consumer decodes back into the same product.
+func TestCreateReturnsTheWritesItImplies(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	svc, err := product.NewService(product.Config{ProductsTable: "p", OutboxTable: "o", EventSource: "s", Now: func() time.Time { return at }})
+	require.NoError(t, err)
+	cmd, err := product.NewCreateCommand(product.CreateInput{Name: "Widget", PriceCents: 999, Currency: "EUR", SellerID: "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"})
+	require.NoError(t, err)
+	c, err := svc.Create(context.Background(), cmd)
+	require.NoError(t, err)
+	assert.Equal(t, at, c.Product.CreatedAt())
+	require.Len(t, c.Writes, 2)
+	assert.Equal(t, "p", *c.Writes[0].Put.TableName)
+	assert.Equal(t, "o", *c.Writes[1].Put.TableName)
+
+	ev, err := outbox.DecodeItem(c.Writes[1].Put.Item)
+	require.NoError(t, err)
+	assert.Equal(t, product.EventCreated, ev.Type)
+	back, err := product.DecodeCreatedData(ev.Data)
+	require.NoError(t, err)
+	assert.Equal(t, c.Product, back)
+}
+
+func TestDecodeCreatedDataIsStrict(t *testing.T) {
+	t.Parallel()
+	good := `{"id":"0193a1f0-0000-7000-8000-000000000001","name":"Widget","price_cents":999,"currency":"EUR",` +
+		`"seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b","created_at":"2026-12-01T10:00:00.000Z"}`
+	p, err := product.DecodeCreatedData([]byte(good))
+	require.NoError(t, err)
+	assert.Equal(t, good, string(must(json.Marshal(p.CreatedData()))), "the data round-trips byte for byte")
+	for name, bad := range map[string]string{
+		"missing member":   `{"id":"0193a1f0-0000-7000-8000-000000000001","name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`,
+		"float price":      strings.Replace(good, `999`, `999.0`, 1),
+		"string price":     strings.Replace(good, `999`, `"999"`, 1),
+		"member case":      strings.Replace(good, `"price_cents"`, `"PRICE_CENTS"`, 1),
+		"duplicate":        strings.Replace(good, `"name":"Widget"`, `"name":"Widget","name":"Gadget"`, 1),
+		"braced id":        strings.Replace(good, `"0193a1f0-0000-7000-8000-000000000001"`, `"{0193a1f0-0000-7000-8000-000000000001}"`, 1),
+		"zero price":       strings.Replace(good, `999`, `0`, 1),
+		"unknown currency": strings.Replace(good, `"EUR"`, `"BTC"`, 1),
+	} {
+		_, err := product.DecodeCreatedData([]byte(bad))
+		assert.Error(t, err, name)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

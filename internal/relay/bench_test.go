@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 )
 
 // acceptingBus accepts every entry and keeps nothing, so the benchmark
@@ -29,8 +30,8 @@ func (b acceptingBus) PutEvents(_ context.Context, in *eventbridge.PutEventsInpu
 func BenchmarkHandle(b *testing.B) {
 	for _, size := range []int{10, 100} {
 		b.Run(fmt.Sprintf("eventbridge/batch=%d", size), func(b *testing.B) {
-			bus := acceptingBus{out: &eventbridge.PutEventsOutput{Entries: make([]ebtypes.PutEventsResultEntry, outbox.MaxEntriesPerCall)}}
-			pub, err := outbox.NewEventBridgePublisher(bus, outbox.EventBridgeConfig{Bus: testBus, Source: testSource})
+			bus := acceptingBus{out: &eventbridge.PutEventsOutput{Entries: make([]ebtypes.PutEventsResultEntry, bridge.MaxEntriesPerCall)}}
+			pub, err := bridge.New(bus, bridge.Config{Bus: testBus, Source: testSource})
 			require.NoError(b, err)
 			benchHandle(b, NewHandler(pub, slog.New(slog.NewJSONHandler(io.Discard, nil)), recorder(b, io.Discard)), size)
 		})

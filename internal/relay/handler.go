@@ -7,13 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/metrics"
 	"github.com/idemlambda/idemlambda/internal/outbox"
@@ -37,24 +35,6 @@ type Handler struct {
 // writes one metrics line per batch to rec.
 func NewHandler(p outbox.Publisher, log *slog.Logger, rec *metrics.Recorder) *Handler {
 	return &Handler{publisher: p, log: log, metrics: rec}
-}
-
-// NewEventBridge assembles the outboxrelay function from its
-// configuration: a Handler publishing to the configured bus, its log and
-// its metrics written to out (the function's stdout).
-func NewEventBridge(client outbox.PutEventsAPI, cfg config.OutboxRelay, out io.Writer) (*Handler, error) {
-	if client == nil || out == nil {
-		return nil, errors.New("relay: outboxrelay needs an EventBridge client and an output")
-	}
-	pub, err := outbox.NewEventBridgePublisher(client, outbox.EventBridgeConfig{Bus: cfg.EventBusName, Source: cfg.EventSource})
-	if err != nil {
-		return nil, err
-	}
-	rec, err := cfg.Metrics(out, config.NameOutboxRelay)
-	if err != nil {
-		return nil, err
-	}
-	return NewHandler(pub, cfg.Logger(out), rec), nil
 }
 
 // counts is the outcome of one batch, logged and measured once per

@@ -22,6 +22,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/metrics"
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 	"github.com/idemlambda/idemlambda/internal/streams"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/internal/testkit/outboxtest"
@@ -58,7 +59,7 @@ type harness struct {
 func newHarness(t testing.TB) *harness {
 	t.Helper()
 	bus := &outboxtest.Bus{}
-	pub, err := outbox.NewEventBridgePublisher(bus, outbox.EventBridgeConfig{Bus: testBus, Source: testSource})
+	pub, err := bridge.New(bus, bridge.Config{Bus: testBus, Source: testSource})
 	require.NoError(t, err)
 	buf := &logbuf.Buffer{}
 	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -350,9 +351,9 @@ func TestHandleSplitsCallsAtTheSizeLimit(t *testing.T) {
 	for _, c := range calls {
 		size := 0
 		for _, e := range c {
-			size += outbox.EntrySize(e)
+			size += bridge.EntrySize(e)
 		}
-		assert.LessOrEqual(t, size, outbox.DefaultMaxRequestBytes)
+		assert.LessOrEqual(t, size, bridge.DefaultMaxRequestBytes)
 	}
 	assert.Equal(t, ids(es), sentIDs(t, h.bus))
 }
@@ -361,7 +362,7 @@ func TestHandleSkipsAndCountsAnEventTooLargeToPublish(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	ev, es := batch(t, 3)
-	huge := newEvent(t, 1, `{"blob":"`+strings.Repeat("z", outbox.DefaultMaxRequestBytes)+`"}`)
+	huge := newEvent(t, 1, `{"blob":"`+strings.Repeat("z", bridge.DefaultMaxRequestBytes)+`"}`)
 	ev.Records[1] = insert(t, huge, seqOf(1))
 	resp, err := h.h.Handle(t.Context(), ev)
 	require.NoError(t, err)

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/metrics"
@@ -19,15 +16,15 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
-// deadlineMargin is kept back from the invocation's deadline, so a hung
+// DeadlineMargin is kept back from the invocation's deadline, so a hung
 // store still ends in a partial-batch answer instead of a timeout that
 // would redeliver the whole batch.
-const deadlineMargin = 500 * time.Millisecond
+const DeadlineMargin = 500 * time.Millisecond
 
-// txAttempts bounds the transactions a batch sends while conflicts
+// MaxTxAttempts bounds the transactions a batch sends while conflicts
 // cancel them (each retried with full jitter, within the invocation's
 // deadline): one seller's item is a hot key when its products are many.
-const txAttempts = 10
+const MaxTxAttempts = 10
 
 // Applier counts a batch's events, each once, and says what became of
 // each; *Counter is the one in use.
@@ -50,32 +47,6 @@ type Consumer struct {
 // logs to log and writes one metrics line per batch to rec.
 func NewConsumer(apply Applier, source string, log *slog.Logger, rec *metrics.Recorder) *Consumer {
 	return &Consumer{apply: apply, source: source, log: log, metrics: rec}
-}
-
-// NewSellerStats assembles the sellerstats function from its
-// configuration: a transact-mode store on the idempotency table, the
-// counter on the sellers table, the consumer, its log and its metrics
-// written to out (the function's stdout).
-func NewSellerStats(db *dynamodb.Client, cfg config.SellerStats, out io.Writer, opts ...idem.Option) (*Consumer, error) {
-	if db == nil || out == nil {
-		return nil, errors.New("sellers: sellerstats needs a DynamoDB client and an output")
-	}
-	rec, err := cfg.Metrics(out, config.NameSellerStats)
-	if err != nil {
-		return nil, err
-	}
-	// A transaction's outcome, when unknown, is read back detached from
-	// the batch's context: bounded to fit in the deadline margin.
-	opts = append(append(cfg.Idempotency.Options(), idem.WithReleaseTimeout(deadlineMargin/2), idem.WithConflictAttempts(txAttempts)), opts...)
-	store, err := idem.NewStore(db, cfg.Idempotency.Table, opts...)
-	if err != nil {
-		return nil, err
-	}
-	counter, err := NewCounter(store, cfg.SellersTable)
-	if err != nil {
-		return nil, err
-	}
-	return NewConsumer(counter, cfg.EventSource, cfg.Logger(out), rec), nil
 }
 
 // Counts is what one batch did, logged and measured once per invocation.
@@ -115,7 +86,7 @@ func (c *Consumer) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 // (one transaction, or two when some were delivered before), then logs
 // each message in the batch's order.
 func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, Counts) {
-	work, cancel := deadline.Before(ctx, deadlineMargin)
+	work, cancel := deadline.Before(ctx, DeadlineMargin)
 	defer cancel()
 	type message struct {
 		eventID string

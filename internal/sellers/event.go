@@ -1,18 +1,14 @@
 package sellers
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/idemlambda/idemlambda/internal/ids"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/product"
-	"github.com/idemlambda/idemlambda/pkg/money"
+	"github.com/idemlambda/idemlambda/internal/strictjson"
 )
 
 // ErrPoison marks a message that can never be counted: it does not
@@ -43,17 +39,17 @@ type eventBridgeEvent struct {
 // DecodeMessage reads an SQS message body: an EventBridge event whose
 // detail is the ProductCreated CloudEvent, whose data is the product. It
 // is strict where a wrong value could be counted: every field it uses
-// must be present with its JSON type (a price 999.0 or "999" is refused),
-// the two sources must agree, ids must be UUIDs in their 36-character
-// form, and the product goes through product.New and the price through
-// money.New, as on every other way in. Members it does not use are
+// must be present with its JSON type, the two sources must agree, ids
+// must be UUIDs in their 36-character form, and the data is read by
+// product.DecodeCreatedData, the contract's own reader, as on every other
+// way in. Members it does not use are
 // ignored, so the producer may add some. Every error wraps ErrPoison.
 func DecodeMessage(body string) (ProductCreated, error) {
 	poison := func(format string, args ...any) (ProductCreated, error) {
 		return ProductCreated{}, fmt.Errorf("%w: "+format, append([]any{ErrPoison}, args...)...)
 	}
 	var env eventBridgeEvent
-	if err := strictUnmarshal([]byte(body), &env, "detail-type", "source", "detail"); err != nil {
+	if err := strictjson.Unmarshal([]byte(body), &env, "detail-type", "source", "detail"); err != nil {
 		return poison("the message body is not an EventBridge event: %v", err)
 	}
 	if env.DetailType != product.EventCreated {
@@ -63,7 +59,7 @@ func DecodeMessage(body string) (ProductCreated, error) {
 		return poison("detail is not an object")
 	}
 	var ce outbox.Event
-	if err := strictUnmarshal(env.Detail, &ce, "specversion", "id", "source", "type", "subject", "time", "datacontenttype", "data"); err != nil {
+	if err := strictjson.Unmarshal(env.Detail, &ce, "specversion", "id", "source", "type", "subject", "time", "datacontenttype", "data"); err != nil {
 		return poison("detail is not a CloudEvent: %v", err)
 	}
 	if err := ce.Validate(); err != nil {
@@ -75,102 +71,17 @@ func DecodeMessage(body string) (ProductCreated, error) {
 	case ce.Source != env.Source:
 		return poison("CloudEvent source %q differs from the EventBridge source %q", ce.Source, env.Source)
 	}
-	var data struct {
-		ID         *string `json:"id"`
-		Name       *string `json:"name"`
-		PriceCents *int64  `json:"price_cents"`
-		Currency   *string `json:"currency"`
-		SellerID   *string `json:"seller_id"`
-		CreatedAt  *string `json:"created_at"`
-	}
-	if err := strictUnmarshal(ce.Data, &data, "id", "name", "price_cents", "currency", "seller_id", "created_at"); err != nil {
+	p, err := product.DecodeCreatedData(ce.Data)
+	if err != nil {
 		return poison("data is not a product: %v", err)
 	}
-	if data.ID == nil || data.Name == nil || data.PriceCents == nil || data.Currency == nil || data.SellerID == nil || data.CreatedAt == nil {
-		return poison("data lacks one of id, name, price_cents, currency, seller_id, created_at")
-	}
-	id, err1 := canonicalUUID(*data.ID)
-	seller, err2 := canonicalUUID(*data.SellerID)
-	created, err3 := time.Parse(time.RFC3339Nano, *data.CreatedAt)
-	cur, err4 := money.ParseCurrency(*data.Currency)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return poison("data: %v", err)
-	}
-	price, err := money.New(*data.PriceCents, cur)
-	if err != nil {
-		return poison("price: %v", err)
-	}
-	p, err := product.New(id, *data.Name, price, seller, created)
-	if err != nil {
-		return poison("product: %v", err)
-	}
-	if ce.Subject != id.String() {
-		return poison("CloudEvent subject %q is not the product id %s", ce.Subject, id)
+	if ce.Subject != p.ID().String() {
+		return poison("CloudEvent subject %q is not the product id %s", ce.Subject, p.ID())
 	}
 	// The id is the key that makes a delivery count once: one spelling.
-	eventID, err := canonicalUUID(ce.ID)
+	eventID, err := ids.Parse(ce.ID)
 	if err != nil || eventID.String() != ce.ID {
 		return poison("CloudEvent id %q is not a lowercase UUID, as the relay writes them", ce.ID)
 	}
 	return ProductCreated{EventID: ce.ID, Source: ce.Source, Product: p}, nil
-}
-
-// strictUnmarshal decodes one JSON object into v: the types must match
-// (encoding/json refuses a float or a string for an int64), nothing may
-// follow it, and its members named in fields may appear once each and in
-// that exact spelling (encoding/json alone would match "PRICE_CENTS" to
-// price_cents, and keep the last of two).
-func strictUnmarshal(b []byte, v any, fields ...string) error {
-	if err := checkMembers(b, fields); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("data after the JSON value")
-	}
-	return nil
-}
-
-// checkMembers refuses a JSON object with a duplicate member, or with a
-// member that differs from one of fields only in case.
-func checkMembers(b []byte, fields []string) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return errors.New("not a JSON object")
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		key, _ := tok.(string)
-		if seen[key] {
-			return fmt.Errorf("duplicate member %.40q", key)
-		}
-		seen[key] = true
-		for _, f := range fields {
-			if key != f && strings.EqualFold(key, f) {
-				return fmt.Errorf("member %.40q: names are case-sensitive, want %q", key, f)
-			}
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// canonicalUUID parses a UUID in its 36-character form only, so one id
-// cannot be spelled two ways.
-func canonicalUUID(s string) (uuid.UUID, error) {
-	id, err := uuid.Parse(s)
-	if err != nil || len(s) != 36 || id == uuid.Nil {
-		return uuid.Nil, fmt.Errorf("%q is not a UUID", s)
-	}
-	return id, nil
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
-	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/internal/testkit/outboxtest"
 	"github.com/idemlambda/idemlambda/pkg/money"
@@ -26,7 +26,7 @@ func TestDecodeMessageReadsWhatTheRelayPublishes(t *testing.T) {
 	c := newProduct(t, seller, eur(t, 1999))
 	// The entry the relay's own publisher sends, wrapped as EventBridge
 	// delivers it to the queue.
-	pub, err := outbox.NewEventBridgePublisher(&outboxtest.Bus{}, outbox.EventBridgeConfig{Bus: "b", Source: source})
+	pub, err := bridge.New(&outboxtest.Bus{}, bridge.Config{Bus: "b", Source: source})
 	require.NoError(t, err)
 	entry, _, err := pub.Entry(c.event)
 	require.NoError(t, err)

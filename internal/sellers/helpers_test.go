@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
 	"github.com/idemlambda/idemlambda/internal/outbox"
@@ -54,7 +55,7 @@ func (f *fixture) newConsumer(t testing.TB, cacheSize int, opts ...idem.Option) 
 		SellersTable: f.env.Tables.Sellers, EventSource: source,
 		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: 7 * 24 * time.Hour, Mode: idem.ModeTransact, CacheSize: cacheSize},
 	}
-	c, err := sellers.NewSellerStats(f.env.Client, cfg, f.logs, opts...)
+	c, err := app.SellerStats(f.env.Client, cfg, f.logs, opts...)
 	require.NoError(t, err)
 	return c
 }
@@ -73,7 +74,7 @@ func newProduct(t testing.TB, seller uuid.UUID, price money.Money) created {
 	require.NoError(t, err)
 	p, err := product.New(id, "Widget", price, seller, time.Now())
 	require.NoError(t, err)
-	body, err := json.Marshal(p.Body())
+	body, err := json.Marshal(p.CreatedData())
 	require.NoError(t, err)
 	ev, err := outbox.NewEvent(source, product.EventCreated, id.String(), body, p.CreatedAt())
 	require.NoError(t, err)

@@ -16,11 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/idemlambda/idemlambda/internal/ids"
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
-// Sellers table attributes (README.md, Tables): the key, the count, one
+// Sellers table attributes (docs/operations.md, Tables): the key, the count, one
 // total per currency (cents_EUR, cents_USD, ...; flat attributes, because
 // DynamoDB's ADD creates a missing top-level number but not a missing
 // nested one), and the time of the last change.
@@ -98,7 +99,7 @@ func FromItem(item map[string]types.AttributeValue) (Stats, error) {
 	if err := r.Err(); err != nil {
 		return Stats{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	id, err := uuid.Parse(idStr)
+	id, err := ids.Parse(idStr)
 	if err != nil || count < 0 {
 		return Stats{}, fmt.Errorf("%w: seller %q, %d products", ErrCorrupt, idStr, count)
 	}

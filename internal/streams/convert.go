@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 )
@@ -179,76 +180,30 @@ func fromValue(v ddbtypes.AttributeValue, depth int) (events.DynamoDBAttributeVa
 
 // StreamImage converts an image read through the DynamoDB Streams API to the
 // shape Lambda delivers. The Streams SDK has its own AttributeValue types,
-// distinct from the DynamoDB SDK's though identical in meaning.
+// identical in meaning to the DynamoDB SDK's: the SDK's own mapping takes
+// them there, and Image, with its checks, the rest of the way. The mapping
+// follows nesting without a bound, which is safe for what it is given here:
+// images the Streams client decoded from JSON, which cannot contain
+// themselves.
 func StreamImage(image map[string]streamtypes.AttributeValue) (map[string]events.DynamoDBAttributeValue, error) {
-	return fromStreamItem(image, 0)
-}
-
-// StreamValue converts one DynamoDB Streams SDK attribute value to the
-// Lambda event type.
-func StreamValue(v streamtypes.AttributeValue) (events.DynamoDBAttributeValue, error) {
-	return fromStreamValue(v, 0)
-}
-
-func fromStreamItem(image map[string]streamtypes.AttributeValue, depth int) (map[string]events.DynamoDBAttributeValue, error) {
 	if image == nil {
 		return nil, nil
 	}
-	out := make(map[string]events.DynamoDBAttributeValue, len(image))
-	for name, v := range image {
-		av, err := fromStreamValue(v, depth)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		out[name] = av
+	item, err := attributevalue.FromDynamoDBStreamsMap(image)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidValue, err)
 	}
-	return out, nil
+	return Image(item)
 }
 
-func fromStreamValue(v streamtypes.AttributeValue, depth int) (events.DynamoDBAttributeValue, error) {
-	if depth > MaxDepth {
-		return events.DynamoDBAttributeValue{}, fmt.Errorf("%w: nested deeper than %d", ErrInvalidValue, MaxDepth)
+// StreamValue converts one DynamoDB Streams SDK attribute value to the
+// Lambda event type, as StreamImage does.
+func StreamValue(v streamtypes.AttributeValue) (events.DynamoDBAttributeValue, error) {
+	dv, err := attributevalue.FromDynamoDBStreams(v)
+	if err != nil {
+		return events.DynamoDBAttributeValue{}, fmt.Errorf("%w: %w", ErrInvalidValue, err)
 	}
-	switch v := v.(type) {
-	case *streamtypes.AttributeValueMemberS:
-		return events.NewStringAttribute(v.Value), nil
-	case *streamtypes.AttributeValueMemberN:
-		return events.NewNumberAttribute(v.Value), nil
-	case *streamtypes.AttributeValueMemberB:
-		return events.NewBinaryAttribute(slices.Clone(v.Value)), nil
-	case *streamtypes.AttributeValueMemberBOOL:
-		return events.NewBooleanAttribute(v.Value), nil
-	case *streamtypes.AttributeValueMemberNULL:
-		return events.NewNullAttribute(), nil
-	case *streamtypes.AttributeValueMemberSS:
-		return events.NewStringSetAttribute(slices.Clone(v.Value)), nil
-	case *streamtypes.AttributeValueMemberNS:
-		return events.NewNumberSetAttribute(slices.Clone(v.Value)), nil
-	case *streamtypes.AttributeValueMemberBS:
-		return events.NewBinarySetAttribute(cloneBytes(v.Value)), nil
-	case *streamtypes.AttributeValueMemberL:
-		list := make([]events.DynamoDBAttributeValue, len(v.Value))
-		for i, e := range v.Value {
-			av, err := fromStreamValue(e, depth+1)
-			if err != nil {
-				return events.DynamoDBAttributeValue{}, fmt.Errorf("[%d]: %w", i, err)
-			}
-			list[i] = av
-		}
-		return events.NewListAttribute(list), nil
-	case *streamtypes.AttributeValueMemberM:
-		m, err := fromStreamItem(v.Value, depth+1)
-		if err != nil {
-			return events.DynamoDBAttributeValue{}, err
-		}
-		if m == nil {
-			m = map[string]events.DynamoDBAttributeValue{}
-		}
-		return events.NewMapAttribute(m), nil
-	case nil:
-		return events.DynamoDBAttributeValue{}, fmt.Errorf("%w: nil", ErrInvalidValue)
-	}
-	return events.DynamoDBAttributeValue{}, fmt.Errorf("%w: unsupported member %T", ErrInvalidValue, v)
+	return EventValue(dv)
 }
 
 func cloneBytes(in [][]byte) [][]byte {

@@ -42,12 +42,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
 	internalconfig "github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 	"github.com/idemlambda/idemlambda/internal/relay"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
@@ -275,7 +276,7 @@ func postConcurrently(ctx context.Context, t *testing.T, c clients, st stack, pr
 	cfg, err := internalconfig.LoadCreateProduct(mapEnv(st.env))
 	require.NoError(t, err)
 	cfg.LogLevel = slog.LevelWarn
-	h, err := api.NewCreateProduct(c.ddb, cfg, functionOut(t))
+	h, err := app.CreateProduct(c.ddb, cfg, functionOut(t))
 	require.NoError(t, err)
 	tmpl := createEvent(t)
 
@@ -428,7 +429,7 @@ func (r *relayCalls) handled() int {
 func relayUntil(ctx context.Context, t *testing.T, c clients, st stack, calls *relayCalls, done func([]delivery) bool) []delivery {
 	t.Helper()
 	log := testLogger(t, slog.LevelInfo)
-	pub, err := outbox.NewEventBridgePublisher(c.events, outbox.EventBridgeConfig{
+	pub, err := bridge.New(c.events, bridge.Config{
 		Bus: st.env[internalconfig.EventBusName.Name], Source: st.env[internalconfig.EventSource.Name],
 	})
 	require.NoError(t, err)
@@ -640,10 +641,9 @@ func functionOut(t *testing.T) *logbuf.Buffer {
 // through pub.
 func relayHandler(t *testing.T, pub outbox.Publisher, out io.Writer) *relay.Handler {
 	t.Helper()
-	c := internalconfig.Common{LogLevel: slog.LevelInfo}
-	rec, err := c.Metrics(out, internalconfig.NameOutboxRelay)
+	h, err := app.OutboxRelay(pub, internalconfig.OutboxRelay{Common: internalconfig.Common{LogLevel: slog.LevelInfo}}, out)
 	require.NoError(t, err)
-	return relay.NewHandler(pub, c.Logger(out), rec)
+	return h
 }
 
 func sum(m map[string]int) int {

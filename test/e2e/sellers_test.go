@@ -18,10 +18,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
 	internalconfig "github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 	"github.com/idemlambda/idemlambda/internal/sellers"
 )
 
@@ -53,7 +54,7 @@ func sellerStats(t *testing.T, c clients) {
 	cfg, err := internalconfig.LoadCreateProduct(mapEnv(st.env))
 	require.NoError(t, err)
 	cfg.LogLevel = slog.LevelWarn
-	create, err := api.NewCreateProduct(c.ddb, cfg, functionOut(t))
+	create, err := app.CreateProduct(c.ddb, cfg, functionOut(t))
 	require.NoError(t, err)
 
 	// 12 products for 3 sellers in 2 currencies, each POSTed twice.
@@ -81,7 +82,7 @@ func sellerStats(t *testing.T, c clients) {
 
 	// Hop 1 and 2: the stream relayed twice from its start, each PutEvents
 	// sent twice: every event reaches the bus 4 times.
-	pub0, err := outbox.NewEventBridgePublisher(c.events, outbox.EventBridgeConfig{
+	pub0, err := bridge.New(c.events, bridge.Config{
 		Bus: st.env[internalconfig.EventBusName.Name], Source: st.env[internalconfig.EventSource.Name],
 	})
 	require.NoError(t, err)
@@ -110,7 +111,7 @@ func sellerStats(t *testing.T, c clients) {
 	sc.Idempotency.Mode = "transact"
 	sc.LogLevel = slog.LevelWarn
 	consumerOut := functionOut(t)
-	consumer, err := sellers.NewSellerStats(c.ddb, sc, consumerOut)
+	consumer, err := app.SellerStats(c.ddb, sc, consumerOut)
 	require.NoError(t, err)
 	receives := map[string]int{}
 	var invoked, deleted, reported int

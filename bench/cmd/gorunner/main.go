@@ -1,5 +1,5 @@
 // Command gorunner is the idemlambda side of make bench-peer: the real
-// POST /products handler from api.NewCreateProduct, invoked in this process
+// POST /products handler from app.CreateProduct, invoked in this process
 // with API Gateway v2 events, one workload per process, so the process's
 // CPU time is this implementation's alone.
 //
@@ -36,7 +36,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/pkg/idem"
@@ -102,7 +102,7 @@ func run() error {
 			CacheSize: 0,
 		},
 	}
-	h, err := api.NewCreateProduct(client, cfg, io.Discard)
+	h, err := app.CreateProduct(client, cfg, io.Discard)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/dev/embedded"
@@ -30,7 +30,6 @@ import (
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/relay"
-	"github.com/idemlambda/idemlambda/internal/sellers"
 )
 
 // Config says what to run.
@@ -153,15 +152,15 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 // apiRoutes are the HTTP API's routes, each served by its function's
 // handler as the Lambda main assembles it.
 func apiRoutes(client *dynamodb.Client, cfg Config) ([]httpadapter.Route, error) {
-	create, err := api.NewCreateProduct(client, cfg.CreateProduct, cfg.Out)
+	create, err := app.CreateProduct(client, cfg.CreateProduct, cfg.Out)
 	if err != nil {
 		return nil, err
 	}
-	get, err := api.NewGetProduct(client, cfg.GetProduct, cfg.Out)
+	get, err := app.GetProduct(client, cfg.GetProduct, cfg.Out)
 	if err != nil {
 		return nil, err
 	}
-	seller, err := api.NewGetSeller(client, cfg.GetSeller, cfg.Out)
+	seller, err := app.GetSeller(client, cfg.GetSeller, cfg.Out)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +177,7 @@ func apiRoutes(client *dynamodb.Client, cfg Config) ([]httpadapter.Route, error)
 func (r *Runner) startRelay(ctx, bgCtx context.Context, cfg Config) error {
 	pub := cfg.Publisher
 	if cfg.ConsumeEvents {
-		consumer, err := sellers.NewSellerStats(r.Client, cfg.SellerStats, cfg.Out)
+		consumer, err := app.SellerStats(r.Client, cfg.SellerStats, cfg.Out)
 		if err != nil {
 			return err
 		}
@@ -186,11 +185,10 @@ func (r *Runner) startRelay(ctx, bgCtx context.Context, cfg Config) error {
 		r.background(func() { r.queue.Run(bgCtx) })
 		pub = tee{pub, r.queue}
 	}
-	rec, err := cfg.OutboxRelay.Metrics(cfg.Out, config.NameOutboxRelay)
+	h, err := app.OutboxRelay(pub, cfg.OutboxRelay, cfg.Out)
 	if err != nil {
 		return err
 	}
-	h := relay.NewHandler(pub, cfg.OutboxRelay.Logger(cfg.Out), rec)
 	if r.feed != nil {
 		r.background(func() { r.feed.run(bgCtx, h.Handle) })
 		return nil

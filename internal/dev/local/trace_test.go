@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/internal/testkit/outboxtest"
 	"github.com/idemlambda/idemlambda/internal/tracing"
@@ -30,7 +31,7 @@ func TestTraceIDSurvivesEveryHop(t *testing.T) {
 	t.Parallel()
 	var out logbuf.Buffer
 	bus := &outboxtest.Bus{}
-	pub, err := outbox.NewEventBridgePublisher(bus, outbox.EventBridgeConfig{Bus: "local", Source: "idemlambda.products"})
+	pub, err := bridge.New(bus, bridge.Config{Bus: "local", Source: "idemlambda.products"})
 	require.NoError(t, err)
 	r := startWithOut(t, pub, &out)
 

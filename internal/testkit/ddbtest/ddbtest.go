@@ -132,7 +132,7 @@ func Connect(tb testing.TB) *Env {
 		env.PutItemReturnsOldItem = true
 		env.TransactPutReturnsOldItem = true
 		env.ExactNumbers = true
-		client, err := ddb.NewClient(context.Background(), env.Counter.Option)
+		client, err := defaultChainClient(context.Background(), env.Counter.Option)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func (e *Env) NewClient(tb testing.TB, opts ...func(*dynamodb.Options)) (*dynamo
 	c := ddb.NewCounter()
 	opts = append([]func(*dynamodb.Options){c.Option}, opts...)
 	if e.Kind == Endpoint {
-		client, err := ddb.NewClient(context.Background(), opts...)
+		client, err := defaultChainClient(context.Background(), opts...)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -229,4 +229,16 @@ func uniqueSuffix(tb testing.TB) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return name + "-" + hex.EncodeToString(b[:])
+}
+
+// defaultChainClient is a client as the SDK's default chain configures it
+// (AWS_ENDPOINT_URL_DYNAMODB, the region, a profile or other credentials),
+// for the endpoint backend, which may be a real account; it counts its
+// calls per context as the functions' clients do.
+func defaultChainClient(ctx context.Context, opts ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load aws config: %w", err)
+	}
+	return dynamodb.NewFromConfig(cfg, append([]func(*dynamodb.Options){ddb.CountPerContext}, opts...)...), nil
 }

@@ -27,7 +27,7 @@ type Bus struct {
 	calls [][]ebtypes.PutEventsRequestEntry
 }
 
-// PutEvents implements outbox.PutEventsAPI.
+// PutEvents implements bridge.PutEventsAPI.
 func (b *Bus) PutEvents(_ context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
 	b.mu.Lock()
 	call := len(b.calls)

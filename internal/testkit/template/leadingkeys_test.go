@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/internal/testkit/template"
 	"github.com/idemlambda/idemlambda/pkg/idem"
@@ -30,7 +30,7 @@ var itemActions = []string{
 // follows.
 func TestIdempotencyRecordsConfinedToOwnOperation(t *testing.T) {
 	want := map[string]string{
-		"createproduct": idem.OperationPrefix(product.Operation) + "*",
+		"createproduct": idem.OperationPrefix(api.OperationCreateProduct) + "*",
 		"sellerstats":   idem.OperationPrefix(sellers.Operation) + "*",
 	}
 	for fn, p := range want {

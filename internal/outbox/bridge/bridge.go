@@ -1,4 +1,7 @@
-package outbox
+// Package bridge publishes outbox events to Amazon EventBridge. It is
+// apart from package outbox so that only the binaries that publish (the
+// relay, make run) link the EventBridge client.
+package bridge
 
 import (
 	"context"
@@ -11,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
+	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
@@ -34,8 +38,8 @@ type PutEventsAPI interface {
 	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, optFns ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
 }
 
-// EventBridgeConfig configures an EventBridgePublisher.
-type EventBridgeConfig struct {
+// Config configures a Publisher.
+type Config struct {
 	// Bus is the event bus name or ARN (EVENT_BUS_NAME).
 	Bus string
 	// Source is every entry's Source (EVENT_SOURCE).
@@ -45,32 +49,32 @@ type EventBridgeConfig struct {
 	MaxRequestBytes int
 }
 
-// EventBridgePublisher publishes events with EventBridge PutEvents: one
+// Publisher publishes events with EventBridge PutEvents: one
 // entry per event (Source, DetailType = the event type, Detail = the
 // CloudEvent JSON, Time = the event time, TraceHeader = the event's), in calls of at most
 // MaxEntriesPerCall entries and MaxRequestBytes bytes. It is safe for
 // concurrent use.
-type EventBridgePublisher struct {
+type Publisher struct {
 	client PutEventsAPI
-	cfg    EventBridgeConfig
+	cfg    Config
 }
 
-// NewEventBridgePublisher returns a publisher sending through client.
-func NewEventBridgePublisher(client PutEventsAPI, cfg EventBridgeConfig) (*EventBridgePublisher, error) {
+// New returns a publisher sending through client.
+func New(client PutEventsAPI, cfg Config) (*Publisher, error) {
 	switch {
 	case client == nil:
-		return nil, errors.New("outbox: nil EventBridge client")
+		return nil, errors.New("bridge: nil EventBridge client")
 	case cfg.Bus == "":
-		return nil, errors.New("outbox: empty event bus name")
+		return nil, errors.New("bridge: empty event bus name")
 	case cfg.Source == "":
-		return nil, errors.New("outbox: empty event source")
+		return nil, errors.New("bridge: empty event source")
 	case cfg.MaxRequestBytes < 0:
-		return nil, fmt.Errorf("outbox: negative MaxRequestBytes %d", cfg.MaxRequestBytes)
+		return nil, fmt.Errorf("bridge: negative MaxRequestBytes %d", cfg.MaxRequestBytes)
 	}
 	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
-	return &EventBridgePublisher{client: client, cfg: cfg}, nil
+	return &Publisher{client: client, cfg: cfg}, nil
 }
 
 // EntrySize is an entry's size as EventBridge counts it against the
@@ -89,13 +93,13 @@ func EntrySize(e ebtypes.PutEventsRequestEntry) int {
 }
 
 // Entry returns the PutEvents entry for the event and its size.
-func (p *EventBridgePublisher) Entry(e Event) (ebtypes.PutEventsRequestEntry, int, error) {
+func (p *Publisher) Entry(e outbox.Event) (ebtypes.PutEventsRequestEntry, int, error) {
 	if err := e.Validate(); err != nil {
 		return ebtypes.PutEventsRequestEntry{}, 0, err
 	}
 	detail, err := json.Marshal(e)
 	if err != nil {
-		return ebtypes.PutEventsRequestEntry{}, 0, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+		return ebtypes.PutEventsRequestEntry{}, 0, fmt.Errorf("%w: %w", outbox.ErrInvalidEvent, err)
 	}
 	entry := ebtypes.PutEventsRequestEntry{
 		Source:       aws.String(p.cfg.Source),
@@ -113,13 +117,13 @@ func (p *EventBridgePublisher) Entry(e Event) (ebtypes.PutEventsRequestEntry, in
 	return entry, EntrySize(entry), nil
 }
 
-// Publish implements Publisher. Entries are packed in order, as many per
+// Publish implements outbox.Publisher. Entries are packed in order, as many per
 // call as both limits allow; an event too large for a call of its own is
-// rejected with ErrTooLarge and the rest go on. It stops at the first
+// rejected with outbox.ErrTooLarge and the rest go on. It stops at the first
 // failed call or entry.
-func (p *EventBridgePublisher) Publish(ctx context.Context, events []Event) (Result, error) {
+func (p *Publisher) Publish(ctx context.Context, events []outbox.Event) (outbox.Result, error) {
 	var (
-		res     Result
+		res     outbox.Result
 		entries = make([]ebtypes.PutEventsRequestEntry, 0, min(len(events), MaxEntriesPerCall))
 		indexes = make([]int, 0, cap(entries)) // event index of each entry
 		size    int
@@ -138,10 +142,10 @@ func (p *EventBridgePublisher) Publish(ctx context.Context, events []Event) (Res
 		indexes, size = indexes[:0], 0
 		return nil
 	}
-	stop := func(err error) (Result, error) {
+	stop := func(err error) (outbox.Result, error) {
 		// A rejection past the stopping point is decided again on retry.
-		if pe, ok := errors.AsType[*PublishError](err); ok {
-			res.Rejected = slices.DeleteFunc(res.Rejected, func(r Rejection) bool { return r.Index > pe.Index })
+		if pe, ok := errors.AsType[*outbox.PublishError](err); ok {
+			res.Rejected = slices.DeleteFunc(res.Rejected, func(r outbox.Rejection) bool { return r.Index > pe.Index })
 		}
 		return res, err
 	}
@@ -149,11 +153,11 @@ func (p *EventBridgePublisher) Publish(ctx context.Context, events []Event) (Res
 		entry, n, err := p.Entry(e)
 		switch {
 		case err != nil:
-			res.Rejected = append(res.Rejected, Rejection{Index: i, Err: err})
+			res.Rejected = append(res.Rejected, outbox.Rejection{Index: i, Err: err})
 			continue
 		case n > p.cfg.MaxRequestBytes:
-			res.Rejected = append(res.Rejected, Rejection{Index: i,
-				Err: fmt.Errorf("%w: entry of %d bytes, limit %d", ErrTooLarge, n, p.cfg.MaxRequestBytes)})
+			res.Rejected = append(res.Rejected, outbox.Rejection{Index: i,
+				Err: fmt.Errorf("%w: entry of %d bytes, limit %d", outbox.ErrTooLarge, n, p.cfg.MaxRequestBytes)})
 			continue
 		}
 		if len(entries) == MaxEntriesPerCall || size+n > p.cfg.MaxRequestBytes {
@@ -175,22 +179,22 @@ func (p *EventBridgePublisher) Publish(ctx context.Context, events []Event) (Res
 // first, are known to be published, and on failure the event it stops at:
 // the first entry of a failed call, the first failed entry of a partly
 // failed one.
-func (p *EventBridgePublisher) call(ctx context.Context, entries []ebtypes.PutEventsRequestEntry, indexes []int) (int, error) {
+func (p *Publisher) call(ctx context.Context, entries []ebtypes.PutEventsRequestEntry, indexes []int) (int, error) {
 	out, err := p.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})
 	if err != nil {
-		return 0, &PublishError{Index: indexes[0], Err: fmt.Errorf("%w: %w", ErrCallFailed, err)}
+		return 0, &outbox.PublishError{Index: indexes[0], Err: fmt.Errorf("%w: %w", outbox.ErrCallFailed, err)}
 	}
 	for k, r := range out.Entries {
 		if code := aws.ToString(r.ErrorCode); code != "" && k < len(indexes) {
-			return k, &PublishError{Index: indexes[k],
-				Err: fmt.Errorf("%w: %s: %s", ErrEntryFailed, code, aws.ToString(r.ErrorMessage))}
+			return k, &outbox.PublishError{Index: indexes[k],
+				Err: fmt.Errorf("%w: %s: %s", outbox.ErrEntryFailed, code, aws.ToString(r.ErrorMessage))}
 		}
 	}
 	// Results line up with entries by position; a response that does not
 	// account for each entry cannot say which were published.
 	if out.FailedEntryCount > 0 || len(out.Entries) != len(entries) {
-		return 0, &PublishError{Index: indexes[0], Err: fmt.Errorf("%w: %d of %d entries failed, %d results",
-			ErrEntryFailed, out.FailedEntryCount, len(entries), len(out.Entries))}
+		return 0, &outbox.PublishError{Index: indexes[0], Err: fmt.Errorf("%w: %d of %d entries failed, %d results",
+			outbox.ErrEntryFailed, out.FailedEntryCount, len(entries), len(out.Entries))}
 	}
 	return len(entries), nil
 }

@@ -1,4 +1,4 @@
-package outbox_test
+package bridge_test
 
 import (
 	"encoding/json"
@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 	"github.com/idemlambda/idemlambda/internal/testkit/outboxtest"
 )
 
@@ -36,9 +37,9 @@ func newEvents(t testing.TB, n int) []outbox.Event {
 	return out
 }
 
-func newPublisher(t testing.TB, bus *outboxtest.Bus) *outbox.EventBridgePublisher {
+func newPublisher(t testing.TB, bus *outboxtest.Bus) *bridge.Publisher {
 	t.Helper()
-	p, err := outbox.NewEventBridgePublisher(bus, outbox.EventBridgeConfig{Bus: "products-bus", Source: "idemlambda.products"})
+	p, err := bridge.New(bus, bridge.Config{Bus: "products-bus", Source: "idemlambda.products"})
 	require.NoError(t, err)
 	return p
 }
@@ -77,9 +78,9 @@ func TestEntrySizeFollowsAWSRules(t *testing.T) {
 		TraceHeader:  aws.String("not-counted"),   // 0
 		Time:         &at,                         // 14
 	}
-	assert.Equal(t, 3+7+10+11+14, outbox.EntrySize(entry))
+	assert.Equal(t, 3+7+10+11+14, bridge.EntrySize(entry))
 	entry.Time, entry.Resources, entry.Detail = nil, nil, nil
-	assert.Equal(t, 3+7, outbox.EntrySize(entry))
+	assert.Equal(t, 3+7, bridge.EntrySize(entry))
 }
 
 func TestEventBridgeEntryCarriesTheCloudEvent(t *testing.T) {
@@ -117,7 +118,7 @@ func TestEventBridgeCallsHoldAtMostTenEntries(t *testing.T) {
 			calls := bus.Calls()
 			assert.Len(t, calls, (n+9)/10)
 			for _, c := range calls {
-				assert.LessOrEqual(t, len(c), outbox.MaxEntriesPerCall)
+				assert.LessOrEqual(t, len(c), bridge.MaxEntriesPerCall)
 			}
 			assert.Equal(t, eventIDs(events), detailIDs(t, calls), "order")
 		})
@@ -141,9 +142,9 @@ func TestEventBridgeCallsRespectTheSizeLimit(t *testing.T) {
 	for _, c := range calls {
 		total := 0
 		for _, e := range c {
-			total += outbox.EntrySize(e)
+			total += bridge.EntrySize(e)
 		}
-		assert.LessOrEqual(t, total, outbox.DefaultMaxRequestBytes)
+		assert.LessOrEqual(t, total, bridge.DefaultMaxRequestBytes)
 	}
 	assert.Equal(t, eventIDs(events), detailIDs(t, calls), "order")
 }
@@ -152,7 +153,7 @@ func TestEventBridgeRejectsAnEventTooLargeForACall(t *testing.T) {
 	t.Parallel()
 	bus := &outboxtest.Bus{}
 	events := newEvents(t, 5)
-	events[2] = newEvent(t, 2, `{"blob":"`+strings.Repeat("x", outbox.DefaultMaxRequestBytes)+`"}`)
+	events[2] = newEvent(t, 2, `{"blob":"`+strings.Repeat("x", bridge.DefaultMaxRequestBytes)+`"}`)
 	res, err := newPublisher(t, bus).Publish(t.Context(), events)
 	require.NoError(t, err)
 	assert.Equal(t, 4, res.Published)
@@ -165,7 +166,7 @@ func TestEventBridgeRejectsAnEventTooLargeForACall(t *testing.T) {
 func TestEventBridgeMaxRequestBytesIsConfigurable(t *testing.T) {
 	t.Parallel()
 	bus := &outboxtest.Bus{}
-	p, err := outbox.NewEventBridgePublisher(bus, outbox.EventBridgeConfig{Bus: "b", Source: "s", MaxRequestBytes: 1 << 20})
+	p, err := bridge.New(bus, bridge.Config{Bus: "b", Source: "s", MaxRequestBytes: 1 << 20})
 	require.NoError(t, err)
 	e := newEvent(t, 0, `{"blob":"`+strings.Repeat("x", 300*1024)+`"}`) // over 256 KiB, under 1 MiB
 	res, err := p.Publish(t.Context(), []outbox.Event{e})
@@ -236,7 +237,7 @@ func TestEventBridgeKeepsOnlyRejectionsBeforeTheStop(t *testing.T) {
 	t.Parallel()
 	bus := &outboxtest.Bus{Respond: outboxtest.FailEntry(0, 1, "InternalFailure")}
 	events := newEvents(t, 6)
-	tooBig := `{"blob":"` + strings.Repeat("x", outbox.DefaultMaxRequestBytes) + `"}`
+	tooBig := `{"blob":"` + strings.Repeat("x", bridge.DefaultMaxRequestBytes) + `"}`
 	events[0] = newEvent(t, 0, tooBig) // rejected before the stop: kept
 	events[4] = newEvent(t, 4, tooBig) // rejected after it: decided again on retry
 	res, err := newPublisher(t, bus).Publish(t.Context(), events)
@@ -250,15 +251,15 @@ func TestEventBridgeKeepsOnlyRejectionsBeforeTheStop(t *testing.T) {
 
 func TestNewEventBridgePublisherValidates(t *testing.T) {
 	t.Parallel()
-	for name, cfg := range map[string]outbox.EventBridgeConfig{
+	for name, cfg := range map[string]bridge.Config{
 		"no bus":         {Source: "s"},
 		"no source":      {Bus: "b"},
 		"negative limit": {Bus: "b", Source: "s", MaxRequestBytes: -1},
 	} {
-		_, err := outbox.NewEventBridgePublisher(&outboxtest.Bus{}, cfg)
+		_, err := bridge.New(&outboxtest.Bus{}, cfg)
 		assert.Error(t, err, name)
 	}
-	_, err := outbox.NewEventBridgePublisher(nil, outbox.EventBridgeConfig{Bus: "b", Source: "s"})
+	_, err := bridge.New(nil, bridge.Config{Bus: "b", Source: "s"})
 	assert.Error(t, err)
 }
 

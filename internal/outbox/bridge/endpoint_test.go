@@ -1,4 +1,4 @@
-package outbox_test
+package bridge_test
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 )
 
 // TestEventBridgePublisherAgainstEndpoint sends real PutEvents requests
@@ -33,7 +33,7 @@ func TestEventBridgePublisherAgainstEndpoint(t *testing.T) {
 	t.Cleanup(func() {
 		_, _ = client.DeleteEventBus(t.Context(), &eventbridge.DeleteEventBusInput{Name: aws.String(bus)})
 	})
-	p, err := outbox.NewEventBridgePublisher(client, outbox.EventBridgeConfig{Bus: bus, Source: "idemlambda.products"})
+	p, err := bridge.New(client, bridge.Config{Bus: bus, Source: "idemlambda.products"})
 	require.NoError(t, err)
 	res, err := p.Publish(ctx, newEvents(t, 25))
 	require.NoError(t, err)
