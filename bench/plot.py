@@ -75,8 +75,6 @@ def main(src, dst):
             used_ops.add(op)
             ax.bar(pos, vals, WIDTH, bottom=bottom, color=color, hatch=hatch, edgecolor="white")
             bottom = [b + v for b, v in zip(bottom, vals)]
-        aws = [(phases.get((impl, w, s)) or {}).get("expected_calls_per_request_on_aws") for w, s, _ in STEPS]
-        ax.scatter(pos, aws, marker="_", s=300, color="black", zorder=3)
         for p, t in zip(pos, bottom):
             ax.annotate(f"{t:.2f}", (p, t), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(STEPS)), [s[2] for s in STEPS], fontsize=8)
@@ -85,7 +83,7 @@ def main(src, dst):
     ax.set_ylim(0, 4.4)
     handles = impl_handles() + [
         Patch(facecolor="#888888", edgecolor="white", hatch=hatch, label=op) for op, hatch in OPS if op in used_ops
-    ] + [Line2D([], [], marker="_", markersize=14, color="black", ls="", label="on AWS (no GetItem fallback)")]
+    ]
     ax.legend(handles=handles, fontsize=7, ncol=3, loc="upper center")
 
     # 2. Business executions per key (products per key, from a table scan).
