@@ -74,9 +74,11 @@ func idemMode(impl string) idem.Mode {
 }
 
 type options struct {
-	out, work, store, gorunner, node, ptDir, event string
-	seqKeys, dupKeys, dup, crashKeys, warmup       int
-	crashTimeout, phaseTimeout                     time.Duration
+	out, work, store, gorunner, goconsumer, node, ptDir, event string
+	seqKeys, dupKeys, dup, crashKeys, warmup                   int
+	consumerEvents                                             int
+	consumerSellers, consumerProcs                             string
+	crashTimeout, phaseTimeout                                 time.Duration
 }
 
 func main() {
@@ -85,6 +87,7 @@ func main() {
 	flag.StringVar(&o.work, "work", "bench/.work", "logs and binaries")
 	flag.StringVar(&o.store, "store", "bench/.work/local", "cmd/local binary (store-only mode)")
 	flag.StringVar(&o.gorunner, "gorunner", "bench/.work/gorunner", "bench/cmd/gorunner binary")
+	flag.StringVar(&o.goconsumer, "goconsumer", "bench/.work/goconsumer", "bench/cmd/goconsumer binary")
 	flag.StringVar(&o.node, "node", "node", "node binary")
 	flag.StringVar(&o.ptDir, "powertools", "bench/powertools", "the Powertools runner's folder (npm ci done)")
 	flag.StringVar(&o.event, "event", "events/create.json", "API Gateway v2 event template")
@@ -92,6 +95,9 @@ func main() {
 	flag.IntVar(&o.dupKeys, "dup-keys", 200, "workload 2: keys")
 	flag.IntVar(&o.dup, "dup", 8, "workload 2: concurrent duplicates per key")
 	flag.IntVar(&o.crashKeys, "crash-keys", 20, "workload 3: keys")
+	flag.IntVar(&o.consumerEvents, "consumer-events", 400, "workload 4: distinct events per run")
+	flag.StringVar(&o.consumerSellers, "consumer-sellers", "1,20", "workload 4: sellers the events spread over, one run each")
+	flag.StringVar(&o.consumerProcs, "consumer-procs", "2,6", "workload 4: concurrent invocations, one run each")
 	flag.IntVar(&o.warmup, "warmup", 20, "warm-up keys per process (not measured)")
 	flag.DurationVar(&o.crashTimeout, "crash-timeout", 2*time.Second, "workload 3: the crashed invocations' Lambda timeout")
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 3*time.Minute, "limit for one runner process")
@@ -154,6 +160,7 @@ type Results struct {
 	Versions map[string]string `json:"versions"`
 	Config   map[string]any    `json:"config"`
 	Phases   []*Phase          `json:"phases"`
+	Consumer []*ConsumerPhase  `json:"consumer"`
 	Seconds  float64           `json:"seconds"`
 }
 
@@ -170,6 +177,9 @@ func run(o options) error {
 			"warmup_keys": o.warmup, "crash_lambda_timeout": o.crashTimeout.String(),
 			"lambda_timeout": "30s", "idemlambda_lease_margin": idem.DefaultLeaseMargin.String(),
 			"implementations": impls, "idemlambda_cache_size": 0,
+			"consumer_implementations": consumerImpls, "consumer_events": o.consumerEvents,
+			"consumer_sellers": o.consumerSellers, "consumer_concurrent_invocations": o.consumerProcs,
+			"consumer_batch_size": batchSize, "consumer_max_receives": maxReceives,
 		},
 	}
 	for k, v := range storeVersions(o.store) {
@@ -244,6 +254,9 @@ func run(o options) error {
 			}
 		}
 	}
+	if err := b.consumers(ctx); err != nil {
+		return err
+	}
 	res.Seconds = time.Since(began).Seconds()
 	res.Machine["loadavg_end"] = loadavg()
 	if err := writeJSON(filepath.Join(o.out, "results.json"), res); err != nil {
@@ -284,22 +297,7 @@ func (b *bench) createTables(ctx context.Context, impl, workload string) error {
 	if isOurs(impl) {
 		return tables.Idempotency.Create(ctx, b.direct, n.Idempotency, tables.CreateOptions{})
 	}
-	_, err := b.direct.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(n.Idempotency),
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
-	})
-	if err != nil {
-		return fmt.Errorf("create %s: %w", n.Idempotency, err)
-	}
-	_, err = b.direct.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName: aws.String(n.Idempotency),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{
-			AttributeName: aws.String("expiration"), Enabled: aws.Bool(true),
-		},
-	})
-	return err
+	return b.createPowertoolsTable(ctx, n.Idempotency)
 }
 
 func (b *bench) workload(ctx context.Context, impl, w string) error {
@@ -369,6 +367,9 @@ type runnerMsg struct {
 	// One invocation in serve mode.
 	Latency int64  `json:"us"`
 	Outcome string `json:"outcome"`
+	// One consumer invocation: the indexes of the messages it reported
+	// failed (batchItemFailures, or the whole batch for an error).
+	Failed []int `json:"failed"`
 }
 
 // proc is one runner process.
@@ -407,13 +408,18 @@ func (p *proc) kill() {
 
 // start runs one runner process and waits for its warm-up to end.
 func (b *bench) start(impl string, args []string, logName string) (*proc, map[string]string, error) {
-	var cmd *exec.Cmd
+	const fn = "createproduct"
 	if isOurs(impl) {
-		cmd = exec.Command(b.o.gorunner, append(args, "--mode="+string(idemMode(impl)))...)
-	} else {
-		cmd = exec.Command(b.o.node, append([]string{filepath.Join(b.o.ptDir, "runner.mjs")}, args...)...)
+		return b.startCmd(fn, b.o.gorunner, append(args, "--mode="+string(idemMode(impl))), logName)
 	}
-	cmd.Env = append(cleanEnv(), "AWS_LAMBDA_FUNCTION_NAME=createproduct", "AWS_REGION=us-east-1")
+	return b.startCmd(fn, b.o.node, append([]string{filepath.Join(b.o.ptDir, "runner.mjs")}, args...), logName)
+}
+
+// startCmd runs one runner process and waits for its warm-up to end.
+// function is the Lambda function's name it runs as.
+func (b *bench) startCmd(function, name string, args []string, logName string) (*proc, map[string]string, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(cleanEnv(), "AWS_LAMBDA_FUNCTION_NAME="+function, "AWS_REGION=us-east-1")
 	logf, err := os.Create(filepath.Join(b.o.work, logName))
 	if err != nil {
 		return nil, nil, err
@@ -573,7 +579,7 @@ func (b *bench) phase(impl, workload, step string, keys, procs int, extra []stri
 			p.OwnMsPerReq = p.MeanMs - p.StoreMsPerReq
 		}
 	}
-	if err := checkReads(p.Calls, 0); err != nil {
+	if err := checkReads(p.Calls); err != nil {
 		return nil, err
 	}
 	b.res.Phases = append(b.res.Phases, p)
@@ -582,16 +588,31 @@ func (b *bench) phase(impl, workload, step string, keys, procs int, extra []stri
 	return p, nil
 }
 
-// checkReads fails unless the GetItems at the endpoint are exactly the
-// reads the workload makes itself (none: POST /products and the consumer
-// only write). The store returns the item that failed a condition
-// (ReturnValuesOnConditionCheckFailure=ALL_OLD) and in a cancelled
-// transaction's reasons, as DynamoDB does, so no implementation has a
-// reason to read its record back; a GetItem beyond the workload's own
-// would be a fallback read that the counts must not hide.
-func checkReads(c proxy.Counts, reads int) error {
-	if g := c.Ops["GetItem"]; g != reads {
-		return fmt.Errorf("%d GetItems at the endpoint, the workload reads %d times: a fallback read the store should have made unnecessary", g, reads)
+// checkReads fails loudly if an implementation may have read its record
+// back for want of the item a failed condition returns on AWS. The store
+// returns it (ReturnValuesOnConditionCheckFailure=ALL_OLD) with a failed
+// write and in a cancelled transaction's reasons, as DynamoDB does; the
+// proxy counts every failed condition answered without it, and that count
+// must be zero. No workload reads anything itself, so the GetItems must be
+// zero too, except where a running transaction refused or cancelled a
+// write (TransactionConflict): those carry no item on AWS either, and
+// pkg/idem then reads the record as last committed (Store.waitOut,
+// Store.settle), a read DynamoDB would see too.
+func checkReads(c proxy.Counts) error {
+	var noItem, conflicts int
+	for k, n := range c.Errors {
+		switch {
+		case strings.HasSuffix(k, " "+proxy.NoItem):
+			noItem += n
+		case strings.HasSuffix(k, " TransactionConflictException"), strings.HasSuffix(k, " "+proxy.ReasonConflict):
+			conflicts += n
+		}
+	}
+	switch g := c.Ops["GetItem"]; {
+	case noItem > 0:
+		return fmt.Errorf("%d failed conditions answered without the item: the store no longer behaves as DynamoDB, and the %d GetItems may be fallback reads (errors: %v)", noItem, g, c.Errors)
+	case g > 0 && conflicts == 0:
+		return fmt.Errorf("%d GetItems at the endpoint without a transaction conflict to explain them: no workload reads (calls: %s; errors: %v)", g, opsString(c.Ops), c.Errors)
 	}
 	return nil
 }
