@@ -79,6 +79,7 @@ type options struct {
 	consumerEvents                                             int
 	consumerSellers, consumerProcs                             string
 	crashTimeout, phaseTimeout                                 time.Duration
+	markdownOnly                                               bool
 }
 
 func main() {
@@ -101,7 +102,12 @@ func main() {
 	flag.IntVar(&o.warmup, "warmup", 20, "warm-up keys per process (not measured)")
 	flag.DurationVar(&o.crashTimeout, "crash-timeout", 2*time.Second, "workload 3: the crashed invocations' Lambda timeout")
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 3*time.Minute, "limit for one runner process")
+	flag.BoolVar(&o.markdownOnly, "markdown-only", false, "rewrite RESULTS.md from results.json, without running anything")
 	flag.Parse()
+	run := run
+	if o.markdownOnly {
+		run = rewriteMarkdown
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-peer:", err)
 		os.Exit(1)
@@ -267,6 +273,19 @@ func run(o options) error {
 	}
 	fmt.Printf("bench-peer: wrote %s and %s in %.0fs\n", filepath.Join(o.out, "results.json"), filepath.Join(o.out, "RESULTS.md"), res.Seconds)
 	return nil
+}
+
+// rewriteMarkdown writes RESULTS.md from the results.json of a run.
+func rewriteMarkdown(o options) error {
+	b, err := os.ReadFile(filepath.Join(o.out, "results.json"))
+	if err != nil {
+		return err
+	}
+	var res Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(o.out, "RESULTS.md"), []byte(markdown(&res)), 0o644)
 }
 
 type bench struct {
