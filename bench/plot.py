@@ -35,12 +35,47 @@ def impl_handles():
     return [Patch(facecolor=color, label=label) for _, label, color in IMPLS]
 
 
+# The consumer implementations (workload 4): (impl in results.json, label, colour).
+CONSUMERS = [
+    ("idemlambda-sellerstats", "idemlambda sellerstats (Go)", "#2ca02c"),
+    ("powertools-batch", "Powertools batch + makeIdempotent (TS)", "#ff7f0e"),
+]
+
+
+def consumer(axes, phases):
+    """Workload 4: calls and CPU per event, by sellers and concurrent invocations."""
+    groups = sorted({(p["sellers"], p["concurrent_invocations"]) for p in phases})
+    by = {(p["impl"], p["sellers"], p["concurrent_invocations"]): p for p in phases}
+    labels = [f"{s} seller{'s' if s > 1 else ''}\n{c} at once" for s, c in groups]
+    width = 0.8 / len(CONSUMERS)
+    for ax, key, title, ylabel, fmt in [
+        (axes[0], "calls_per_event", "4. Consumer: DynamoDB calls per event", "calls / event", "{:.2f}"),
+        (axes[1], "cpu_us_per_event", "4. Consumer: CPU time per event in the consumer's processes, µs", "µs / event", "{:.0f}"),
+    ]:
+        for i, (impl, label, color) in enumerate(CONSUMERS):
+            pos = [x + (i - (len(CONSUMERS) - 1) / 2) * width for x in range(len(groups))]
+            vals = [(by.get((impl, s, c)) or {}).get(key) for s, c in groups]
+            bars = ax.bar(pos, [v or 0 for v in vals], width, label=label, color=color)
+            for rect, v, (s, c) in zip(bars, vals, groups):
+                if v is None:
+                    continue
+                p = by[(impl, s, c)]
+                note = "" if p.get("truth_held") else " (truth broken)"
+                ax.annotate(fmt.format(v) + note, (rect.get_x() + rect.get_width() / 2, rect.get_height()),
+                            ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(groups)), labels, fontsize=8)
+        ax.set_title(title, fontsize=11)
+        ax.set_ylabel(ylabel)
+        ax.margins(y=0.12)
+        ax.legend(fontsize=8)
+
+
 def main(src, dst):
     with open(src) as f:
         res = json.load(f)
     phases = {(p["impl"], p["workload"], p["step"]): p for p in res["phases"]}
     impls = [i for i in IMPLS if any(k[0] == i[0] for k in phases)]
-    fig, axes = plt.subplots(2, 2, figsize=(17, 11))
+    fig, axes = plt.subplots(3, 2, figsize=(17, 16))
 
     def bars(ax, value, title, ylabel, steps=STEPS, fmt="{:.2f}"):
         pos_all = offsets(len(steps))
@@ -75,8 +110,6 @@ def main(src, dst):
             used_ops.add(op)
             ax.bar(pos, vals, WIDTH, bottom=bottom, color=color, hatch=hatch, edgecolor="white")
             bottom = [b + v for b, v in zip(bottom, vals)]
-        aws = [(phases.get((impl, w, s)) or {}).get("expected_calls_per_request_on_aws") for w, s, _ in STEPS]
-        ax.scatter(pos, aws, marker="_", s=300, color="black", zorder=3)
         for p, t in zip(pos, bottom):
             ax.annotate(f"{t:.2f}", (p, t), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(STEPS)), [s[2] for s in STEPS], fontsize=8)
@@ -85,7 +118,7 @@ def main(src, dst):
     ax.set_ylim(0, 4.4)
     handles = impl_handles() + [
         Patch(facecolor="#888888", edgecolor="white", hatch=hatch, label=op) for op, hatch in OPS if op in used_ops
-    ] + [Line2D([], [], marker="_", markersize=14, color="black", ls="", label="on AWS (no GetItem fallback)")]
+    ]
     ax.legend(handles=handles, fontsize=7, ncol=3, loc="upper center")
 
     # 2. Business executions per key (products per key, from a table scan).
@@ -122,6 +155,8 @@ def main(src, dst):
     # 4. CPU time per request in the implementation's process.
     bars(axes[1][1], lambda p: p and p.get("cpu_us_per_request"),
          "CPU time per request in the implementation's process, µs", "µs / request", fmt="{:.0f}")
+
+    consumer(axes[2], res.get("consumer") or [])
 
     m, v = res["machine"], res["versions"]
     fig.suptitle(

@@ -25,6 +25,7 @@ bench-peer: $(BENCH_PEER_STAMP) ## Benchmark POST /products against Powertools (
 	@mkdir -p $(BENCH_PEER_WORK)
 	$(GO) build -o $(BENCH_PEER_WORK)/local ./cmd/local
 	$(GO) build -o $(BENCH_PEER_WORK)/gorunner ./bench/cmd/gorunner
+	$(GO) build -o $(BENCH_PEER_WORK)/goconsumer ./bench/cmd/goconsumer
 	$(GO) build -o $(BENCH_PEER_WORK)/peer ./bench/cmd/peer
 	$(BENCH_PEER_WORK)/peer -node $(BENCH_PEER_NODE) $(BENCH_PEER_FLAGS)
 	$(BENCH_PEER_VENV)/bin/python bench/plot.py bench/results.json bench/results.png

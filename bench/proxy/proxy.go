@@ -48,6 +48,15 @@ func (c Counts) Total() int {
 	return n
 }
 
+// Error keys the proxy counts besides the error types, after the
+// operation ("PutItem ConditionalCheckFailed without Item"): a failed
+// condition answered without the item (the one a library would have to
+// read back), and a transaction cancellation reason TransactionConflict.
+const (
+	NoItem         = "ConditionalCheckFailed without Item"
+	ReasonConflict = "reason TransactionConflict"
+)
+
 // Proxy forwards DynamoDB JSON API requests to one endpoint and counts them.
 type Proxy struct {
 	rp *httputil.ReverseProxy
@@ -109,7 +118,12 @@ func (p *Proxy) countError(resp *http.Response) error {
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	var e struct {
-		Type string `json:"__type"`
+		Type                string         `json:"__type"`
+		Item                map[string]any `json:"Item"`
+		CancellationReasons []struct {
+			Code string         `json:"Code"`
+			Item map[string]any `json:"Item"`
+		} `json:"CancellationReasons"`
 	}
 	_ = json.Unmarshal(body, &e)
 	typ := e.Type[strings.LastIndexByte(e.Type, '#')+1:]
@@ -118,8 +132,19 @@ func (p *Proxy) countError(resp *http.Response) error {
 	}
 	op := Operation(resp.Request.Header.Get("X-Amz-Target"))
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.errors[op+" "+typ]++
-	p.mu.Unlock()
+	if typ == "ConditionalCheckFailedException" && len(e.Item) == 0 {
+		p.errors[op+" "+NoItem]++
+	}
+	for _, r := range e.CancellationReasons {
+		switch {
+		case r.Code == "ConditionalCheckFailed" && len(r.Item) == 0:
+			p.errors[op+" "+NoItem]++
+		case r.Code == "TransactionConflict":
+			p.errors[op+" "+ReasonConflict]++
+		}
+	}
 	return nil
 }
 

@@ -43,6 +43,9 @@ func TestProxyCountsEveryRequestByOperationAtTheEndpoint(t *testing.T) {
 			_, _ = client.PutItem(ctx, &dynamodb.PutItemInput{
 				TableName: aws.String("p"), Item: item,
 				ConditionExpression: aws.String("attribute_not_exists(id)"),
+				// As both libraries ask: the proxy counts a failed
+				// condition answered without the item apart.
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 			})
 		})
 	}

@@ -73,23 +73,13 @@ func idemMode(impl string) idem.Mode {
 	return ""
 }
 
-// fallbackError is the error, counted by the proxy as "<operation>
-// <error type>", that each GetItem of an implementation follows on the
-// embedded store: the failed conditional PutItem whose ALL_OLD item
-// minidyn leaves out (reserve mode, Powertools), or, in transact mode, the
-// TransactWriteItems cancelled on the record's condition, whose
-// cancellation reason minidyn gives no Item.
-func fallbackError(impl string) string {
-	if impl == OursTransact {
-		return "TransactWriteItems TransactionCanceledException"
-	}
-	return "PutItem ConditionalCheckFailedException"
-}
-
 type options struct {
-	out, work, store, gorunner, node, ptDir, event string
-	seqKeys, dupKeys, dup, crashKeys, warmup       int
-	crashTimeout, phaseTimeout                     time.Duration
+	out, work, store, gorunner, goconsumer, node, ptDir, event string
+	seqKeys, dupKeys, dup, crashKeys, warmup                   int
+	consumerEvents                                             int
+	consumerSellers, consumerProcs                             string
+	crashTimeout, phaseTimeout                                 time.Duration
+	markdownOnly                                               bool
 }
 
 func main() {
@@ -98,6 +88,7 @@ func main() {
 	flag.StringVar(&o.work, "work", "bench/.work", "logs and binaries")
 	flag.StringVar(&o.store, "store", "bench/.work/local", "cmd/local binary (store-only mode)")
 	flag.StringVar(&o.gorunner, "gorunner", "bench/.work/gorunner", "bench/cmd/gorunner binary")
+	flag.StringVar(&o.goconsumer, "goconsumer", "bench/.work/goconsumer", "bench/cmd/goconsumer binary")
 	flag.StringVar(&o.node, "node", "node", "node binary")
 	flag.StringVar(&o.ptDir, "powertools", "bench/powertools", "the Powertools runner's folder (npm ci done)")
 	flag.StringVar(&o.event, "event", "events/create.json", "API Gateway v2 event template")
@@ -105,10 +96,18 @@ func main() {
 	flag.IntVar(&o.dupKeys, "dup-keys", 200, "workload 2: keys")
 	flag.IntVar(&o.dup, "dup", 8, "workload 2: concurrent duplicates per key")
 	flag.IntVar(&o.crashKeys, "crash-keys", 20, "workload 3: keys")
+	flag.IntVar(&o.consumerEvents, "consumer-events", 400, "workload 4: distinct events per run")
+	flag.StringVar(&o.consumerSellers, "consumer-sellers", "1,20", "workload 4: sellers the events spread over, one run each")
+	flag.StringVar(&o.consumerProcs, "consumer-procs", "2,6", "workload 4: concurrent invocations, one run each")
 	flag.IntVar(&o.warmup, "warmup", 20, "warm-up keys per process (not measured)")
 	flag.DurationVar(&o.crashTimeout, "crash-timeout", 2*time.Second, "workload 3: the crashed invocations' Lambda timeout")
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 3*time.Minute, "limit for one runner process")
+	flag.BoolVar(&o.markdownOnly, "markdown-only", false, "rewrite RESULTS.md from results.json, without running anything")
 	flag.Parse()
+	run := run
+	if o.markdownOnly {
+		run = rewriteMarkdown
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-peer:", err)
 		os.Exit(1)
@@ -143,10 +142,8 @@ type Phase struct {
 	Calls         proxy.Counts       `json:"calls"`
 	CallsPerReq   map[string]float64 `json:"calls_per_request"`
 	TotalPerReq   float64            `json:"calls_per_request_total"`
-	AWSPerReq     float64            `json:"expected_calls_per_request_on_aws"`
 	StoreMsPerReq float64            `json:"store_ms_per_request"`
 	OwnMsPerReq   float64            `json:"mean_ms_outside_store"`
-	FallbackNote  string             `json:"fallback_check,omitempty"`
 
 	Keys *KeyStats `json:"keys,omitempty"`
 }
@@ -169,6 +166,7 @@ type Results struct {
 	Versions map[string]string `json:"versions"`
 	Config   map[string]any    `json:"config"`
 	Phases   []*Phase          `json:"phases"`
+	Consumer []*ConsumerPhase  `json:"consumer"`
 	Seconds  float64           `json:"seconds"`
 }
 
@@ -185,6 +183,9 @@ func run(o options) error {
 			"warmup_keys": o.warmup, "crash_lambda_timeout": o.crashTimeout.String(),
 			"lambda_timeout": "30s", "idemlambda_lease_margin": idem.DefaultLeaseMargin.String(),
 			"implementations": impls, "idemlambda_cache_size": 0,
+			"consumer_implementations": consumerImpls, "consumer_events": o.consumerEvents,
+			"consumer_sellers": o.consumerSellers, "consumer_concurrent_invocations": o.consumerProcs,
+			"consumer_batch_size": batchSize, "consumer_max_receives": maxReceives,
 		},
 	}
 	for k, v := range storeVersions(o.store) {
@@ -259,6 +260,9 @@ func run(o options) error {
 			}
 		}
 	}
+	if err := b.consumers(ctx); err != nil {
+		return err
+	}
 	res.Seconds = time.Since(began).Seconds()
 	res.Machine["loadavg_end"] = loadavg()
 	if err := writeJSON(filepath.Join(o.out, "results.json"), res); err != nil {
@@ -269,6 +273,19 @@ func run(o options) error {
 	}
 	fmt.Printf("bench-peer: wrote %s and %s in %.0fs\n", filepath.Join(o.out, "results.json"), filepath.Join(o.out, "RESULTS.md"), res.Seconds)
 	return nil
+}
+
+// rewriteMarkdown writes RESULTS.md from the results.json of a run.
+func rewriteMarkdown(o options) error {
+	b, err := os.ReadFile(filepath.Join(o.out, "results.json"))
+	if err != nil {
+		return err
+	}
+	var res Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(o.out, "RESULTS.md"), []byte(markdown(&res)), 0o644)
 }
 
 type bench struct {
@@ -299,22 +316,7 @@ func (b *bench) createTables(ctx context.Context, impl, workload string) error {
 	if isOurs(impl) {
 		return tables.Idempotency.Create(ctx, b.direct, n.Idempotency, tables.CreateOptions{})
 	}
-	_, err := b.direct.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(n.Idempotency),
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
-	})
-	if err != nil {
-		return fmt.Errorf("create %s: %w", n.Idempotency, err)
-	}
-	_, err = b.direct.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName: aws.String(n.Idempotency),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{
-			AttributeName: aws.String("expiration"), Enabled: aws.Bool(true),
-		},
-	})
-	return err
+	return b.createPowertoolsTable(ctx, n.Idempotency)
 }
 
 func (b *bench) workload(ctx context.Context, impl, w string) error {
@@ -384,6 +386,9 @@ type runnerMsg struct {
 	// One invocation in serve mode.
 	Latency int64  `json:"us"`
 	Outcome string `json:"outcome"`
+	// One consumer invocation: the indexes of the messages it reported
+	// failed (batchItemFailures, or the whole batch for an error).
+	Failed []int `json:"failed"`
 }
 
 // proc is one runner process.
@@ -422,13 +427,18 @@ func (p *proc) kill() {
 
 // start runs one runner process and waits for its warm-up to end.
 func (b *bench) start(impl string, args []string, logName string) (*proc, map[string]string, error) {
-	var cmd *exec.Cmd
+	const fn = "createproduct"
 	if isOurs(impl) {
-		cmd = exec.Command(b.o.gorunner, append(args, "--mode="+string(idemMode(impl)))...)
-	} else {
-		cmd = exec.Command(b.o.node, append([]string{filepath.Join(b.o.ptDir, "runner.mjs")}, args...)...)
+		return b.startCmd(fn, b.o.gorunner, append(args, "--mode="+string(idemMode(impl))), logName)
 	}
-	cmd.Env = append(cleanEnv(), "AWS_LAMBDA_FUNCTION_NAME=createproduct", "AWS_REGION=us-east-1")
+	return b.startCmd(fn, b.o.node, append([]string{filepath.Join(b.o.ptDir, "runner.mjs")}, args...), logName)
+}
+
+// startCmd runs one runner process and waits for its warm-up to end.
+// function is the Lambda function's name it runs as.
+func (b *bench) startCmd(function, name string, args []string, logName string) (*proc, map[string]string, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(cleanEnv(), "AWS_LAMBDA_FUNCTION_NAME="+function, "AWS_REGION=us-east-1")
 	logf, err := os.Create(filepath.Join(b.o.work, logName))
 	if err != nil {
 		return nil, nil, err
@@ -587,24 +597,43 @@ func (b *bench) phase(impl, workload, step string, keys, procs int, extra []stri
 		if p.MeanMs > 0 {
 			p.OwnMsPerReq = p.MeanMs - p.StoreMsPerReq
 		}
-		// On AWS, a failed conditional PutItem returns the item that beat
-		// it (ReturnValuesOnConditionCheckFailure=ALL_OLD), and so does the
-		// cancellation reason of a transaction cancelled on such a Put's
-		// condition; every implementation reads it from there and issues
-		// its GetItem only when it is missing, as it is on the embedded
-		// store.
-		p.AWSPerReq = float64(p.Calls.Total()-p.Calls.Ops["GetItem"]) / float64(p.Requests)
 	}
-	if g, f := p.Calls.Ops["GetItem"], p.Calls.Errors[fallbackError(impl)]; g != f {
-		p.FallbackNote = fmt.Sprintf("GetItem %d != %s %d", g, fallbackError(impl), f)
+	if err := checkReads(p.Calls); err != nil {
+		return nil, err
 	}
 	b.res.Phases = append(b.res.Phases, p)
 	fmt.Printf("%d requests, %s, p50 %.2f ms p99 %.2f ms, cpu %.0f us/req\n",
 		p.Requests, opsString(p.Calls.Ops), p.P50ms, p.P99ms, p.CPUPerReqUs)
-	if p.FallbackNote != "" {
-		fmt.Printf("    fallback check: %s\n", p.FallbackNote)
-	}
 	return p, nil
+}
+
+// checkReads fails loudly if an implementation may have read its record
+// back for want of the item a failed condition returns on AWS. The store
+// returns it (ReturnValuesOnConditionCheckFailure=ALL_OLD) with a failed
+// write and in a cancelled transaction's reasons, as DynamoDB does; the
+// proxy counts every failed condition answered without it, and that count
+// must be zero. No workload reads anything itself, so the GetItems must be
+// zero too, except where a running transaction refused or cancelled a
+// write (TransactionConflict): those carry no item on AWS either, and
+// pkg/idem then reads the record as last committed (Store.waitOut,
+// Store.settle), a read DynamoDB would see too.
+func checkReads(c proxy.Counts) error {
+	var noItem, conflicts int
+	for k, n := range c.Errors {
+		switch {
+		case strings.HasSuffix(k, " "+proxy.NoItem):
+			noItem += n
+		case strings.HasSuffix(k, " TransactionConflictException"), strings.HasSuffix(k, " "+proxy.ReasonConflict):
+			conflicts += n
+		}
+	}
+	switch g := c.Ops["GetItem"]; {
+	case noItem > 0:
+		return fmt.Errorf("%d failed conditions answered without the item: the store no longer behaves as DynamoDB, and the %d GetItems may be fallback reads (errors: %v)", noItem, g, c.Errors)
+	case g > 0 && conflicts == 0:
+		return fmt.Errorf("%d GetItems at the endpoint without a transaction conflict to explain them: no workload reads (calls: %s; errors: %v)", g, opsString(c.Ops), c.Errors)
+	}
+	return nil
 }
 
 // scan counts the products (by the key in their name) and outbox events of

@@ -142,47 +142,30 @@ func markdown(r *Results) string {
 	w("| idemlambda (both modes, one binary) | %s, aws-sdk-go-v2 %s, service/dynamodb %s |\n", v["go"], v["github.com/aws/aws-sdk-go-v2"], v["github.com/aws/aws-sdk-go-v2/service/dynamodb"])
 	w("| Powertools | Node.js %s, @aws-lambda-powertools/idempotency %s, @aws-sdk/client-dynamodb %s, @aws-sdk/lib-dynamodb %s |\n",
 		v["node"], v["@aws-lambda-powertools/idempotency"], v["@aws-sdk/client-dynamodb"], v["@aws-sdk/lib-dynamodb"])
-	w("| endpoint | the embedded store (cmd/local store-only mode, minidyn %s) in its own process, behind the counting proxy (bench/proxy) |\n\n", v["minidyn (embedded store)"])
+	w("| endpoint | the embedded store (cmd/local store-only mode: the strict store of pkg/idem/idemtest, items in minidyn %s) in its own process, behind the counting proxy (bench/proxy) |\n\n", v["minidyn (embedded store)"])
 
 	w("## Results\n\n")
 	w("Three implementations: idemlambda's handler in `idem.ModeReserve` (the default: a conditional PutItem claims the key, one TransactWriteItems commits product, outbox event and the fenced completion), the same handler in `idem.ModeTransact` (one TransactWriteItems carries the claim, already COMPLETED, the product and the outbox event), and Powertools. ")
-	w("Calls are counted at the endpoint by the proxy, per request. \"On AWS\" is the same count without the `GetItem`s that only the embedded store needs (see the notes). ")
+	w("Calls are counted at the endpoint by the proxy, per request; the store answers failed conditions with the existing item as DynamoDB does, so these are the calls each implementation makes on AWS (the driver fails the run if a failed condition comes back without its item; a GetItem appears only as `pkg/idem`'s read of a record after a TransactionConflict, which carries no item on AWS either). ")
 	w("Products per key come from a scan of the products table after the step. Latency is per request, measured around the handler call, in ms. ")
 	w("CPU is the implementation's process CPU time (user + system, every thread) during the measured step, divided by the requests. ")
 	w("Store ms is the time per request spent behind the proxy (in the embedded store); own ms is the mean latency minus that: the implementation's own code, SDK and HTTP.\n\n")
-	w("| workload | implementation | requests | outcomes | DynamoDB calls per request at the endpoint | total | on AWS | products per key | p50 | p99 | store ms | own ms | CPU µs/req | load |\n")
-	w("| --- | --- | ---: | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	w("| workload | implementation | requests | outcomes | DynamoDB calls per request at the endpoint | total | products per key | p50 | p99 | store ms | own ms | CPU µs/req | load |\n")
+	w("| --- | --- | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, p := range ps {
-		w("| %s | %s | %d | %s | %s | %.2f | %.2f | %s | %s | %s | %s | %s | %.0f | %s |\n",
-			p.Label, implName(p.Impl), p.Requests, outcomes(p), perOp(p), p.TotalPerReq, p.AWSPerReq,
+		w("| %s | %s | %d | %s | %s | %.2f | %s | %s | %s | %s | %s | %.0f | %s |\n",
+			p.Label, implName(p.Impl), p.Requests, outcomes(p), perOp(p), p.TotalPerReq,
 			productsPerKey(p.Keys), ms(p.P50ms, p), ms(p.P99ms, p), ms(p.StoreMsPerReq, p), ms(p.OwnMsPerReq, p), p.CPUPerReqUs, p.LoadAvgBefore)
 	}
 	w("\n")
-	fallbackCheck(&b, ps)
+	consumerSection(&b, r.Consumer)
 
-	w("## What the numbers say\n\n")
+	w("## What the numbers say (workloads 1 to 3)\n\n")
 	findings(&b, ps)
 
 	w("\n## How it runs, and what to keep in mind\n\n")
 	b.WriteString(notes)
 	return b.String()
-}
-
-// fallbackCheck says whether, in every row, the GetItems equal the errors
-// they stand in for on the embedded store, so that the "on AWS" column
-// drops exactly the fallback reads.
-func fallbackCheck(b *strings.Builder, ps []*Phase) {
-	var bad []string
-	for _, p := range ps {
-		if p.FallbackNote != "" {
-			bad = append(bad, fmt.Sprintf("%s, %s: %s", p.Label, implName(p.Impl), p.FallbackNote))
-		}
-	}
-	if len(bad) == 0 {
-		b.WriteString("Fallback check: in every row the GetItems equal the errors they stand in for on the embedded store, as the proxy counts them: failed conditional PutItems (`PutItem ConditionalCheckFailedException`) for reserve and Powertools, cancelled transactions (`TransactWriteItems TransactionCanceledException`) for transact. So every GetItem here is the fallback read that AWS makes unnecessary, and the \"on AWS\" column drops exactly those.\n\n")
-		return
-	}
-	b.WriteString("**Fallback check failed**: " + strings.Join(bad, "; ") + ". In these rows the \"on AWS\" column also drops GetItems that are not (or not only) the fallback read.\n\n")
 }
 
 // measure is one number the findings compare, lower being better.
@@ -195,8 +178,7 @@ type measure struct {
 }
 
 var measures = []measure{
-	{"DynamoDB calls per request at the endpoint", "calls at the endpoint", func(p *Phase) float64 { return p.TotalPerReq }, 2, false},
-	{"DynamoDB calls per request on AWS", "calls on AWS", func(p *Phase) float64 { return p.AWSPerReq }, 2, false},
+	{"DynamoDB calls per request", "calls", func(p *Phase) float64 { return p.TotalPerReq }, 2, false},
 	{"CPU µs per request", "CPU µs", func(p *Phase) float64 { return p.CPUPerReqUs }, 0, false},
 	{"p50 latency (ms)", "p50 ms", func(p *Phase) float64 { return p.P50ms }, 2, true},
 	{"p99 latency (ms)", "p99 ms", func(p *Phase) float64 { return p.P99ms }, 2, true},
@@ -234,8 +216,8 @@ func findings(b *strings.Builder, ps []*Phase) {
 			continue
 		}
 		label := strings.SplitN(rows[0].Label, ".", 2)[0]
-		w("- **%s**: DynamoDB calls per request at the endpoint (on AWS): %s. ", rows[0].Label,
-			each(rows, func(p *Phase) string { return fmt.Sprintf("%.2f (%.2f)", p.TotalPerReq, p.AWSPerReq) }))
+		w("- **%s**: DynamoDB calls per request: %s. ", rows[0].Label,
+			each(rows, func(p *Phase) string { return fmt.Sprintf("%.2f", p.TotalPerReq) }))
 		w("CPU per request: %s", each(rows, func(p *Phase) string { return fmt.Sprintf("%.0f µs", p.CPUPerReqUs) }))
 		if t := find(rows, Powertools, wl, "run"); t != nil {
 			var rs []string
@@ -319,9 +301,9 @@ func findings(b *strings.Builder, ps []*Phase) {
 		oursClean, ptDup := true, false
 		for i, c := range cs {
 			k := c.retry.Keys
-			parts[i] = fmt.Sprintf("%s has %s products and %.2f outbox events per key, %d of %d keys duplicated (the crashed step: %s, %.2f calls each, %.2f on AWS; the retries: %s, %.2f calls each, %.2f on AWS)",
+			parts[i] = fmt.Sprintf("%s has %s products and %.2f outbox events per key, %d of %d keys duplicated (the crashed step: %s, %.2f calls each; the retries: %s, %.2f calls each)",
 				shortName(c.retry.Impl), perKey(k), float64(k.OutboxEvents)/float64(k.Keys), k.KeysDuplicate, k.Keys,
-				perOp(c.crash), c.crash.TotalPerReq, c.crash.AWSPerReq, outcomes(c.retry), c.retry.TotalPerReq, c.retry.AWSPerReq)
+				perOp(c.crash), c.crash.TotalPerReq, outcomes(c.retry), c.retry.TotalPerReq)
 			clean := k.KeysDuplicate == 0 && k.KeysMissing == 0 && k.OutboxEvents == k.Keys
 			if isOurs(c.retry.Impl) {
 				oursClean = oursClean && clean
@@ -350,8 +332,8 @@ func findings(b *strings.Builder, ps []*Phase) {
 			if t.Keys.Products < c.retry.Keys.Products {
 				ptWins = append(ptWins, fmt.Sprintf("workload 3, business executions per key: Powertools %s, %s %s", perKey(t.Keys), shortName(c.retry.Impl), perKey(c.retry.Keys)))
 			}
-			if t.AWSPerReq < c.retry.AWSPerReq {
-				ptWins = append(ptWins, fmt.Sprintf("workload 3b, DynamoDB calls per retry on AWS: Powertools %.2f, %s %.2f", t.AWSPerReq, shortName(c.retry.Impl), c.retry.AWSPerReq))
+			if t.TotalPerReq < c.retry.TotalPerReq {
+				ptWins = append(ptWins, fmt.Sprintf("workload 3b, DynamoDB calls per retry: Powertools %.2f, %s %.2f", t.TotalPerReq, shortName(c.retry.Impl), c.retry.TotalPerReq))
 			}
 		}
 	}
@@ -411,11 +393,12 @@ const notes = `- **Same work on every side.** Each implementation runs in its ow
 - **Versions.** Powertools 2.33.0 is the last release that supports Node.js 20, the Node.js on this machine: Powertools ended Node.js 20 support on 2026-04-30 (aws-powertools/powertools-lambda-typescript#4906, #5218, first released in 2.33.1). The idempotency code paths used here are the same in the latest release (2.35.0 changes only a configuration-mismatch warning in ` + "`packages/idempotency/src`" + `). The AWS SDK for JavaScript warns that its releases after the first week of January 2027 will need Node.js 22.
 - **The Powertools handler's business write is one TransactWriteItems of the product Put and the outbox Put** (DynamoDB DocumentClient). An outbox is only correct when the event lands with the product or not at all, so a user who writes an outbox writes both in a transaction; two PutItems would be one call cheaper and could leave a product without its event. Powertools then completes the key with its own UpdateItem after the handler returns. idemlambda in reserve mode claims the key with a conditional PutItem (IN_PROGRESS, with a lease), then puts the product Put, the outbox Put and the key's fenced completion into one TransactWriteItems. In transact mode that one TransactWriteItems is the only call: it carries the claim too, a Put of the record already COMPLETED with the 201, under the claim's condition, first in the transaction, before the product and outbox Puts; the handler builds the product and the response before the claim, and there is no IN_PROGRESS state.
 - **Tables.** Each implementation (the two idemlambda modes count as two) and workload has its own products, outbox and idempotency tables (` + "`<impl>-<workload>-products`" + ` ...), products and outbox from ` + "`internal/dev/tables`" + `; Powertools' idempotency table has the key its ` + "`DynamoDBPersistenceLayer`" + ` expects (` + "`id`" + `, S) and TTL on its ` + "`expiration`" + ` attribute; it writes its own attributes (` + "`status`, `expiration`, `in_progress_expiration`, `validation`, `data`" + `).
-- **The GetItem that only the embedded store needs.** minidyn returns no item with a failed conditional PutItem even when asked for ` + "`ReturnValuesOnConditionCheckFailure=ALL_OLD`" + `, and no ` + "`Item`" + ` in the cancellation reason of a transaction cancelled on such a Put's condition. Both libraries ask for it and fall back to one consistent GetItem when it is missing: idemlambda in ` + "`pkg/idem`" + ` (reserve mode: Store.tryReserve, after the failed PutItem; transact mode: Store.current, called from Store.transact after a TransactWriteItems cancelled on the claim's condition), Powertools in ` + "`IdempotencyHandler#saveInProgressOrReturnExistingResult`" + ` (it calls ` + "`persistenceStore.getRecord()`" + ` when ` + "`IdempotencyItemAlreadyExistsError.existingRecord`" + ` is undefined, which ` + "`DynamoDBPersistenceLayer._putRecord`" + ` leaves undefined when ` + "`ConditionalCheckFailedException.Item`" + ` is absent). On AWS DynamoDB the record comes back with the failed PutItem and in the cancellation reason, so none of the three issues that GetItem, and the "on AWS" column is the endpoint count minus the GetItems. The driver checks, from the proxy's counts by operation and error type, that the GetItems equal the failed conditional PutItems (` + "`PutItem ConditionalCheckFailedException`" + `; reserve and Powertools) or the cancelled transactions (` + "`TransactWriteItems TransactionCanceledException`" + `; transact); the line under the table gives the result. Expected on AWS, from each library's code path: a first execution costs idemlambda reserve 2 calls (conditional PutItem, then TransactWriteItems of product + outbox + completion), idemlambda transact 1 (the TransactWriteItems of claim + product + outbox) and Powertools 3 (conditional PutItem, the handler's TransactWriteItems, UpdateItem to COMPLETED); a duplicate costs reserve and Powertools 1 conditional PutItem that returns the existing record (replay or in progress), and transact 1 TransactWriteItems, cancelled on the record's condition, whose cancellation reason carries the winner's record (a replay); a retry after a crash costs reserve 1 (PutItem, replay of the committed result), transact 1 (the cancelled TransactWriteItems, replay of the committed result) and Powertools 3 (PutItem takes the expired INPROGRESS record over, the handler writes again, UpdateItem).
+- **No fallback reads.** Both libraries ask for the existing record with a failed conditional write (` + "`ReturnValuesOnConditionCheckFailure=ALL_OLD`" + `) and read it back with a consistent GetItem only when it is missing: idemlambda in ` + "`pkg/idem`" + ` (reserve mode after the failed PutItem, transact mode after a TransactWriteItems cancelled on the claim's condition), Powertools in ` + "`IdempotencyHandler#saveInProgressOrReturnExistingResult`" + ` (` + "`persistenceStore.getRecord()`" + ` when ` + "`ConditionalCheckFailedException.Item`" + ` is absent). The endpoint is the strict store of ` + "`pkg/idem/idemtest`" + `, which, like DynamoDB, returns the item with a failed condition and in every cancellation reason, so that read never happens and the counts here are the counts on AWS. The proxy counts every failed condition answered without its item, and the driver fails the run if there is one, or if a GetItem appears with no transaction conflict to explain it: no workload reads anything itself, and after a TransactionConflict (a write refused, or a transaction cancelled, because a running transaction holds the item; no item comes with it on AWS either) ` + "`pkg/idem`" + ` reads the record as last committed (reserve mode's Store.waitOut, transact mode's Store.settle): those are the GetItems in workload 2. Expected, from each library's code path: a first execution costs idemlambda reserve 2 calls (conditional PutItem, then TransactWriteItems of product + outbox + completion), idemlambda transact 1 (the TransactWriteItems of claim + product + outbox) and Powertools 3 (conditional PutItem, the handler's TransactWriteItems, UpdateItem to COMPLETED); a duplicate costs reserve and Powertools 1 conditional PutItem that returns the existing record (replay or in progress), and transact 1 TransactWriteItems, cancelled on the record's condition, whose cancellation reason carries the winner's record (a replay); a retry after a crash costs reserve 1 (PutItem, replay of the committed result), transact 1 (the cancelled TransactWriteItems, replay of the committed result) and Powertools 3 (PutItem takes the expired INPROGRESS record over, the handler writes again, UpdateItem).
 - **The crash (workload 3).** Powertools: the handler's business write commits, then the handler awaits a promise that never settles (the crash point, right where a Lambda timeout, an out-of-memory kill or a runtime crash would stop it), and once all 20 invocations sit there the process gets SIGKILL: no ` + "`finally`" + `, no Powertools cleanup, no completion. idemlambda, both modes: the SDK HTTP client hook lets the TransactWriteItems (reserve: product + outbox + completion; transact: the claim, already COMPLETED, + product + outbox) reach the store and its 200 come back, then never returns to the SDK, so the handler never answers; again SIGKILL after 20. For idemlambda the crash cannot fall between the product write and the key's completion, because they are the same transaction; this is the latest point before the response. The crashed invocations have a 2 s deadline; the driver then waits past every lease (Powertools: ` + "`in_progress_expiration`" + ` = start + remaining time; idemlambda reserve: deadline + ` + "`idem.DefaultLeaseMargin`" + `; transact leaves no lease behind, its record is COMPLETED when it lands, but it gets the same wait) and a new process retries the same 20 keys with the same bodies: reserve's PutItem and transact's TransactWriteItems then fail on the COMPLETED record, and both replay the committed 201.
 - **Concurrency (workload 2).** 2a runs the 8 duplicates of a key at once inside one process (8 goroutines; 8 promises on Node's one event loop), 2b in 8 processes, one per duplicate, like 8 Lambda execution environments (the driver writes the key to all 8 at once and waits for the 8 answers). Losers answer differently: idemlambda reserve returns 409 with Retry-After while the winner holds the key (or the stored 201 once the winner committed); idemlambda transact has no IN_PROGRESS state: every duplicate builds its product and sends its own TransactWriteItems, the store runs them one at a time, the first commits and the others are cancelled on the claim's condition and answer with the winner's 201 (replayed), with no 409; Powertools throws ` + "`IdempotencyAlreadyInProgressError`" + ` from the handler, a Lambda invocation error that API Gateway turns into a 500 unless the user catches and maps it. On this 2-CPU machine 8 concurrent invocations compete for 2 CPUs whichever way they run, so workload 2 latencies mostly show CPU per invocation times the queue; in Lambda each environment has its own CPU share.
 - **Latency on the embedded store.** minidyn's TransactWriteItems deep-copies every table it touches (its rollback snapshot) under a global lock, so its cost grows with the tables' size. idemlambda's transaction touches three tables (products, outbox, idempotency) in both modes, Powertools' two (its completion is a separate UpdateItem, constant cost), so with 1,000 keys the store spends more time per request on idemlambda's transaction than it would on DynamoDB, where a transaction's latency does not depend on table size. minidyn takes its snapshots before it checks any condition, and restores them when the transaction is cancelled, so each of transact's duplicates in workload 2 (and each of its retries in 3b) costs the store a three-table snapshot and a restore, where a reserve or Powertools duplicate costs a PutItem. The "store ms" column shows that time. CPU per request is measured in the implementation's process only, so it is not affected.
 - **CPU.** Read from ` + "`getrusage(RUSAGE_SELF)`" + ` in the Go runner and ` + "`process.cpuUsage()`" + ` in Node, before and after the measured step (every thread, GC included); results.json also has each process's total CPU including start-up and warm-up. idemlambda logs at error level to a discarded writer (as the project's own benchmarks do), Powertools' side logs nothing; Powertools' local cache is off (its default), and so is idemlambda's in-memory replay cache (` + "`config.Idempotency.CacheSize`" + ` 0) in both modes.
 - **Read in Powertools' source (2.33.0), not measured:** the completion is an unconditional UpdateItem (no condition on who holds the record), so after a takeover a slow first invocation that finishes late still overwrites the record with its own response; idemlambda in reserve mode fences every write with the lease token, and in transact mode writes the record once, under the claim's condition, in the transaction that carries the business writes. ` + "`IdempotencyHandler.determineResultFromIdempotencyRecord`" + ` compares ` + "`inProgressExpiryTimestamp`" + ` (epoch ms) with ` + "`new Date().getUTCMilliseconds()`" + ` (0 to 999), so its "in progress but expired" branch never fires; the takeover still happens through the PutItem condition.
+- **The consumer (workload 4).** The driver generates the events in Go (` + "`product.New`" + `, ` + "`outbox.NewEvent`" + `, ` + "`eventbus.EventEnvelope`" + ` and ` + "`eventbus.Message`" + `, as the tests of ` + "`internal/sellers`" + ` build them; prices, sellers, deliveries and order from a fixed seed) and writes them to one file both runners read (` + "`bench/cmd/goconsumer`" + `, ` + "`bench/powertools/consume.mjs`" + ` with ` + "`consumer.mjs`" + `); each process first consumes 20 warm-up events of a seller the check ignores. Both write the same sellers items (` + "`product_count`" + `, ` + "`cents_EUR`" + `, ` + "`updated_at`" + `), each with its own idempotency table. Neither keeps a local cache of completed records (idemlambda's ` + "`CacheSize`" + ` 0, Powertools' ` + "`useLocalCache`" + ` off, its default). Powertools' Lambda context is registered with ` + "`config.registerLambdaContext(context)`" + ` in the handler and passed to ` + "`processPartialResponse`" + `, as its documentation shows. A Powertools invocation in which every record failed throws (` + "`FullBatchFailureError`" + `), and the driver redelivers the whole batch, as Lambda would. The store models transaction isolation (a transaction holds its items until it commits), so concurrent batches on one seller's item conflict as on AWS.
 - **Not measured here:** cold starts, a real DynamoDB (network round trips would dominate latency, and call counts would matter more: each call is a billed request), Lambda's own per-invocation overhead.
 `
