@@ -35,9 +35,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/ddb"
-	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -96,7 +96,7 @@ func run() error {
 			CacheSize: 0,
 		},
 	}
-	c, err := sellers.NewSellerStats(client, cfg, io.Discard)
+	c, err := app.SellerStats(client, cfg, io.Discard)
 	if err != nil {
 		return err
 	}

@@ -136,7 +136,7 @@ func newConsumerSet(dir string, n, nSellers int, seed uint64) (*consumerSet, err
 		if err != nil {
 			return nil, err
 		}
-		body, err := json.Marshal(p.Body())
+		body, err := json.Marshal(p.CreatedData())
 		if err != nil {
 			return nil, err
 		}
