@@ -341,7 +341,7 @@ func (b *batch) decide(ctx context.Context, i int, item map[string]types.Attribu
 		if b.vanished[i]++; b.vanished[i] < s.maxAttempts {
 			return false
 		}
-		// The key keeps changing hands under us: busy, as Reserve says.
+		// The key keeps changing hands under us: busy, as a reserve-mode claim says.
 		b.res[i] = BatchResult{Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: time.Second}}
 	}
 	return true

@@ -40,8 +40,8 @@
 //     answers (problem+json, Retry-After, Idempotent-Replayed) for
 //     handlers that call Execute themselves.
 //
-// Reserve, Lease.Commit, Lease.Complete and Lease.Release are the building
-// blocks underneath, for callers that need to hold a lease themselves.
+// Each of them owns the whole sequence (claim, replay, commit, release), so
+// no caller holds a lease itself.
 //
 // # Guarantees
 //
@@ -65,7 +65,16 @@
 //   - A transaction cancelled by a conflict or throttling is retried with
 //     full jitter (WithConflictAttempts); a call whose write landed but whose
 //     answers were lost finds its own write (its token, its completion id)
-//     and succeeds, rather than failing work that was done.
+//     and succeeds, rather than failing work that was done. A call that
+//     failed after the SDK's retries is treated as possibly landed: reserve
+//     mode releases its claim (fenced), transact mode reads its record.
+//   - A duplicate that meets the key's record in another request's running
+//     transaction (DynamoDB refuses the write with
+//     TransactionConflictException, or cancels the transaction with reason
+//     TransactionConflict) follows the record with consistent reads, which
+//     never conflict: it replays the winner's response once committed, or
+//     gets ErrInFlight (409 with Retry-After), never an unexpected error.
+//     Releases and fenced completions retry such conflicts.
 //   - An Effect is checked before anything is claimed or written: at most
 //     MaxWrites writes, none to the key's own record (ErrInvalidEffect). A
 //     scope that NewScope did not make is ErrInvalidKey.

@@ -368,7 +368,7 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 			}
 			// Gone, expired or a dead holder since the claim: claim again.
 			if vanished++; vanished >= s.maxAttempts {
-				// The key keeps changing hands under us: busy, as Reserve says.
+				// The key keeps changing hands under us: busy, as a reserve-mode claim says.
 				return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: time.Second}
 			}
 		case retryableTx(err):

@@ -200,7 +200,7 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 // Mode returns the store's mode.
 func (s *Store) Mode() Mode { return s.mode }
 
-// claimed is a successful Reserve: either a Lease (the caller executes) or a
+// claimed is a successful reserve: either a Lease (the caller executes) or a
 // stored Response to replay.
 type claimed struct {
 	// Lease is set when this caller holds the key and must execute.
@@ -213,7 +213,7 @@ type claimed struct {
 	expiresAt time.Time // the replayed record's, for the cache
 }
 
-// Reserve claims the scope's key for this caller with one conditional
+// reserve claims the scope's key for this caller with one conditional
 // PutItem: the building block of Execute, Run and Do, for callers that
 // need to hold a lease themselves. It returns a claimed with a Lease or a
 // Replay, or an error that wraps ErrInFlight (an *InFlightError),
