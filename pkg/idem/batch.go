@@ -203,7 +203,10 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 				return
 			}
 			err = fmt.Errorf("idem: batch transaction: %w", err)
-			if len(pending) == 1 || ctx.Err() != nil {
+			if len(pending) == 1 || ctx.Err() != nil || throttled(err) {
+				// Throttling after the SDK's retries is about the table,
+				// not a key: halves would only send more transactions
+				// into it.
 				b.fail(pending, err)
 				return
 			}
@@ -255,7 +258,13 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 
 		explained := explainTx(err, -1)
 		if !retryableTx(explained) {
-			b.fail(pending, explained) // refused: no retry can help
+			// Refused (an item too large, a validation error): no retry
+			// can help, but halves find the key it is about.
+			if len(pending) > 1 && errors.Is(explained, ErrTxRefused) {
+				b.bisect(ctx, pending)
+				return
+			}
+			b.fail(pending, explained)
 			return
 		}
 		if conflicts++; conflicts < s.maxTxAttempts {

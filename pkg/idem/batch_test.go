@@ -384,3 +384,28 @@ func TestExecuteBatchNeedsSharedWrites(t *testing.T) {
 	require.NoError(t, err)
 	assert.ErrorIs(t, res[0].Err, boom)
 }
+
+// Throttling that outlasts the SDK's retries is about the table, not a
+// key: the batch fails at once, retryable, instead of splitting into
+// halves that would send more transactions into a throttled table.
+func TestExecuteBatchThrottledFailsWithoutSplitting(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	if env.Store == nil {
+		t.Skipf("fault injection is the strict test store's; %s backend in use", env.Kind)
+	}
+	l := &ledger{env: env}
+	s := newStore(t, env)
+	env.Store.Inject(idemtest.OpTransactWriteItems, idemtest.Throttled, 1000)
+	ds := []deposit{{key: "t-1", account: "a", cents: 1}, {key: "t-2", account: "a", cents: 2}, {key: "t-3", account: "b", cents: 3}, {key: "t-4", account: "b", cents: 4}}
+	res := l.run(t, s, ds)
+	env.Store.ClearFaults()
+	for _, r := range res {
+		assert.True(t, idem.IsUnavailable(r.Err), "retryable: %v", r.Err)
+	}
+	t.Logf("calls at the store: %v; the client counted %s", env.Store.CallCounts(), env.Counter)
+	// One transaction and the SDK's own attempts at it (4 for DynamoDB);
+	// halves of four keys would send seven transactions.
+	assert.Equal(t, env.Counter.Get("TransactWriteItems"), env.Store.Calls(idemtest.OpTransactWriteItems))
+	assert.LessOrEqual(t, env.Store.Calls(idemtest.OpTransactWriteItems), 4, "one transaction's attempts, no halves")
+}

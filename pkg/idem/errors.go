@@ -143,6 +143,19 @@ var unavailableCodes = map[string]bool{
 	"TransactionConflictException": true,
 }
 
+// throttled reports whether DynamoDB refused err's request for its rate.
+func throttled(err error) bool {
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode() {
+	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "LimitExceededException":
+		return true
+	}
+	return false
+}
+
 // IsUnavailable reports whether err means the store was throttled, busy or
 // out of reach (or the caller's time ran out): a condition the client
 // should retry later with the same key (HTTP 503), not a bug (500).

@@ -262,14 +262,21 @@ func (s *Store) reserve(ctx context.Context, scope Scope, fingerprint string) (c
 // still there at the end is in flight (409 with Retry-After), never a
 // 500. again is true when the record is gone or dead: claim again.
 func (s *Store) waitOut(ctx context.Context, id, fingerprint string, a attempt) (claim claimed, again bool, err error) {
+	// This call's own claim may have landed on an earlier attempt whose
+	// answer was lost: unless the record says otherwise, remove it
+	// (fenced by the call's token) before giving up.
+	giveUp := func(err error) (claimed, bool, error) {
+		_ = (&hold{store: s, id: id, token: a.token}).Release(ctx)
+		return claimed{}, false, err
+	}
 	retryAfter := time.Second
 	for i := 1; i < s.maxTxAttempts; i++ {
-		if backoff(ctx, i) != nil {
-			break
+		if werr := backoff(ctx, i); werr != nil {
+			return giveUp(fmt.Errorf("idem: reserve: waiting out a running transaction: %w", werr))
 		}
 		rec, found, err := s.current(ctx, id, nil)
 		if err != nil {
-			return claimed{}, false, err
+			return giveUp(err)
 		}
 		if !found {
 			return claimed{}, true, nil

@@ -126,8 +126,12 @@ type Hold struct {
 func (s *Server) Hold(op Op) *Hold {
 	h := &Hold{arrived: make(chan struct{}), released: make(chan struct{})}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		h.Release() // a closed store parks nothing
+		return h
+	}
 	s.holds[op] = append(s.holds[op], h)
-	s.mu.Unlock()
 	return h
 }
 

@@ -285,7 +285,7 @@ func (s *Server) repeatedToken(token string, body []byte) (answer, bool) {
 	if token == "" {
 		return answer{}, false
 	}
-	digest := sha256.Sum256(body)
+	digest := requestDigest(body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tokens[token]
@@ -302,6 +302,20 @@ func (s *Server) repeatedToken(token string, body []byte) (answer, bool) {
 	default:
 		return answerJSON(map[string]any{}), true
 	}
+}
+
+// requestDigest identifies a request by its parameters, not its bytes:
+// the SDK writes attribute maps in Go's map order, so two calls with the
+// same parameters may differ byte for byte. Re-encoding sorts every
+// object's members.
+func requestDigest(body []byte) [32]byte {
+	var v any
+	if json.Unmarshal(body, &v) == nil {
+		if canon, err := json.Marshal(v); err == nil {
+			body = canon
+		}
+	}
+	return sha256.Sum256(body)
 }
 
 // endToken records how the token's transaction ended: a failed one may be
@@ -453,7 +467,8 @@ func usedValues(expr string, values item) item {
 }
 
 // transactGet serves TransactGetItems: cancelled with TransactionConflict
-// where a write holds an item, as DynamoDB does.
+// where a write in progress (a transaction, or a PutItem, UpdateItem,
+// DeleteItem or BatchWriteItem) holds an item, as DynamoDB does.
 func (s *Server) transactGet(body []byte) answer {
 	var in struct {
 		TransactItems []struct{ Get *txOp }
@@ -470,7 +485,7 @@ func (s *Server) transactGet(body []byte) answer {
 		if ti.Get == nil {
 			continue
 		}
-		if h := s.held[lockName(ti.Get.TableName, ti.Get.Key)]; h != nil && h.tx {
+		if h := s.held[lockName(ti.Get.TableName, ti.Get.Key)]; h != nil {
 			reasons[i] = reason{Code: "TransactionConflict", Message: "Transaction is ongoing for the item"}
 			conflict = true
 		}
@@ -487,25 +502,25 @@ func (s *Server) transactGet(body []byte) answer {
 
 // batchWrite serves BatchWriteItem. A request whose item a transaction
 // holds is not applied and comes back in UnprocessedItems, which callers
-// of BatchWriteItem must retry anyway.
+// of BatchWriteItem must retry anyway; the rest are held together, after
+// any single-item writes on them, like a transaction's items.
 func (s *Server) batchWrite(body []byte) answer {
-	var in struct {
-		RequestItems map[string][]struct {
-			PutRequest    *struct{ Item item } `json:",omitempty"`
-			DeleteRequest *struct{ Key item }  `json:",omitempty"`
-		}
-	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
-	}
-	s.waitHold(OpBatchWriteItem)
 	type req = struct {
 		PutRequest    *struct{ Item item } `json:",omitempty"`
 		DeleteRequest *struct{ Key item }  `json:",omitempty"`
 	}
-	apply := map[string][]req{}
-	unprocessed := map[string][]req{}
-	var names []string
+	var in struct{ RequestItems map[string][]req }
+	if err := json.Unmarshal(body, &in); err != nil {
+		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
+	}
+	// Every key first: a request DynamoDB refuses holds nothing.
+	type entry struct {
+		table string
+		r     req
+		name  string
+	}
+	var entries []entry
+	seen := map[string]bool{}
 	for table, reqs := range in.RequestItems {
 		for _, r := range reqs {
 			var src item
@@ -517,18 +532,45 @@ func (s *Server) batchWrite(body []byte) answer {
 			}
 			key, err := s.keyOf(table, src)
 			if err != nil {
-				return s.forward(OpBatchWriteItem, body)
+				return s.forward(OpBatchWriteItem, body) // minidyn words the validation error
 			}
 			name := lockName(table, key)
-			if !s.holdOne(name) {
-				unprocessed[table] = append(unprocessed[table], r)
-				continue
+			if seen[name] {
+				return answerError(http.StatusBadRequest, "ValidationException", "Provided list of item keys contains duplicates")
 			}
-			names = append(names, name)
-			apply[table] = append(apply[table], r)
+			seen[name] = true
+			entries = append(entries, entry{table: table, r: r, name: name})
 		}
 	}
+	apply := map[string][]req{}
+	unprocessed := map[string][]req{}
+	var names []string
+	for {
+		s.mu.Lock()
+		var wait chan struct{}
+		for _, e := range entries {
+			if h := s.held[e.name]; h != nil && !h.tx {
+				wait = h.done
+			}
+		}
+		if wait == nil {
+			for _, e := range entries {
+				if h := s.held[e.name]; h != nil {
+					unprocessed[e.table] = append(unprocessed[e.table], e.r)
+					continue
+				}
+				s.held[e.name] = &holder{done: make(chan struct{})}
+				names = append(names, e.name)
+				apply[e.table] = append(apply[e.table], e.r)
+			}
+			s.mu.Unlock()
+			break
+		}
+		s.mu.Unlock()
+		<-wait
+	}
 	defer s.unhold(names)
+	s.waitHold(OpBatchWriteItem)
 	out := answerJSON(map[string]any{"UnprocessedItems": map[string]any{}})
 	if len(apply) > 0 {
 		fwd, _ := json.Marshal(map[string]any{"RequestItems": apply})

@@ -313,3 +313,64 @@ func TestPutHook(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, []string{`t {"id":{"S":"a"}}`, `t {"id":{"S":"b"}}`, `t {"id":{"S":"c"}}`}, got)
 }
+
+// BatchWriteItem: a request DynamoDB refuses holds nothing, duplicate keys
+// are refused, and batches over the same items in any order never wait
+// on each other forever.
+func TestBatchWriteNeverWedgesAnItem(t *testing.T) {
+	_, db := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	put := func(it map[string]types.AttributeValue) types.WriteRequest {
+		return types.WriteRequest{PutRequest: &types.PutRequest{Item: it}}
+	}
+	_, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
+		"t": {put(key("a")), put(map[string]types.AttributeValue{"x": s("no key")})},
+	}})
+	require.Error(t, err, "a request without its key is refused")
+	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: key("a")})
+	require.NoError(t, err, "and holds nothing")
+
+	_, err = db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
+		"t": {put(key("b")), put(key("b"))},
+	}})
+	var validation interface{ ErrorCode() string }
+	require.ErrorAs(t, err, &validation)
+	assert.Equal(t, "ValidationException", validation.ErrorCode(), "duplicate keys in one request")
+	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: key("b")})
+	require.NoError(t, err)
+
+	var wg sync.WaitGroup
+	for i := range 40 {
+		order := []string{"x", "y", "z"}
+		if i%2 == 1 {
+			order = []string{"z", "y", "x"}
+		}
+		wg.Go(func() {
+			reqs := make([]types.WriteRequest, len(order))
+			for j, id := range order {
+				reqs[j] = put(key(id))
+			}
+			_, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{"t": reqs}})
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	require.NoError(t, ctx.Err(), "batches over the same items in opposite orders all finished")
+}
+
+// A repeated ClientRequestToken with the same parameters succeeds however
+// the SDK orders the attributes of its maps.
+func TestClientRequestTokenComparesParameters(t *testing.T) {
+	_, db := setup(t)
+	ctx := context.Background()
+	it := key("a")
+	for _, n := range []string{"b", "c", "d", "e", "f", "g", "h"} {
+		it[n] = s(n)
+	}
+	in := &dynamodb.TransactWriteItemsInput{ClientRequestToken: aws.String("same"), TransactItems: []types.TransactWriteItem{txPut(it, "")}}
+	for range 20 {
+		_, err := db.TransactWriteItems(ctx, in)
+		require.NoError(t, err)
+	}
+}
