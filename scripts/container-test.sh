@@ -69,8 +69,13 @@ DYNAMODB_TEST_BACKEND=container DYNAMODB_TEST_IMAGE=$image TEST_PACKAGES="./inte
 # they take the container as an endpoint, published on loopback only.
 cid=$(docker run -d --label "$label" -p 127.0.0.1::8000 "$image")
 port=$(docker port "$cid" 8000/tcp | head -n 1 | sed 's/.*://')
-for _ in $(seq 1 100); do
-	(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+# The published port accepts connections before the server answers on
+# it: wait for an HTTP status line.
+for _ in $(seq 1 200); do
+	answer=$( (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && timeout 1 head -c 12 <&3) 2>/dev/null || true)
+	if [[ $answer == HTTP/1.* ]]; then
+		break
+	fi
 	sleep 0.1
 done
 echo "container-test: pkg/idem on $image at 127.0.0.1:$port"

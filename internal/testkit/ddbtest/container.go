@@ -97,7 +97,13 @@ func startContainer(image string) (srv containerServer, err error) {
 		Image:        image,
 		ExposedPorts: []string{"8000/tcp"},
 		Labels:       map[string]string{LabelContainer: "true"},
-		WaitingFor:   wait.ForListeningPort("8000/tcp").WithStartupTimeout(2 * time.Minute),
+		// The port can be published before the server answers on it (a
+		// scratch image has no shell for the port check inside): wait
+		// for an HTTP answer, any status, too.
+		WaitingFor: wait.ForAll(
+			wait.ForListeningPort("8000/tcp"),
+			wait.ForHTTP("/").WithPort("8000/tcp").WithStatusCodeMatcher(func(int) bool { return true }),
+		).WithDeadline(2 * time.Minute),
 	}
 	if isDynamoDBLocal(image) {
 		req.Cmd = dynamoDBLocalCommand
