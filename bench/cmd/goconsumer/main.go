@@ -21,23 +21,16 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/idemlambda/idemlambda/bench/benchrun"
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
@@ -81,7 +74,7 @@ func run() error {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	ctx := context.Background()
-	client, err := newClient(ctx, endpoint)
+	client, err := benchrun.NewClient(ctx, endpoint, nil)
 	if err != nil {
 		return err
 	}
@@ -116,12 +109,12 @@ func run() error {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	emit(map[string]any{"phase": "ready", "impl": "idemlambda-sellerstats", "versions": versions()})
+	emit(map[string]any{"phase": "ready", "impl": "idemlambda-sellerstats", "versions": benchrun.Versions()})
 	stdin := bufio.NewReader(os.Stdin)
 	if _, err := stdin.ReadString('\n'); err != nil {
 		return fmt.Errorf("wait for go: %w", err)
 	}
-	cpu0, wall0 := cpuTime(), time.Now()
+	cpu0, wall0 := benchrun.CPUTime(), time.Now()
 	for {
 		line, err := stdin.ReadString('\n')
 		if err != nil {
@@ -155,53 +148,17 @@ func run() error {
 		}
 		emit(map[string]any{"phase": "invoked", "failed": failed})
 	}
-	cpu1 := cpuTime()
-	emit(map[string]any{"phase": "done", "cpu_user_ms": cpu1.user - cpu0.user, "cpu_sys_ms": cpu1.sys - cpu0.sys,
+	cpu1 := benchrun.CPUTime()
+	emit(map[string]any{"phase": "done", "cpu_user_ms": cpu1.User - cpu0.User, "cpu_sys_ms": cpu1.Sys - cpu0.Sys,
 		"wall_ms": float64(time.Since(wall0).Microseconds()) / 1000})
 	return nil
 }
 
-// newClient is local.Client: dummy credentials, the endpoint given, the
-// SDK's defaults otherwise, and the call counter ddb.NewClient adds (the
-// consumer's metrics count its calls with it).
-func newClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx,
-		awsconfig.WithRegion("us-east-1"),
-		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
-	)
-	if err != nil {
-		return nil, err
-	}
-	return dynamodb.NewFromConfig(cfg, ddb.CountPerContext, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
-}
-
-type cpu struct{ user, sys float64 }
-
-// cpuTime is this process's CPU time so far (every thread), in ms.
-func cpuTime() cpu {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	ms := func(t syscall.Timeval) float64 { return float64(t.Sec)*1e3 + float64(t.Usec)/1e3 }
-	return cpu{user: ms(ru.Utime), sys: ms(ru.Stime)}
-}
-
-func versions() map[string]string {
-	v := map[string]string{"go": runtime.Version()}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			switch d.Path {
-			case "github.com/aws/aws-sdk-go-v2", "github.com/aws/aws-sdk-go-v2/service/dynamodb":
-				v[d.Path] = d.Version
-			}
-		}
-	}
-	return v
-}
-
+// emit writes one JSON line to the driver; a line that cannot be written
+// ends the run, as the driver could not read it either.
 func emit(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
+	if err := benchrun.Emit(os.Stdout, v); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	os.Stdout.Write(append(b, '\n'))
 }

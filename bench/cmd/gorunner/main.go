@@ -20,25 +20,19 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/idemlambda/idemlambda/bench/benchrun"
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
@@ -85,7 +79,7 @@ func run() error {
 		return err
 	}
 	hook := &hookClient{base: awshttp.NewBuildableClient(), reached: make(chan struct{}, 1)}
-	client, err := newClient(context.Background(), f.endpoint, hook)
+	client, err := benchrun.NewClient(context.Background(), f.endpoint, hook)
 	if err != nil {
 		return err
 	}
@@ -119,14 +113,14 @@ func run() error {
 	}
 	r.reset()
 	hook.writes.Store(0)
-	emit(map[string]any{"phase": "ready", "impl": "idemlambda", "mode": string(mode), "versions": versions()})
+	emit(map[string]any{"phase": "ready", "impl": "idemlambda", "mode": string(mode), "versions": benchrun.Versions()})
 	stdin := bufio.NewReader(os.Stdin)
 	if _, err := stdin.ReadString('\n'); err != nil {
 		return fmt.Errorf("wait for go: %w", err)
 	}
 
 	r.timeout = f.timeout
-	cpu0, wall0 := cpuTime(), time.Now()
+	cpu0, wall0 := benchrun.CPUTime(), time.Now()
 	key := func(i int) string { return fmt.Sprintf("%s-k%04d", f.prefix, i) }
 	switch f.workload {
 	case "seq", "retry":
@@ -168,19 +162,19 @@ func run() error {
 				return fmt.Errorf("crash point not reached for %s", key(i))
 			}
 		}
-		cpu1 := cpuTime()
+		cpu1 := benchrun.CPUTime()
 		emit(map[string]any{"phase": "crashed", "requests": f.keys, "abandoned": f.keys,
-			"writes": hook.writes.Load(), "cpu_user_ms": cpu1.user - cpu0.user, "cpu_sys_ms": cpu1.sys - cpu0.sys,
+			"writes": hook.writes.Load(), "cpu_user_ms": cpu1.User - cpu0.User, "cpu_sys_ms": cpu1.Sys - cpu0.Sys,
 			"wall_ms": float64(time.Since(wall0).Microseconds()) / 1000})
 		time.Sleep(time.Hour) // killed before this ends
 		return nil
 	default:
 		return fmt.Errorf("unknown workload %q", f.workload)
 	}
-	cpu1, wall := cpuTime(), time.Since(wall0)
+	cpu1, wall := benchrun.CPUTime(), time.Since(wall0)
 	lat, outcomes := r.results()
 	emit(map[string]any{"phase": "done", "requests": len(lat), "latency_us": lat, "outcomes": outcomes,
-		"writes": hook.writes.Load(), "cpu_user_ms": cpu1.user - cpu0.user, "cpu_sys_ms": cpu1.sys - cpu0.sys,
+		"writes": hook.writes.Load(), "cpu_user_ms": cpu1.User - cpu0.User, "cpu_sys_ms": cpu1.Sys - cpu0.Sys,
 		"wall_ms": float64(wall.Microseconds()) / 1000})
 	return nil
 }
@@ -300,48 +294,11 @@ func (h *hookClient) Do(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// newClient is local.Client with the hooked HTTP client: dummy
-// credentials, the endpoint given, the SDK's defaults otherwise.
-func newClient(ctx context.Context, endpoint string, hc aws.HTTPClient) (*dynamodb.Client, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx,
-		awsconfig.WithRegion("us-east-1"),
-		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
-		awsconfig.WithHTTPClient(hc),
-	)
-	if err != nil {
-		return nil, err
-	}
-	// As ddb.NewClient builds it: the handler's metrics count its calls.
-	return dynamodb.NewFromConfig(cfg, ddb.CountPerContext, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
-}
-
-type cpu struct{ user, sys float64 }
-
-// cpuTime is this process's CPU time so far (every thread), in ms.
-func cpuTime() cpu {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	ms := func(t syscall.Timeval) float64 { return float64(t.Sec)*1e3 + float64(t.Usec)/1e3 }
-	return cpu{user: ms(ru.Utime), sys: ms(ru.Stime)}
-}
-
-func versions() map[string]string {
-	v := map[string]string{"go": runtime.Version()}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			switch d.Path {
-			case "github.com/aws/aws-sdk-go-v2", "github.com/aws/aws-sdk-go-v2/service/dynamodb":
-				v[d.Path] = d.Version
-			}
-		}
-	}
-	return v
-}
-
+// emit writes one JSON line to the driver; a line that cannot be written
+// ends the run, as the driver could not read it either.
 func emit(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
+	if err := benchrun.Emit(os.Stdout, v); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	os.Stdout.Write(append(b, '\n'))
 }
