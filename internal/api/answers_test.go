@@ -55,7 +55,7 @@ func TestCreateAnswersEveryOutcome(t *testing.T) {
 		{"lease lost", idem.Result{Outcome: idem.OutcomeLeaseLost}, fmt.Errorf("commit: %w", idem.ErrLeaseLost), 409, "in-flight", "1", false},
 		{"key reuse", idem.Result{Outcome: idem.OutcomeKeyReuse}, idem.ErrKeyReuse, 422, "key-reuse", "", false},
 		{"throttled", idem.Result{Outcome: idem.OutcomeUnavailable}, fmt.Errorf("commit: %w", &types.ProvisionedThroughputExceededException{}), 503, "unavailable", "1", false},
-		{"conflicts", idem.Result{Outcome: idem.OutcomeUnavailable}, idem.ErrConflict, 503, "unavailable", "1", false},
+		{"conflicts", idem.Result{Outcome: idem.OutcomeUnavailable}, fmt.Errorf("commit: %w", &types.TransactionConflictException{}), 503, "unavailable", "1", false},
 		{"timeout", idem.Result{Outcome: idem.OutcomeUnavailable}, context.DeadlineExceeded, 503, "unavailable", "1", false},
 		{"bug", idem.Result{Outcome: idem.OutcomeError}, errors.New("table products-x: ResourceNotFoundException"), 500, "internal", "", false},
 	} {

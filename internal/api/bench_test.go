@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/internal/config"
 )
 
 // The API benchmarks run per mode, and the replay with and without the
@@ -103,7 +103,7 @@ func BenchmarkCreateConcurrentDuplicates(b *testing.B) {
 
 // BenchmarkCreateRejected is a request refused before any DynamoDB call.
 func BenchmarkCreateRejected(b *testing.B) {
-	f := newBenchFixture(b, idem.ModeReserve, 0)
+	f := newBenchFixture(b, config.ModeReserve, 0)
 	bad := `{"name":"Widget","price_cents":9.99,"currency":"EUR","seller_id":"` + sellerID + `"}`
 	b.ReportAllocs()
 	for b.Loop() {

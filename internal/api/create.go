@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/idemlambda/idemlambda/internal/problem"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/internal/deadline"
@@ -41,19 +43,24 @@ var _ Creator = (*ProductCreator)(nil)
 // key) scope, the product's writes commit in one TransactWriteItems with
 // the key's completion, and every retry gets the first 201 back.
 type ProductCreator struct {
-	store    *idem.Store
+	execute  Executor
 	products *product.Service
 }
 
-// NewProductCreator returns a ProductCreator keeping its keys in store.
-func NewProductCreator(store *idem.Store, products *product.Service) (*ProductCreator, error) {
-	if store == nil || products == nil {
-		return nil, errors.New("api: product creation needs an idempotency store and the product service")
+// Executor runs an operation once per scope: an idempotency store's
+// Execute (claim first, then commit) or Transact (claim and commit in one
+// transaction), as the function's configuration chooses.
+type Executor func(ctx context.Context, scope idem.Scope, fingerprint string, fn func(context.Context) (idem.Effect, error)) (idem.Result, error)
+
+// NewProductCreator returns a ProductCreator claiming its keys with execute.
+func NewProductCreator(execute Executor, products *product.Service) (*ProductCreator, error) {
+	if execute == nil || products == nil {
+		return nil, errors.New("api: product creation needs an idempotency store's Execute or Transact and the product service")
 	}
-	return &ProductCreator{store: store, products: products}, nil
+	return &ProductCreator{execute: execute, products: products}, nil
 }
 
-// Create creates the product once per scope (idem.Store.Execute owns the
+// Create creates the product once per scope (the store's Execute owns the
 // claim, the replay and the release on failure). The Result's response is
 // the 201, fresh or replayed byte for byte. Errors wrap idem.ErrInFlight,
 // idem.ErrKeyReuse, idem.ErrLeaseLost, idem.ErrInvalidKey or the
@@ -67,7 +74,7 @@ func (c *ProductCreator) Create(ctx context.Context, principal, key string, cmd 
 	if err != nil {
 		return idem.Result{Outcome: idem.OutcomeError}, err
 	}
-	return c.store.Execute(ctx, scope, fp, func(ctx context.Context) (idem.Effect, error) {
+	return c.execute(ctx, scope, fp, func(ctx context.Context) (idem.Effect, error) {
 		created, err := c.products.Create(ctx, cmd)
 		if err != nil {
 			return idem.Effect{}, err
@@ -139,7 +146,7 @@ func NewCreateHandler(svc Creator) *CreateHandler { return &CreateHandler{svc: s
 
 // Serve answers one API Gateway request.
 func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRequest) Reply {
-	reject := func(p idemhttp.Problem) Reply { return fail(p, idem.OutcomeRejected, errors.New(p.Detail)) }
+	reject := func(p problem.Problem) Reply { return fail(p, idem.OutcomeRejected, errors.New(p.Detail)) }
 	if m := req.RequestContext.HTTP.Method; m != "" && m != http.MethodPost {
 		return reject(methodNotAllowed(http.MethodPost))
 	}
@@ -154,7 +161,7 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	if hasHeader {
 		k, err := idemhttp.ParseKey(headerKey)
 		if err != nil {
-			return reject(idemhttp.InvalidKey(fmt.Sprintf("%s header: %v", idemhttp.HeaderKey, err)))
+			return reject(probKey.WithDetail(fmt.Sprintf("%s header: %v", idemhttp.HeaderKey, err)))
 		}
 		headerKey = k
 	}
@@ -165,16 +172,16 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	key := headerKey
 	switch {
 	case hasHeader && decoded.key != "" && decoded.key != headerKey:
-		return reject(idemhttp.InvalidKey("the Idempotency-Key header and the idempotency_key field differ; send one, or both equal"))
+		return reject(probKey.WithDetail("the Idempotency-Key header and the idempotency_key field differ; send one, or both equal"))
 	case !hasHeader && decoded.key == "":
-		return reject(idemhttp.InvalidKey("send an Idempotency-Key header (or an idempotency_key field) with a unique value per operation"))
+		return reject(probKey.WithDetail("send an Idempotency-Key header (or an idempotency_key field) with a unique value per operation"))
 	case !hasHeader:
 		key = decoded.key
 	}
 	attrs := []slog.Attr{slog.String("key_hash", keyHash(key))}
 	principal, err := idemhttp.PrincipalV2(req.RequestContext)
 	if err != nil {
-		r := fail(idemhttp.ProblemFor(err), idem.OutcomeRejected, err)
+		r := fail(problem.For(err), idem.OutcomeRejected, err)
 		r.Attrs = attrs
 		return r
 	}
@@ -187,7 +194,7 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	res, err := h.svc.Create(work, principal, key, decoded.cmd)
 	r := Reply{Outcome: res.Outcome, Err: err, Attrs: attrs}
 	if err != nil {
-		r.Response = idemhttp.ProblemFor(err).APIGatewayV2()
+		r.Response = problem.For(err).APIGatewayV2()
 	} else {
 		r.Response = idemhttp.ToAPIGatewayV2(res.Response, res.Outcome == idem.OutcomeReplayed)
 	}

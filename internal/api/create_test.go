@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemlambda/idemlambda/internal/config"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -32,7 +34,7 @@ import (
 
 func TestCreateReturns201AndReplaysByteForByte(t *testing.T) {
 	t.Parallel()
-	eachMode(t, func(t *testing.T, mode idem.Mode) {
+	eachMode(t, func(t *testing.T, mode config.Mode) {
 		f := newFixtureMode(t, mode, slog.LevelDebug)
 		first := f.post(t, jsonHeaders("key-201"), widget)
 		require.Equal(t, 201, first.StatusCode, first.Body)
@@ -190,7 +192,7 @@ func TestCreateAcceptsCharsetAndBase64(t *testing.T) {
 
 func TestCreateSameKeyOtherPayloadIs422(t *testing.T) {
 	t.Parallel()
-	eachMode(t, func(t *testing.T, mode idem.Mode) {
+	eachMode(t, func(t *testing.T, mode config.Mode) {
 		f := newFixtureMode(t, mode, slog.LevelDebug)
 		require.Equal(t, 201, f.post(t, jsonHeaders("k-422"), widget).StatusCode)
 		gadget := strings.Replace(widget, "Widget", "Gadget", 1)
@@ -202,7 +204,7 @@ func TestCreateSameKeyOtherPayloadIs422(t *testing.T) {
 
 func TestCreateInFlightIs409WithRetryAfter(t *testing.T) {
 	t.Parallel()
-	eachMode(t, func(t *testing.T, mode idem.Mode) {
+	eachMode(t, func(t *testing.T, mode config.Mode) {
 		f := newFixtureMode(t, mode, slog.LevelDebug)
 		// A first request holds the key: reserve it as the handler would.
 		cmd, err := product.NewCreateCommand(product.CreateInput{Name: "Widget", PriceCents: 999, Currency: "EUR", SellerID: sellerID})
@@ -235,7 +237,7 @@ func TestCreateInFlightIs409WithRetryAfter(t *testing.T) {
 
 func TestCreateUnavailableStoreIs503(t *testing.T) {
 	t.Parallel()
-	eachMode(t, func(t *testing.T, mode idem.Mode) {
+	eachMode(t, func(t *testing.T, mode config.Mode) {
 		f := newFixtureMode(t, mode, slog.LevelDebug)
 		if f.env.Store == nil {
 			t.Skipf("failure injection needs the embedded backend; %s has none", f.env.Kind)
@@ -257,7 +259,7 @@ func TestCreateUnavailableStoreIs503(t *testing.T) {
 
 func TestCreateUnexpectedFailureIs500AndReleasesTheKey(t *testing.T) {
 	t.Parallel()
-	eachMode(t, func(t *testing.T, mode idem.Mode) {
+	eachMode(t, func(t *testing.T, mode config.Mode) {
 		f := newFixtureMode(t, mode, slog.LevelDebug)
 		c := createConfig(f.env.Tables, mode)
 		c.ProductsTable = "no-such-table"
@@ -312,7 +314,7 @@ func TestCreateWrongMethodIs405(t *testing.T) {
 
 func TestConcurrentDuplicatePostsCreateOneProduct(t *testing.T) {
 	t.Parallel()
-	eachMode(t, func(t *testing.T, mode idem.Mode) {
+	eachMode(t, func(t *testing.T, mode config.Mode) {
 		f := newFixtureMode(t, mode, slog.LevelDebug)
 		const callers = 16
 		statuses := make(chan int, callers)
@@ -336,7 +338,7 @@ func TestConcurrentDuplicatePostsCreateOneProduct(t *testing.T) {
 		}
 		t.Logf("mode=%s statuses: %v", mode, counts)
 		assert.Equal(t, callers, counts[201]+counts[409], "only 201 and 409")
-		if mode == idem.ModeTransact {
+		if mode == config.ModeTransact {
 			assert.Equal(t, callers, counts[201], "transact mode: every duplicate gets the winner's 201, none a 409")
 		}
 		first := ""
@@ -394,7 +396,7 @@ func TestCreatePrincipalFromJWTWithoutSub(t *testing.T) {
 // timeout API Gateway would turn into an opaque error.
 func TestCreateHungStoreIs503BeforeTheDeadline(t *testing.T) {
 	t.Parallel()
-	eachMode(t, func(t *testing.T, mode idem.Mode) {
+	eachMode(t, func(t *testing.T, mode config.Mode) {
 		stop := make(chan struct{})
 		hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			select {

@@ -18,6 +18,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
+	"github.com/idemlambda/idemlambda/internal/problem"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/pkg/idem"
@@ -32,7 +33,7 @@ type fixture struct {
 }
 
 // createConfig is createproduct's configuration for a test's tables.
-func createConfig(n tables.Names, mode idem.Mode) config.CreateProduct {
+func createConfig(n tables.Names, mode config.Mode) config.CreateProduct {
 	return config.CreateProduct{
 		Common:        config.Common{LogLevel: slog.LevelDebug},
 		ProductsTable: n.Products, OutboxTable: n.Outbox, EventSource: "idemlambda.products",
@@ -45,10 +46,10 @@ func testLogger(w *logbuf.Buffer, level slog.Level) *slog.Logger {
 }
 
 // modes are the two ways createproduct can claim a key (IDEMPOTENCY_MODE).
-var modes = []idem.Mode{idem.ModeReserve, idem.ModeTransact}
+var modes = []config.Mode{config.ModeReserve, config.ModeTransact}
 
 // eachMode runs f as a parallel subtest per mode.
-func eachMode(t *testing.T, f func(t *testing.T, mode idem.Mode)) {
+func eachMode(t *testing.T, f func(t *testing.T, mode config.Mode)) {
 	t.Helper()
 	for _, m := range modes {
 		t.Run(string(m), func(t *testing.T) {
@@ -58,18 +59,18 @@ func eachMode(t *testing.T, f func(t *testing.T, mode idem.Mode)) {
 	}
 }
 
-func newFixture(t *testing.T) *fixture { return newFixtureMode(t, idem.ModeReserve, slog.LevelDebug) }
+func newFixture(t *testing.T) *fixture { return newFixtureMode(t, config.ModeReserve, slog.LevelDebug) }
 
 // newBenchFixture logs errors only, as production would at volume, and
 // renders every metrics line, as production does, into io.Discard.
-func newBenchFixture(b *testing.B, mode idem.Mode, cache int) *fixture {
+func newBenchFixture(b *testing.B, mode config.Mode, cache int) *fixture {
 	return newFixtureOut(b, mode, slog.LevelError, io.Discard, idem.WithCache(cache, 0))
 }
 
 // newFixtureMode's handlers write their log and metrics lines to
 // f.logs; when the test ends, every metrics line must meet the EMF
 // specification, one per request.
-func newFixtureMode(t testing.TB, mode idem.Mode, level slog.Level, opts ...idem.Option) *fixture {
+func newFixtureMode(t testing.TB, mode config.Mode, level slog.Level, opts ...idem.Option) *fixture {
 	t.Helper()
 	logs := &logbuf.Buffer{}
 	f := newFixtureOut(t, mode, level, logs, opts...)
@@ -78,7 +79,7 @@ func newFixtureMode(t testing.TB, mode idem.Mode, level slog.Level, opts ...idem
 	return f
 }
 
-func newFixtureOut(t testing.TB, mode idem.Mode, level slog.Level, logs io.Writer, opts ...idem.Option) *fixture {
+func newFixtureOut(t testing.TB, mode config.Mode, level slog.Level, logs io.Writer, opts ...idem.Option) *fixture {
 	t.Helper()
 	env := ddbtest.New(t)
 	cfg := createConfig(env.Tables, mode)
@@ -129,7 +130,7 @@ func (f *fixture) getProduct(t *testing.T, id string) events.APIGatewayV2HTTPRes
 	return resp
 }
 
-type problem struct {
+type problemBody struct {
 	Type   string `json:"type"`
 	Title  string `json:"title"`
 	Status int    `json:"status"`
@@ -141,15 +142,15 @@ type problem struct {
 }
 
 // assertProblem checks an RFC 9457 response and returns it decoded.
-func assertProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int, kind string) problem {
+func assertProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int, kind string) problemBody {
 	t.Helper()
 	assert.Equal(t, status, resp.StatusCode, resp.Body)
 	assert.Equal(t, "application/problem+json", resp.Headers["Content-Type"])
-	var p problem
+	var p problemBody
 	dec := json.NewDecoder(bytes.NewReader([]byte(resp.Body)))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&p), resp.Body)
-	assert.Equal(t, idemhttp.TypeBase+kind, p.Type)
+	assert.Equal(t, problem.TypeBase+kind, p.Type)
 	assert.Equal(t, status, p.Status)
 	assert.NotEmpty(t, p.Title)
 	assert.NotEmpty(t, p.Detail)

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/idemlambda/idemlambda/internal/problem"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
 	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/ids"
 	"github.com/idemlambda/idemlambda/internal/product"
-	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
 // Finder finds products by id; *product.Reader is the one in use.
@@ -55,11 +56,11 @@ func (h *GetHandler) get(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		return respond(probNotFound.WithDetail("no product has id " + id.String())), nil
 	case err != nil:
 		// 503 when the store is unavailable, else 500 without detail.
-		return respond(idemhttp.ProblemFor(err)), err
+		return respond(problem.For(err)), err
 	}
 	body, err := json.Marshal(newProductBody(p))
 	if err != nil {
-		return respond(idemhttp.ProblemFor(err)), err
+		return respond(problem.For(err)), err
 	}
 	return events.APIGatewayV2HTTPResponse{
 		StatusCode: http.StatusOK,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/idemlambda/idemlambda/internal/problem"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
@@ -37,6 +39,6 @@ func Lambda(h Handler) idemhttp.APIGatewayV2Handler {
 }
 
 // fail is the Reply of a request answered with a problem.
-func fail(p idemhttp.Problem, outcome idem.Outcome, err error) Reply {
+func fail(p problem.Problem, outcome idem.Outcome, err error) Reply {
 	return Reply{Response: p.APIGatewayV2(), Outcome: outcome, Err: err}
 }

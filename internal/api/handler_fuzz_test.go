@@ -7,9 +7,10 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/idemlambda/idemlambda/internal/config"
+
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
-	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 // FuzzCreateHandler drives the whole POST handler, against a real store,
@@ -21,7 +22,7 @@ func FuzzCreateHandler(f *testing.F) {
 	f.Add("text/plain", "", `{}`)
 	f.Add("application/json; charset=utf-8", `"a\"b"`, `{"idempotency_key":"x","name":"A","price_cents":1,"currency":"JPY","seller_id":"`+sellerID+`"}`)
 	env := ddbtest.New(f)
-	cfg := createConfig(env.Tables, idem.ModeTransact)
+	cfg := createConfig(env.Tables, config.ModeTransact)
 	cfg.LogLevel = slog.LevelError
 	h, err := app.CreateProduct(env.Client, cfg, io.Discard)
 	if err != nil {

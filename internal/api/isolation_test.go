@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemlambda/idemlambda/internal/config"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
-	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 )
 
@@ -27,7 +28,7 @@ import (
 // them, every request under a deadline.
 func TestEightEnvironmentsFortyKeysFourDuplicates(t *testing.T) {
 	t.Parallel()
-	eachMode(t, func(t *testing.T, mode idem.Mode) {
+	eachMode(t, func(t *testing.T, mode config.Mode) {
 		f := newFixtureMode(t, mode, slog.LevelInfo)
 		if f.env.Store == nil {
 			t.Skipf("the isolation model is the embedded store's; %s backend in use", f.env.Kind)
@@ -101,9 +102,9 @@ func TestEightEnvironmentsFortyKeysFourDuplicates(t *testing.T) {
 			mode, statuses, stats.ConflictExceptions, stats.ConflictCancellations,
 			float64(stats.ConflictExceptions+stats.ConflictCancellations)*1000/(keys*dups))
 		switch mode {
-		case idem.ModeReserve:
+		case config.ModeReserve:
 			assert.Equal(t, keys*dups, statuses[201]+statuses[409], "only 201 and 409: %v", statuses)
-		case idem.ModeTransact:
+		case config.ModeTransact:
 			assert.Equal(t, keys*dups, statuses[201], "only 201: %v", statuses)
 		}
 		assert.Len(t, created, keys, "every key created its product")
@@ -118,7 +119,7 @@ func TestEightEnvironmentsFortyKeysFourDuplicates(t *testing.T) {
 // it byte for byte.
 func TestDuplicatesDuringASlowCommit(t *testing.T) {
 	t.Parallel()
-	eachMode(t, func(t *testing.T, mode idem.Mode) {
+	eachMode(t, func(t *testing.T, mode config.Mode) {
 		f := newFixtureMode(t, mode, slog.LevelInfo)
 		if f.env.Store == nil {
 			t.Skipf("holding a transaction is the embedded store's; %s backend in use", f.env.Kind)

@@ -28,7 +28,7 @@ import (
 // follows), 0 from the cache.
 func TestReplayLineCountsTheCallsTheCounterSaw(t *testing.T) {
 	t.Parallel()
-	eachMode(t, func(t *testing.T, mode idem.Mode) {
+	eachMode(t, func(t *testing.T, mode config.Mode) {
 		for _, cache := range []int{0, 100} {
 			t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) {
 				f := newFixtureMode(t, mode, slog.LevelInfo, idem.WithCache(cache, 0))
@@ -52,7 +52,7 @@ func TestReplayLineCountsTheCallsTheCounterSaw(t *testing.T) {
 					assert.Positive(t, saw)
 				}
 				wantFirst := 2.0 // reserve: claim, then commit
-				if mode == idem.ModeTransact {
+				if mode == config.ModeTransact {
 					wantFirst = 1
 				}
 				assert.Equal(t, wantFirst, first["DynamoDBCalls"])
@@ -66,7 +66,7 @@ func TestReplayLineCountsTheCallsTheCounterSaw(t *testing.T) {
 // the per-request call counts add up to every call the client made.
 func TestConcurrentRequestsEachWriteTheirOwnLine(t *testing.T) {
 	t.Parallel()
-	eachMode(t, func(t *testing.T, mode idem.Mode) {
+	eachMode(t, func(t *testing.T, mode config.Mode) {
 		f := newFixtureMode(t, mode, slog.LevelWarn)
 		f.env.Counter.Reset()
 		const requests = 48
@@ -98,7 +98,7 @@ func TestConcurrentRequestsEachWriteTheirOwnLine(t *testing.T) {
 // one writing to a buffer get the same bytes back.
 func TestClosedStdoutNeverChangesAResponse(t *testing.T) {
 	t.Parallel()
-	eachMode(t, func(t *testing.T, mode idem.Mode) {
+	eachMode(t, func(t *testing.T, mode config.Mode) {
 		f := newFixtureMode(t, mode, slog.LevelDebug)
 		stdout, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
 		require.NoError(t, err)

@@ -8,39 +8,41 @@ package api
 import (
 	"net/http"
 
+	"github.com/idemlambda/idemlambda/internal/problem"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/internal/product"
-	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
-// The problems of the products API beyond idemhttp's; docs/problems.md
-// documents every type.
+// The problems of the products API beyond the idempotency layer's;
+// docs/problems.md documents every type.
 var (
-	probBadRequest = idemhttp.NewProblem(http.StatusBadRequest, "bad-request", "Bad request", "")
-	probValidation = idemhttp.NewProblem(http.StatusBadRequest, "validation", "Invalid product", "")
-	probNotFound   = idemhttp.NewProblem(http.StatusNotFound, "not-found", "Product not found", "")
-	probTooLarge   = idemhttp.NewProblem(http.StatusRequestEntityTooLarge, "too-large", "Request body too large", "")
-	probMediaType  = idemhttp.NewProblem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type", "")
-	probMethod     = idemhttp.NewProblem(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", "")
+	probBadRequest = problem.New(http.StatusBadRequest, "bad-request", "Bad request")
+	probValidation = problem.New(http.StatusBadRequest, "validation", "Invalid product")
+	probNotFound   = problem.New(http.StatusNotFound, "not-found", "Product not found")
+	probTooLarge   = problem.New(http.StatusRequestEntityTooLarge, "too-large", "Request body too large")
+	probMediaType  = problem.New(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type")
+	probMethod     = problem.New(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed")
+	probKey        = problem.New(http.StatusBadRequest, "idempotency-key", "Invalid or missing idempotency key")
 )
 
 // methodNotAllowed is the 405 for a route that serves only allow.
-func methodNotAllowed(allow string) idemhttp.Problem {
+func methodNotAllowed(allow string) problem.Problem {
 	p := probMethod.WithDetail("use " + allow)
 	p.Headers = map[string]string{"Allow": allow}
 	return p
 }
 
 // validation is the 400 listing every broken rule.
-func validation(errs []product.FieldError) idemhttp.Problem {
+func validation(errs []product.FieldError) problem.Problem {
 	p := probValidation.WithDetail("the request body breaks the rules listed in errors")
-	p.Errors = make([]idemhttp.FieldError, len(errs))
+	p.Errors = make([]problem.FieldError, len(errs))
 	for i, e := range errs {
-		p.Errors[i] = idemhttp.FieldError{Field: e.Field, Message: e.Message}
+		p.Errors[i] = problem.FieldError{Field: e.Field, Message: e.Message}
 	}
 	return p
 }
 
 // respond renders a problem.
-func respond(p idemhttp.Problem) events.APIGatewayV2HTTPResponse { return p.APIGatewayV2() }
+func respond(p problem.Problem) events.APIGatewayV2HTTPResponse { return p.APIGatewayV2() }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/idemlambda/idemlambda/internal/problem"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/internal/product"
@@ -25,7 +27,7 @@ const MaxBodyBytes = 16 << 10
 
 // checkJSONContentType accepts application/json with optional parameters
 // (charset=utf-8); anything else is 415.
-func checkJSONContentType(h map[string]string) *idemhttp.Problem {
+func checkJSONContentType(h map[string]string) *problem.Problem {
 	ct, ok := idemhttp.HeaderV2(h, "Content-Type")
 	if !ok || strings.TrimSpace(ct) == "" {
 		p := probMediaType.WithDetail("Content-Type must be application/json")
@@ -45,8 +47,8 @@ func checkJSONContentType(h map[string]string) *idemhttp.Problem {
 
 // readBody returns the request body bytes, decoding base64 where API
 // Gateway encoded it, within MaxBodyBytes.
-func readBody(req events.APIGatewayV2HTTPRequest) ([]byte, *idemhttp.Problem) {
-	tooLarge := func(n int) *idemhttp.Problem {
+func readBody(req events.APIGatewayV2HTTPRequest) ([]byte, *problem.Problem) {
+	tooLarge := func(n int) *problem.Problem {
 		p := probTooLarge.WithDetail(fmt.Sprintf("body is %d bytes or more; the limit is %d", n, MaxBodyBytes))
 		return &p
 	}
@@ -82,7 +84,7 @@ var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 // once each, the right JSON type for each. Every problem is reported, and
 // product rules are checked for the fields that decoded; what passes comes
 // back as the validated command.
-func decodeCreate(body []byte) (createBody, *idemhttp.Problem) {
+func decodeCreate(body []byte) (createBody, *problem.Problem) {
 	if !utf8.Valid(body) {
 		// encoding/json would quietly turn bad bytes into U+FFFD.
 		p := probBadRequest.WithDetail("body is not valid UTF-8")
@@ -148,7 +150,7 @@ func decodeCreate(body []byte) (createBody, *idemhttp.Problem) {
 	}
 	out.cmd = cmd
 	if _, ok := fields["idempotency_key"]; ok && !bad["idempotency_key"] {
-		if err := idem.ValidateKey(out.key); err != nil {
+		if _, err := idem.NewScope(OperationCreateProduct, "-", out.key); err != nil {
 			errs = append(errs, product.FieldError{Field: "idempotency_key", Message: "must be 1 to 255 printable ASCII characters (0x21-0x7E)"})
 		}
 	}
@@ -184,7 +186,7 @@ func priceCents(raw json.RawMessage, fail func(field, msg string)) int64 {
 
 // objectFields splits the body into its members (internal/strictjson),
 // answering what makes it no single JSON object with a 400.
-func objectFields(body []byte) (map[string]json.RawMessage, *idemhttp.Problem) {
+func objectFields(body []byte) (map[string]json.RawMessage, *problem.Problem) {
 	fields, err := strictjson.Object(body)
 	if err == nil {
 		return fields, nil

@@ -6,16 +6,17 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/idemlambda/idemlambda/internal/problem"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
 	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/ids"
 	"github.com/idemlambda/idemlambda/internal/sellers"
-	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
-var probSellerNotFound = idemhttp.NewProblem(http.StatusNotFound, "not-found", "Seller not found", "")
+var probSellerNotFound = problem.New(http.StatusNotFound, "not-found", "Seller not found")
 
 // SellerFinder finds seller statistics; *sellers.Reader is the one in use.
 type SellerFinder interface {
@@ -53,11 +54,11 @@ func (h *SellerHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	case errors.Is(err, sellers.ErrNotFound):
 		return fail(probSellerNotFound.WithDetail("seller "+id.String()+" has no products yet"), "", nil)
 	case err != nil:
-		return fail(idemhttp.ProblemFor(err), "", err)
+		return fail(problem.For(err), "", err)
 	}
 	body, err := json.Marshal(s.Body())
 	if err != nil {
-		return fail(idemhttp.ProblemFor(err), "", err)
+		return fail(problem.For(err), "", err)
 	}
 	return Reply{Response: events.APIGatewayV2HTTPResponse{
 		StatusCode: http.StatusOK,

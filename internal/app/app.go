@@ -82,7 +82,7 @@ func Metrics(c config.Common, out io.Writer, function string) (*metrics.Recorder
 
 // StoreOptions are the idempotency store options the settings stand for.
 func StoreOptions(i config.Idempotency) []idem.Option {
-	return []idem.Option{idem.WithRetention(i.Retention), idem.WithMode(i.Mode), idem.WithCache(i.CacheSize, 0)}
+	return []idem.Option{idem.WithRetention(i.Retention), idem.WithCache(i.CacheSize, 0)}
 }
 
 // NewCreateProduct assembles createproduct with the DynamoDB client its
@@ -115,7 +115,11 @@ func CreateProduct(db *dynamodb.Client, cfg config.CreateProduct, out io.Writer,
 	if err != nil {
 		return nil, err
 	}
-	creator, err := api.NewProductCreator(store, products)
+	execute := store.Execute
+	if cfg.Idempotency.Mode == config.ModeTransact {
+		execute = store.Transact
+	}
+	creator, err := api.NewProductCreator(execute, products)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 func TestLoggerWritesJSONAtTheConfiguredLevel(t *testing.T) {
@@ -35,8 +34,8 @@ func TestMetricsNameTheFunction(t *testing.T) {
 
 func TestStoreOptionsCoverEverySetting(t *testing.T) {
 	t.Parallel()
-	opts := app.StoreOptions(config.Idempotency{Table: "i", Retention: time.Hour, Mode: idem.ModeTransact, CacheSize: 10})
-	assert.Len(t, opts, 3, "retention, mode and cache")
+	opts := app.StoreOptions(config.Idempotency{Table: "i", Retention: time.Hour, Mode: config.ModeTransact, CacheSize: 10})
+	assert.Len(t, opts, 2, "retention and cache; the mode picks Store.Execute or Store.Transact")
 }
 
 // Each assembler refuses to build a function without its dependencies,

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/idemlambda/idemlambda/internal/metrics"
-	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 // Var is one environment variable.
@@ -75,7 +74,7 @@ var (
 )
 
 // MaxCacheSize bounds IDEMPOTENCY_CACHE_SIZE; the memory the cache holds
-// is bounded apart from it by idem.DefaultCacheBytes.
+// is bounded apart from it by pkg/idem's default byte budget (16 MB).
 const MaxCacheSize = 1_000_000
 
 // Common is what every function reads.
@@ -99,6 +98,31 @@ type AWS struct {
 	Endpoint string
 }
 
+// Mode is how a function claims idempotency keys (IDEMPOTENCY_MODE).
+type Mode string
+
+// The modes: both read and write the same records, so functions of either
+// mode can share a table and a key.
+const (
+	// ModeReserve claims a key with a conditional PutItem before the work,
+	// then commits the work with the completion (idem.Store.Execute): a
+	// duplicate in flight gets 409.
+	ModeReserve Mode = "reserve"
+	// ModeTransact claims the key in the work's own transaction
+	// (idem.Store.Transact): one call, and a concurrent duplicate gets the
+	// winner's response.
+	ModeTransact Mode = "transact"
+)
+
+// ParseMode reads a mode name ("reserve" or "transact").
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.TrimSpace(s)); m {
+	case ModeReserve, ModeTransact:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown mode %q: want %q or %q", s, ModeReserve, ModeTransact)
+}
+
 // Idempotency configures a function's idempotency store.
 type Idempotency struct {
 	// Table is the idempotency table's name.
@@ -106,7 +130,7 @@ type Idempotency struct {
 	// Retention is how long a completed key replays.
 	Retention time.Duration
 	// Mode is how keys are claimed.
-	Mode idem.Mode
+	Mode Mode
 	// CacheSize is how many completed records the process keeps; 0 is none.
 	CacheSize int
 }
@@ -189,13 +213,13 @@ func readCommon(e *env) Common {
 
 func readIdempotency(e *env) Idempotency {
 	i := readIdempotencyFixedMode(e, "")
-	i.Mode = parse(e, IdempotencyMode, idem.ParseMode)
+	i.Mode = parse(e, IdempotencyMode, ParseMode)
 	return i
 }
 
 // readIdempotencyFixedMode reads the store's settings for a function whose
 // mode is not configurable.
-func readIdempotencyFixedMode(e *env, mode idem.Mode) Idempotency {
+func readIdempotencyFixedMode(e *env, mode Mode) Idempotency {
 	return Idempotency{
 		Table:     e.str(IdempotencyTable),
 		Retention: e.duration(IdempotencyRetention),
@@ -223,7 +247,7 @@ func readSellerStats(e *env) SellerStats {
 	return SellerStats{
 		SellersTable: e.str(SellersTable),
 		EventSource:  e.str(EventSource),
-		Idempotency:  readIdempotencyFixedMode(e, idem.ModeTransact),
+		Idempotency:  readIdempotencyFixedMode(e, ModeTransact),
 		Common:       readCommon(e),
 		AWS:          readAWS(e, EndpointDynamoDB),
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -27,13 +26,13 @@ func TestLoadCreateProduct(t *testing.T) {
 	assert.Equal(t, config.CreateProduct{
 		Common:        config.Common{LogLevel: slog.LevelWarn, MetricsNamespace: "idemlambda"},
 		ProductsTable: "p", OutboxTable: "o", EventSource: "idemlambda.products",
-		Idempotency: config.Idempotency{Table: "i", Retention: 2 * time.Hour, Mode: idem.ModeReserve, CacheSize: 1000},
+		Idempotency: config.Idempotency{Table: "i", Retention: 2 * time.Hour, Mode: config.ModeReserve, CacheSize: 1000},
 	}, c)
 
 	vals["IDEMPOTENCY_MODE"], vals["IDEMPOTENCY_CACHE_SIZE"] = "transact", "0"
 	c, err = config.LoadCreateProduct(env(vals))
 	require.NoError(t, err)
-	assert.Equal(t, idem.ModeTransact, c.Idempotency.Mode)
+	assert.Equal(t, config.ModeTransact, c.Idempotency.Mode)
 	assert.Zero(t, c.Idempotency.CacheSize)
 }
 
@@ -50,7 +49,7 @@ func TestLoadFailsWithEveryProblemNamed(t *testing.T) {
 		"PRODUCTS_TABLE is required", "OUTBOX_TABLE is required", "IDEMPOTENCY_TABLE is required",
 		`IDEMPOTENCY_RETENTION="-1h": not a positive duration`,
 		`LOG_LEVEL="loud": want debug, info, warn or error`,
-		`IDEMPOTENCY_MODE="fast": idem: unknown mode "fast": want "reserve" or "transact"`,
+		`IDEMPOTENCY_MODE="fast": unknown mode "fast": want "reserve" or "transact"`,
 		`IDEMPOTENCY_CACHE_SIZE="-1": not a whole number from 0 to 1000000`,
 		`METRICS_NAMESPACE="AWS/Lambda": want 1 to 255 characters, not starting with AWS/ or a colon`,
 	} {
@@ -66,7 +65,7 @@ func TestLoadFailsWithEveryProblemNamed(t *testing.T) {
 	// sellerstats claims in transact mode, whatever the environment says.
 	s, err := config.LoadSellerStats(env(map[string]string{"SELLERS_TABLE": "s", "IDEMPOTENCY_TABLE": "i", "IDEMPOTENCY_MODE": "reserve"}))
 	require.NoError(t, err)
-	assert.Equal(t, idem.ModeTransact, s.Idempotency.Mode)
+	assert.Equal(t, config.ModeTransact, s.Idempotency.Mode)
 	assert.Equal(t, "idemlambda.products", s.EventSource)
 }
 

@@ -194,8 +194,8 @@ func messageAttrs(m events.SQSMessage, eventID string, outcome idem.Outcome) []a
 
 // permanent reports whether no redelivery can change err: a message that
 // does not decode, an event id reused for another product, a total that
-// would overflow, a corrupt record.
+// would overflow, an effect no transaction can carry.
 func permanent(err error) bool {
 	return errors.Is(err, ErrPoison) || errors.Is(err, idem.ErrKeyReuse) ||
-		errors.Is(err, ErrOverflow) || errors.Is(err, idem.ErrCorruptRecord) || errors.Is(err, idem.ErrInvalidEffect)
+		errors.Is(err, ErrOverflow) || errors.Is(err, idem.ErrInvalidEffect)
 }

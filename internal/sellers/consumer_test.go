@@ -27,7 +27,6 @@ import (
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
 	"github.com/idemlambda/idemlambda/internal/sellers"
-	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
@@ -219,7 +218,7 @@ func TestAFailedTransactionReportsOnlyItsMessage(t *testing.T) {
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxAttempts = 2 })
 	})
 	cfg := config.SellerStats{SellersTable: f.env.Tables.Sellers, EventSource: source,
-		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: 24 * 3600e9, Mode: idem.ModeTransact}}
+		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: 24 * 3600e9, Mode: config.ModeTransact}}
 	flaky, err := app.SellerStats(client, cfg, f.logs)
 	require.NoError(t, err)
 	resp, err := flaky.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{a.message(t, 1), b.message(t, 1), c.message(t, 1)}})
@@ -346,7 +345,7 @@ func TestAHungStoreAnswersBeforeTheDeadline(t *testing.T) {
 		o.HTTPClient = &http.Client{Transport: hanging{}}
 	})
 	cfg := config.SellerStats{SellersTable: f.env.Tables.Sellers, EventSource: source,
-		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: time.Hour, Mode: idem.ModeTransact}}
+		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: time.Hour, Mode: config.ModeTransact}}
 	hung, err := app.SellerStats(client, cfg, f.logs)
 	require.NoError(t, err)
 	seller := uuid.New()

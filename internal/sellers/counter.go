@@ -37,15 +37,12 @@ type Counter struct {
 	limit int64 // the largest count or total stored: math.MaxInt64
 }
 
-// NewCounter returns a Counter writing to the sellers table; store must
-// be in transact mode (the update is computed from the event alone, so a
-// duplicate needs no IN_PROGRESS state to wait on).
+// NewCounter returns a Counter writing to the sellers table. Its batches
+// claim their keys in their own transactions (the update is computed from
+// the event alone, so a duplicate needs no IN_PROGRESS state to wait on).
 func NewCounter(store *idem.Store, table string) (*Counter, error) {
-	switch {
-	case store == nil || table == "":
+	if store == nil || table == "" {
 		return nil, errors.New("sellers: counter needs an idempotency store and the sellers table name")
-	case store.Mode() != idem.ModeTransact:
-		return nil, fmt.Errorf("sellers: counter needs a store in transact mode, not %q", store.Mode())
 	}
 	return &Counter{store: store, table: table, now: time.Now, limit: math.MaxInt64}, nil
 }
@@ -115,8 +112,7 @@ func (c *Counter) ApplyBatch(ctx context.Context, evs []ProductCreated) []Applie
 	for k, r := range res {
 		ev := evs[of[k]]
 		err := r.Err
-		var txErr *idem.TxError
-		if errors.Is(err, idem.ErrConditionFailed) && errors.As(err, &txErr) {
+		if errors.Is(err, idem.ErrConditionFailed) {
 			err = fmt.Errorf("%w: seller %s, %s total or product count: %w", ErrOverflow, ev.Product.SellerID(), ev.Product.Price().Currency(), err)
 		}
 		out[of[k]] = Applied{Outcome: r.Outcome, Err: err}
@@ -141,7 +137,7 @@ func (c *Counter) item(ev ProductCreated) (idem.BatchItem, error) {
 	if err != nil {
 		return idem.BatchItem{}, fmt.Errorf("sellers: encode: %w", err)
 	}
-	fp, err := idem.FingerprintJSON(body)
+	fp, err := idem.Fingerprint(json.RawMessage(body))
 	if err != nil {
 		return idem.BatchItem{}, err
 	}

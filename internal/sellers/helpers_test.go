@@ -53,7 +53,7 @@ func (f *fixture) newConsumer(t testing.TB, cacheSize int, opts ...idem.Option) 
 	cfg := config.SellerStats{
 		Common:       config.Common{LogLevel: slog.LevelDebug},
 		SellersTable: f.env.Tables.Sellers, EventSource: source,
-		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: 7 * 24 * time.Hour, Mode: idem.ModeTransact, CacheSize: cacheSize},
+		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: 7 * 24 * time.Hour, Mode: config.ModeTransact, CacheSize: cacheSize},
 	}
 	c, err := app.SellerStats(f.env.Client, cfg, f.logs, opts...)
 	require.NoError(t, err)

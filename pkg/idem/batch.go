@@ -35,26 +35,25 @@ type BatchResult struct {
 	// errors do: ErrKeyReuse, an *InFlightError, ErrInvalidKey,
 	// ErrInvalidResponse, ErrConditionFailed (the item's shared writes
 	// failed their condition on their own), ErrConflict or ErrThrottled
-	// (retries spent), the SharedWrites function's error, or the DynamoDB
+	// (retries spent), the shared writes function's error, or the DynamoDB
 	// error (IsUnavailable tells a retryable one).
 	Err error
 }
 
-// SharedWrites returns the writes that commit with the records of the
-// batch's items at the indexes in executing (ascending): the effect of
-// exactly those items, such as one aggregated update per account they
-// touch. ExecuteBatch calls it once per transaction it sends, with only
-// the items that transaction executes, so the writes must depend on
-// nothing else and must not write the items' records. An error fails
-// those items and writes nothing.
-type SharedWrites func(executing []int) ([]types.TransactWriteItem, error)
-
 // ExecuteBatch executes many keys whose effects are DynamoDB writes in as
 // few transactions as it can: one TransactWriteItems puts every new key's
 // record, already COMPLETED with its response under the claim's condition
-// (as ModeTransact does, whatever the store's mode), together with the
+// (as Transact does), together with the
 // shared writes computed for exactly those keys. It returns one
 // BatchResult per item, in order.
+//
+// shared returns the writes that commit with the records of the items at
+// the indexes in executing (ascending): the effect of exactly those items,
+// such as one aggregated update per account they touch. ExecuteBatch
+// calls it once per transaction it sends, with only the items that
+// transaction executes, so the writes must depend on nothing else and
+// must not write the items' records. An error fails those items and
+// writes nothing.
 //
 // A transaction cancelled because some records' conditions failed tells
 // which keys were there already (each reason carries the record): those
@@ -78,11 +77,11 @@ type SharedWrites func(executing []int) ([]types.TransactWriteItem, error)
 // fingerprint). With the cache on, a key this store completed or replayed
 // before answers from memory and joins no transaction.
 //
-// The returned error is only for a call that cannot run at all (no
-// SharedWrites function); every other failure is its item's Err.
-func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared SharedWrites) ([]BatchResult, error) {
+// The returned error is only for a call that cannot run at all (no shared
+// function); every other failure is its item's Err.
+func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func(executing []int) ([]types.TransactWriteItem, error)) ([]BatchResult, error) {
 	if shared == nil {
-		return nil, errors.New("idem: ExecuteBatch needs a SharedWrites function (one returning no writes will do)")
+		return nil, errors.New("idem: ExecuteBatch needs a shared writes function (one returning no writes will do)")
 	}
 	b := &batch{
 		s: s, items: items, shared: shared,
@@ -144,7 +143,7 @@ func duplicateOf(it, earlier BatchItem, r BatchResult) BatchResult {
 type batch struct {
 	s        *Store
 	items    []BatchItem
-	shared   SharedWrites
+	shared   func(executing []int) ([]types.TransactWriteItem, error)
 	ids      []string
 	tokens   []string
 	res      []BatchResult
@@ -246,7 +245,7 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 				continue
 			}
 			if len(pending) == 1 {
-				b.failWith(pending, OutcomeReleased, &TxError{
+				b.failWith(pending, OutcomeReleased, &txError{
 					Index: k, Code: "ConditionalCheckFailed", Message: aws.ToString(reasons[k].Message),
 					Item: reasons[k].Item, kind: ErrConditionFailed, err: err,
 				})
@@ -260,7 +259,7 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 		if !retryableTx(explained) {
 			// Refused (an item too large, a validation error): no retry
 			// can help, but halves find the key it is about.
-			if len(pending) > 1 && errors.Is(explained, ErrTxRefused) {
+			if len(pending) > 1 && errors.Is(explained, errTxRefused) {
 				b.bisect(ctx, pending)
 				return
 			}

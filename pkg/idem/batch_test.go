@@ -33,7 +33,7 @@ type ledger struct {
 	limit int // an account's balance may not pass it (0: no limit)
 
 	mu    sync.Mutex
-	calls [][]int // the executing sets SharedWrites was called with
+	calls [][]int // the executing sets the shared writes function was called with
 }
 
 func (l *ledger) items(t testing.TB, ds []deposit) []idem.BatchItem {
@@ -50,7 +50,7 @@ func (l *ledger) items(t testing.TB, ds []deposit) []idem.BatchItem {
 
 // shared adds each account's deposits among the executing items in one
 // update, under a condition that keeps the balance within the limit.
-func (l *ledger) shared(ds []deposit) idem.SharedWrites {
+func (l *ledger) shared(ds []deposit) func([]int) ([]types.TransactWriteItem, error) {
 	return func(executing []int) ([]types.TransactWriteItem, error) {
 		l.mu.Lock()
 		l.calls = append(l.calls, executing)

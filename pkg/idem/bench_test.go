@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -129,7 +130,7 @@ func BenchmarkScopeAndFingerprint(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = sc.ID()
-		if _, err := idem.FingerprintJSON(body); err != nil {
+		if _, err := idem.Fingerprint(json.RawMessage(body)); err != nil {
 			b.Fatal(err)
 		}
 	}

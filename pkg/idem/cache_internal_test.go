@@ -10,7 +10,7 @@ import (
 func TestCacheNeverHoldsMoreThanItsBound(t *testing.T) {
 	t.Parallel()
 	const bound, keys = 100, 10_000
-	c := newCache(bound, DefaultCacheBytes)
+	c := newCache(bound, defaultCacheBytes)
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	rng := rand.New(rand.NewPCG(3, 4))
 	peak := 0
@@ -39,7 +39,7 @@ func TestCacheNeverHoldsMoreThanItsBound(t *testing.T) {
 
 func TestCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 	t.Parallel()
-	c := newCache(2, DefaultCacheBytes)
+	c := newCache(2, defaultCacheBytes)
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	later := now.Add(time.Hour)
 	c.put("a", "fp", Response{Status: 200}, later)
@@ -58,7 +58,7 @@ func TestCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 
 func TestCacheEntryDiesAtExpiry(t *testing.T) {
 	t.Parallel()
-	c := newCache(4, DefaultCacheBytes)
+	c := newCache(4, defaultCacheBytes)
 	exp := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	c.put("a", "fp", Response{Status: 200}, exp)
 	if _, ok := c.get("a", exp.Add(-time.Nanosecond)); !ok {

@@ -34,11 +34,11 @@ func Do[T any](ctx context.Context, s *Store, scope Scope, fingerprint string, f
 		return v, res.Outcome, err
 	}
 	var stored T
-	if why := res.Response.Headers[HeaderBodyOmitted]; why != "" {
+	if why := res.Response.Headers[headerBodyOmitted]; why != "" {
 		return stored, OutcomeReplayed, fmt.Errorf("%w: the first call's value was not stored (%s); it ran once", ErrResponseTooLarge, why)
 	}
 	if err := json.Unmarshal(res.Response.Body, &stored); err != nil {
-		return stored, OutcomeReplayed, fmt.Errorf("%w: stored value: %w", ErrCorruptRecord, err)
+		return stored, OutcomeReplayed, fmt.Errorf("%w: stored value: %w", errCorruptRecord, err)
 	}
 	return stored, OutcomeReplayed, nil
 }

@@ -9,19 +9,18 @@
 // the key when the operation fails (unless another caller has taken it
 // over), and join the errors.
 //
-//   - Store.Execute, for operations whose effect is DynamoDB writes: the
-//     operation's function returns its response and its writes
-//     (an Effect), and they commit together with the key's completion in
-//     one TransactWriteItems. No crash can leave the writes without the
-//     completion, or the completion without the writes. The store's Mode
-//     says how the key is claimed:
-//     ModeReserve claims it first with a conditional PutItem (2 calls on a
-//     first execution; a duplicate that arrives while the first runs gets
-//     ErrInFlight, a 409), right for work that takes time;
-//     ModeTransact puts the claim into that one transaction (1 call; a
-//     concurrent duplicate gets the winner's response, and nothing is ever
-//     left IN_PROGRESS), right when the writes are computed from the
-//     request alone.
+//   - Store.Execute and Store.Transact, for operations whose effect is
+//     DynamoDB writes: the operation's function returns its response and
+//     its writes (an Effect), and they commit together with the key's
+//     completion in one TransactWriteItems. No crash can leave the writes
+//     without the completion, or the completion without the writes. They
+//     differ in how the key is claimed. Execute claims it first with a
+//     conditional PutItem (2 calls on a first execution; a duplicate that
+//     arrives while the first runs gets ErrInFlight, a 409), right for work
+//     that takes time. Transact puts the claim into that one transaction
+//     (1 call; a concurrent duplicate gets the winner's response, and
+//     nothing is ever left IN_PROGRESS), right when the writes are
+//     computed from the request alone.
 //   - Store.ExecuteBatch, for many keys at once (an SQS batch): every new
 //     key's record, COMPLETED with its response, and the writes shared by
 //     exactly those keys (one aggregated update per account, say) commit
@@ -48,7 +47,7 @@
 //   - A key is claimed by one conditional write, never check-then-write:
 //     of any number of concurrent callers, one wins.
 //   - A lease ends at the caller's context deadline (a Lambda invocation's)
-//     plus a margin. Without a deadline it lasts WithDefaultLease and is
+//     plus a margin. Without a deadline it lasts WithLease's lease and is
 //     renewed (fenced) while the operation runs; the operation's context
 //     is cancelled if it cannot be. A crashed holder's key is taken over,
 //     by the same atomic claim, once its lease has ended; a live holder is
@@ -66,8 +65,8 @@
 //     full jitter (WithConflictAttempts); a call whose write landed but whose
 //     answers were lost finds its own write (its token, its completion id)
 //     and succeeds, rather than failing work that was done. A call that
-//     failed after the SDK's retries is treated as possibly landed: reserve
-//     mode releases its claim (fenced), transact mode reads its record.
+//     failed after the SDK's retries is treated as possibly landed: Execute
+//     and Run release their claim (fenced), Transact reads its record.
 //   - A duplicate that meets the key's record in another request's running
 //     transaction (DynamoDB refuses the write with
 //     TransactionConflictException, or cancels the transaction with reason
@@ -76,7 +75,7 @@
 //     gets ErrInFlight (409 with Retry-After), never an unexpected error.
 //     Releases and fenced completions retry such conflicts.
 //   - An Effect is checked before anything is claimed or written: at most
-//     MaxWrites writes, none to the key's own record (ErrInvalidEffect). A
+//     99 writes, none to the key's own record (ErrInvalidEffect). A
 //     scope that NewScope did not make is ErrInvalidKey.
 //   - A record past its expires_at counts as absent, whether or not
 //     DynamoDB's TTL has deleted it yet.
@@ -85,24 +84,24 @@
 //     a completed record never changes before then, so the replay is
 //     exact. In-progress records are never cached.
 //
-// The modes read and write the same records, so stores of either mode can
-// share a table and even a key: a transact caller waits (ErrInFlight) for a
-// live reserve holder, takes a dead one's key over in its one transaction,
-// and a key completed in one mode replays in the other.
+// Every way in reads and writes the same records, so callers of each can
+// share a table and even a key: a Transact caller waits (ErrInFlight) for
+// a live Execute or Run holder, takes a dead one's key over in its one
+// transaction, and a key completed by one replays for the others.
 //
 // # Table
 //
-// One table, partition key TableKey ("id", S), TTL on TTLAttribute
-// ("expires_at"); CreateTable makes one, CreateTableInput describes it. A
-// record has:
+// One table, partition key "id" (S), TTL on "expires_at";
+// pkg/idem/idemtable creates one and names the key prefix that confines an
+// IAM role to one operation's records. A record has:
 //
 //	id                the scope's ID: "v1", then operation, principal and
 //	                  key, each prefixed by its length (Scope.ID)
 //	status            IN_PROGRESS or COMPLETED
 //	fingerprint       the payload's fingerprint (Fingerprint: hex SHA-256
 //	                  of canonical JSON)
-//	lease_token       the holder's fencing token (a transact-mode record
-//	                  carries its request's token)
+//	lease_token       the holder's fencing token (a record Transact or
+//	                  ExecuteBatch wrote carries its request's token)
 //	lease_expires_at  epoch milliseconds; after it the key can be taken over
 //	response_status   N, response_headers M of S, response_body S (or B for
 //	                  a body that is not UTF-8): the stored response

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 )
 
@@ -66,10 +66,10 @@ func newEnv(tb testing.TB) *testEnv {
 	env.Tables = testTables{Idempotency: "idempotency-" + suffix, Products: "products-" + suffix, Outbox: "outbox-" + suffix}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(tb, idem.CreateTable(ctx, env.Client, env.Tables.Idempotency))
-	_, err := env.Client.CreateTable(ctx, idem.CreateTableInput(env.Tables.Products))
+	require.NoError(tb, idemtable.Create(ctx, env.Client, env.Tables.Idempotency))
+	_, err := env.Client.CreateTable(ctx, idemtable.Input(env.Tables.Products))
 	require.NoError(tb, err)
-	outbox := idem.CreateTableInput(env.Tables.Outbox)
+	outbox := idemtable.Input(env.Tables.Outbox)
 	outbox.AttributeDefinitions = outboxKey.AttributeDefinitions
 	outbox.KeySchema = outboxKey.KeySchema
 	_, err = env.Client.CreateTable(ctx, outbox)

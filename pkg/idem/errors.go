@@ -24,27 +24,27 @@ var (
 	ErrLeaseLost = errors.New("idem: lease lost")
 	// ErrResponseTooLarge: the response to store exceeds the store's limit.
 	ErrResponseTooLarge = errors.New("idem: response too large to store")
-	// ErrInvalidResponse: the response cannot be stored (status out of
+	// errInvalidResponse: the response cannot be stored (status out of
 	// range, a header name empty or not valid UTF-8).
-	ErrInvalidResponse = errors.New("idem: response cannot be stored")
+	errInvalidResponse = errors.New("idem: response cannot be stored")
 	// ErrConditionFailed: one of the caller's own transaction items failed
-	// its condition; the transaction wrote nothing. See *TxError.
+	// its condition; the transaction wrote nothing. The error names the item and DynamoDB's reason.
 	ErrConditionFailed = errors.New("idem: business condition failed")
-	// ErrConflict: the transaction kept conflicting with concurrent ones;
-	// nothing was written and the caller may retry.
-	ErrConflict = errors.New("idem: transaction conflict")
-	// ErrThrottled: the transaction was cancelled for throttling, again
+	// errConflict: the transaction kept conflicting with concurrent ones;
+	// nothing was written and the caller may retry (IsUnavailable).
+	errConflict = errors.New("idem: transaction conflict")
+	// errThrottled: the transaction was cancelled for throttling, again
 	// after retries; nothing was written and the caller may retry later.
-	ErrThrottled = errors.New("idem: transaction throttled")
-	// ErrTxRefused: the transaction was cancelled for a reason no retry
+	errThrottled = errors.New("idem: transaction throttled")
+	// errTxRefused: the transaction was cancelled for a reason no retry
 	// can help (a validation error, an item over DynamoDB's size limit);
-	// nothing was written. See *TxError for the item and DynamoDB's message.
-	ErrTxRefused = errors.New("idem: transaction refused")
+	// nothing was written. The txError names the item and DynamoDB's message.
+	errTxRefused = errors.New("idem: transaction refused")
 	// ErrInvalidEffect: an Effect that no transaction can carry (too many
 	// writes, a write to the key's own record); nothing was written.
 	ErrInvalidEffect = errors.New("idem: invalid effect")
-	// ErrCorruptRecord: a stored record cannot be read back.
-	ErrCorruptRecord = errors.New("idem: corrupt idempotency record")
+	// errCorruptRecord: a stored record cannot be read back.
+	errCorruptRecord = errors.New("idem: corrupt idempotency record")
 	// ErrNotRecorded: the effect ran but its completion could not be
 	// recorded; a retry after the lease ends may run it again. A function
 	// passed to Run may return it too, to say its effect happened and the
@@ -100,8 +100,8 @@ const (
 	OutcomeError Outcome = "error"
 )
 
-// Outcomes lists every outcome, for dashboards and tests.
-func Outcomes() []Outcome {
+// allOutcomes lists every outcome, for tests.
+func allOutcomes() []Outcome {
 	return []Outcome{
 		OutcomeExecuted, OutcomeTakeover, OutcomeReplayed, OutcomeInFlight, OutcomeKeyReuse,
 		OutcomeLeaseLost, OutcomeReleased, OutcomeRejected, OutcomeUnavailable, OutcomeError,
@@ -163,7 +163,7 @@ func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrConflict) || errors.Is(err, ErrThrottled) ||
+	if errors.Is(err, errConflict) || errors.Is(err, errThrottled) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return true
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 )
 
 // ExecuteBatch applies a batch of messages (here, top-ups of wallets) in
@@ -21,7 +22,7 @@ func ExampleStore_ExecuteBatch() {
 	client, stop := localDynamoDB()
 	defer stop()
 	ctx := context.Background()
-	if _, err := client.CreateTable(ctx, idem.CreateTableInput("wallets")); err != nil {
+	if _, err := client.CreateTable(ctx, idemtable.Input("wallets")); err != nil {
 		log.Fatal(err)
 	}
 	store, err := idem.NewStore(client, "idempotency")

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 )
 
@@ -22,10 +23,10 @@ func localDynamoDB() (*dynamodb.Client, func()) {
 	store := idemtest.Start()
 	client, stop := store.Client(), store.Close
 	ctx := context.Background()
-	if err := idem.CreateTable(ctx, client, "idempotency"); err != nil {
+	if err := idemtable.Create(ctx, client, "idempotency"); err != nil {
 		log.Fatal(err)
 	}
-	orders := idem.CreateTableInput("orders") // any table keyed by "id" (S)
+	orders := idemtable.Input("orders") // any table keyed by "id" (S)
 	if _, err := client.CreateTable(ctx, orders); err != nil {
 		log.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func placeOrder(orderID string, cents int) func(context.Context) (idem.Effect, e
 	}
 }
 
-// Execute in the default reserve mode: the first call claims the key,
+// Execute: the first call claims the key,
 // runs the operation and commits its writes with the key's completion;
 // the retry gets the stored response and writes nothing.
 func ExampleStore_Execute() {
@@ -80,22 +81,21 @@ func ExampleStore_Execute() {
 	// true
 }
 
-// Execute in transact mode: the claim rides in the operation's own
-// transaction, so a first execution is one DynamoDB call, and so is a
-// replay (two on this embedded server, which returns no item with a
-// cancelled transaction).
-func ExampleStore_Execute_transact() {
+// Transact: the claim rides in the operation's own transaction, so a
+// first execution is one DynamoDB call, and so is a replay (the cancelled
+// transaction returns the record).
+func ExampleStore_Transact() {
 	client, stop := localDynamoDB()
 	defer stop()
-	store, err := idem.NewStore(client, "idempotency", idem.WithMode(idem.ModeTransact))
+	store, err := idem.NewStore(client, "idempotency")
 	if err != nil {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
 	scope, _ := idem.NewScope("POST /orders", "user-42", "order-key-2")
-	first, err := store.Execute(ctx, scope, "fp-1", placeOrder("o-10", 250))
+	first, err := store.Transact(ctx, scope, "fp-1", placeOrder("o-10", 250))
 	fmt.Println(first.Outcome, string(first.Response.Body), err)
-	retry, err := store.Execute(ctx, scope, "fp-1", placeOrder("o-11", 250))
+	retry, err := store.Transact(ctx, scope, "fp-1", placeOrder("o-11", 250))
 	fmt.Println(retry.Outcome, string(retry.Response.Body), err)
 	// Output:
 	// executed {"order_id":"o-10","cents":250} <nil>

@@ -14,16 +14,16 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 )
 
-// MaxWrites is the most writes an Effect may carry: a DynamoDB transaction
+// maxWrites is the most writes an Effect may carry: a DynamoDB transaction
 // holds at most 100 items, and one of them is the key's record.
-const MaxWrites = 99
+const maxWrites = 99
 
-// HeaderBodyOmitted marks a stored response whose body (or headers) could
+// headerBodyOmitted marks a stored response whose body (or headers) could
 // not be stored: too large for the record, or not storable. Run records
 // such a response without them rather than leave its key open to run the
 // effect again; a replay then carries the status and this header, whose
-// value says why.
-const HeaderBodyOmitted = "Idempotent-Body-Omitted"
+// value ("too large" or "not storable") says why. idemhttp exports it.
+const headerBodyOmitted = "Idempotent-Body-Omitted"
 
 // Effect is what a transactional operation does: the response it answers
 // with, stored for replay, and the DynamoDB writes that make its effect.
@@ -48,26 +48,21 @@ type Result struct {
 
 // Execute runs an operation whose effect is DynamoDB writes at most once
 // per scope and payload fingerprint, and answers every retry with the
-// stored response. fn builds the response and the writes; Execute owns the
-// rest, in the store's mode:
-//
-//   - ModeReserve: claim the key (one conditional PutItem; a duplicate in
-//     flight gets ErrInFlight), run fn, commit its writes with the fenced
-//     completion (one TransactWriteItems), and release the key if fn or
-//     the commit fails (or fn panics), unless the lease was lost to a
-//     takeover.
-//   - ModeTransact: run fn, then commit its writes together with the
-//     record, already COMPLETED, under the claim's condition, in one
-//     TransactWriteItems; a duplicate finds the record and replays it.
+// stored response. It claims the key first (one conditional PutItem; a
+// duplicate in flight gets ErrInFlight), runs fn, commits fn's writes with
+// the fenced completion (one TransactWriteItems), and releases the key if
+// fn or the commit fails (or fn panics), unless the lease was lost to a
+// takeover: two calls on a first execution, right for operations that
+// take time or must not start twice. Transact does it in one call when fn
+// only computes its writes.
 //
 // With the cache on, a key this store completed or replayed before answers
 // from memory, with no DynamoDB call.
 //
 // Errors wrap ErrInvalidKey (a scope that was not built by NewScope),
 // ErrInvalidEffect, ErrInFlight, ErrKeyReuse, ErrLeaseLost,
-// ErrConditionFailed, ErrConflict, ErrThrottled, ErrCorruptRecord, fn's
-// own error, or the DynamoDB error (IsUnavailable tells a retryable one).
-// Result.Outcome is set in every case.
+// ErrConditionFailed, fn's own error, or the store's (IsUnavailable tells
+// one a retry later can fix). Result.Outcome is set in every case.
 func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
 	if err := scope.check(); err != nil {
 		return Result{Outcome: OutcomeRejected}, err
@@ -76,7 +71,7 @@ func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn
 	if res, err, hit := s.fromCache(id, fingerprint); hit {
 		return res, err
 	}
-	if s.mode == ModeTransact {
+	if s.executeTransacts {
 		return s.transact(ctx, id, fingerprint, fn)
 	}
 	claim, err := s.reserve(ctx, scope, fingerprint)
@@ -135,7 +130,7 @@ func runReleasing[T any](ctx context.Context, l *hold, fn func(context.Context) 
 //
 // A response that cannot be stored as it is (over the store's response
 // limit, a header that is not UTF-8) is recorded without its body, and
-// its headers if they are the problem, marked with HeaderBodyOmitted, so
+// its headers if they are the problem, marked with headerBodyOmitted, so
 // the effect still never runs twice.
 //
 // The one window Run cannot close: fn's effect happened but the completion
@@ -184,7 +179,7 @@ func (s *Store) Run(ctx context.Context, scope Scope, fingerprint string, fn fun
 
 // standIn is what Run stores for a response that cannot be stored as it
 // is: its status (500 if that is the problem), its headers if they are
-// storable, no body, and HeaderBodyOmitted saying why.
+// storable, no body, and headerBodyOmitted saying why.
 func (s *Store) standIn(resp Response, why error) Response {
 	out := Response{Status: resp.Status, Headers: map[string]string{}}
 	if out.Status < 100 || out.Status > 599 {
@@ -193,14 +188,14 @@ func (s *Store) standIn(resp Response, why error) Response {
 	for k, v := range resp.Headers {
 		out.Headers[k] = v
 	}
-	out.Headers[HeaderBodyOmitted] = "true"
+	out.Headers[headerBodyOmitted] = "true"
 	if s.validate(out) != nil {
-		out.Headers = map[string]string{HeaderBodyOmitted: "true"}
+		out.Headers = map[string]string{headerBodyOmitted: "true"}
 	}
 	if errors.Is(why, ErrResponseTooLarge) {
-		out.Headers[HeaderBodyOmitted] = "too large"
+		out.Headers[headerBodyOmitted] = "too large"
 	} else {
-		out.Headers[HeaderBodyOmitted] = "not storable"
+		out.Headers[headerBodyOmitted] = "not storable"
 	}
 	return out
 }
@@ -274,8 +269,8 @@ func (s *Store) replayed(id, fingerprint string, c claimed) Result {
 // was claimed: too many items for one transaction, or a write to the
 // key's own record.
 func (s *Store) checkEffect(id string, eff Effect) error {
-	if n := len(eff.Writes); n > MaxWrites {
-		return fmt.Errorf("%w: %d writes, at most %d (a transaction holds 100 items with the key's record)", ErrInvalidEffect, n, MaxWrites)
+	if n := len(eff.Writes); n > maxWrites {
+		return fmt.Errorf("%w: %d writes, at most %d (a transaction holds 100 items with the key's record)", ErrInvalidEffect, n, maxWrites)
 	}
 	for i, w := range eff.Writes {
 		table, key := writeTarget(w)
@@ -308,7 +303,28 @@ func writeTarget(w types.TransactWriteItem) (*string, map[string]types.Attribute
 	return nil, nil
 }
 
-// transact is Execute in ModeTransact: one TransactWriteItems carries the
+// Transact is Execute with the claim in the operation's own transaction:
+// fn runs first and only computes its response and writes, then one
+// TransactWriteItems commits them with the key's record, already
+// COMPLETED, under the claim's condition. One call on a first execution;
+// no IN_PROGRESS state, so nothing can wedge or needs releasing, and a
+// concurrent duplicate gets the winner's response instead of ErrInFlight
+// (it waits for a live Execute or Run holder of the same key, and takes a
+// dead one's key over in its one transaction). fn may run in callers that
+// lose the race, so it must have no effect outside its writes. Errors are
+// Execute's.
+func (s *Store) Transact(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
+	if err := scope.check(); err != nil {
+		return Result{Outcome: OutcomeRejected}, err
+	}
+	id := scope.ID()
+	if res, err, hit := s.fromCache(id, fingerprint); hit {
+		return res, err
+	}
+	return s.transact(ctx, id, fingerprint, fn)
+}
+
+// transact is Transact after the checks: one TransactWriteItems carries the
 // writes and the completed record, under the claim's condition.
 func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
 	eff, err := fn(ctx)
@@ -340,7 +356,7 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 			return Result{Response: eff.Response, Outcome: OutcomeExecuted}, nil
 		}
 		err = explainTx(err, 0)
-		var txErr *TxError
+		var txErr *txError
 		switch {
 		case errors.Is(err, ErrLeaseLost) && errors.As(err, &txErr):
 			// The claim's condition failed: the record decides.
@@ -406,7 +422,7 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 // duplicates conflicting with each other. done is false then, or when
 // the conflict was elsewhere or the read failed.
 func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Response, expires time.Time, err error) (res Result, _ error, done bool) {
-	var txErr *TxError
+	var txErr *txError
 	if !errors.As(err, &txErr) || txErr.Index != 0 || txErr.Code != "TransactionConflict" {
 		return Result{}, nil, false
 	}
@@ -440,7 +456,7 @@ func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Re
 func (s *Store) settle(ctx context.Context, id, fingerprint, token string, resp Response, expires time.Time, err error) (Result, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.releaseTimeout)
 	defer cancel()
-	var txErr *TxError
+	var txErr *txError
 	recordContended := errors.As(err, &txErr) && txErr.Index == 0 && txErr.Code == "TransactionConflict"
 	rec, found, rerr := s.current(rctx, id, nil)
 	if rerr != nil {

@@ -1,6 +1,11 @@
 package idem
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/scopeid"
+)
 
 // CacheLen exposes the number of cached records to the external tests.
 func CacheLen(s *Store) int {
@@ -13,22 +18,40 @@ func CacheLen(s *Store) int {
 // The low-level pieces, unexported for adopters, that the external tests
 // drive directly.
 type (
-	Lease  = hold
-	Claim  = claimed
-	Record = record
+	TxError = txError
+	Lease   = hold
+	Claim   = claimed
+	Record  = record
 )
 
 const (
-	StatusCompleted  = statusCompleted
-	StatusInProgress = statusInProgress
-	DefaultRetention = defaultRetention
+	StatusCompleted    = statusCompleted
+	StatusInProgress   = statusInProgress
+	DefaultRetention   = defaultRetention
+	DefaultLease       = defaultLease
+	DefaultLeaseMargin = defaultLeaseMargin
+	DefaultCacheBytes  = defaultCacheBytes
+	MaxWrites          = maxWrites
 )
 
 var (
-	ExplainTx = explainTx
-	ParseID   = parseID
-	OutcomeOf = outcomeOf
+	ExplainTx          = explainTx
+	OutcomeOf          = outcomeOf
+	Outcomes           = allOutcomes
+	WithClock          = withClock
+	ValidateKey        = scopeid.ValidateKey
+	ErrInvalidResponse = errInvalidResponse
+	ErrConflict        = errConflict
+	ErrThrottled       = errThrottled
+	ErrTxRefused       = errTxRefused
+	ErrCorruptRecord   = errCorruptRecord
 )
+
+// ParseID inverts Scope.ID.
+func ParseID(id string) (Scope, error) {
+	op, principal, key, err := scopeid.Parse(id)
+	return Scope{Operation: op, Principal: principal, Key: key}, err
+}
 
 // Reserve is the claim Execute, Run and Do begin with.
 func (s *Store) Reserve(ctx context.Context, scope Scope, fingerprint string) (Claim, error) {
@@ -40,4 +63,24 @@ func (s *Store) Get(ctx context.Context, scope Scope) (Record, bool, error) {
 	return s.get(ctx, scope)
 }
 
-const MaxKeyLength = maxKeyLength
+const MaxKeyLength = scopeid.MaxKeyLength
+
+// Mode is how the tests have Execute claim a key: ModeTransact makes a
+// store's Execute run as Transact, so each Execute scenario runs both ways.
+type Mode string
+
+// The two ways of claiming.
+const (
+	ModeReserve  Mode = "reserve"
+	ModeTransact Mode = "transact"
+)
+
+// WithMode makes Execute run as Transact for ModeTransact.
+func WithMode(m Mode) Option {
+	return func(s *Store) { s.executeTransacts = m == ModeTransact }
+}
+
+// WithClaimAttempts and WithDefaultLease, WithLeaseMargin set one bound each.
+func WithClaimAttempts(n int) Option          { return func(s *Store) { s.maxAttempts = n } }
+func WithDefaultLease(d time.Duration) Option { return func(s *Store) { s.lease = d } }
+func WithLeaseMargin(d time.Duration) Option  { return func(s *Store) { s.margin = d } }

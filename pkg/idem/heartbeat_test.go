@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 )
 
 // Without a context deadline (any net/http server) the lease is the
@@ -75,7 +76,7 @@ func TestRunWithoutDeadlineCancelsAHolderThatLostItsLease(t *testing.T) {
 	_, err := s.Run(context.Background(), sc, "fp", func(ctx context.Context) (idem.Response, error) {
 		_, err := env.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 			TableName: aws.String(env.Tables.Idempotency),
-			Key:       map[string]types.AttributeValue{idem.TableKey: sAttr(sc.ID())},
+			Key:       map[string]types.AttributeValue{idemtable.KeyAttribute: sAttr(sc.ID())},
 		})
 		require.NoError(t, err)
 		select {

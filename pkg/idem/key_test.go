@@ -1,14 +1,17 @@
 package idem_test
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/canon"
 )
 
 func TestValidateKey(t *testing.T) {
@@ -63,33 +66,6 @@ func TestScopeIDIsUnambiguous(t *testing.T) {
 	}
 }
 
-func TestOperationPrefixConfinesOneOperation(t *testing.T) {
-	t.Parallel()
-	assert.Equal(t, "v1|14:POST /products|", idem.OperationPrefix("POST /products"))
-	// Property: every id of an operation begins with its prefix, and no id
-	// of another operation does, even one that extends it ("POST /p" and
-	// "POST /p|1:x") or that a principal could imitate.
-	rng := rand.New(rand.NewPCG(3, 4))
-	const alphabet = "|:0123456789v1ab"
-	part := func() string {
-		var b strings.Builder
-		for range 1 + rng.IntN(8) {
-			b.WriteByte(alphabet[rng.IntN(len(alphabet))])
-		}
-		return b.String()
-	}
-	for range 20000 {
-		op, other := part(), part()
-		sc, err := idem.NewScope(op, part(), part())
-		require.NoError(t, err)
-		require.True(t, strings.HasPrefix(sc.ID(), idem.OperationPrefix(op)), "%q lacks its prefix", sc.ID())
-		if other != op {
-			require.False(t, strings.HasPrefix(sc.ID(), idem.OperationPrefix(other)),
-				"%q (operation %q) begins with the prefix of %q", sc.ID(), op, other)
-		}
-	}
-}
-
 func TestNewScopeRejects(t *testing.T) {
 	t.Parallel()
 	_, err := idem.NewScope("", "p", "k")
@@ -106,9 +82,9 @@ func TestNewScopeRejects(t *testing.T) {
 
 func TestFingerprintIgnoresOrderAndWhitespace(t *testing.T) {
 	t.Parallel()
-	a, err := idem.FingerprintJSON([]byte(`{"name":"Widget","price_cents":999,"nested":{"b":1,"a":[1,2]}}`))
+	a, err := fingerprintJSON([]byte(`{"name":"Widget","price_cents":999,"nested":{"b":1,"a":[1,2]}}`))
 	require.NoError(t, err)
-	b, err := idem.FingerprintJSON([]byte(" {\n\"nested\": {\"a\": [1, 2], \"b\": 1},\t\"price_cents\": 999, \"name\": \"Widget\"}"))
+	b, err := fingerprintJSON([]byte(" {\n\"nested\": {\"a\": [1, 2], \"b\": 1},\t\"price_cents\": 999, \"name\": \"Widget\"}"))
 	require.NoError(t, err)
 	assert.Equal(t, a, b)
 	assert.Len(t, a, 64)
@@ -119,7 +95,7 @@ func TestFingerprintIgnoresOrderAndWhitespace(t *testing.T) {
 	}
 	c, err := idem.Fingerprint(cmd{Name: "Widget", Price: 999})
 	require.NoError(t, err)
-	d, err := idem.FingerprintJSON([]byte(`{"name":"Widget","price_cents":999}`))
+	d, err := fingerprintJSON([]byte(`{"name":"Widget","price_cents":999}`))
 	require.NoError(t, err)
 	assert.Equal(t, d, c, "struct field order does not matter")
 
@@ -127,16 +103,21 @@ func TestFingerprintIgnoresOrderAndWhitespace(t *testing.T) {
 		`{"name":"Gadget","price_cents":999}`, `{"name":"Widget","price_cents":998}`,
 		`{"name":"Widget","price_cents":"999"}`, `{"name":"Widget"}`,
 	} {
-		e, err := idem.FingerprintJSON([]byte(other))
+		e, err := fingerprintJSON([]byte(other))
 		require.NoError(t, err)
 		assert.NotEqual(t, d, e, other)
 	}
-	canon, err := idem.CanonicalJSON([]byte(`{"b":"<&>","a":1.50}`))
+	form, err := canon.JSON([]byte(`{"b":"<&>","a":1.50}`))
 	require.NoError(t, err)
-	assert.Equal(t, `{"a":1.50,"b":"<&>"}`, string(canon), "numbers and characters as written")
+	assert.Equal(t, `{"a":1.50,"b":"<&>"}`, string(form), "numbers and characters as written")
+	escaped, err := fingerprintJSON([]byte(`{"b":"\u003c&>","a":1.50}`))
+	require.NoError(t, err)
+	plain, err := fingerprintJSON(form)
+	require.NoError(t, err)
+	assert.Equal(t, plain, escaped, "a RawMessage's HTML escaping does not change its fingerprint")
 
-	for _, bad := range []string{``, `{`, `{"a":1} {}`, `nope`} {
-		_, err := idem.FingerprintJSON([]byte(bad))
+	for _, bad := range []string{``, `{`, `{"a":1} {}`, `nope`, `{"a":1,"a":2}`, "\"\xff\""} {
+		_, err := fingerprintJSON([]byte(bad))
 		assert.Error(t, err, bad)
 	}
 	_, err = idem.Fingerprint(func() {})
@@ -146,15 +127,13 @@ func TestFingerprintIgnoresOrderAndWhitespace(t *testing.T) {
 func TestNewStoreValidatesOptions(t *testing.T) {
 	t.Parallel()
 	for name, opts := range map[string][]idem.Option{
-		"zero lease":         {idem.WithDefaultLease(0)},
-		"negative margin":    {idem.WithLeaseMargin(-1)},
+		"zero lease":         {idem.WithLease(0, time.Second)},
+		"negative margin":    {idem.WithLease(time.Minute, -1)},
 		"short retention":    {idem.WithRetention(idem.DefaultLease)},
-		"zero attempts":      {idem.WithClaimAttempts(0)},
-		"zero tx attempts":   {idem.WithConflictAttempts(0)},
+		"zero attempts":      {idem.WithConflictAttempts(0)},
 		"zero response size": {idem.WithMaxResponseBytes(0)},
 		"zero release":       {idem.WithReleaseTimeout(0)},
 		"negative cache":     {idem.WithCache(-1, 0)},
-		"unknown mode":       {idem.WithMode("fast")},
 	} {
 		_, err := idem.NewStore(fakeAPI{}, "t", opts...)
 		assert.Error(t, err, name)
@@ -165,16 +144,12 @@ func TestNewStoreValidatesOptions(t *testing.T) {
 	assert.Error(t, err)
 	_, err = idem.NewStore(fakeAPI{}, "t")
 	assert.NoError(t, err)
-
-	for _, in := range []string{"reserve", " transact "} {
-		m, err := idem.ParseMode(in)
-		require.NoError(t, err)
-		assert.Contains(t, []idem.Mode{idem.ModeReserve, idem.ModeTransact}, m)
-	}
-	_, err = idem.ParseMode("Reserve")
-	assert.ErrorContains(t, err, `want "reserve" or "transact"`)
 }
 
 // fakeAPI only satisfies the interface for option validation; no test sends
 // a request through it.
 type fakeAPI struct{ idem.API }
+
+// fingerprintJSON fingerprints an encoded document the way the package
+// documents it: as a json.RawMessage.
+func fingerprintJSON(raw []byte) (string, error) { return idem.Fingerprint(json.RawMessage(raw)) }

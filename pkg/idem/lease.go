@@ -52,7 +52,7 @@ func (l *hold) key() map[string]types.AttributeValue {
 // validate applies the store's limits to a response before it is stored.
 func (s *Store) validate(resp Response) error {
 	if resp.Status < 100 || resp.Status > 599 {
-		return fmt.Errorf("%w: status %d", ErrInvalidResponse, resp.Status)
+		return fmt.Errorf("%w: status %d", errInvalidResponse, resp.Status)
 	}
 	if n := resp.size(); n > s.maxResponseBytes {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrResponseTooLarge, n, s.maxResponseBytes)
@@ -61,7 +61,7 @@ func (s *Store) validate(resp Response) error {
 	// the body is stored as binary when it is not.
 	for k, v := range resp.Headers {
 		if !utf8.ValidString(k) || !utf8.ValidString(v) || k == "" {
-			return fmt.Errorf("%w: header %q", ErrInvalidResponse, k)
+			return fmt.Errorf("%w: header %q", errInvalidResponse, k)
 		}
 	}
 	return nil
@@ -182,7 +182,7 @@ func (s *Store) retryConflicts(ctx context.Context, write func() error) error {
 
 // retryableTx reports whether a transaction error is worth another
 // attempt: a conflict with concurrent transactions, or throttling.
-func retryableTx(err error) bool { return errors.Is(err, ErrConflict) || errors.Is(err, ErrThrottled) }
+func retryableTx(err error) bool { return errors.Is(err, errConflict) || errors.Is(err, errThrottled) }
 
 // backoff waits after the attempt-th failed transaction, with full
 // jitter: a random wait below 20 ms, doubling per attempt up to 320 ms, so
@@ -201,7 +201,7 @@ func backoff(ctx context.Context, attempt int) error {
 // after a transaction failed with err: from the record the fence returned,
 // or else read back.
 func (l *hold) landed(ctx context.Context, err error, cid string) bool {
-	var txErr *TxError
+	var txErr *txError
 	if errors.Is(err, ErrLeaseLost) && errors.As(err, &txErr) && len(txErr.Item) > 0 {
 		return completedBy(txErr.Item, cid)
 	}
@@ -307,7 +307,7 @@ func (l *hold) release(ctx context.Context, cid string) (landed bool, err error)
 }
 
 // TxError says which item of a cancelled transaction failed and why.
-type TxError struct {
+type txError struct {
 	// Index is the failed item's position in TransactItems, or -1.
 	Index int
 	// Code is DynamoDB's cancellation code, e.g. "ConditionalCheckFailed".
@@ -320,7 +320,7 @@ type TxError struct {
 	err  error
 }
 
-func (e *TxError) Error() string {
+func (e *txError) Error() string {
 	if e.Message != "" {
 		return fmt.Sprintf("%v: transaction item %d: %s: %s", e.kind, e.Index, e.Code, e.Message)
 	}
@@ -329,7 +329,7 @@ func (e *TxError) Error() string {
 
 // Unwrap exposes the kind (ErrLeaseLost, ErrConditionFailed, ErrConflict,
 // ErrThrottled, ErrTxRefused) and the SDK error.
-func (e *TxError) Unwrap() []error { return []error{e.kind, e.err} }
+func (e *txError) Unwrap() []error { return []error{e.kind, e.err} }
 
 // explainTx reads a TransactWriteItems error whose item at fenceIndex is a
 // lease's completion (or, in transact mode, the claim). A failed fence
@@ -344,19 +344,19 @@ func explainTx(err error, fenceIndex int) error {
 	if !errors.As(err, &tce) {
 		var conflict *types.TransactionConflictException
 		if errors.As(err, &conflict) {
-			return &TxError{Index: -1, Code: "TransactionConflict", kind: ErrConflict, err: err}
+			return &txError{Index: -1, Code: "TransactionConflict", kind: errConflict, err: err}
 		}
 		return fmt.Errorf("idem: transaction: %w", err)
 	}
 	reasons := tce.CancellationReasons
-	at := func(i int, kind error) *TxError {
+	at := func(i int, kind error) *txError {
 		r := reasons[i]
-		return &TxError{Index: i, Code: aws.ToString(r.Code), Message: aws.ToString(r.Message), Item: r.Item, kind: kind, err: err}
+		return &txError{Index: i, Code: aws.ToString(r.Code), Message: aws.ToString(r.Message), Item: r.Item, kind: kind, err: err}
 	}
 	if fenceIndex >= 0 && fenceIndex < len(reasons) && aws.ToString(reasons[fenceIndex].Code) == "ConditionalCheckFailed" {
 		return at(fenceIndex, ErrLeaseLost)
 	}
-	var refused, retry *TxError
+	var refused, retry *txError
 	for i, r := range reasons {
 		switch aws.ToString(r.Code) {
 		case "", "None":
@@ -364,15 +364,15 @@ func explainTx(err error, fenceIndex int) error {
 			return at(i, ErrConditionFailed)
 		case "TransactionConflict":
 			if retry == nil {
-				retry = at(i, ErrConflict)
+				retry = at(i, errConflict)
 			}
 		case "ThrottlingError", "ProvisionedThroughputExceeded":
 			if retry == nil {
-				retry = at(i, ErrThrottled)
+				retry = at(i, errThrottled)
 			}
 		default:
 			if refused == nil {
-				refused = at(i, ErrTxRefused)
+				refused = at(i, errTxRefused)
 			}
 		}
 	}

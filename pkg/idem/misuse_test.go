@@ -162,7 +162,7 @@ func TestRunRecordsAnUnstorableResponseWithoutItsBody(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, idem.OutcomeReplayed, again.Outcome)
 	assert.Equal(t, 202, again.Response.Status)
-	assert.Equal(t, "too large", again.Response.Headers[idem.HeaderBodyOmitted])
+	assert.Equal(t, "too large", again.Response.Headers["Idempotent-Body-Omitted"])
 	assert.Equal(t, "text/plain", again.Response.Headers["Content-Type"])
 	assert.Empty(t, again.Response.Body)
 	assert.EqualValues(t, 1, runs.Load(), "the effect ran once")

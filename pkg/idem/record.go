@@ -13,7 +13,7 @@ import (
 
 // record attribute names; the package documentation describes each.
 const (
-	attrID              = TableKey
+	attrID              = "id"
 	attrStatus          = "status"
 	attrFingerprint     = "fingerprint"
 	attrLeaseToken      = "lease_token"
@@ -24,7 +24,7 @@ const (
 	attrCreatedAt       = "created_at"
 	attrCompletedAt     = "completed_at"
 	attrCompletionID    = "completion_id"
-	attrExpiresAt       = TTLAttribute
+	attrExpiresAt       = "expires_at"
 )
 
 // record statuses.
@@ -98,7 +98,7 @@ func decodeRecord(item map[string]types.AttributeValue) (record, error) {
 		// Without both, no caller could ever take the key over.
 		for _, a := range []string{attrLeaseToken, attrLeaseExpiresAt} {
 			if !in.Has(a) && bad == nil {
-				bad = fmt.Errorf("%w: in progress without %s", ErrCorruptRecord, a)
+				bad = fmt.Errorf("%w: in progress without %s", errCorruptRecord, a)
 			}
 		}
 	case statusCompleted:
@@ -107,11 +107,11 @@ func decodeRecord(item map[string]types.AttributeValue) (record, error) {
 		r.Response.Headers, _ = in.StringMap(attrResponseHeaders)
 	default:
 		if in.Err() == nil {
-			bad = fmt.Errorf("%w: unknown status %q", ErrCorruptRecord, r.Status)
+			bad = fmt.Errorf("%w: unknown status %q", errCorruptRecord, r.Status)
 		}
 	}
 	if err := in.Err(); err != nil {
-		return record{}, fmt.Errorf("%w: %w", ErrCorruptRecord, err)
+		return record{}, fmt.Errorf("%w: %w", errCorruptRecord, err)
 	}
 	if bad != nil {
 		return record{}, bad

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -25,48 +24,16 @@ type API interface {
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
-// Mode is how Execute claims a key.
-type Mode string
-
-// The modes. Both read and write the same records, so stores of either
-// mode can share a table and a key.
-const (
-	// ModeReserve claims the key with a conditional PutItem before the
-	// operation runs, then commits the operation's writes with the fenced
-	// completion in one TransactWriteItems: two calls on a first
-	// execution. A duplicate that arrives while the first runs gets
-	// ErrInFlight. Right for operations that take time.
-	ModeReserve Mode = "reserve"
-	// ModeTransact puts the claim into the operation's own transaction:
-	// one TransactWriteItems holds the writes and the record, already
-	// COMPLETED with the response. One call on a first execution; no
-	// IN_PROGRESS state, so nothing can wedge or needs releasing, and a
-	// concurrent duplicate gets the winner's response instead of
-	// ErrInFlight. The operation's function runs before the claim, so it
-	// must only compute its writes (no effect outside them).
-	ModeTransact Mode = "transact"
-)
-
-// ParseMode reads a mode name ("reserve" or "transact").
-func ParseMode(s string) (Mode, error) {
-	switch m := Mode(strings.TrimSpace(s)); m {
-	case ModeReserve, ModeTransact:
-		return m, nil
-	}
-	return "", fmt.Errorf("idem: unknown mode %q: want %q or %q", s, ModeReserve, ModeTransact)
-}
-
 // Defaults for a Store; each has an Option.
 const (
-	DefaultLease            = 60 * time.Second
-	DefaultLeaseMargin      = 2 * time.Second
+	defaultLease            = 60 * time.Second
+	defaultLeaseMargin      = 2 * time.Second
 	defaultRetention        = 24 * time.Hour
-	defaultClaimAttempts    = 3
 	defaultMaxResponseBytes = 64 << 10
 	defaultReleaseTimeout   = 3 * time.Second
 	defaultConflictAttempts = 5
 	// DefaultCacheBytes is the cache's budget for the responses it holds.
-	DefaultCacheBytes = 16 << 20
+	defaultCacheBytes = 16 << 20
 	// maxResponseBytesLimit caps WithMaxResponseBytes so a completed
 	// record stays under DynamoDB's 400 KB item size.
 	maxResponseBytesLimit = 300 << 10
@@ -76,9 +43,11 @@ const (
 // is the string attribute "id" (see CreateTable). It is safe for
 // concurrent use; make one per table and process, and share it.
 type Store struct {
-	db               API
-	table            string
-	mode             Mode
+	db    API
+	table string
+	// executeTransacts makes Execute run as Transact: only the tests set
+	// it, to run each Execute scenario in both ways of claiming.
+	executeTransacts bool
 	now              func() time.Time
 	lease            time.Duration
 	margin           time.Duration
@@ -95,17 +64,6 @@ type Store struct {
 
 // Option configures a Store.
 type Option func(*Store)
-
-// WithMode sets how Execute claims keys; "" means the default,
-// ModeReserve. Run and Do always reserve: their effects are outside
-// DynamoDB.
-func WithMode(m Mode) Option {
-	return func(s *Store) {
-		if m != "" {
-			s.mode = m
-		}
-	}
-}
 
 // WithCache keeps up to entries completed records in memory (an LRU), so a
 // replay of a key this process completed or replayed costs no DynamoDB
@@ -124,30 +82,25 @@ func WithCache(entries, maxBytes int) Option {
 }
 
 // WithClock replaces time.Now, for tests that move time.
-func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+func withClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
-// WithDefaultLease sets the lease used when the context has no deadline.
-// With a deadline (every Lambda invocation has one), the lease ends at the
-// deadline plus the margin, so a live holder is never taken over. Without
-// one (a net/http server), Execute, Run and Do renew the lease every third
-// of it with a fenced write while the operation runs, so an operation
-// slower than the lease is not taken over either; if a renewal cannot land
-// before the lease ends, the operation's context is cancelled with a
-// cause wrapping ErrLeaseLost. A holder that dies stops renewing, and its
-// key can be taken over one lease later.
-func WithDefaultLease(d time.Duration) Option { return func(s *Store) { s.lease = d } }
-
-// WithLeaseMargin sets how long past the deadline a lease lasts, covering
-// clock skew between hosts and the release after a timeout.
-func WithLeaseMargin(d time.Duration) Option { return func(s *Store) { s.margin = d } }
+// WithLease sets the lease of a holder whose context has no deadline
+// (default 60 s), and the margin a lease lasts past the deadline of one
+// that has (default 2 s; it covers clock skew between hosts and the
+// release after a timeout). With a deadline (every Lambda invocation has
+// one), the lease ends at the deadline plus the margin, so a live holder
+// is never taken over. Without one (a net/http server), Execute, Run and
+// Do renew the lease every third of it with a fenced write while the
+// operation runs, so an operation slower than the lease is not taken over
+// either; if a renewal cannot land before the lease ends, the operation's
+// context is cancelled with a cause wrapping ErrLeaseLost. A holder that
+// dies stops renewing, and its key can be taken over one lease later.
+func WithLease(lease, margin time.Duration) Option {
+	return func(s *Store) { s.lease, s.margin = lease, margin }
+}
 
 // WithRetention sets how long a completed key replays before it expires.
 func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention = d } }
-
-// WithClaimAttempts bounds the claim attempts, in either mode, when the
-// record that beat a claim vanishes or dies before it is read (a release
-// or a lease ending in between).
-func WithClaimAttempts(n int) Option { return func(s *Store) { s.maxAttempts = n } }
 
 // WithMaxResponseBytes limits the response stored for replay.
 func WithMaxResponseBytes(n int) Option { return func(s *Store) { s.maxResponseBytes = n } }
@@ -157,18 +110,22 @@ func WithMaxResponseBytes(n int) Option { return func(s *Store) { s.maxResponseB
 // that already happened.
 func WithReleaseTimeout(d time.Duration) Option { return func(s *Store) { s.releaseTimeout = d } }
 
-// WithConflictAttempts bounds the attempts of a transaction cancelled by a
-// conflict or throttling (retried with full jitter).
-func WithConflictAttempts(n int) Option { return func(s *Store) { s.maxTxAttempts = n } }
+// WithConflictAttempts bounds the attempts of a write that meets another
+// caller's (default 5): a transaction cancelled by a conflict or
+// throttling, retried with full jitter, and a claim whose winner vanished
+// (released, or its lease ended) before it could be read.
+func WithConflictAttempts(n int) Option {
+	return func(s *Store) { s.maxAttempts, s.maxTxAttempts = n, n }
+}
 
 // NewStore returns a store on the named table.
 func NewStore(db API, table string, opts ...Option) (*Store, error) {
 	s := &Store{
-		db: db, table: table, mode: ModeReserve, now: time.Now,
-		lease: DefaultLease, margin: DefaultLeaseMargin, retention: defaultRetention,
-		maxAttempts: defaultClaimAttempts, maxResponseBytes: defaultMaxResponseBytes,
+		db: db, table: table, now: time.Now,
+		lease: defaultLease, margin: defaultLeaseMargin, retention: defaultRetention,
+		maxAttempts: defaultConflictAttempts, maxResponseBytes: defaultMaxResponseBytes,
 		releaseTimeout: defaultReleaseTimeout, maxTxAttempts: defaultConflictAttempts,
-		cacheBytes: DefaultCacheBytes, newToken: uuid.NewString,
+		cacheBytes: defaultCacheBytes, newToken: uuid.NewString,
 	}
 	for _, o := range opts {
 		o(s)
@@ -178,8 +135,6 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 		return nil, errors.New("idem: nil DynamoDB client")
 	case table == "":
 		return nil, errors.New("idem: empty table name")
-	case s.mode != ModeReserve && s.mode != ModeTransact:
-		return nil, fmt.Errorf("idem: unknown mode %q", s.mode)
 	case s.lease <= 0 || s.margin < 0 || s.releaseTimeout <= 0:
 		return nil, errors.New("idem: lease and release timeout must be positive, margin not negative")
 	case s.retention < s.lease+s.margin:
@@ -196,9 +151,6 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 	}
 	return s, nil
 }
-
-// Mode returns the store's mode.
-func (s *Store) Mode() Mode { return s.mode }
 
 // claimed is a successful reserve: either a Lease (the caller executes) or a
 // stored Response to replay.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
@@ -34,7 +35,7 @@ type server struct {
 func newServer(t *testing.T) *server {
 	t.Helper()
 	db := idemtest.New(t, idemtest.WithTransactionLatency(time.Millisecond)).Client()
-	if err := idem.CreateTable(context.Background(), db, "idempotency"); err != nil {
+	if err := idemtable.Create(context.Background(), db, "idempotency"); err != nil {
 		t.Fatal(err)
 	}
 	store, err := idem.NewStore(db, "idempotency")

@@ -31,7 +31,6 @@ import (
 	"github.com/idemlambda/idemlambda/bench/benchrun"
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 // timeout is the function's Lambda timeout: each invocation's deadline.
@@ -83,7 +82,7 @@ func run() error {
 		Common:       config.Common{LogLevel: slog.LevelError},
 		SellersTable: sellersTable, EventSource: source,
 		Idempotency: config.Idempotency{
-			Table: idemTable, Retention: 7 * 24 * time.Hour, Mode: idem.ModeTransact,
+			Table: idemTable, Retention: 7 * 24 * time.Hour, Mode: config.ModeTransact,
 			// No in-memory replay cache, as Powertools' local cache is
 			// off by default: every delivery reaches the store.
 			CacheSize: 0,

@@ -33,7 +33,6 @@ import (
 	"github.com/idemlambda/idemlambda/bench/benchrun"
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
@@ -67,9 +66,9 @@ func run() error {
 	flag.IntVar(&f.dup, "dup", 8, "concurrent duplicates per key (dup workload)")
 	flag.IntVar(&f.warmup, "warmup", 20, "warm-up keys (each sent twice, then 8-way concurrent rounds)")
 	flag.DurationVar(&f.timeout, "timeout", 30*time.Second, "Lambda timeout: each invocation's context deadline")
-	flag.StringVar(&f.mode, "mode", string(idem.ModeReserve), "idem mode: reserve | transact")
+	flag.StringVar(&f.mode, "mode", string(config.ModeReserve), "idem mode: reserve | transact")
 	flag.Parse()
-	mode, err := idem.ParseMode(f.mode)
+	mode, err := config.ParseMode(f.mode)
 	if err != nil {
 		return err
 	}

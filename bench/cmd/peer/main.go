@@ -39,7 +39,6 @@ import (
 
 	"github.com/idemlambda/idemlambda/bench/proxy"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
-	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 // workloads, by the name their tables and keys use: seq (1), dup (2a,
@@ -47,8 +46,8 @@ import (
 var workloads = []string{"seq", "dup", "dupp", "crash"}
 
 // The three implementations, by the name the results and tables use:
-// idemlambda in idem.ModeReserve (the default mode; the name predates the
-// second mode), idemlambda in idem.ModeTransact, and Powertools.
+// idemlambda in reserve mode (the default; the name predates the
+// second mode), idemlambda in transact mode, and Powertools.
 const (
 	Ours         = "idemlambda"
 	OursTransact = "idemlambda-transact"
@@ -61,14 +60,18 @@ var impls = []string{Ours, OursTransact, Powertools}
 // isOurs says whether impl is idemlambda (either mode).
 func isOurs(impl string) bool { return impl == Ours || impl == OursTransact }
 
-// idemMode is the idem.Mode an idemlambda implementation runs in ("" for
-// Powertools).
-func idemMode(impl string) idem.Mode {
+// idemLeaseMargin is pkg/idem's default lease margin: a lease lasts this
+// long past the invocation's deadline.
+const idemLeaseMargin = 2 * time.Second
+
+// idemMode is the IDEMPOTENCY_MODE an idemlambda implementation runs in
+// ("" for Powertools).
+func idemMode(impl string) string {
 	switch impl {
 	case Ours:
-		return idem.ModeReserve
+		return "reserve"
 	case OursTransact:
-		return idem.ModeTransact
+		return "transact"
 	}
 	return ""
 }
@@ -117,7 +120,7 @@ func main() {
 // Phase is one runner process's measured run.
 type Phase struct {
 	Impl     string `json:"impl"`
-	Mode     string `json:"idem_mode,omitempty"` // idemlambda's idem.Mode
+	Mode     string `json:"idem_mode,omitempty"` // idemlambda's IDEMPOTENCY_MODE
 	Workload string `json:"workload"`            // seq, dup, crash
 	Step     string `json:"step"`                // run, or crash / retry
 	Label    string `json:"label"`
@@ -181,7 +184,7 @@ func run(o options) error {
 		Config: map[string]any{
 			"seq_keys": o.seqKeys, "dup_keys": o.dupKeys, "dup": o.dup, "crash_keys": o.crashKeys,
 			"warmup_keys": o.warmup, "crash_lambda_timeout": o.crashTimeout.String(),
-			"lambda_timeout": "30s", "idemlambda_lease_margin": idem.DefaultLeaseMargin.String(),
+			"lambda_timeout": "30s", "idemlambda_lease_margin": idemLeaseMargin.String(),
 			"implementations": impls, "idemlambda_cache_size": 0,
 			"consumer_implementations": consumerImpls, "consumer_events": o.consumerEvents,
 			"consumer_sellers": o.consumerSellers, "consumer_concurrent_invocations": o.consumerProcs,
@@ -361,7 +364,7 @@ func (b *bench) workload(ctx context.Context, impl, w string) error {
 	// idemlambda reserve: deadline + lease margin) has ended after this
 	// wait. Transact mode leaves no lease (its record lands COMPLETED) but
 	// waits the same, so its retry runs as late as the others'.
-	wait := b.o.crashTimeout + idem.DefaultLeaseMargin + 500*time.Millisecond
+	wait := b.o.crashTimeout + idemLeaseMargin + 500*time.Millisecond
 	fmt.Printf("  waiting %v for the crashed invocations' leases to end\n", wait)
 	time.Sleep(wait)
 	retry, err := b.phase(impl, w, "retry", b.o.crashKeys, 1, nil)
@@ -429,7 +432,7 @@ func (p *proc) kill() {
 func (b *bench) start(impl string, args []string, logName string) (*proc, map[string]string, error) {
 	const fn = "createproduct"
 	if isOurs(impl) {
-		return b.startCmd(fn, b.o.gorunner, append(args, "--mode="+string(idemMode(impl))), logName)
+		return b.startCmd(fn, b.o.gorunner, append(args, "--mode="+idemMode(impl)), logName)
 	}
 	return b.startCmd(fn, b.o.node, append([]string{filepath.Join(b.o.ptDir, "runner.mjs")}, args...), logName)
 }
@@ -485,7 +488,7 @@ func (b *bench) phase(impl, workload, step string, keys, procs int, extra []stri
 		fmt.Sprintf("--warmup=%d", b.o.warmup), "--event=" + b.o.event,
 	}
 	args = append(args, extra...)
-	p := &Phase{Impl: impl, Mode: string(idemMode(impl)), Workload: workload, Step: step, LoadAvgBefore: loadavg(), Outcomes: map[string]int{}}
+	p := &Phase{Impl: impl, Mode: idemMode(impl), Workload: workload, Step: step, LoadAvgBefore: loadavg(), Outcomes: map[string]int{}}
 	fmt.Printf("  %-19s %-5s %-5s keys=%d procs=%d load %s ... ", impl, workload, step, keys, procs, p.LoadAvgBefore)
 	var ps []*proc
 	defer func() {

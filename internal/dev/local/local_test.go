@@ -21,7 +21,6 @@ import (
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
-	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 const widget = `{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`
@@ -48,7 +47,7 @@ func startWithOut(t *testing.T, pub outbox.Publisher, out io.Writer) *local.Runn
 		GetProduct: config.GetProduct{ProductsTable: "products"},
 		SellerStats: config.SellerStats{
 			SellersTable: "sellers", EventSource: "idemlambda.products",
-			Idempotency: config.Idempotency{Table: "idempotency", Retention: time.Hour, Mode: idem.ModeTransact},
+			Idempotency: config.Idempotency{Table: "idempotency", Retention: time.Hour, Mode: config.ModeTransact},
 		},
 		GetSeller:     config.GetSeller{SellersTable: "sellers"},
 		ConsumeEvents: pub != nil,

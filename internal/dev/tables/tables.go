@@ -18,13 +18,13 @@ import (
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/sellers"
-	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 )
 
 // Key and TTL attributes, as the packages that own the items define them.
 const (
 	// AttrID is the hash key of the products and idempotency tables.
-	AttrID = idem.TableKey
+	AttrID = idemtable.KeyAttribute
 	// AttrAggregateID is the hash key of the outbox table.
 	AttrAggregateID = outbox.AttrAggregateID
 	// AttrEventID is the range key of the outbox table (a UUIDv7).
@@ -54,7 +54,7 @@ var Products = Table{Logical: "products", EnvVar: config.ProductsTable.Name, Has
 
 // Idempotency holds one record per scoped idempotency key, in pkg/idem's
 // schema.
-var Idempotency = Table{Logical: "idempotency", EnvVar: config.IdempotencyTable.Name, HashKey: idem.TableKey, TTLAttribute: idem.TTLAttribute}
+var Idempotency = Table{Logical: "idempotency", EnvVar: config.IdempotencyTable.Name, HashKey: idemtable.KeyAttribute, TTLAttribute: idemtable.TTLAttribute}
 
 // Outbox holds domain events until the stream relay has published them.
 var Outbox = Table{

@@ -9,7 +9,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/internal/testkit/template"
-	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 )
 
 // itemActions are the DynamoDB actions that name each item's key, so
@@ -30,8 +30,8 @@ var itemActions = []string{
 // follows.
 func TestIdempotencyRecordsConfinedToOwnOperation(t *testing.T) {
 	want := map[string]string{
-		"createproduct": idem.OperationPrefix(api.OperationCreateProduct) + "*",
-		"sellerstats":   idem.OperationPrefix(sellers.Operation) + "*",
+		"createproduct": idemtable.LeadingKeyPrefix(api.OperationCreateProduct) + "*",
+		"sellerstats":   idemtable.LeadingKeyPrefix(sellers.Operation) + "*",
 	}
 	for fn, p := range want {
 		// IAM reads * and ? as wildcards and ${...} as a policy variable;
@@ -67,7 +67,7 @@ func TestIdempotencyRecordsConfinedToOwnOperation(t *testing.T) {
 					}
 				}
 				if got := leadingKeys(s["Condition"]); !slices.Equal(got, []string{prefix}) {
-					t.Errorf("%s: %s Condition = %v\n  want ForAllValues:StringLike dynamodb:LeadingKeys [%q] (idem.OperationPrefix of its operation)",
+					t.Errorf("%s: %s Condition = %v\n  want ForAllValues:StringLike dynamodb:LeadingKeys [%q] (idemtable.LeadingKeyPrefix of its operation)",
 						fn, where, s["Condition"], prefix)
 				}
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 )
 
@@ -23,7 +24,7 @@ import (
 func localStore() (*idem.Store, func()) {
 	local := idemtest.Start()
 	client, stop := local.Client(), local.Close
-	if err := idem.CreateTable(context.Background(), client, "idempotency"); err != nil {
+	if err := idemtable.Create(context.Background(), client, "idempotency"); err != nil {
 		log.Fatal(err)
 	}
 	store, err := idem.NewStore(client, "idempotency")
@@ -80,6 +81,8 @@ func ExampleMiddleware_Handler() {
 	mw := &idemhttp.Middleware{
 		Store:     store,
 		Principal: func(r *http.Request) (string, error) { return "user:" + r.Header.Get("X-User"), nil },
+		// Problem types point at your API's documentation.
+		ProblemTypeBase: "https://api.example.com/problems#",
 	}
 	charges := 0
 	mux := http.NewServeMux()
@@ -111,22 +114,23 @@ func ExampleMiddleware_Handler() {
 	// Output:
 	// 201 replayed="" {"charge":"ch_1"}
 	// 201 replayed="true" {"charge":"ch_1"}
-	// 422 replayed="" {"type":"https://github.com/idemlambda/idemlambda/blob/main/docs/problems.md#key-reuse","title":"Idempotency key reused with a different payload","status":422,"detail":"this idempotency key was used with a different request body; use a new key for a new request"}
+	// 422 replayed="" {"type":"https://api.example.com/problems#key-reuse","title":"Idempotency key reused with a different payload","status":422,"detail":"this idempotency key was used with a different request body; use a new key for a new request"}
 	// charges: 1
 }
 
 // A handler that calls idem.Store.Execute itself uses ProblemFor for its
-// errors.
+// errors, with its API's problem type base (or "" for about:blank).
 func ExampleProblemFor() {
-	p := idemhttp.ProblemFor(fmt.Errorf("create order: %w", &idem.InFlightError{RetryAfter: 4200 * time.Millisecond}))
+	const types = "https://api.example.com/problems#"
+	p := idemhttp.ProblemFor(fmt.Errorf("create order: %w", &idem.InFlightError{RetryAfter: 4200 * time.Millisecond}), types)
 	resp := p.APIGatewayV2()
-	fmt.Println(resp.StatusCode, resp.Headers["Retry-After"], resp.Headers["Content-Type"])
-	fmt.Println(idemhttp.ProblemFor(idem.ErrKeyReuse).Status)
-	fmt.Println(idemhttp.ProblemFor(idem.ErrThrottled).Status)
+	fmt.Println(resp.StatusCode, resp.Headers["Retry-After"], resp.Headers["Content-Type"], p.Type)
+	fmt.Println(idemhttp.ProblemFor(idem.ErrKeyReuse, types).Status)
+	fmt.Println(idemhttp.ProblemFor(context.DeadlineExceeded, "").Type)
 	// Output:
-	// 409 5 application/problem+json
+	// 409 5 application/problem+json https://api.example.com/problems#in-flight
 	// 422
-	// 503
+	// about:blank
 }
 
 func ExampleParseKey() {

@@ -6,16 +6,16 @@ import (
 	"encoding/hex"
 	"net/http"
 
-	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/canon"
 )
 
 // RequestFingerprint identifies a request's payload for key reuse: the
 // SHA-256 of its method, path, query and body, each length-prefixed. A
 // body that is strict JSON counts by its canonical form
-// (idem.CanonicalJSON), so whitespace and member order never make a retry
+// (the canonical JSON idem.Fingerprint hashes), so whitespace and member order never make a retry
 // look like another request; any other body (duplicate members, invalid
 // UTF-8, data after the value) counts byte for byte. No raw body can equal
-// a canonical form, which CanonicalJSON would have accepted, so the two
+// a canonical form, which the canonicalizer would have accepted, so the two
 // kinds never collide.
 func RequestFingerprint(method, path, rawQuery string, body []byte) string {
 	return fingerprint(method, path, rawQuery, body, nil, nil)
@@ -26,7 +26,7 @@ func RequestFingerprint(method, path, rawQuery string, body []byte) string {
 // headers it is RequestFingerprint's value, so records stored by a
 // middleware configured without headers stay valid.
 func fingerprint(method, path, rawQuery string, body []byte, headers []string, get func(string) (string, bool)) string {
-	if canon, err := idem.CanonicalJSON(body); err == nil {
+	if canon, err := canon.JSON(body); err == nil {
 		body = canon
 	}
 	h := sha256.New()

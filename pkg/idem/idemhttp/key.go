@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/scopeid"
 )
 
 // HeaderKey carries the client's idempotency key
@@ -17,9 +18,16 @@ const HeaderKey = "Idempotency-Key"
 // "Idempotent-Replayed: true". A first execution does not carry it.
 const HeaderReplayed = "Idempotent-Replayed"
 
+// HeaderBodyOmitted marks a stored response whose body could not be
+// stored (too large for the record, or not storable): pkg/idem records
+// such a response without it rather than leave the key open to run the
+// handler again, and a replay carries the status and this header, whose
+// value ("too large" or "not storable") says why.
+const HeaderBodyOmitted = "Idempotent-Body-Omitted"
+
 // ParseKey reads an Idempotency-Key header value: an RFC 8941 string
 // ("abc", with \" and \\ escapes, parameters after it ignored) or,
-// leniently, a bare token (abc). The key must pass idem.ValidateKey: 1 to
+// leniently, a bare token (abc). The key must be a valid key: 1 to
 // 255 printable ASCII characters. Every error wraps idem.ErrInvalidKey.
 func ParseKey(v string) (string, error) {
 	v = strings.Trim(v, " \t")
@@ -56,9 +64,9 @@ func ParseKey(v string) (string, error) {
 	return "", fmt.Errorf("%w: unterminated quoted string", idem.ErrInvalidKey)
 }
 
-// valid returns the key if it passes idem.ValidateKey, else the error.
+// valid returns the key if it is a valid key, else the error.
 func valid(key string) (string, error) {
-	if err := idem.ValidateKey(key); err != nil {
+	if err := scopeid.ValidateKey(key); err != nil {
 		return "", err
 	}
 	return key, nil

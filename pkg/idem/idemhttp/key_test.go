@@ -51,7 +51,7 @@ func FuzzParseKey(f *testing.F) {
 			}
 			return
 		}
-		if verr := idem.ValidateKey(key); verr != nil {
+		if _, verr := idem.NewScope("op", "p", key); verr != nil {
 			t.Fatalf("accepted invalid key %q: %v", key, verr)
 		}
 		quoted := `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(key) + `"`

@@ -54,7 +54,7 @@ const DefaultMaxBodyBytes = 1 << 20
 // request's headers, which the retry may correct (401, 403, 406, 412,
 // 415). Hop-by-hop headers and Content-Length are never stored (the
 // replay's connection computes its own). A response too large to store is
-// recorded without its body (idem.HeaderBodyOmitted), and its replays
+// recorded without its body (HeaderBodyOmitted), and its replays
 // carry none of the headers that describe a body (Content-Type, ETag and
 // the like): the handler still runs once. If the completion cannot be
 // recorded (idem.ErrNotRecorded), the client still gets the handler's
@@ -101,6 +101,9 @@ type Middleware struct {
 	// both paths (an API Gateway body by its decoded size); 0 means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// ProblemTypeBase prefixes the type URI of every problem the
+	// middleware answers with; see ProblemFor. Empty gives "about:blank".
+	ProblemTypeBase string
 	// Observe, when set, is called once per request after its answer is
 	// decided, with the outcome and the error behind it (nil on success):
 	// the place for logs and metrics. It must not block.
@@ -125,33 +128,33 @@ func (m *Middleware) APIGatewayV2(next APIGatewayV2Handler) APIGatewayV2Handler 
 		}
 		if m.Store == nil {
 			m.observe(ctx, idem.OutcomeError, errNoStore)
-			return ProblemFor(errNoStore).APIGatewayV2(), nil
+			return m.problemFor(errNoStore).APIGatewayV2(), nil
 		}
 		if !ok {
-			return reject(MissingKey(), errMissingKey)
+			return reject(probKey.problem(m.ProblemTypeBase, "send an "+HeaderKey+" header with a unique value per operation"), errMissingKey)
 		}
 		key, err := ParseKey(raw)
 		if err != nil {
-			return reject(ProblemFor(err), err)
+			return reject(m.problemFor(err), err)
 		}
 		principal, err := m.principalV2(req.RequestContext)
 		switch {
 		case errors.Is(err, errNoPrincipal):
 			m.observe(ctx, idem.OutcomeError, err)
-			return ProblemFor(err).APIGatewayV2(), nil
+			return m.problemFor(err).APIGatewayV2(), nil
 		case err != nil:
-			return reject(probForbidden.with(ProblemFor(ErrNoSubject).Detail), err)
+			return reject(m.problemFor(ErrNoSubject), err)
 		}
 		scope, err := idem.NewScope(m.operationV2(req), principal, key)
 		if err != nil {
-			return reject(ProblemFor(err), err)
+			return reject(m.problemFor(err), err)
 		}
 		body, err := m.bodyV2(req)
 		switch {
 		case errors.Is(err, errBadBase64):
-			return reject(NewProblem(http.StatusBadRequest, "bad-request", "Bad request", "body is marked base64 but does not decode"), err)
+			return reject(probBadRequest.problem(m.ProblemTypeBase, "body is marked base64 but does not decode"), err)
 		case err != nil:
-			return reject(ProblemFor(err), err)
+			return reject(m.problemFor(err), err)
 		}
 		fp := fingerprint(req.RequestContext.HTTP.Method, req.RawPath, req.RawQueryString, body,
 			m.fingerprintHeaders(), func(name string) (string, bool) { return HeaderV2(req.Headers, name) })
@@ -184,7 +187,7 @@ func (m *Middleware) APIGatewayV2(next APIGatewayV2Handler) APIGatewayV2Handler 
 		case errors.Is(err, idem.ErrNotRecorded) && res.Response.Status != 0:
 			return ToAPIGatewayV2(res.Response, false), nil // the effect happened: say so
 		default:
-			return ProblemFor(err).APIGatewayV2(), nil
+			return m.problemFor(err).APIGatewayV2(), nil
 		}
 	}
 }
@@ -206,45 +209,45 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		}
 		if m.Store == nil {
 			m.observe(ctx, idem.OutcomeError, errNoStore)
-			ProblemFor(errNoStore).Write(w)
+			m.problemFor(errNoStore).Write(w)
 			return
 		}
 		switch len(values) {
 		case 0:
-			reject(MissingKey(), errMissingKey)
+			reject(probKey.problem(m.ProblemTypeBase, "send an "+HeaderKey+" header with a unique value per operation"), errMissingKey)
 			return
 		case 1:
 		default:
 			err := fmt.Errorf("%w: %d %s headers; send one", idem.ErrInvalidKey, len(values), HeaderKey)
-			reject(ProblemFor(err), err)
+			reject(m.problemFor(err), err)
 			return
 		}
 		key, err := ParseKey(values[0])
 		if err != nil {
-			reject(ProblemFor(err), err)
+			reject(m.problemFor(err), err)
 			return
 		}
 		principal := Anonymous
 		switch {
 		case m.Principal != nil:
 			if principal, err = m.Principal(r); err != nil {
-				reject(probForbidden.with("the caller cannot be identified; idempotency keys are scoped to the caller"), err)
+				reject(probForbidden.problem(m.ProblemTypeBase, "the caller cannot be identified; idempotency keys are scoped to the caller"), err)
 				return
 			}
 		case !m.AllowAnonymous:
 			err := fmt.Errorf("%w: set Principal, or AllowAnonymous to put every caller in one scope", errNoPrincipal)
 			m.observe(ctx, idem.OutcomeError, err)
-			ProblemFor(err).Write(w)
+			m.problemFor(err).Write(w)
 			return
 		}
 		scope, err := idem.NewScope(m.operationHTTP(r), principal, key)
 		if err != nil {
-			reject(ProblemFor(err), err)
+			reject(m.problemFor(err), err)
 			return
 		}
 		body, err := m.readBody(r)
 		if err != nil {
-			reject(ProblemFor(err), err)
+			reject(m.problemFor(err), err)
 			return
 		}
 		fp := fingerprint(r.Method, r.URL.Path, r.URL.RawQuery, body, m.fingerprintHeaders(), func(name string) (string, bool) {
@@ -273,7 +276,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		case errors.Is(err, idem.ErrNotRecorded) && res.Response.Status != 0:
 			write(w, res.Response, false) // the effect happened: say so
 		default:
-			ProblemFor(err).Write(w)
+			m.problemFor(err).Write(w)
 		}
 	})
 }
@@ -449,3 +452,6 @@ func HeaderV2(h map[string]string, name string) (string, bool) {
 	}
 	return "", false
 }
+
+// problemFor is ProblemFor under the middleware's type base.
+func (m *Middleware) problemFor(err error) Problem { return ProblemFor(err, m.ProblemTypeBase) }

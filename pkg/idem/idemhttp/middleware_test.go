@@ -23,6 +23,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 )
 
@@ -75,7 +76,7 @@ func (m *mailer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func newMiddleware(t *testing.T, observed *outcomes) *idemhttp.Middleware {
 	t.Helper()
 	db := idemtest.New(t).Client()
-	require.NoError(t, idem.CreateTable(context.Background(), db, "idempotency"))
+	require.NoError(t, idemtable.Create(context.Background(), db, "idempotency"))
 	store, err := idem.NewStore(db, "idempotency")
 	require.NoError(t, err)
 	// Callers are told apart where a test is about that; elsewhere one
@@ -458,7 +459,7 @@ func TestMiddlewareRecordsATooLargeResponseWithoutItsBody(t *testing.T) {
 	again, err := h(context.Background(), emailRequest("big", `{}`))
 	require.NoError(t, err)
 	assert.Equal(t, 200, again.StatusCode)
-	assert.Equal(t, "too large", again.Headers[idem.HeaderBodyOmitted])
+	assert.Equal(t, "too large", again.Headers[idemhttp.HeaderBodyOmitted])
 	assert.Equal(t, "true", again.Headers[idemhttp.HeaderReplayed])
 	assert.EqualValues(t, 1, runs.Load())
 }

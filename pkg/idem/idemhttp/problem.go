@@ -14,43 +14,44 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
-// TypeBase prefixes the type URI of every problem this package writes;
-// each type is documented under its anchor there.
-const TypeBase = "https://github.com/idemlambda/idemlambda/blob/main/docs/problems.md#"
-
 // ContentTypeProblem is the media type of a problem body (RFC 9457).
 const ContentTypeProblem = "application/problem+json"
 
 // Problem is an RFC 9457 problem details object.
 type Problem struct {
-	// Type is a URI naming the kind of problem.
+	// Type is a URI naming the kind of problem: the type base given to
+	// ProblemFor (or Middleware.ProblemTypeBase) plus the kind's name, or
+	// "about:blank" without a base.
 	Type string `json:"type"`
-	// Title is a short summary of the kind.
+	// Title is a short summary of the kind: with "about:blank", the
+	// status's reason phrase, as RFC 9457 asks.
 	Title string `json:"title"`
 	// Status is the HTTP status code.
 	Status int `json:"status"`
 	// Detail explains this occurrence to the client.
 	Detail string `json:"detail"`
-	// Errors lists the invalid fields of a validation problem.
-	Errors []FieldError `json:"errors,omitempty"`
-	// Headers are sent with the problem (Retry-After, Allow).
+	// Headers are sent with the problem (Retry-After).
 	Headers map[string]string `json:"-"`
 }
 
-// FieldError is one rule broken by one field of a request.
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
+// kind is one problem this package answers with; its type is a base plus
+// name.
+type kind struct {
+	status      int
+	name, title string
 }
 
-// NewProblem returns a problem whose type is TypeBase plus name.
-func NewProblem(status int, name, title, detail string) Problem {
-	return Problem{Type: TypeBase + name, Title: title, Status: status, Detail: detail}
+// problem is the kind's problem under typeBase, with detail.
+func (k kind) problem(typeBase, detail string) Problem {
+	if typeBase == "" {
+		return Problem{Type: "about:blank", Title: http.StatusText(k.status), Status: k.status, Detail: detail}
+	}
+	return Problem{Type: typeBase + k.name, Title: k.title, Status: k.status, Detail: detail}
 }
 
-// WithRetryAfter returns a copy of p with a Retry-After header of d
+// withRetryAfter returns a copy of p with a Retry-After header of d
 // rounded up to whole seconds, at least 1.
-func (p Problem) WithRetryAfter(d time.Duration) Problem {
+func (p Problem) withRetryAfter(d time.Duration) Problem {
 	h := make(map[string]string, len(p.Headers)+1)
 	for k, v := range p.Headers {
 		h[k] = v
@@ -60,11 +61,11 @@ func (p Problem) WithRetryAfter(d time.Duration) Problem {
 	return p
 }
 
-// Body returns the problem as JSON.
-func (p Problem) Body() []byte {
+// body returns the problem as JSON.
+func (p Problem) body() []byte {
 	b, err := json.Marshal(p)
 	if err != nil { // a Problem always encodes; keep the status anyway
-		return []byte(`{"title":"Internal server error","status":500}`)
+		return []byte(`{"title":"Internal Server Error","status":500}`)
 	}
 	return b
 }
@@ -76,7 +77,7 @@ func (p Problem) APIGatewayV2() events.APIGatewayV2HTTPResponse {
 		h[k] = v
 	}
 	h["Content-Type"] = ContentTypeProblem
-	return events.APIGatewayV2HTTPResponse{StatusCode: p.Status, Headers: h, Body: string(p.Body())}
+	return events.APIGatewayV2HTTPResponse{StatusCode: p.Status, Headers: h, Body: string(p.body())}
 }
 
 // Write sends the problem on a net/http response.
@@ -86,18 +87,20 @@ func (p Problem) Write(w http.ResponseWriter) {
 	}
 	w.Header().Set("Content-Type", ContentTypeProblem)
 	w.WriteHeader(p.Status)
-	_, _ = w.Write(p.Body())
+	_, _ = w.Write(p.body())
 }
 
-// The problems of the idempotency layer, by the status they answer with.
+// The problems of the idempotency layer, by the status they answer with;
+// a type base names each by its anchor (idempotency-key, forbidden, ...).
 var (
-	probKey         = NewProblem(http.StatusBadRequest, "idempotency-key", "Invalid or missing idempotency key", "")
-	probForbidden   = NewProblem(http.StatusForbidden, "forbidden", "Caller cannot be identified", "")
-	probInFlight    = NewProblem(http.StatusConflict, "in-flight", "Request with this idempotency key is in progress", "")
-	probTooLarge    = NewProblem(http.StatusRequestEntityTooLarge, "too-large", "Request body too large", "")
-	probKeyReuse    = NewProblem(http.StatusUnprocessableEntity, "key-reuse", "Idempotency key reused with a different payload", "")
-	probUnavailable = NewProblem(http.StatusServiceUnavailable, "unavailable", "Service temporarily unavailable", "")
-	probInternal    = NewProblem(http.StatusInternalServerError, "internal", "Internal server error", "")
+	probKey         = kind{http.StatusBadRequest, "idempotency-key", "Invalid or missing idempotency key"}
+	probBadRequest  = kind{http.StatusBadRequest, "bad-request", "Bad request"}
+	probForbidden   = kind{http.StatusForbidden, "forbidden", "Caller cannot be identified"}
+	probInFlight    = kind{http.StatusConflict, "in-flight", "Request with this idempotency key is in progress"}
+	probTooLarge    = kind{http.StatusRequestEntityTooLarge, "too-large", "Request body too large"}
+	probKeyReuse    = kind{http.StatusUnprocessableEntity, "key-reuse", "Idempotency key reused with a different payload"}
+	probUnavailable = kind{http.StatusServiceUnavailable, "unavailable", "Service temporarily unavailable"}
+	probInternal    = kind{http.StatusInternalServerError, "internal", "Internal server error"}
 )
 
 // ErrBodyTooLarge reports a request body over the middleware's limit: 413.
@@ -106,7 +109,7 @@ var ErrBodyTooLarge = errors.New("idemhttp: request body too large")
 // ProblemFor maps an error from pkg/idem, or from this package, to the
 // problem a client should get:
 //
-//	ErrInFlight (*idem.InFlightError)   409, Retry-After: until the holder's lease has ended
+//	idem.ErrInFlight                    409, Retry-After: until the holder's lease has ended (idem.RetryAfter)
 //	idem.ErrLeaseLost                   409, Retry-After: 1 (another request took the key over)
 //	idem.ErrKeyReuse                    422
 //	idem.ErrInvalidKey                  400
@@ -115,45 +118,37 @@ var ErrBodyTooLarge = errors.New("idemhttp: request body too large")
 //	idem.IsUnavailable                  503, Retry-After: 1
 //	anything else                       500, with no internal detail
 //
-// The detail tells the client what to do; it never carries the error text
-// of a 5xx, which belongs in the server's log.
-func ProblemFor(err error) Problem {
+// Each problem's type is typeBase plus its name (in-flight, key-reuse,
+// idempotency-key, forbidden, too-large, unavailable, internal): point
+// typeBase at your API's documentation of them, such as
+// "https://api.example.com/problems#". An empty typeBase gives
+// "about:blank" and the status's reason phrase as the title. The detail
+// tells the client what to do; it never carries the error text of a 5xx,
+// which belongs in the server's log.
+func ProblemFor(err error, typeBase string) Problem {
 	var inflight *idem.InFlightError
 	switch {
-	case errors.As(err, &inflight):
-		secs := max(1, int(math.Ceil(inflight.RetryAfter.Seconds())))
-		return probInFlight.with(fmt.Sprintf("an earlier request with this key holds it for up to %d more seconds; retry to get its response", secs)).
-			WithRetryAfter(inflight.RetryAfter)
+	case errors.As(err, &inflight) || errors.Is(err, idem.ErrInFlight):
+		retryAfter := time.Second
+		if inflight != nil {
+			retryAfter = max(retryAfter, inflight.RetryAfter)
+		}
+		secs := int(math.Ceil(retryAfter.Seconds()))
+		return probInFlight.problem(typeBase, fmt.Sprintf("an earlier request with this key holds it for up to %d more seconds; retry to get its response", secs)).
+			withRetryAfter(retryAfter)
 	case errors.Is(err, idem.ErrLeaseLost):
-		return probInFlight.with("another request with this key took it over; retry to get its response").WithRetryAfter(time.Second)
+		return probInFlight.problem(typeBase, "another request with this key took it over; retry to get its response").withRetryAfter(time.Second)
 	case errors.Is(err, idem.ErrKeyReuse):
-		return probKeyReuse.with("this idempotency key was used with a different request body; use a new key for a new request")
+		return probKeyReuse.problem(typeBase, "this idempotency key was used with a different request body; use a new key for a new request")
 	case errors.Is(err, idem.ErrInvalidKey):
-		return probKey.with(err.Error())
+		return probKey.problem(typeBase, err.Error())
 	case errors.Is(err, ErrNoSubject):
-		return probForbidden.with("the request's authorizer names no caller (a JWT sub, client_id or azp; an IAM caller; a Lambda authorizer's principalId or sub); idempotency keys are scoped to the caller")
+		return probForbidden.problem(typeBase, "the request's authorizer names no caller (a JWT sub, client_id or azp; an IAM caller; a Lambda authorizer's principalId or sub); idempotency keys are scoped to the caller")
 	case errors.Is(err, ErrBodyTooLarge):
-		return probTooLarge.with(err.Error())
+		return probTooLarge.problem(typeBase, err.Error())
 	case idem.IsUnavailable(err):
-		return probUnavailable.with("the data store is busy; retry with the same idempotency key").WithRetryAfter(time.Second)
+		return probUnavailable.problem(typeBase, "the data store is busy; retry with the same idempotency key").withRetryAfter(time.Second)
 	default:
-		return probInternal.with("the request failed on the server; nothing was stored for this idempotency key, so a retry with it is safe, though it may fail the same way")
+		return probInternal.problem(typeBase, "the request failed on the server; nothing was stored for this idempotency key, so a retry with it is safe, though it may fail the same way")
 	}
-}
-
-// MissingKey is the problem of a request that needs a key and has none.
-func MissingKey() Problem {
-	return probKey.with("send an " + HeaderKey + " header with a unique value per operation")
-}
-
-// InvalidKey is the problem of a request whose key cannot be used; detail
-// says why.
-func InvalidKey(detail string) Problem { return probKey.with(detail) }
-
-// WithDetail returns a copy of p with another detail.
-func (p Problem) WithDetail(detail string) Problem { return p.with(detail) }
-
-func (p Problem) with(detail string) Problem {
-	p.Detail = detail
-	return p
 }

@@ -40,20 +40,22 @@ func TestProblemFor(t *testing.T) {
 		{wrap(fmt.Errorf("%w: empty", idem.ErrInvalidKey)), 400, "idempotency-key", ""},
 		{idemhttp.ErrNoSubject, 403, "forbidden", ""},
 		{fmt.Errorf("%w: limit 1", idemhttp.ErrBodyTooLarge), 413, "too-large", ""},
-		{wrap(idem.ErrConflict), 503, "unavailable", "1"},
-		{wrap(idem.ErrThrottled), 503, "unavailable", "1"},
+		{wrap(idem.ErrInFlight), 409, "in-flight", "1"},
 		{wrap(&types.ProvisionedThroughputExceededException{}), 503, "unavailable", "1"},
 		{wrap(&types.InternalServerError{}), 503, "unavailable", "1"},
 		{wrap(&retry.MaxAttemptsError{Attempt: 3, Err: errors.New("x")}), 503, "unavailable", "1"},
 		{wrap(&net.OpError{Op: "dial", Err: errors.New("refused")}), 503, "unavailable", "1"},
 		{wrap(context.DeadlineExceeded), 503, "unavailable", "1"},
 		{wrap(errors.New("table products-x not found")), 500, "internal", ""},
-		{wrap(idem.ErrCorruptRecord), 500, "internal", ""},
 		{wrap(&types.ResourceNotFoundException{Message: new(string)}), 500, "internal", ""},
 	} {
-		p := idemhttp.ProblemFor(tc.err)
+		p := idemhttp.ProblemFor(tc.err, typeBase)
 		assert.Equal(t, tc.status, p.Status, "%v", tc.err)
-		assert.Equal(t, idemhttp.TypeBase+tc.kind, p.Type, "%v", tc.err)
+		assert.Equal(t, typeBase+tc.kind, p.Type, "%v", tc.err)
+		blank := idemhttp.ProblemFor(tc.err, "")
+		assert.Equal(t, "about:blank", blank.Type, "no base: RFC 9457's default type")
+		assert.Equal(t, http.StatusText(tc.status), blank.Title, "about:blank's title is the status phrase")
+		assert.Equal(t, p.Detail, blank.Detail)
 		assert.Equal(t, tc.retryAfter, p.Headers["Retry-After"], "%v", tc.err)
 		assert.NotEmpty(t, p.Title)
 		assert.NotEmpty(t, p.Detail)
@@ -76,8 +78,9 @@ func TestProblemFor(t *testing.T) {
 		assert.ElementsMatch(t, []string{"type", "title", "status", "detail"}, keys(body))
 		assert.EqualValues(t, tc.status, body["status"])
 	}
-	assert.Equal(t, http.StatusBadRequest, idemhttp.MissingKey().Status)
 }
+
+const typeBase = "https://api.example.com/problems#"
 
 func keys(m map[string]any) []string {
 	out := make([]string, 0, len(m))

@@ -39,7 +39,7 @@ func connectionNamed(connection string) []string {
 }
 
 // describesBody reports whether a header describes the body it came with:
-// a replay of a response stored without its body (idem.HeaderBodyOmitted)
+// a replay of a response stored without its body (HeaderBodyOmitted)
 // leaves it out, or it would describe a body that is not there.
 func describesBody(name string) bool {
 	switch http.CanonicalHeaderKey(name) {
@@ -57,7 +57,7 @@ func replayHeader(r idem.Response, name string, named []string) bool {
 	if connectionOnly(name, named) {
 		return false
 	}
-	_, omitted := r.Headers[idem.HeaderBodyOmitted]
+	_, omitted := r.Headers[HeaderBodyOmitted]
 	return !omitted || !describesBody(name)
 }
 

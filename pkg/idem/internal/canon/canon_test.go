@@ -1,4 +1,4 @@
-package idem_test
+package canon_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/canon"
 )
 
 // body6MB is a 6 MB JSON request body of many small objects, the shape
@@ -27,14 +27,14 @@ func body6MB() []byte {
 	return b.Bytes()
 }
 
-// BenchmarkCanonicalJSON6MB measures the memory a 6 MB body costs to
+// BenchmarkJSON6MB measures the memory a 6 MB body costs to
 // fingerprint: a Lambda function has 256 MB.
-func BenchmarkCanonicalJSON6MB(b *testing.B) {
+func BenchmarkJSON6MB(b *testing.B) {
 	body := body6MB()
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := idem.CanonicalJSON(body); err != nil {
+		if _, err := canon.JSON(body); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -59,17 +59,17 @@ func TestCanonicalJSONIsStrict(t *testing.T) {
 		"leading zero":             `01`,
 		"empty":                    ``,
 	} {
-		if canon, err := idem.CanonicalJSON([]byte(body)); err == nil {
+		if canon, err := canon.JSON([]byte(body)); err == nil {
 			t.Errorf("%s: %q canonicalized to %q; want an error", name, body, canon)
 		}
 	}
 }
 
-// FuzzFingerprintJSON: two documents that are different JSON values never
+// FuzzFingerprint: two documents that are different JSON values never
 // share a fingerprint, and the same value in other spacing and member
 // order always does. It also holds the canonical form to what the
 // decoding implementation wrote, so fingerprints stored before stay valid.
-func FuzzFingerprintJSON(f *testing.F) {
+func FuzzFingerprint(f *testing.F) {
 	for _, seed := range [][2]string{
 		{`{"a":1,"a":2}`, `{"a":2}`},
 		{`{"a":1}]`, `{"a":1}`},
@@ -82,8 +82,8 @@ func FuzzFingerprintJSON(f *testing.F) {
 		f.Add([]byte(seed[0]), []byte(seed[1]))
 	}
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		fa, errA := idem.FingerprintJSON(a)
-		fb, errB := idem.FingerprintJSON(b)
+		fa, errA := canon.Fingerprint(a)
+		fb, errB := canon.Fingerprint(b)
 		for _, in := range []struct {
 			doc []byte
 			err error
@@ -95,13 +95,13 @@ func FuzzFingerprintJSON(f *testing.F) {
 			if !ok {
 				t.Fatalf("%q: fingerprinted, but encoding/json refuses it", in.doc)
 			}
-			canon, _ := idem.CanonicalJSON(in.doc)
-			if legacy := legacyCanonical(t, in.doc); !bytes.Equal(canon, legacy) {
-				t.Fatalf("%q: canonical %q, the decoding implementation wrote %q", in.doc, canon, legacy)
+			form, _ := canon.JSON(in.doc)
+			if legacy := legacyCanonical(t, in.doc); !bytes.Equal(form, legacy) {
+				t.Fatalf("%q: canonical %q, the decoding implementation wrote %q", in.doc, form, legacy)
 			}
 			// The same value, reordered and respaced.
 			other := []byte(respace(va))
-			if fo, err := idem.FingerprintJSON(other); err != nil || fo != fingerprintOf(t, in.doc) {
+			if fo, err := canon.Fingerprint(other); err != nil || fo != fingerprintOf(t, in.doc) {
 				t.Fatalf("%q and %q are the same value: fingerprints differ (%v)", in.doc, other, err)
 			}
 		}
@@ -117,7 +117,7 @@ func FuzzFingerprintJSON(f *testing.F) {
 }
 
 func fingerprintOf(t *testing.T, doc []byte) string {
-	fp, err := idem.FingerprintJSON(doc)
+	fp, err := canon.Fingerprint(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func fingerprintOf(t *testing.T, doc []byte) string {
 }
 
 // decode reads a document the way encoding/json does, numbers as their
-// text. It is faithful only for documents CanonicalJSON accepts (it folds
+// text. It is faithful only for documents JSON accepts (it folds
 // duplicates and invalid UTF-8), which is all it is asked to read.
 func decode(doc []byte) (any, bool) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
@@ -137,7 +137,7 @@ func decode(doc []byte) (any, bool) {
 	return v, true
 }
 
-// legacyCanonical is the canonicalizer CanonicalJSON replaced: decode into
+// legacyCanonical is the canonicalizer JSON replaced: decode into
 // any, encode with sorted map keys and no HTML escaping.
 func legacyCanonical(t *testing.T, doc []byte) []byte {
 	v, ok := decode(doc)

@@ -1,0 +1,40 @@
+package problem_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/problem"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+// The API's problems, its own and the idempotency layer's, are typed
+// under its documentation, not about:blank.
+func TestProblemsAreTypedUnderTheAPIsDocs(t *testing.T) {
+	t.Parallel()
+	inflight := problem.For(fmt.Errorf("create: %w", &idem.InFlightError{RetryAfter: 1500 * time.Millisecond}))
+	assert.Equal(t, problem.TypeBase+"in-flight", inflight.Type)
+	assert.Equal(t, http.StatusConflict, inflight.Status)
+	assert.Equal(t, "2", inflight.Headers["Retry-After"])
+
+	v := problem.New(http.StatusBadRequest, "validation", "Invalid product").WithDetail("see errors")
+	v.Errors = []problem.FieldError{{Field: "name", Message: "required"}}
+	resp := v.APIGatewayV2()
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Equal(t, "application/problem+json", resp.Headers["Content-Type"])
+	var body map[string]any
+	require.NoError(t, json.Unmarshal([]byte(resp.Body), &body))
+	assert.Equal(t, problem.TypeBase+"validation", body["type"])
+	assert.Equal(t, "see errors", body["detail"])
+	assert.Len(t, body["errors"], 1)
+
+	resp = inflight.APIGatewayV2()
+	assert.Equal(t, "2", resp.Headers["Retry-After"], "headers travel with the rendering")
+	assert.NotContains(t, resp.Body, "Retry-After", "headers are not in the body")
+}
