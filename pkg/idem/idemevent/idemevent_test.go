@@ -147,6 +147,9 @@ func TestConcurrentDuplicatesRunTheHandlerOnce(t *testing.T) {
 		if errs[i] != nil {
 			var ife *idem.InFlightError
 			require.ErrorAs(t, errs[i], &ife, "caller %d", i)
+			// Unwrapped, so Lambda reports its type as "InFlightError"
+			// for a Step Functions Retry to match.
+			assert.IsType(t, &idem.InFlightError{}, errs[i])
 			assert.Positive(t, ife.RetryAfter)
 			inFlight++
 			continue
