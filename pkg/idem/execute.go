@@ -340,6 +340,7 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 	// One token for every attempt of this call: finding it on the record
 	// means an earlier attempt landed.
 	token := s.newToken()
+	wait := s.waitOf(ctx)
 	conflicts, vanished := 0, 0
 	for {
 		now := s.now()
@@ -368,6 +369,17 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 			if found {
 				v = judge(rec, fingerprint, token, now)
 			}
+			if v == verdictInFlight && wait.on() {
+				// A live Execute or Run holder: wait for its response.
+				got, err := s.awaitHolder(ctx, id, fingerprint, token, wait, rec)
+				if err != nil {
+					return Result{Outcome: outcomeOf(err)}, err
+				}
+				rec, now, v = got.rec, got.at, verdictAbsent
+				if got.found {
+					v = judge(rec, fingerprint, token, now)
+				}
+			}
 			switch v {
 			case verdictOwn:
 				// An earlier attempt landed; the SDK's retry of it met our
@@ -391,7 +403,7 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 			if conflicts++; conflicts < s.maxTxAttempts {
 				werr := backoff(ctx, conflicts)
 				if werr == nil {
-					if res, err, done := s.peek(ctx, id, fingerprint, token, eff.Response, expires, err); done {
+					if res, err, done := s.peek(ctx, id, fingerprint, token, eff.Response, expires, err, wait); done {
 						return res, err
 					}
 					continue
@@ -417,11 +429,11 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 // record): most often a duplicate committing the same key. One consistent
 // read, which never conflicts, answers the call when that commit has
 // landed (a replay, or key reuse) or a reserve-mode holder is live (in
-// flight); only a record still absent or dead is worth another
+// flight, or with a wait, its response once it completes); only a record still absent or dead is worth another
 // transaction, which would otherwise hold the record too and keep the
 // duplicates conflicting with each other. done is false then, or when
 // the conflict was elsewhere or the read failed.
-func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Response, expires time.Time, err error) (res Result, _ error, done bool) {
+func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Response, expires time.Time, err error, wait *waiting) (res Result, _ error, done bool) {
 	var txErr *txError
 	if !errors.As(err, &txErr) || txErr.Index != 0 || txErr.Code != "TransactionConflict" {
 		return Result{}, nil, false
@@ -431,7 +443,19 @@ func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Re
 		return Result{}, nil, false
 	}
 	now := s.now()
-	switch judge(rec, fingerprint, token, now) {
+	v := judge(rec, fingerprint, token, now)
+	if v == verdictInFlight && wait.on() {
+		got, err := s.awaitHolder(ctx, id, fingerprint, token, wait, rec)
+		if err != nil {
+			return Result{Outcome: outcomeOf(err)}, err, true
+		}
+		if !got.found {
+			return Result{}, nil, false
+		}
+		rec, now = got.rec, got.at
+		v = judge(rec, fingerprint, token, now)
+	}
+	switch v {
 	case verdictOwn:
 		s.remember(id, fingerprint, resp, expires)
 		return Result{Response: resp, Outcome: OutcomeExecuted}, nil, true

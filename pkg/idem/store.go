@@ -60,6 +60,7 @@ type Store struct {
 	cacheBytes       int
 	cache            *cache
 	newToken         func() string
+	wait             time.Duration // WithWait
 }
 
 // Option configures a Store.
@@ -143,6 +144,8 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 		return nil, errors.New("idem: attempts and response limit must be at least 1")
 	case s.maxResponseBytes > maxResponseBytesLimit:
 		return nil, fmt.Errorf("idem: response limit %d over %d: a record must fit DynamoDB's 400 KB item", s.maxResponseBytes, maxResponseBytesLimit)
+	case s.wait < 0:
+		return nil, fmt.Errorf("idem: wait %v is negative", s.wait)
 	case s.cacheEntries < 0 || (s.cacheEntries > 0 && s.cacheBytes < 1):
 		return nil, fmt.Errorf("idem: cache of %d entries and %d bytes: entries must not be negative, bytes must be positive", s.cacheEntries, s.cacheBytes)
 	}
@@ -179,8 +182,10 @@ func (s *Store) reserve(ctx context.Context, scope Scope, fingerprint string) (c
 	// One token for every attempt of this call: finding it on the record
 	// means an earlier attempt landed, whatever its answer said.
 	token := s.newToken()
+	wait := s.waitOf(ctx)
 	for attempts := 0; attempts < s.maxAttempts; attempts++ {
 		a, err := s.tryReserve(ctx, id, fingerprint, token)
+		var holder record // a live holder's record, to wait out
 		if isConflict(err) {
 			// The record is in another request's running transaction: its
 			// holder is committing, or a transact-mode caller is claiming.
@@ -188,15 +193,36 @@ func (s *Store) reserve(ctx context.Context, scope Scope, fingerprint string) (c
 			if again {
 				continue
 			}
-			return claim, err
+			var inflight *InFlightError
+			if !wait.on() || !errors.As(err, &inflight) {
+				return claim, err
+			}
+			holder.LeaseExpiresAt = a.now.Add(inflight.RetryAfter - time.Millisecond)
+		} else {
+			if err != nil || a.claim.Outcome != "" {
+				return a.claim, err
+			}
+			if a.current == nil {
+				continue // released between our write and our read: try again
+			}
+			if !wait.on() || judge(*a.current, fingerprint, token, a.now) != verdictInFlight {
+				if claim, done, err := s.decide(*a.current, fingerprint, a); done {
+					return claim, err
+				}
+				continue
+			}
+			holder = *a.current
 		}
-		if err != nil || a.claim.Outcome != "" {
-			return a.claim, err
+		// A live holder, and this call waits for its response.
+		got, err := s.awaitHolder(ctx, id, fingerprint, token, wait, holder)
+		if err != nil {
+			return claimed{}, err
 		}
-		if a.current == nil {
-			continue // released between our write and our read: try again
+		if !got.found {
+			continue // released: claim again
 		}
-		if claim, done, err := s.decide(*a.current, fingerprint, a); done {
+		a.now = got.at
+		if claim, done, err := s.decide(got.rec, fingerprint, a); done {
 			return claim, err
 		}
 	}
