@@ -49,7 +49,8 @@ type Result struct {
 // Execute runs an operation whose effect is DynamoDB writes at most once
 // per scope and payload fingerprint, and answers every retry with the
 // stored response. It claims the key first (one conditional PutItem; a
-// duplicate in flight gets ErrInFlight), runs fn, commits fn's writes with
+// duplicate in flight gets ErrInFlight, or with WithWait waits for the
+// first's response), runs fn, commits fn's writes with
 // the fenced completion (one TransactWriteItems), and releases the key if
 // fn or the commit fails (or fn panics), unless the lease was lost to a
 // takeover: two calls on a first execution, right for operations that
@@ -309,8 +310,9 @@ func writeTarget(w types.TransactWriteItem) (*string, map[string]types.Attribute
 // COMPLETED, under the claim's condition. One call on a first execution;
 // no IN_PROGRESS state, so nothing can wedge or needs releasing, and a
 // concurrent duplicate gets the winner's response instead of ErrInFlight
-// (it waits for a live Execute or Run holder of the same key, and takes a
-// dead one's key over in its one transaction). fn may run in callers that
+// (a live Execute or Run holder of the same key is ErrInFlight, or with
+// WithWait waited for; a dead one's key is taken over in its one
+// transaction). fn may run in callers that
 // lose the race, so it must have no effect outside its writes. Errors are
 // Execute's.
 func (s *Store) Transact(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {

@@ -171,7 +171,8 @@ type claimed struct {
 // reserve claims the scope's key for this caller with one conditional
 // PutItem: the building block of Execute, Run and Do, for callers that
 // need to hold a lease themselves. It returns a claimed with a Lease or a
-// Replay, or an error that wraps ErrInFlight (an *InFlightError),
+// Replay, or an error that wraps ErrInFlight (an *InFlightError; with a
+// wait, only once the wait for a live holder runs out or it dies),
 // ErrKeyReuse, ErrCorruptRecord or the DynamoDB error. It does not use the
 // cache.
 func (s *Store) reserve(ctx context.Context, scope Scope, fingerprint string) (claimed, error) {
