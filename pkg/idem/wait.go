@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -101,8 +102,12 @@ func (s *Store) awaitHolder(ctx context.Context, id, fingerprint, token string, 
 			return seen{}, &InFlightError{RetryAfter: retryAfter}
 		case <-t.C:
 		}
-		rec, found, err := s.current(ctx, id, nil)
+		rec, found, err := s.poll(ctx, id)
 		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+				// Out of time mid-read: the holder was live when last seen.
+				return seen{}, &InFlightError{RetryAfter: retryAfter}
+			}
 			return seen{}, err
 		}
 		now := s.now()
@@ -119,4 +124,16 @@ func (s *Store) awaitHolder(ctx context.Context, id, fingerprint, token string, 
 		}
 		return seen{rec: rec, found: true, at: now}, nil
 	}
+}
+
+// poll reads the record once, consistently; with a deadline on ctx, the
+// read ends half the answer time before it, so a slow read still leaves
+// time to answer.
+func (s *Store) poll(ctx context.Context, id string) (record, bool, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl.Add(-waitAnswerTime/2))
+		defer cancel()
+	}
+	return s.current(ctx, id, nil)
 }

@@ -177,7 +177,7 @@ func TestWaitRunsOutWhileTheHolderLives(t *testing.T) {
 	require.NotNil(t, claim.Lease)
 
 	const wait = 600 * time.Millisecond
-	const slack = 400 * time.Millisecond
+	const slack = 500 * time.Millisecond
 	waiter := newStore(t, env, idem.WithWait(wait))
 	t0 := time.Now()
 	res, err := waiter.Run(context.Background(), sc, "fp", mustNotRun(t))
