@@ -16,8 +16,9 @@
 //     without the completion, or the completion without the writes. They
 //     differ in how the key is claimed. Execute claims it first with a
 //     conditional PutItem (2 calls on a first execution; a duplicate that
-//     arrives while the first runs gets ErrInFlight, a 409), right for work
-//     that takes time. Transact puts the claim into that one transaction
+//     arrives while the first runs gets ErrInFlight, a 409, or with
+//     WithWait waits for the first's response), right for work that takes
+//     time. Transact puts the claim into that one transaction
 //     (1 call; a concurrent duplicate gets the winner's response, and
 //     nothing is ever left IN_PROGRESS), right when the writes are
 //     computed from the request alone.
@@ -77,6 +78,15 @@
 //     never conflict: it replays the winner's response once committed, or
 //     gets ErrInFlight (409 with Retry-After), never an unexpected error.
 //     Releases and fenced completions retry such conflicts.
+//   - A duplicate that finds a live holder (Execute, Run, Do, and Transact
+//     meeting an Execute or Run holder) gets ErrInFlight (409 with
+//     Retry-After) at once, or with WithWait (idemhttp: Middleware.Wait)
+//     follows the record with consistent reads, full jitter, and replays
+//     the holder's response once it completes (ErrKeyReuse for another
+//     payload). It gets ErrInFlight only when its wait runs out, never
+//     past its context deadline, or when the holder dies (its lease ends
+//     without a completion); a waiter never takes a key over: the
+//     client's retry does. ExecuteBatch reports in-flight items at once.
 //   - An Effect is checked before anything is claimed or written: at most
 //     99 writes, none to the key's own record (ErrInvalidEffect). A
 //     scope that NewScope did not make is ErrInvalidKey.
@@ -88,8 +98,8 @@
 //     exact. In-progress records are never cached.
 //
 // Every way in reads and writes the same records, so callers of each can
-// share a table and even a key: a Transact caller waits (ErrInFlight) for
-// a live Execute or Run holder, takes a dead one's key over in its one
+// share a table and even a key: a Transact caller answers ErrInFlight for
+// a live Execute or Run holder (or waits for its response, with WithWait), takes a dead one's key over in its one
 // transaction, and a key completed by one replays for the others.
 //
 // # Table

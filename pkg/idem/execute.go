@@ -49,7 +49,8 @@ type Result struct {
 // Execute runs an operation whose effect is DynamoDB writes at most once
 // per scope and payload fingerprint, and answers every retry with the
 // stored response. It claims the key first (one conditional PutItem; a
-// duplicate in flight gets ErrInFlight), runs fn, commits fn's writes with
+// duplicate in flight gets ErrInFlight, or with WithWait waits for the
+// first's response), runs fn, commits fn's writes with
 // the fenced completion (one TransactWriteItems), and releases the key if
 // fn or the commit fails (or fn panics), unless the lease was lost to a
 // takeover: two calls on a first execution, right for operations that
@@ -321,8 +322,9 @@ func writeTarget(w types.TransactWriteItem) (*string, map[string]types.Attribute
 // COMPLETED, under the claim's condition. One call on a first execution;
 // no IN_PROGRESS state, so nothing can wedge or needs releasing, and a
 // concurrent duplicate gets the winner's response instead of ErrInFlight
-// (it waits for a live Execute or Run holder of the same key, and takes a
-// dead one's key over in its one transaction). fn may run in callers that
+// (a live Execute or Run holder of the same key is ErrInFlight, or with
+// WithWait waited for; a dead one's key is taken over in its one
+// transaction). fn may run in callers that
 // lose the race, so it must have no effect outside its writes. Errors are
 // Execute's.
 func (s *Store) Transact(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
@@ -358,6 +360,7 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 	// One token for every attempt of this call: finding it on the record
 	// means an earlier attempt landed.
 	token := s.newToken()
+	wait := s.waitOf(ctx)
 	conflicts, vanished := 0, 0
 	for {
 		now := s.now()
@@ -386,6 +389,17 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 			if found {
 				v = judge(rec, fingerprint, token, now)
 			}
+			if v == verdictInFlight && wait.on() {
+				// A live Execute or Run holder: wait for its response.
+				got, err := s.awaitHolder(ctx, id, fingerprint, token, wait, rec)
+				if err != nil {
+					return Result{Outcome: outcomeOf(err)}, err
+				}
+				rec, now, v = got.rec, got.at, verdictAbsent
+				if got.found {
+					v = judge(rec, fingerprint, token, now)
+				}
+			}
 			switch v {
 			case verdictOwn:
 				// An earlier attempt landed; the SDK's retry of it met our
@@ -409,7 +423,7 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 			if conflicts++; conflicts < s.maxTxAttempts {
 				werr := backoff(ctx, conflicts)
 				if werr == nil {
-					if res, err, done := s.peek(ctx, id, fingerprint, token, eff.Response, expires, err); done {
+					if res, err, done := s.peek(ctx, id, fingerprint, token, eff.Response, expires, err, wait); done {
 						return res, err
 					}
 					continue
@@ -435,11 +449,11 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 // record): most often a duplicate committing the same key. One consistent
 // read, which never conflicts, answers the call when that commit has
 // landed (a replay, or key reuse) or a reserve-mode holder is live (in
-// flight); only a record still absent or dead is worth another
+// flight, or with a wait, its response once it completes); only a record still absent or dead is worth another
 // transaction, which would otherwise hold the record too and keep the
 // duplicates conflicting with each other. done is false then, or when
 // the conflict was elsewhere or the read failed.
-func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Response, expires time.Time, err error) (res Result, _ error, done bool) {
+func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Response, expires time.Time, err error, wait *waiting) (res Result, _ error, done bool) {
 	var txErr *txError
 	if !errors.As(err, &txErr) || txErr.Index != 0 || txErr.Code != "TransactionConflict" {
 		return Result{}, nil, false
@@ -449,7 +463,19 @@ func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Re
 		return Result{}, nil, false
 	}
 	now := s.now()
-	switch judge(rec, fingerprint, token, now) {
+	v := judge(rec, fingerprint, token, now)
+	if v == verdictInFlight && wait.on() {
+		got, err := s.awaitHolder(ctx, id, fingerprint, token, wait, rec)
+		if err != nil {
+			return Result{Outcome: outcomeOf(err)}, err, true
+		}
+		if !got.found {
+			return Result{}, nil, false
+		}
+		rec, now = got.rec, got.at
+		v = judge(rec, fingerprint, token, now)
+	}
+	switch v {
 	case verdictOwn:
 		s.remember(id, fingerprint, resp, expires)
 		return Result{Response: resp, Outcome: OutcomeExecuted}, nil, true

@@ -61,6 +61,7 @@ type Store struct {
 	cache            *cache
 	newToken         func() string
 	outcomeHook      func(context.Context, Scope, Outcome, error)
+	wait             time.Duration // WithWait
 }
 
 // Option configures a Store.
@@ -144,6 +145,8 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 		return nil, errors.New("idem: attempts and response limit must be at least 1")
 	case s.maxResponseBytes > maxResponseBytesLimit:
 		return nil, fmt.Errorf("idem: response limit %d over %d: a record must fit DynamoDB's 400 KB item", s.maxResponseBytes, maxResponseBytesLimit)
+	case s.wait < 0:
+		return nil, fmt.Errorf("idem: wait %v is negative", s.wait)
 	case s.cacheEntries < 0 || (s.cacheEntries > 0 && s.cacheBytes < 1):
 		return nil, fmt.Errorf("idem: cache of %d entries and %d bytes: entries must not be negative, bytes must be positive", s.cacheEntries, s.cacheBytes)
 	}
@@ -169,7 +172,8 @@ type claimed struct {
 // reserve claims the scope's key for this caller with one conditional
 // PutItem: the building block of Execute, Run and Do, for callers that
 // need to hold a lease themselves. It returns a claimed with a Lease or a
-// Replay, or an error that wraps ErrInFlight (an *InFlightError),
+// Replay, or an error that wraps ErrInFlight (an *InFlightError; with a
+// wait, only once the wait for a live holder runs out or it dies),
 // ErrKeyReuse, ErrCorruptRecord or the DynamoDB error. It does not use the
 // cache.
 func (s *Store) reserve(ctx context.Context, scope Scope, fingerprint string) (claimed, error) {
@@ -180,8 +184,10 @@ func (s *Store) reserve(ctx context.Context, scope Scope, fingerprint string) (c
 	// One token for every attempt of this call: finding it on the record
 	// means an earlier attempt landed, whatever its answer said.
 	token := s.newToken()
+	wait := s.waitOf(ctx)
 	for attempts := 0; attempts < s.maxAttempts; attempts++ {
 		a, err := s.tryReserve(ctx, id, fingerprint, token)
+		var holder record // a live holder's record, to wait out
 		if isConflict(err) {
 			// The record is in another request's running transaction: its
 			// holder is committing, or a transact-mode caller is claiming.
@@ -189,15 +195,36 @@ func (s *Store) reserve(ctx context.Context, scope Scope, fingerprint string) (c
 			if again {
 				continue
 			}
-			return claim, err
+			var inflight *InFlightError
+			if !wait.on() || !errors.As(err, &inflight) {
+				return claim, err
+			}
+			holder.LeaseExpiresAt = a.now.Add(inflight.RetryAfter - time.Millisecond)
+		} else {
+			if err != nil || a.claim.Outcome != "" {
+				return a.claim, err
+			}
+			if a.current == nil {
+				continue // released between our write and our read: try again
+			}
+			if !wait.on() || judge(*a.current, fingerprint, token, a.now) != verdictInFlight {
+				if claim, done, err := s.decide(*a.current, fingerprint, a); done {
+					return claim, err
+				}
+				continue
+			}
+			holder = *a.current
 		}
-		if err != nil || a.claim.Outcome != "" {
-			return a.claim, err
+		// A live holder, and this call waits for its response.
+		got, err := s.awaitHolder(ctx, id, fingerprint, token, wait, holder)
+		if err != nil {
+			return claimed{}, err
 		}
-		if a.current == nil {
-			continue // released between our write and our read: try again
+		if !got.found {
+			continue // released: claim again
 		}
-		if claim, done, err := s.decide(*a.current, fingerprint, a); done {
+		a.now = got.at
+		if claim, done, err := s.decide(got.rec, fingerprint, a); done {
 			return claim, err
 		}
 	}

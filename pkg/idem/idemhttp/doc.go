@@ -14,7 +14,9 @@
 //     Gateway responses and back, with Idempotent-Replayed: true on a
 //     replay;
 //   - Middleware makes a whole handler idempotent, for handlers whose
-//     effect is outside DynamoDB (idem.Store.Run underneath).
+//     effect is outside DynamoDB (idem.Store.Run underneath); with its
+//     Wait, a duplicate that arrives while the first request runs gets the
+//     first's response rather than 409.
 //
 // A handler whose effect is DynamoDB writes should call idem.Store.Execute
 // itself, so that the writes and the key's completion commit together, and

@@ -9,10 +9,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // DefaultMaxBodyBytes is the largest request body Middleware reads by
@@ -45,7 +47,8 @@ const DefaultMaxBodyBytes = 1 << 20
 //
 // Answers of its own, all RFC 9457 problem+json: 400 for a missing or
 // malformed key, 403 for a caller without a subject, 409 with Retry-After
-// while another request holds the key, 413 for a body over MaxBodyBytes
+// while another request holds the key (with Wait, only once the wait for
+// its response runs out or it dies), 413 for a body over MaxBodyBytes
 // (on both paths), 422 for the key reused with another payload, 503 with
 // Retry-After when the store is unavailable, 500 otherwise. A response
 // that is not stored is sent as it is, and the key is released so the
@@ -104,6 +107,14 @@ type Middleware struct {
 	// ProblemTypeBase prefixes the type URI of every problem the
 	// middleware answers with; see ProblemFor. Empty gives "about:blank".
 	ProblemTypeBase string
+	// Wait is how long a request that finds its key held by a live
+	// request waits for that request's response (replayed, with
+	// Idempotent-Replayed: true) before it answers 409 with Retry-After;
+	// it never waits past the request's context deadline, nor past the
+	// holder's death, and the retry after a 409 takes a dead holder's key
+	// over. 0 leaves the store's idem.WithWait in force; a negative Wait
+	// turns waiting off for this middleware.
+	Wait time.Duration
 	// Observe, when set, is called once per request after its answer is
 	// decided, with the outcome and the error behind it (nil on success):
 	// the place for logs and metrics. It must not block.
@@ -160,8 +171,8 @@ func (m *Middleware) APIGatewayV2(next APIGatewayV2Handler) APIGatewayV2Handler 
 			m.fingerprintHeaders(), func(name string) (string, bool) { return HeaderV2(req.Headers, name) })
 
 		var handlerErr error
-		res, err := m.Store.Run(ctx, scope, fp, func(ctx context.Context) (idem.Response, error) {
-			out, err := next(withScope(ctx, scope), req)
+		res, err := m.Store.Run(m.withWait(ctx), scope, fp, func(ctx context.Context) (idem.Response, error) {
+			out, err := next(withScope(callopt.Clear(ctx), scope), req)
 			if err != nil {
 				handlerErr = err
 				return idem.Response{}, err
@@ -255,9 +266,9 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			return strings.Join(vs, ", "), len(vs) > 0
 		})
 
-		res, err := m.Store.Run(ctx, scope, fp, func(ctx context.Context) (idem.Response, error) {
+		res, err := m.Store.Run(m.withWait(ctx), scope, fp, func(ctx context.Context) (idem.Response, error) {
 			rec := newRecorder()
-			r2 := r.WithContext(withScope(ctx, scope))
+			r2 := r.WithContext(withScope(callopt.Clear(ctx), scope))
 			r2.Body = io.NopCloser(bytes.NewReader(body))
 			next.ServeHTTP(rec, r2)
 			resp := rec.response()
@@ -279,6 +290,14 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			m.problemFor(err).Write(w)
 		}
 	})
+}
+
+// withWait passes the middleware's Wait, when set, to the store's call.
+func (m *Middleware) withWait(ctx context.Context) context.Context {
+	if m.Wait == 0 {
+		return ctx
+	}
+	return callopt.WithWait(ctx, m.Wait)
 }
 
 // safeMethod reports whether a method is safe (RFC 9110 section 9.2.1):

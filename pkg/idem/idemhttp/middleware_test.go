@@ -493,3 +493,103 @@ func TestMiddlewareCustomPrincipalV2(t *testing.T) {
 	assert.Equal(t, "1", as("a").Body)
 	assert.Equal(t, http.StatusForbidden, as("").StatusCode)
 }
+
+// TestMiddlewareWaitReplaysTheFirstResponse: with Wait, a duplicate that
+// arrives during a slow first request gets the first's response with
+// Idempotent-Replayed: true, not 409; a negative Wait turns the store's
+// wait off again.
+func TestMiddlewareWaitReplaysTheFirstResponse(t *testing.T) {
+	t.Parallel()
+	var seen outcomes
+	mw := newMiddleware(t, &seen)
+	mw.Wait = 3 * time.Second
+	m := newMailer()
+	m.gate = make(chan struct{})
+	h := mw.APIGatewayV2(m.lambda)
+	ctx := context.Background()
+	req := emailRequest(`"mail-wait"`, `{"to":"ada@example.com"}`)
+
+	var first events.APIGatewayV2HTTPResponse
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var err error
+		first, err = h(ctx, req)
+		assert.NoError(t, err)
+	})
+	<-m.started
+	time.AfterFunc(300*time.Millisecond, func() { close(m.gate) })
+	dup, err := h(ctx, req)
+	require.NoError(t, err)
+	wg.Wait()
+	require.Equal(t, http.StatusAccepted, first.StatusCode, first.Body)
+	assert.Equal(t, http.StatusAccepted, dup.StatusCode, "not 409: %s", dup.Body)
+	assert.Equal(t, "true", dup.Headers[idemhttp.HeaderReplayed])
+	assert.Equal(t, first.Body, dup.Body, "byte for byte")
+	assert.Equal(t, first.Cookies, dup.Cookies)
+	assert.EqualValues(t, 1, m.sent.Load())
+	assert.Equal(t, map[idem.Outcome]int{idem.OutcomeExecuted: 1, idem.OutcomeReplayed: 1}, seen.get())
+
+	// net/http, on a store that waits, with the middleware's Wait off.
+	db := idemtest.New(t).Client()
+	require.NoError(t, idemtable.Create(ctx, db, "idempotency"))
+	store, err := idem.NewStore(db, "idempotency", idem.WithWait(5*time.Second))
+	require.NoError(t, err)
+	off := &idemhttp.Middleware{Store: store, AllowAnonymous: true, Wait: -1}
+	m2 := newMailer()
+	m2.gate = make(chan struct{})
+	srv := httptest.NewServer(off.Handler(m2))
+	defer srv.Close()
+	post := func() *http.Response {
+		r, err := http.NewRequest(http.MethodPost, srv.URL+"/emails", strings.NewReader(`{"to":"ada@example.com"}`))
+		require.NoError(t, err)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set(idemhttp.HeaderKey, `"mail-wait"`)
+		resp, err := http.DefaultClient.Do(r)
+		require.NoError(t, err)
+		return resp
+	}
+	var firstHTTP *http.Response
+	wg.Go(func() { firstHTTP = post() })
+	<-m2.started
+	t0 := time.Now()
+	busy := post()
+	_ = busy.Body.Close()
+	assert.Equal(t, http.StatusConflict, busy.StatusCode, "Wait -1: 409 at once")
+	assert.Less(t, time.Since(t0), time.Second)
+	close(m2.gate)
+	wg.Wait()
+	_ = firstHTTP.Body.Close()
+	assert.Equal(t, http.StatusAccepted, firstHTTP.StatusCode)
+
+	// The same middleware with Wait: a duplicate during a slow first
+	// request replays it.
+	on := &idemhttp.Middleware{Store: store, AllowAnonymous: true, Wait: 3 * time.Second}
+	m3 := newMailer()
+	m3.gate = make(chan struct{})
+	srv3 := httptest.NewServer(on.Handler(m3))
+	defer srv3.Close()
+	post3 := func() (*http.Response, string) {
+		r, err := http.NewRequest(http.MethodPost, srv3.URL+"/emails", strings.NewReader(`{"to":"bob@example.com"}`))
+		require.NoError(t, err)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set(idemhttp.HeaderKey, `"mail-wait-3"`)
+		resp, err := http.DefaultClient.Do(r)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp, string(b)
+	}
+	var r1 *http.Response
+	var b1 string
+	wg.Go(func() { r1, b1 = post3() })
+	<-m3.started
+	time.AfterFunc(300*time.Millisecond, func() { close(m3.gate) })
+	r2, b2 := post3()
+	wg.Wait()
+	assert.Equal(t, http.StatusAccepted, r1.StatusCode)
+	assert.Equal(t, http.StatusAccepted, r2.StatusCode, "not 409: %s", b2)
+	assert.Equal(t, "true", r2.Header.Get(idemhttp.HeaderReplayed))
+	assert.Equal(t, b1, b2, "byte for byte")
+	assert.EqualValues(t, 1, m3.sent.Load())
+}

@@ -1,0 +1,331 @@
+package idem_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
+)
+
+// maxWaitCalls bounds what a duplicate that waits about a second costs:
+// its claim (a PutItem, and on a backend that returns no item with a
+// failed condition one GetItem), then one consistent GetItem per poll.
+// Polls come at full jitter under 25 ms doubling to 500 ms: about 8 in a
+// second on average.
+const maxWaitCalls = 25
+
+// slowResponse is a Run operation that holds its key for d, then answers
+// with a fresh id (a second execution would show as another).
+func slowResponse(d time.Duration, started chan<- struct{}, runs *atomic.Int64) func(context.Context) (idem.Response, error) {
+	return func(context.Context) (idem.Response, error) {
+		runs.Add(1)
+		close(started)
+		time.Sleep(d)
+		return created(uuid.NewString()), nil
+	}
+}
+
+func mustNotRun(t *testing.T) func(context.Context) (idem.Response, error) {
+	return func(context.Context) (idem.Response, error) {
+		t.Error("a waiting duplicate ran the operation")
+		return idem.Response{}, nil
+	}
+}
+
+// TestWaitingDuplicateGetsTheWinnersResponse: with WithWait, a duplicate
+// that arrives during a 1 s first call waits for it and replays its
+// response, byte for byte, instead of ErrInFlight: on Run, Do, Execute,
+// and Transact meeting a live Execute holder.
+func TestWaitingDuplicateGetsTheWinnersResponse(t *testing.T) {
+	t.Parallel()
+	const hold = time.Second
+
+	t.Run("run", func(t *testing.T) {
+		t.Parallel()
+		env := newEnv(t)
+		holder := newStore(t, env)
+		client, calls := env.NewClient(t)
+		waiter, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithWait(3*time.Second))
+		require.NoError(t, err)
+		sc := scope(t, "run-wait")
+		started := make(chan struct{})
+		var runs atomic.Int64
+		var first idem.Result
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			var err error
+			first, err = holder.Run(context.Background(), sc, "fp", slowResponse(hold, started, &runs))
+			assert.NoError(t, err)
+		})
+		<-started
+		t0 := time.Now()
+		got, err := waiter.Run(context.Background(), sc, "fp", mustNotRun(t))
+		took := time.Since(t0)
+		wg.Wait()
+		require.NoError(t, err, "no ErrInFlight")
+		assert.Equal(t, idem.OutcomeReplayed, got.Outcome)
+		assert.Equal(t, first.Response, got.Response, "the winner's response, byte for byte")
+		assert.EqualValues(t, 1, runs.Load())
+		assert.Less(t, took, 3*time.Second, "answered when the winner completed, not at the end of the wait")
+		t.Logf("Run: the waiting duplicate took %v and %d calls (%s)", took.Round(time.Millisecond), calls.Total(), calls)
+		assert.Equal(t, 1, calls.Get("PutItem"), "one claim attempt")
+		assert.Zero(t, calls.Get("UpdateItem")+calls.Get("DeleteItem")+calls.Get("TransactWriteItems"), "a waiter writes nothing")
+		assert.LessOrEqual(t, calls.Total(), maxWaitCalls)
+		assert.GreaterOrEqual(t, calls.Get("GetItem"), 2, "a capped poll cannot see a 1 s holder complete in one read")
+	})
+
+	t.Run("do", func(t *testing.T) {
+		t.Parallel()
+		env := newEnv(t)
+		holder := newStore(t, env)
+		waiter := newStore(t, env, idem.WithWait(3*time.Second))
+		sc := scope(t, "do-wait")
+		started := make(chan struct{})
+		var wg sync.WaitGroup
+		var first string
+		wg.Go(func() {
+			var err error
+			first, _, err = idem.Do(context.Background(), holder, sc, "fp", func(context.Context) (string, error) {
+				close(started)
+				time.Sleep(hold)
+				return uuid.NewString(), nil
+			})
+			assert.NoError(t, err)
+		})
+		<-started
+		got, outcome, err := idem.Do(context.Background(), waiter, sc, "fp", func(context.Context) (string, error) {
+			t.Error("a waiting duplicate ran the operation")
+			return "", nil
+		})
+		wg.Wait()
+		require.NoError(t, err)
+		assert.Equal(t, idem.OutcomeReplayed, outcome)
+		assert.Equal(t, first, got)
+	})
+
+	t.Run("execute", func(t *testing.T) {
+		t.Parallel()
+		env := newEnv(t)
+		holder := newStore(t, env)
+		client, calls := env.NewClient(t)
+		waiter, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithWait(3*time.Second))
+		require.NoError(t, err)
+		sc := scope(t, "execute-wait")
+		started := make(chan struct{})
+		var first idem.Result
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			var err error
+			first, err = holder.Execute(context.Background(), sc, "fp", func(ctx context.Context) (idem.Effect, error) {
+				close(started)
+				time.Sleep(hold)
+				return effect(env)(ctx)
+			})
+			assert.NoError(t, err)
+		})
+		<-started
+		// Execute and Transact waiters, at once.
+		var ex, tx idem.Result
+		var exErr, txErr error
+		var exTook time.Duration
+		var waiters sync.WaitGroup
+		waiters.Go(func() {
+			t0 := time.Now()
+			ex, exErr = waiter.Execute(context.Background(), sc, "fp", func(context.Context) (idem.Effect, error) {
+				t.Error("a waiting Execute ran the operation")
+				return idem.Effect{}, nil
+			})
+			exTook = time.Since(t0)
+		})
+		txWaiter := newStore(t, env, idem.WithWait(3*time.Second))
+		waiters.Go(func() { tx, txErr = txWaiter.Transact(context.Background(), sc, "fp", effect(env)) })
+		waiters.Wait()
+		wg.Wait()
+		require.NoError(t, exErr, "no ErrInFlight")
+		require.NoError(t, txErr, "no ErrInFlight")
+		assert.Equal(t, idem.OutcomeReplayed, ex.Outcome)
+		assert.Equal(t, idem.OutcomeReplayed, tx.Outcome)
+		assert.Equal(t, first.Response, ex.Response)
+		assert.Equal(t, first.Response, tx.Response)
+		assert.Equal(t, 1, countItems(t, env, env.Tables.Products), "one effect")
+		t.Logf("Execute: the waiting duplicate took %v and %d calls (%s)", exTook.Round(time.Millisecond), calls.Total(), calls)
+		assert.Equal(t, 1, calls.Get("PutItem"))
+		assert.LessOrEqual(t, calls.Total(), maxWaitCalls)
+	})
+}
+
+// TestWaitRunsOutWhileTheHolderLives: a holder that never completes (it
+// reserved and hangs, its lease a minute long) leaves a waiter ErrInFlight
+// once its maximum wait is over, not before and not much after; a
+// context deadline shorter than the wait ends it earlier, with time left
+// to answer.
+func TestWaitRunsOutWhileTheHolderLives(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	holder := newStore(t, env)
+	sc := scope(t, "hung")
+	claim, err := holder.Reserve(context.Background(), sc, "fp")
+	require.NoError(t, err)
+	require.NotNil(t, claim.Lease)
+
+	const wait = 600 * time.Millisecond
+	const slack = 500 * time.Millisecond
+	waiter := newStore(t, env, idem.WithWait(wait))
+	t0 := time.Now()
+	res, err := waiter.Run(context.Background(), sc, "fp", mustNotRun(t))
+	took := time.Since(t0)
+	var inflight *idem.InFlightError
+	require.ErrorAs(t, err, &inflight)
+	assert.Equal(t, idem.OutcomeInFlight, res.Outcome)
+	assert.GreaterOrEqual(t, took, wait)
+	assert.Less(t, took, wait+slack)
+	assert.Greater(t, inflight.RetryAfter, 50*time.Second, "the holder's lease still has most of its minute")
+
+	// The caller's deadline comes first: the wait stops 100 ms before it.
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	long := newStore(t, env, idem.WithWait(10*time.Second))
+	t0 = time.Now()
+	_, err = long.Run(ctx, sc, "fp", mustNotRun(t))
+	took = time.Since(t0)
+	require.ErrorIs(t, err, idem.ErrInFlight, "an answer, not the deadline's error")
+	assert.NoError(t, ctx.Err(), "answered before the deadline")
+	assert.GreaterOrEqual(t, took, 300*time.Millisecond)
+	assert.Less(t, took, 500*time.Millisecond)
+
+	// Another payload never waits: key reuse at once.
+	t0 = time.Now()
+	_, err = long.Run(context.Background(), sc, "other", mustNotRun(t))
+	require.ErrorIs(t, err, idem.ErrKeyReuse)
+	assert.Less(t, time.Since(t0), 200*time.Millisecond)
+}
+
+// TestWaitEndsInFlightWhenTheHolderDies: a holder whose lease ends without
+// a completion leaves its waiter ErrInFlight as soon as the lease is seen
+// to have ended, without taking the key over inside the wait; the
+// client's retry takes it over.
+func TestWaitEndsInFlightWhenTheHolderDies(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	const lease = 400 * time.Millisecond
+	holder := newStore(t, env, idem.WithLease(lease, 0))
+	sc := scope(t, "dies")
+	claim, err := holder.Reserve(context.Background(), sc, "fp") // reserves, then "dies"
+	require.NoError(t, err)
+	require.NotNil(t, claim.Lease)
+
+	waiter := newStore(t, env, idem.WithWait(5*time.Second))
+	t0 := time.Now()
+	_, err = waiter.Run(context.Background(), sc, "fp", mustNotRun(t))
+	took := time.Since(t0)
+	require.ErrorIs(t, err, idem.ErrInFlight)
+	assert.GreaterOrEqual(t, took, lease-50*time.Millisecond, "the holder was live until its lease ended")
+	assert.Less(t, took, lease+time.Second, "the wait ended when the holder died, not at its maximum")
+	rec, ok, err := waiter.Get(context.Background(), sc)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, idem.StatusInProgress, rec.Status)
+	assert.Equal(t, claim.Lease.Token(), rec.LeaseToken, "not taken over inside the wait")
+
+	// The client's retry takes the key over and runs.
+	var runs atomic.Int64
+	res, err := waiter.Run(context.Background(), sc, "fp", func(context.Context) (idem.Response, error) {
+		runs.Add(1)
+		return created("retry"), nil
+	})
+	require.NoError(t, err)
+	assert.Contains(t, []idem.Outcome{idem.OutcomeTakeover, idem.OutcomeExecuted}, res.Outcome)
+	assert.EqualValues(t, 1, runs.Load())
+}
+
+// TestWithoutWaitInFlightAtOnce: without WithWait (or with a call's wait
+// turned off) a duplicate is ErrInFlight at once, with one claim attempt;
+// a call's own wait turns waiting on for a store without one.
+func TestWithoutWaitInFlightAtOnce(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	holder := newStore(t, env)
+	sc := scope(t, "no-wait")
+	claim, err := holder.Reserve(context.Background(), sc, "fp")
+	require.NoError(t, err)
+	require.NotNil(t, claim.Lease)
+
+	for name, tc := range map[string]struct {
+		opts []idem.Option
+		ctx  context.Context
+	}{
+		"default":        {nil, context.Background()},
+		"call turns off": {[]idem.Option{idem.WithWait(5 * time.Second)}, callopt.WithWait(context.Background(), 0)},
+	} {
+		client, calls := env.NewClient(t)
+		s, err := idem.NewStore(client, env.Tables.Idempotency, tc.opts...)
+		require.NoError(t, err)
+		t0 := time.Now()
+		res, err := s.Run(tc.ctx, sc, "fp", mustNotRun(t))
+		require.ErrorIs(t, err, idem.ErrInFlight, name)
+		assert.Equal(t, idem.OutcomeInFlight, res.Outcome, name)
+		assert.Less(t, time.Since(t0), 200*time.Millisecond, name)
+		assert.Equal(t, 1, calls.Get("PutItem"), name)
+		assert.LessOrEqual(t, calls.Total(), 2, "%s: %s", name, calls)
+		res, err = s.Transact(tc.ctx, sc, "fp", effect(env))
+		require.ErrorIs(t, err, idem.ErrInFlight, name)
+		assert.Equal(t, idem.OutcomeInFlight, res.Outcome, name)
+	}
+
+	// A call's own wait, on a store without one.
+	s := newStore(t, env)
+	t0 := time.Now()
+	_, err = s.Run(callopt.WithWait(context.Background(), 300*time.Millisecond), sc, "fp", mustNotRun(t))
+	require.ErrorIs(t, err, idem.ErrInFlight)
+	assert.GreaterOrEqual(t, time.Since(t0), 300*time.Millisecond, "the call waited")
+
+	_, err = idem.NewStore(env.Client, env.Tables.Idempotency, idem.WithWait(-time.Second))
+	require.Error(t, err, "a negative wait is refused")
+}
+
+// TestConcurrentWaitingDuplicatesRunOnce: 32 concurrent duplicates with
+// waiting on: one runs the effect, and all 32 answer with its response.
+func TestConcurrentWaitingDuplicatesRunOnce(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	env.concurrent(t)
+	client, calls := env.NewClient(t)
+	s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithWait(5*time.Second))
+	require.NoError(t, err)
+	sc := scope(t, "herd")
+	const n = 32
+	var runs atomic.Int64
+	results := make([]idem.Result, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			results[i], errs[i] = s.Run(context.Background(), sc, "fp", func(context.Context) (idem.Response, error) {
+				runs.Add(1)
+				time.Sleep(300 * time.Millisecond)
+				return created(uuid.NewString()), nil
+			})
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.EqualValues(t, 1, runs.Load(), "exactly one effect")
+	outcomes := map[idem.Outcome]int{}
+	for i := range n {
+		require.NoError(t, errs[i], "caller %d", i)
+		outcomes[results[i].Outcome]++
+		assert.Equal(t, results[0].Response, results[i].Response, "caller %d has the winner's response", i)
+	}
+	assert.Equal(t, map[idem.Outcome]int{idem.OutcomeExecuted: 1, idem.OutcomeReplayed: n - 1}, outcomes)
+	t.Logf("%d callers, %d calls in all (%s), %.1f per waiting duplicate", n, calls.Total(), calls, float64(calls.Total()-2)/float64(n-1))
+}
