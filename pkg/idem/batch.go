@@ -80,6 +80,18 @@ type BatchResult struct {
 // The returned error is only for a call that cannot run at all (no shared
 // function); every other failure is its item's Err.
 func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func(executing []int) ([]types.TransactWriteItem, error)) ([]BatchResult, error) {
+	res, err := s.executeBatch(ctx, items, shared)
+	for i, it := range items {
+		if err != nil {
+			s.observe(ctx, it.Scope, OutcomeRejected, err)
+		} else {
+			s.observe(ctx, it.Scope, res[i].Outcome, res[i].Err)
+		}
+	}
+	return res, err
+}
+
+func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func(executing []int) ([]types.TransactWriteItem, error)) ([]BatchResult, error) {
 	if shared == nil {
 		return nil, errors.New("idem: ExecuteBatch needs a shared writes function (one returning no writes will do)")
 	}

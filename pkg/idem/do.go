@@ -17,8 +17,14 @@ import (
 // store is returned to the first call; its replays get ErrResponseTooLarge,
 // and the effect still runs once.
 func Do[T any](ctx context.Context, s *Store, scope Scope, fingerprint string, fn func(context.Context) (T, error)) (T, Outcome, error) {
+	v, outcome, err := do(ctx, s, scope, fingerprint, fn)
+	s.observe(ctx, scope, outcome, err)
+	return v, outcome, err
+}
+
+func do[T any](ctx context.Context, s *Store, scope Scope, fingerprint string, fn func(context.Context) (T, error)) (T, Outcome, error) {
 	var v T
-	res, err := s.Run(ctx, scope, fingerprint, func(ctx context.Context) (Response, error) {
+	res, err := s.run(ctx, scope, fingerprint, func(ctx context.Context) (Response, error) {
 		out, err := fn(ctx)
 		if err != nil {
 			return Response{}, err

@@ -38,6 +38,9 @@
 //     Gateway handlers and net/http handlers, and provides the HTTP
 //     answers (problem+json, Retry-After, Idempotent-Replayed) for
 //     handlers that call Execute themselves.
+//   - pkg/idem/idemevent wraps Do around a typed Lambda handler for any
+//     other event (EventBridge, a direct invocation, a Step Functions
+//     task), with the key, principal and fingerprint taken from the event.
 //
 // Each of them owns the whole sequence (claim, replay, commit, release), so
 // no caller holds a lease itself.

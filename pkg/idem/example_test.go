@@ -166,3 +166,30 @@ func ExampleNewScope() {
 	// v1|12:POST /orders|3:bob|3:k-1
 	// true
 }
+
+// WithOutcomeHook sees every call's outcome with its scope, for metrics
+// or logs of the caller's own; it must not block.
+func ExampleWithOutcomeHook() {
+	client, stop := localDynamoDB()
+	defer stop()
+	counts := map[idem.Outcome]int{} // a metric; calls here are sequential
+	store, err := idem.NewStore(client, "idempotency", idem.WithOutcomeHook(
+		func(ctx context.Context, scope idem.Scope, outcome idem.Outcome, err error) {
+			counts[outcome]++
+			fmt.Println(scope.Key, outcome, err)
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	scope, _ := idem.NewScope("POST /orders", "user-42", "order-key-4")
+	_, _ = store.Execute(ctx, scope, "fp", placeOrder("o-30", 100))
+	_, _ = store.Execute(ctx, scope, "fp", placeOrder("o-31", 100))
+	_, _ = store.Execute(ctx, scope, "other", placeOrder("o-32", 100))
+	fmt.Println(counts)
+	// Output:
+	// order-key-4 executed <nil>
+	// order-key-4 replayed <nil>
+	// order-key-4 key_reuse idem: idempotency key reused with a different payload
+	// map[executed:1 key_reuse:1 replayed:1]
+}

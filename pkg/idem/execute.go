@@ -64,6 +64,12 @@ type Result struct {
 // ErrConditionFailed, fn's own error, or the store's (IsUnavailable tells
 // one a retry later can fix). Result.Outcome is set in every case.
 func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
+	res, err := s.execute(ctx, scope, fingerprint, fn)
+	s.observe(ctx, scope, res.Outcome, err)
+	return res, err
+}
+
+func (s *Store) execute(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
 	if err := s.check(scope); err != nil {
 		return Result{Outcome: OutcomeRejected}, err
 	}
@@ -141,6 +147,12 @@ func runReleasing[T any](ctx context.Context, l *hold, fn func(context.Context) 
 // an effect that is itself idempotent (pass the scope's key to the payment
 // API), or one made of DynamoDB writes (use Execute), closes it.
 func (s *Store) Run(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Response, error)) (Result, error) {
+	res, err := s.run(ctx, scope, fingerprint, fn)
+	s.observe(ctx, scope, res.Outcome, err)
+	return res, err
+}
+
+func (s *Store) run(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Response, error)) (Result, error) {
 	if err := s.check(scope); err != nil {
 		return Result{Outcome: OutcomeRejected}, err
 	}
@@ -314,6 +326,12 @@ func writeTarget(w types.TransactWriteItem) (*string, map[string]types.Attribute
 // lose the race, so it must have no effect outside its writes. Errors are
 // Execute's.
 func (s *Store) Transact(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
+	res, err := s.transactScope(ctx, scope, fingerprint, fn)
+	s.observe(ctx, scope, res.Outcome, err)
+	return res, err
+}
+
+func (s *Store) transactScope(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
 	if err := s.check(scope); err != nil {
 		return Result{Outcome: OutcomeRejected}, err
 	}

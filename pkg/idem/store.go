@@ -66,6 +66,7 @@ type Store struct {
 	cacheBytes       int
 	cache            *cache
 	newToken         func() string
+	outcomeHook      func(context.Context, Scope, Outcome, error)
 }
 
 // Option configures a Store.

@@ -1,0 +1,228 @@
+// Package idemsqs applies the messages of an SQS batch at most once each,
+// for a Lambda function with ReportBatchItemFailures on its event source
+// mapping: it returns the events.SQSEventResponse that fails exactly the
+// messages that need another delivery.
+//
+// A message is identified by what its producer gave it, not by its SQS
+// messageId (a producer that retries SendMessage, or a redrive, sends the
+// same event under a new messageId): the caller's decode function reads
+// the message into an Entry, with the principal (the producer, such as a
+// CloudEvent source) and the key (such as a CloudEvent id) that scope its
+// record, and the value the message stands for. The value's JSON is the
+// payload fingerprint, so the same key carrying another value is
+// idem.ErrKeyReuse, and it is the response stored for the key.
+//
+// Two ways in, by where the effect lands:
+//
+//   - Transact, for effects that are DynamoDB writes: every new message's
+//     record and the writes shared by exactly those messages (one
+//     aggregated update per account, say) commit in one
+//     TransactWriteItems (idem.Store.ExecuteBatch): one call per batch,
+//     two when some messages were delivered before.
+//   - Run, for effects outside DynamoDB (an e-mail, a call to another
+//     API): each message is reserved, applied and completed with a fenced
+//     write (idem.Do), one after another.
+//
+// Poison is the caller's to classify: a message decode refuses, or whose
+// effect fails, is reported failed with decode's or the effect's error in
+// its Result, so the queue redelivers it and, after its maxReceiveCount,
+// moves it to the dead-letter queue; log each Result to say which. On a
+// FIFO queue (an event source ARN ending in ".fifo"), the first failed
+// message and every message after it in the batch are reported failed, as
+// Lambda requires to keep each message group in order; a later message
+// that had already been applied then replays on its redelivery.
+package idemsqs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+// Entry is one message as the caller's decode function reads it.
+type Entry[T any] struct {
+	// Principal names the producer: a CloudEvent source, or the ARN of
+	// the queue the consumer serves. Another principal is another scope.
+	Principal string
+	// Key is the id the producer gave the event, the same on every
+	// delivery of it.
+	Key string
+	// Value is what the message asks for. Its JSON is the fingerprint and
+	// the response stored for the key.
+	Value T
+}
+
+// Result is what became of one message.
+type Result struct {
+	// MessageID is the SQS messageId.
+	MessageID string
+	// Outcome is idem.OutcomeExecuted for the delivery that applied the
+	// message, idem.OutcomeReplayed for a duplicate (acknowledged), and
+	// otherwise says why it failed.
+	Outcome idem.Outcome
+	// Err is nil for an applied or duplicate message; otherwise decode's
+	// or the effect's error, idem.ErrKeyReuse, an *idem.InFlightError, a
+	// store error (idem.IsUnavailable tells one a retry fixes), or
+	// ErrSkipped.
+	Err error
+}
+
+// ErrSkipped reports a message of a FIFO queue left untried because an
+// earlier message of the batch failed.
+var ErrSkipped = errors.New("idemsqs: skipped after an earlier failure in a FIFO batch")
+
+// Response is the answer for the Lambda runtime: every message whose
+// Result has an Err is a batch item failure.
+func Response(results []Result) events.SQSEventResponse {
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for _, r := range results {
+		if r.Err != nil {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageID})
+		}
+	}
+	return resp
+}
+
+// Transact applies the batch's messages whose effects are DynamoDB writes
+// in one transaction: decode reads each message; shared returns the
+// writes for the values of exactly the messages a transaction executes
+// (it may be called more than once, with fewer values, when some messages
+// turn out to be duplicates) and must not depend on anything else. A
+// message fails only for its own sake, never because another of the batch
+// was a duplicate, poison or conflicted. The results are in the batch's
+// order; Response turns them into the runtime's answer.
+func Transact[T any](ctx context.Context, store *idem.Store, ev events.SQSEvent, operation string,
+	decode func(events.SQSMessage) (Entry[T], error),
+	shared func(executing []T) ([]types.TransactWriteItem, error),
+) (events.SQSEventResponse, []Result) {
+	results := make([]Result, len(ev.Records))
+	var (
+		items  []idem.BatchItem
+		values []T
+		of     []int // items[k] is ev.Records[of[k]]
+	)
+	for i, m := range ev.Records {
+		results[i].MessageID = m.MessageId
+		item, v, err := prepare(operation, m, decode)
+		if err != nil {
+			results[i].Outcome, results[i].Err = idem.OutcomeRejected, err
+			continue
+		}
+		items, values, of = append(items, item), append(values, v), append(of, i)
+	}
+	if len(items) > 0 {
+		res, err := store.ExecuteBatch(ctx, items, func(executing []int) ([]types.TransactWriteItem, error) {
+			vs := make([]T, len(executing))
+			for k, i := range executing {
+				vs[k] = values[i]
+			}
+			return shared(vs)
+		})
+		for k, i := range of {
+			if err != nil {
+				results[i].Outcome, results[i].Err = idem.OutcomeError, err
+				continue
+			}
+			results[i].Outcome, results[i].Err = res[k].Outcome, res[k].Err
+		}
+	}
+	fifoOrder(ev, results)
+	return Response(results), results
+}
+
+// Run applies the batch's messages whose effects are outside DynamoDB,
+// one after another: each is reserved, effect runs, and its completion is
+// a fenced write (idem.Do); a duplicate replays without running effect. A
+// failed effect releases the message's key, so its redelivery runs it
+// again. Run stops at ctx's end, reporting the untried messages failed.
+// The results are in the batch's order.
+func Run[T any](ctx context.Context, store *idem.Store, ev events.SQSEvent, operation string,
+	decode func(events.SQSMessage) (Entry[T], error),
+	effect func(context.Context, T) error,
+) (events.SQSEventResponse, []Result) {
+	results := make([]Result, len(ev.Records))
+	fifo := isFIFO(ev)
+	failed := false
+	for i, m := range ev.Records {
+		r := &results[i]
+		r.MessageID = m.MessageId
+		switch {
+		case fifo && failed:
+			r.Outcome, r.Err = idem.OutcomeRejected, ErrSkipped
+		case ctx.Err() != nil:
+			r.Outcome, r.Err = idem.OutcomeUnavailable, fmt.Errorf("idemsqs: untried: %w", ctx.Err())
+		default:
+			r.Outcome, r.Err = runOne(ctx, store, operation, m, decode, effect)
+		}
+		failed = failed || r.Err != nil
+	}
+	return Response(results), results
+}
+
+func runOne[T any](ctx context.Context, store *idem.Store, operation string, m events.SQSMessage,
+	decode func(events.SQSMessage) (Entry[T], error), effect func(context.Context, T) error,
+) (idem.Outcome, error) {
+	item, v, err := prepare(operation, m, decode)
+	if err != nil {
+		return idem.OutcomeRejected, err
+	}
+	_, outcome, err := idem.Do(ctx, store, item.Scope, item.Fingerprint, func(ctx context.Context) (json.RawMessage, error) {
+		if err := effect(ctx, v); err != nil {
+			return nil, err
+		}
+		return item.Response.Body, nil
+	})
+	return outcome, err
+}
+
+// prepare decodes m into its batch item: its scope, its value's
+// fingerprint and the value's JSON as the stored response.
+func prepare[T any](operation string, m events.SQSMessage, decode func(events.SQSMessage) (Entry[T], error)) (idem.BatchItem, T, error) {
+	e, err := decode(m)
+	if err != nil {
+		return idem.BatchItem{}, e.Value, err
+	}
+	scope, err := idem.NewScope(operation, e.Principal, e.Key)
+	if err != nil {
+		return idem.BatchItem{}, e.Value, err
+	}
+	if e.Principal == "" {
+		return idem.BatchItem{}, e.Value, fmt.Errorf("%w: message %s: no principal", idem.ErrInvalidKey, m.MessageId)
+	}
+	body, err := json.Marshal(e.Value)
+	if err != nil {
+		return idem.BatchItem{}, e.Value, fmt.Errorf("idemsqs: encode message %s: %w", m.MessageId, err)
+	}
+	fp, err := idem.Fingerprint(json.RawMessage(body))
+	if err != nil {
+		return idem.BatchItem{}, e.Value, fmt.Errorf("idemsqs: fingerprint message %s: %w", m.MessageId, err)
+	}
+	resp := idem.Response{Status: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: body}
+	return idem.BatchItem{Scope: scope, Fingerprint: fp, Response: resp}, e.Value, nil
+}
+
+// fifoOrder reports, on a FIFO queue, every message after the first failed
+// one failed too.
+func fifoOrder(ev events.SQSEvent, results []Result) {
+	if !isFIFO(ev) {
+		return
+	}
+	failed := false
+	for i := range results {
+		if failed && results[i].Err == nil {
+			results[i].Err = ErrSkipped
+		}
+		failed = failed || results[i].Err != nil
+	}
+}
+
+func isFIFO(ev events.SQSEvent) bool {
+	return len(ev.Records) > 0 && strings.HasSuffix(ev.Records[0].EventSourceARN, ".fifo")
+}
