@@ -104,7 +104,7 @@ func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func
 	first := map[string]int{}
 	follows := map[int]int{}
 	for i, it := range items {
-		if err := it.Scope.check(); err != nil {
+		if err := s.check(it.Scope); err != nil {
 			b.res[i] = BatchResult{Result{Outcome: OutcomeRejected}, err}
 			continue
 		}

@@ -47,7 +47,7 @@ func TestSixtyFourConcurrentCallersOneKeyExecuteOnce(t *testing.T) {
 		counters := make([]*callCounter, callers)
 		for i := range callers {
 			client, c := env.NewClient(t)
-			s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode))
+			s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithMode(mode))
 			require.NoError(t, err)
 			stores[i], counters[i] = s, c
 		}

@@ -106,7 +106,11 @@
 //
 // One table, partition key "id" (S), TTL on "expires_at";
 // pkg/idem/idemtable creates one and names the key prefix that confines an
-// IAM role to one operation's records. A record has:
+// IAM role to one operation's records. WithLayout puts the records
+// elsewhere (an idemtable.Layout): another partition key name, a prefix
+// to the ID ("IDEMPOTENCY#"), a single-table design's static partition
+// value with the ID in the sort key, other attribute names. In the default
+// layout, a record has:
 //
 //	id                the scope's ID: "v1", then operation, principal and
 //	                  key, each prefixed by its length (Scope.ID)

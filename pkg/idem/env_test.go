@@ -26,9 +26,13 @@ import (
 // testEnv is one test's store: the strict test store (pkg/idem/idemtest)
 // by default, or, with DYNAMODB_TEST_BACKEND=endpoint, the server that
 // AWS_ENDPOINT_URL_DYNAMODB names (moto, DynamoDB Local, a container),
-// with tables of this test's own.
+// with tables of this test's own. IDEM_TEST_LAYOUT picks the idempotency
+// table's layout (testLayouts); TestCoreSuitesOnEachLayout runs the core
+// suites on each.
 type testEnv struct {
-	Kind    string
+	Kind string
+	// Layout is the idempotency table's; newStore's stores use it.
+	Layout  idemtable.Layout
 	Client  *dynamodb.Client
 	Counter *callCounter
 	Tables  testTables
@@ -59,6 +63,11 @@ func newEnv(tb testing.TB) *testEnv {
 	default:
 		tb.Fatalf("DYNAMODB_TEST_BACKEND=%q: pkg/idem's tests run on embedded or endpoint", kind)
 	}
+	layout, ok := testLayouts[os.Getenv("IDEM_TEST_LAYOUT")]
+	if !ok {
+		tb.Fatalf("IDEM_TEST_LAYOUT=%q: one of default, single, prefix", os.Getenv("IDEM_TEST_LAYOUT"))
+	}
+	env.Layout = layout
 	env.Client, env.Counter = env.NewClient(tb)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -66,10 +75,10 @@ func newEnv(tb testing.TB) *testEnv {
 	env.Tables = testTables{Idempotency: "idempotency-" + suffix, Products: "products-" + suffix, Outbox: "outbox-" + suffix}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(tb, idemtable.Create(ctx, env.Client, env.Tables.Idempotency))
-	_, err := env.Client.CreateTable(ctx, idemtable.Input(env.Tables.Products))
+	require.NoError(tb, idemtable.Create(ctx, env.Client, env.Tables.Idempotency, env.Layout))
+	_, err := env.Client.CreateTable(ctx, idemtable.Input(env.Tables.Products, idemtable.Layout{}))
 	require.NoError(tb, err)
-	outbox := idemtable.Input(env.Tables.Outbox)
+	outbox := idemtable.Input(env.Tables.Outbox, idemtable.Layout{})
 	outbox.AttributeDefinitions = outboxKey.AttributeDefinitions
 	outbox.KeySchema = outboxKey.KeySchema
 	_, err = env.Client.CreateTable(ctx, outbox)
@@ -83,6 +92,31 @@ func newEnv(tb testing.TB) *testEnv {
 	}
 	env.Counter.Reset()
 	return env
+}
+
+// testLayouts are the idempotency table's layouts the core suites run on,
+// by IDEM_TEST_LAYOUT: the default; a single-table design (PK/SK, a
+// static partition, attribute names of its own); a key prefix.
+var testLayouts = map[string]idemtable.Layout{
+	"": {}, "default": {},
+	"single": {
+		PartitionKey: "PK", SortKey: "SK", PartitionValue: "IDEMPOTENCY", KeyPrefix: "IDEM#",
+		Attributes: idemtable.Attributes{
+			Status: "st", Fingerprint: "fp", LeaseToken: "lt", LeaseExpiresAt: "lexp",
+			ResponseStatus: "rs", ResponseHeaders: "rh", ResponseBody: "rb",
+			CreatedAt: "cat", CompletedAt: "done_at", CompletionID: "cid", ExpiresAt: "ttl",
+		},
+	},
+	"prefix": {KeyPrefix: "IDEMPOTENCY#"},
+}
+
+// defaultLayoutOnly skips a test that writes or reads records by their
+// attribute names itself, on any other layout.
+func (e *testEnv) defaultLayoutOnly(tb testing.TB) {
+	tb.Helper()
+	if e.Layout != (idemtable.Layout{}) {
+		tb.Skip("writes records in the default layout itself")
+	}
 }
 
 // concurrent marks a concurrency test. On the strict store the test runs

@@ -22,7 +22,7 @@ func ExampleStore_ExecuteBatch() {
 	client, stop := localDynamoDB()
 	defer stop()
 	ctx := context.Background()
-	if _, err := client.CreateTable(ctx, idemtable.Input("wallets")); err != nil {
+	if _, err := client.CreateTable(ctx, idemtable.Input("wallets", idemtable.Layout{})); err != nil {
 		log.Fatal(err)
 	}
 	store, err := idem.NewStore(client, "idempotency")

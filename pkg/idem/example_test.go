@@ -23,10 +23,10 @@ func localDynamoDB() (*dynamodb.Client, func()) {
 	store := idemtest.Start()
 	client, stop := store.Client(), store.Close
 	ctx := context.Background()
-	if err := idemtable.Create(ctx, client, "idempotency"); err != nil {
+	if err := idemtable.Create(ctx, client, "idempotency", idemtable.Layout{}); err != nil {
 		log.Fatal(err)
 	}
-	orders := idemtable.Input("orders") // any table keyed by "id" (S)
+	orders := idemtable.Input("orders", idemtable.Layout{}) // any table keyed by "id" (S)
 	if _, err := client.CreateTable(ctx, orders); err != nil {
 		log.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn
 }
 
 func (s *Store) execute(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
-	if err := scope.check(); err != nil {
+	if err := s.check(scope); err != nil {
 		return Result{Outcome: OutcomeRejected}, err
 	}
 	id := scope.ID()
@@ -154,7 +154,7 @@ func (s *Store) Run(ctx context.Context, scope Scope, fingerprint string, fn fun
 }
 
 func (s *Store) run(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Response, error)) (Result, error) {
-	if err := scope.check(); err != nil {
+	if err := s.check(scope); err != nil {
 		return Result{Outcome: OutcomeRejected}, err
 	}
 	id := scope.ID()
@@ -293,7 +293,7 @@ func (s *Store) checkEffect(id string, eff Effect) error {
 		if aws.ToString(table) != s.table {
 			continue
 		}
-		if v, ok := key[attrID].(*types.AttributeValueMemberS); ok && v.Value == id {
+		if s.isOwnKey(key, id) {
 			return fmt.Errorf("%w: write %d is to the key's own record", ErrInvalidEffect, i)
 		}
 	}
@@ -334,7 +334,7 @@ func (s *Store) Transact(ctx context.Context, scope Scope, fingerprint string, f
 }
 
 func (s *Store) transactScope(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
-	if err := scope.check(); err != nil {
+	if err := s.check(scope); err != nil {
 		return Result{Outcome: OutcomeRejected}, err
 	}
 	id := scope.ID()
@@ -548,28 +548,27 @@ func (s *Store) landed(ctx context.Context, id, token string) bool {
 // with resp and carrying this call's token, under the claim condition.
 func (s *Store) completedPut(id, fingerprint, token string, resp Response, now time.Time) (*types.Put, time.Time) {
 	expires := time.Unix(now.Add(s.retention).Unix(), 0)
-	item := map[string]types.AttributeValue{
-		attrID:             str(id),
-		attrStatus:         str(statusCompleted),
-		attrFingerprint:    str(fingerprint),
-		attrLeaseToken:     str(token),
-		attrCompletionID:   str(token),
-		attrResponseStatus: num(int64(resp.Status)),
-		attrResponseBody:   ddbitem.Blob(resp.Body),
-		attrCreatedAt:      ddbitem.Time(now),
-		attrCompletedAt:    ddbitem.Time(now),
-		attrExpiresAt:      num(expires.Unix()),
-	}
+	item := s.withKey(id, map[string]types.AttributeValue{
+		s.attr.Status:         str(statusCompleted),
+		s.attr.Fingerprint:    str(fingerprint),
+		s.attr.LeaseToken:     str(token),
+		s.attr.CompletionID:   str(token),
+		s.attr.ResponseStatus: num(int64(resp.Status)),
+		s.attr.ResponseBody:   ddbitem.Blob(resp.Body),
+		s.attr.CreatedAt:      ddbitem.Time(now),
+		s.attr.CompletedAt:    ddbitem.Time(now),
+		s.attr.ExpiresAt:      num(expires.Unix()),
+	})
 	// An empty map is left out: some DynamoDB-compatible servers give one
 	// back as something else (minidyn), and no headers read back as none.
 	if len(resp.Headers) > 0 {
-		item[attrResponseHeaders] = ddbitem.StringMap(resp.Headers)
+		item[s.attr.ResponseHeaders] = ddbitem.StringMap(resp.Headers)
 	}
 	return &types.Put{
 		TableName:                           aws.String(s.table),
 		Item:                                item,
 		ConditionExpression:                 aws.String(claimCondition),
-		ExpressionAttributeNames:            claimNames(),
+		ExpressionAttributeNames:            s.claimNames(),
 		ExpressionAttributeValues:           claimValues(now, fingerprint),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}, expires

@@ -78,7 +78,7 @@ func (l *hold) renew(ctx context.Context, timeout time.Duration) error {
 	values[":le"] = num(end.UnixMilli())
 	values[":exp"] = num(now.Add(max(l.store.retention, end.Sub(now))).Unix())
 	names := l.fenceNames()
-	names["#le"], names["#exp"] = attrLeaseExpiresAt, attrExpiresAt
+	names["#le"], names["#exp"] = l.store.attr.LeaseExpiresAt, l.store.attr.ExpiresAt
 	_, err := l.store.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(l.store.table),
 		Key:                       l.key(),

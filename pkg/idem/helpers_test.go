@@ -37,7 +37,7 @@ func (c *clock) Advance(d time.Duration) {
 
 func newStore(t testing.TB, env *testEnv, opts ...idem.Option) *idem.Store {
 	t.Helper()
-	s, err := idem.NewStore(env.Client, env.Tables.Idempotency, opts...)
+	s, err := idem.NewStore(env.Client, env.Tables.Idempotency, append([]idem.Option{idem.WithLayout(env.Layout)}, opts...)...)
 	require.NoError(t, err)
 	return s
 }

@@ -62,7 +62,20 @@ func (s Scope) check() error {
 	return nil
 }
 
-// ID is the record's partition key: "v1", then operation, principal and
+// check is scope.check, and that the scope's ID fits the key of the
+// store's layout (a sort key holds 1024 bytes, a prefix takes its share).
+func (s *Store) check(scope Scope) error {
+	if err := scope.check(); err != nil {
+		return err
+	}
+	if n, limit := len(scope.ID()), s.layout.MaxIDLength(); n > limit {
+		return fmt.Errorf("%w: scoped id is %d bytes, at most %d in this table's layout", ErrInvalidKey, n, limit)
+	}
+	return nil
+}
+
+// ID is the record's partition key (in the default layout; see
+// idemtable.Layout for the others): "v1", then operation, principal and
 // key, each prefixed by its length in bytes, so the encoding is injective
 // whatever the parts contain.
 func (s Scope) ID() string { return scopeid.Encode(s.Operation, s.Principal, s.Key) }

@@ -38,7 +38,7 @@ func (l *hold) Takeover() bool { return l.takeover }
 const fence = "#lt = :mine AND #st = :in_progress"
 
 func (l *hold) fenceNames() map[string]string {
-	return map[string]string{"#lt": attrLeaseToken, "#st": attrStatus}
+	return map[string]string{"#lt": l.store.attr.LeaseToken, "#st": l.store.attr.Status}
 }
 
 func (l *hold) fenceValues() map[string]types.AttributeValue {
@@ -46,7 +46,7 @@ func (l *hold) fenceValues() map[string]types.AttributeValue {
 }
 
 func (l *hold) key() map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrID: str(l.id)}
+	return l.store.key(l.id)
 }
 
 // validate applies the store's limits to a response before it is stored.
@@ -85,13 +85,14 @@ func (l *hold) completion(resp Response) (*types.Update, time.Time, string, erro
 	values[":cat"] = ddbitem.Time(now)
 	values[":exp"] = num(expires.Unix())
 	names := l.fenceNames()
-	names["#rs"], names["#rb"] = attrResponseStatus, attrResponseBody
-	names["#cat"], names["#exp"], names["#cid"] = attrCompletedAt, attrExpiresAt, attrCompletionID
+	attr := l.store.attr
+	names["#rs"], names["#rb"] = attr.ResponseStatus, attr.ResponseBody
+	names["#cat"], names["#exp"], names["#cid"] = attr.CompletedAt, attr.ExpiresAt, attr.CompletionID
 	set := "SET #st = :completed, #rs = :rs, #rb = :rb, #cat = :cat, #exp = :exp, #cid = :cid"
 	// An empty map is left out: some DynamoDB-compatible servers give one
 	// back as something else (minidyn), and no headers read back as none.
 	if len(resp.Headers) > 0 {
-		values[":rh"], names["#rh"] = ddbitem.StringMap(resp.Headers), attrResponseHeaders
+		values[":rh"], names["#rh"] = ddbitem.StringMap(resp.Headers), attr.ResponseHeaders
 		set += ", #rh = :rh"
 	}
 	return &types.Update{
@@ -203,20 +204,20 @@ func backoff(ctx context.Context, attempt int) error {
 func (l *hold) landed(ctx context.Context, err error, cid string) bool {
 	var txErr *txError
 	if errors.Is(err, ErrLeaseLost) && errors.As(err, &txErr) && len(txErr.Item) > 0 {
-		return completedBy(txErr.Item, cid)
+		return l.store.completedBy(txErr.Item, cid)
 	}
 	out, gerr := l.store.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(l.store.table), Key: l.key(), ConsistentRead: aws.Bool(true),
 	})
-	return gerr == nil && completedBy(out.Item, cid)
+	return gerr == nil && l.store.completedBy(out.Item, cid)
 }
 
 // completedBy reports whether item, the record a fenced write found, was
 // completed by the completion cid: this call's own write had landed.
-func completedBy(item map[string]types.AttributeValue, cid string) bool {
+func (s *Store) completedBy(item map[string]types.AttributeValue, cid string) bool {
 	r := ddbitem.Read(item)
-	st, _ := r.OptS(attrStatus)
-	id, _ := r.OptS(attrCompletionID)
+	st, _ := r.OptS(s.attr.Status)
+	id, _ := r.OptS(s.attr.CompletionID)
 	return r.Err() == nil && st == statusCompleted && id == cid
 }
 
@@ -245,7 +246,7 @@ func (l *hold) complete(ctx context.Context, resp Response) (time.Time, error) {
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		if completedBy(ccf.Item, cid) {
+		if l.store.completedBy(ccf.Item, cid) {
 			return expires, nil // the SDK retried an update that had landed
 		}
 		return time.Time{}, fmt.Errorf("%w: completion refused: %w", ErrLeaseLost, err)
@@ -294,7 +295,7 @@ func (l *hold) release(ctx context.Context, cid string) (landed bool, err error)
 					item = out.Item
 				}
 			}
-			if completedBy(item, cid) {
+			if l.store.completedBy(item, cid) {
 				return true, nil
 			}
 		}

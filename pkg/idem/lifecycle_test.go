@@ -115,7 +115,7 @@ func TestZombieHolderCannotCommitAfterTakeover(t *testing.T) {
 		rec, _, err := b.Get(ctx, sc)
 		require.NoError(t, err)
 		assert.Equal(t, bRes.Response, rec.Response, "B's response stands")
-		assert.Equal(t, rec.LeaseToken, txErr.Item["lease_token"].(*types.AttributeValueMemberS).Value)
+		assert.Equal(t, rec.LeaseToken, txErr.Item[env.Layout.WithDefaults().Attributes.LeaseToken].(*types.AttributeValueMemberS).Value)
 
 		replay, err := a.Execute(ctx, sc, "fp", effect(env))
 		require.NoError(t, err)
@@ -263,7 +263,7 @@ func TestCallsPerOutcome(t *testing.T) {
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
 		env := newEnv(t)
 		client, counter := env.NewClient(t)
-		s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode))
+		s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithMode(mode))
 		require.NoError(t, err)
 		ctx := context.Background()
 		fallback := 0
@@ -430,6 +430,7 @@ func TestCorruptRecordIsAnErrorNotAPanic(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
 		env := newEnv(t)
+		env.defaultLayoutOnly(t)
 		s := newStore(t, env, idem.WithMode(mode))
 		sc := scope(t, "corrupt")
 		exp := &types.AttributeValueMemberN{Value: "9999999999"}

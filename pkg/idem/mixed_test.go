@@ -67,7 +67,7 @@ func TestTransactCallerTakesOverADeadReserveHolder(t *testing.T) {
 	clk.Advance(leaseTotal + time.Millisecond)
 
 	client, counter := env.NewClient(t)
-	counted, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithClock(clk.Now), idem.WithMode(idem.ModeTransact))
+	counted, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithClock(clk.Now), idem.WithMode(idem.ModeTransact))
 	require.NoError(t, err)
 	res, err := counted.Execute(ctx, sc, "fp", effect(env))
 	require.NoError(t, err)

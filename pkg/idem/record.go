@@ -11,22 +11,6 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 )
 
-// record attribute names; the package documentation describes each.
-const (
-	attrID              = "id"
-	attrStatus          = "status"
-	attrFingerprint     = "fingerprint"
-	attrLeaseToken      = "lease_token"
-	attrLeaseExpiresAt  = "lease_expires_at"
-	attrResponseStatus  = "response_status"
-	attrResponseHeaders = "response_headers"
-	attrResponseBody    = "response_body"
-	attrCreatedAt       = "created_at"
-	attrCompletedAt     = "completed_at"
-	attrCompletionID    = "completion_id"
-	attrExpiresAt       = "expires_at"
-)
-
 // record statuses.
 const (
 	statusInProgress = "IN_PROGRESS"
@@ -76,37 +60,42 @@ func str(v string) types.AttributeValue { return ddbitem.S(v) }
 
 func num(v int64) types.AttributeValue { return ddbitem.N(v) }
 
-// decodeRecord reads an item; a missing or mistyped required attribute is
-// ErrCorruptRecord, never a panic.
-func decodeRecord(item map[string]types.AttributeValue) (record, error) {
+// decodeRecord reads an item in the store's layout; a missing or
+// mistyped required attribute is ErrCorruptRecord, never a panic.
+func (s *Store) decodeRecord(item map[string]types.AttributeValue) (record, error) {
+	attr := s.attr
 	in := ddbitem.Read(item)
+	id, hasKey := s.layout.ID(item)
 	r := record{
-		ID:          in.S(attrID),
-		Status:      in.S(attrStatus),
-		Fingerprint: in.S(attrFingerprint),
-		ExpiresAt:   time.Unix(in.Int(attrExpiresAt), 0),
+		ID:          id,
+		Status:      in.S(attr.Status),
+		Fingerprint: in.S(attr.Fingerprint),
+		ExpiresAt:   time.Unix(in.Int(attr.ExpiresAt), 0),
 	}
-	r.LeaseToken, _ = in.OptS(attrLeaseToken)
-	if ms, ok := in.OptInt(attrLeaseExpiresAt); ok {
+	r.LeaseToken, _ = in.OptS(attr.LeaseToken)
+	if ms, ok := in.OptInt(attr.LeaseExpiresAt); ok {
 		r.LeaseExpiresAt = time.UnixMilli(ms)
 	}
-	r.CreatedAt, _ = in.OptTime(attrCreatedAt)
-	r.CompletedAt, _ = in.OptTime(attrCompletedAt)
+	r.CreatedAt, _ = in.OptTime(attr.CreatedAt)
+	r.CompletedAt, _ = in.OptTime(attr.CompletedAt)
 	var bad error
+	if !hasKey {
+		bad = fmt.Errorf("%w: no key of the store's layout", errCorruptRecord)
+	}
 	switch r.Status {
 	case statusInProgress:
 		// Without both, no caller could ever take the key over.
-		for _, a := range []string{attrLeaseToken, attrLeaseExpiresAt} {
+		for _, a := range []string{attr.LeaseToken, attr.LeaseExpiresAt} {
 			if !in.Has(a) && bad == nil {
 				bad = fmt.Errorf("%w: in progress without %s", errCorruptRecord, a)
 			}
 		}
 	case statusCompleted:
-		r.Response.Status = int(in.Int(attrResponseStatus))
-		r.Response.Body = in.Bytes(attrResponseBody)
-		r.Response.Headers, _ = in.StringMap(attrResponseHeaders)
+		r.Response.Status = int(in.Int(attr.ResponseStatus))
+		r.Response.Body = in.Bytes(attr.ResponseBody)
+		r.Response.Headers, _ = in.StringMap(attr.ResponseHeaders)
 	default:
-		if in.Err() == nil {
+		if in.Err() == nil && bad == nil {
 			bad = fmt.Errorf("%w: unknown status %q", errCorruptRecord, r.Status)
 		}
 	}
@@ -171,12 +160,16 @@ func untilFree(rec record, now time.Time) time.Duration {
 const claimCondition = "attribute_not_exists(#id) OR #exp < :now_s OR " +
 	"(#st = :in_progress AND #lease_exp < :now_ms AND #fp = :fp)"
 
-func claimNames() map[string]string {
+func (s *Store) claimNames() map[string]string {
 	return map[string]string{
-		"#id": attrID, "#exp": attrExpiresAt, "#st": attrStatus,
-		"#lease_exp": attrLeaseExpiresAt, "#fp": attrFingerprint,
+		"#id": s.layout.PartitionKey, "#exp": s.attr.ExpiresAt, "#st": s.attr.Status,
+		"#lease_exp": s.attr.LeaseExpiresAt, "#fp": s.attr.Fingerprint,
 	}
 }
+
+// key is the primary key of the record of the scope whose ID is id, in
+// the store's layout.
+func (s *Store) key(id string) map[string]types.AttributeValue { return s.layout.Key(id) }
 
 func claimValues(now time.Time, fingerprint string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
@@ -185,4 +178,22 @@ func claimValues(now time.Time, fingerprint string) map[string]types.AttributeVa
 		":in_progress": str(statusInProgress),
 		":fp":          str(fingerprint),
 	}
+}
+
+// withKey adds the key of the record of id to item, and returns it.
+func (s *Store) withKey(id string, item map[string]types.AttributeValue) map[string]types.AttributeValue {
+	maps.Copy(item, s.key(id))
+	return item
+}
+
+// isOwnKey reports whether key (a write's key, or a Put's item) is the key
+// of the record of id.
+func (s *Store) isOwnKey(key map[string]types.AttributeValue, id string) bool {
+	for name, want := range s.key(id) {
+		v, ok := key[name].(*types.AttributeValueMemberS)
+		if !ok || v.Value != want.(*types.AttributeValueMemberS).Value {
+			return false
+		}
+	}
+	return true
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 )
 
 // API is the part of the DynamoDB client the store uses; *dynamodb.Client
@@ -40,11 +41,16 @@ const (
 )
 
 // Store keeps idempotency records in one DynamoDB table whose partition key
-// is the string attribute "id" (see CreateTable). It is safe for
-// concurrent use; make one per table and process, and share it.
+// is the string attribute "id" (see idemtable.Create), or where WithLayout
+// says. It is safe for concurrent use; make one per table and process, and
+// share it.
 type Store struct {
 	db    API
 	table string
+	// layout is where the records live, with every name set; attr is its
+	// attribute names.
+	layout idemtable.Layout
+	attr   idemtable.Attributes
 	// executeTransacts makes Execute run as Transact: only the tests set
 	// it, to run each Execute scenario in both ways of claiming.
 	executeTransacts bool
@@ -120,6 +126,14 @@ func WithConflictAttempts(n int) Option {
 	return func(s *Store) { s.maxAttempts, s.maxTxAttempts = n, n }
 }
 
+// WithLayout keeps the records where layout says: its key attributes (a
+// sort key with a static partition value for single-table designs), a
+// prefix to the scope's ID, its attribute names. The default is
+// idemtable.Layout{}. Every store on one table must use the same layout.
+// A scope whose ID does not fit the layout's key (idemtable.Layout's
+// MaxIDLength) is ErrInvalidKey.
+func WithLayout(layout idemtable.Layout) Option { return func(s *Store) { s.layout = layout } }
+
 // NewStore returns a store on the named table.
 func NewStore(db API, table string, opts ...Option) (*Store, error) {
 	s := &Store{
@@ -132,6 +146,11 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	if err := s.layout.Validate(); err != nil {
+		return nil, fmt.Errorf("idem: %w", err)
+	}
+	s.layout = s.layout.WithDefaults()
+	s.attr = s.layout.Attributes
 	switch {
 	case db == nil:
 		return nil, errors.New("idem: nil DynamoDB client")
@@ -177,7 +196,7 @@ type claimed struct {
 // ErrKeyReuse, ErrCorruptRecord or the DynamoDB error. It does not use the
 // cache.
 func (s *Store) reserve(ctx context.Context, scope Scope, fingerprint string) (claimed, error) {
-	if err := scope.check(); err != nil {
+	if err := s.check(scope); err != nil {
 		return claimed{}, err
 	}
 	id := scope.ID()
@@ -323,17 +342,16 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint, token string) (
 	a := attempt{token: token, now: now, leaseEnd: leaseEnd}
 	out, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table),
-		Item: map[string]types.AttributeValue{
-			attrID:             str(id),
-			attrStatus:         str(statusInProgress),
-			attrFingerprint:    str(fingerprint),
-			attrLeaseToken:     str(a.token),
-			attrLeaseExpiresAt: num(leaseEnd.UnixMilli()),
-			attrCreatedAt:      ddbitem.Time(now),
-			attrExpiresAt:      num(now.Add(max(s.retention, leaseEnd.Sub(now))).Unix()),
-		},
+		Item: s.withKey(id, map[string]types.AttributeValue{
+			s.attr.Status:         str(statusInProgress),
+			s.attr.Fingerprint:    str(fingerprint),
+			s.attr.LeaseToken:     str(a.token),
+			s.attr.LeaseExpiresAt: num(leaseEnd.UnixMilli()),
+			s.attr.CreatedAt:      ddbitem.Time(now),
+			s.attr.ExpiresAt:      num(now.Add(max(s.retention, leaseEnd.Sub(now))).Unix()),
+		}),
 		ConditionExpression:       aws.String(claimCondition),
-		ExpressionAttributeNames:  claimNames(),
+		ExpressionAttributeNames:  s.claimNames(),
 		ExpressionAttributeValues: claimValues(now, fingerprint),
 		// On success: the item we replaced, if any, tells a takeover apart.
 		ReturnValues: types.ReturnValueAllOld,
@@ -341,7 +359,7 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint, token string) (
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
-		a.claim = s.leased(id, a, wasHeldByAnother(out.Attributes, a.token))
+		a.claim = s.leased(id, a, s.wasHeldByAnother(out.Attributes, a.token))
 		return a, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
@@ -372,7 +390,7 @@ func (s *Store) current(ctx context.Context, id string, item map[string]types.At
 	if len(item) == 0 {
 		got, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName:      aws.String(s.table),
-			Key:            map[string]types.AttributeValue{attrID: str(id)},
+			Key:            s.key(id),
 			ConsistentRead: aws.Bool(true),
 		})
 		if err != nil {
@@ -383,7 +401,7 @@ func (s *Store) current(ctx context.Context, id string, item map[string]types.At
 		}
 		item = got.Item
 	}
-	rec, err := decodeRecord(item)
+	rec, err := s.decodeRecord(item)
 	if err != nil {
 		return record{}, false, err
 	}
@@ -406,12 +424,12 @@ func (s *Store) leased(id string, a attempt, takeover bool) claimed {
 // echoes the new item instead (minidyn) shows our own token: no takeover
 // can be seen there, and the outcome stays "executed"; the fencing, not
 // this label, is what keeps the takeover safe.
-func wasHeldByAnother(old map[string]types.AttributeValue, token string) bool {
-	st, ok := old[attrStatus].(*types.AttributeValueMemberS)
+func (s *Store) wasHeldByAnother(old map[string]types.AttributeValue, token string) bool {
+	st, ok := old[s.attr.Status].(*types.AttributeValueMemberS)
 	if !ok || st.Value != statusInProgress {
 		return false
 	}
-	lt, ok := old[attrLeaseToken].(*types.AttributeValueMemberS)
+	lt, ok := old[s.attr.LeaseToken].(*types.AttributeValueMemberS)
 	return ok && lt.Value != token
 }
 
@@ -420,7 +438,7 @@ func wasHeldByAnother(old map[string]types.AttributeValue, token string) bool {
 func (s *Store) get(ctx context.Context, scope Scope) (rec record, ok bool, err error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
-		Key:            map[string]types.AttributeValue{attrID: str(scope.ID())},
+		Key:            s.key(scope.ID()),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -429,7 +447,7 @@ func (s *Store) get(ctx context.Context, scope Scope) (rec record, ok bool, err 
 	if len(out.Item) == 0 {
 		return record{}, false, nil
 	}
-	rec, err = decodeRecord(out.Item)
+	rec, err = s.decodeRecord(out.Item)
 	if err != nil {
 		return record{}, false, err
 	}

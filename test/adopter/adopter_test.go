@@ -35,7 +35,7 @@ type server struct {
 func newServer(t *testing.T) *server {
 	t.Helper()
 	db := idemtest.New(t, idemtest.WithTransactionLatency(time.Millisecond)).Client()
-	if err := idemtable.Create(context.Background(), db, "idempotency"); err != nil {
+	if err := idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}); err != nil {
 		t.Fatal(err)
 	}
 	store, err := idem.NewStore(db, "idempotency")

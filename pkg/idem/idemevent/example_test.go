@@ -21,7 +21,7 @@ import (
 // table, so the examples run anywhere.
 func localStore() (*idem.Store, func()) {
 	server := idemtest.Start()
-	if err := idemtable.Create(context.Background(), server.Client(), "idempotency"); err != nil {
+	if err := idemtable.Create(context.Background(), server.Client(), "idempotency", idemtable.Layout{}); err != nil {
 		log.Fatal(err)
 	}
 	store, err := idem.NewStore(server.Client(), "idempotency")

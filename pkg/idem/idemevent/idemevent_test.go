@@ -47,7 +47,7 @@ func newFixture(t *testing.T, opts ...idem.Option) *fixture {
 	srv := idemtest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(t, idemtable.Create(ctx, srv.Client(), "idempotency"))
+	require.NoError(t, idemtable.Create(ctx, srv.Client(), "idempotency", idemtable.Layout{}))
 	store, err := idem.NewStore(srv.Client(), "idempotency", opts...)
 	require.NoError(t, err)
 	srv.ResetCalls()

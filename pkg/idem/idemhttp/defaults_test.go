@@ -25,7 +25,7 @@ import (
 func bareMiddleware(t *testing.T, opts ...idem.Option) *idemhttp.Middleware {
 	t.Helper()
 	db := idemtest.New(t).Client()
-	require.NoError(t, idemtable.Create(context.Background(), db, "idempotency"))
+	require.NoError(t, idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}))
 	store, err := idem.NewStore(db, "idempotency", opts...)
 	require.NoError(t, err)
 	return &idemhttp.Middleware{Store: store}

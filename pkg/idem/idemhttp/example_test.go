@@ -24,7 +24,7 @@ import (
 func localStore() (*idem.Store, func()) {
 	local := idemtest.Start()
 	client, stop := local.Client(), local.Close
-	if err := idemtable.Create(context.Background(), client, "idempotency"); err != nil {
+	if err := idemtable.Create(context.Background(), client, "idempotency", idemtable.Layout{}); err != nil {
 		log.Fatal(err)
 	}
 	store, err := idem.NewStore(client, "idempotency")

@@ -76,7 +76,7 @@ func (m *mailer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func newMiddleware(t *testing.T, observed *outcomes) *idemhttp.Middleware {
 	t.Helper()
 	db := idemtest.New(t).Client()
-	require.NoError(t, idemtable.Create(context.Background(), db, "idempotency"))
+	require.NoError(t, idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}))
 	store, err := idem.NewStore(db, "idempotency")
 	require.NoError(t, err)
 	// Callers are told apart where a test is about that; elsewhere one

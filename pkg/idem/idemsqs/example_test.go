@@ -28,7 +28,7 @@ func ExampleRun() {
 	server := idemtest.Start() // stands in for DynamoDB
 	defer server.Close()
 	db := server.Client()
-	if err := idemtable.Create(context.Background(), db, "idempotency"); err != nil {
+	if err := idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}); err != nil {
 		log.Fatal(err)
 	}
 	store, err := idem.NewStore(db, "idempotency")

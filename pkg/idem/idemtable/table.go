@@ -1,6 +1,8 @@
 // Package idemtable creates the DynamoDB table pkg/idem keeps its records
-// in, and names the key prefix that confines an IAM role to one
-// operation's records.
+// in, describes where in a table they live (Layout: a table of its own, a
+// key prefix, or a single-table design's static partition and sort key),
+// and names the key prefix that confines an IAM role to one operation's
+// records.
 package idemtable
 
 import (
@@ -16,12 +18,15 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/internal/scopeid"
 )
 
-// The table's schema: a string partition key and a TTL attribute. Any
-// table with this key works; records carry nothing else in their key.
+// The default layout's schema: a string partition key and a TTL
+// attribute. Any table with this key works; records carry nothing else in
+// their key. A Layout names others.
 const (
-	// KeyAttribute is the partition key attribute (S): the scope's ID.
+	// KeyAttribute is the default partition key attribute (S): the
+	// scope's ID.
 	KeyAttribute = "id"
-	// TTLAttribute is the record's expiry in epoch seconds (N). Turn
+	// TTLAttribute is the default name of the record's expiry in epoch
+	// seconds (N). Turn
 	// DynamoDB TTL on for it so expired records are deleted; the store
 	// never depends on the deletion, which DynamoDB only promises within
 	// days: it treats an expired record as absent.
@@ -36,24 +41,37 @@ type API interface {
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
 }
 
-// Input is the CreateTable request for an idempotency table named name:
-// partition key KeyAttribute (S), on-demand billing.
-func Input(name string) *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
+// Input is the CreateTable request for an idempotency table named name in
+// layout (Layout{} is the default): its partition key (S), its sort key
+// (S) if it has one, on-demand billing. It does not validate layout;
+// Create does.
+func Input(name string, layout Layout) *dynamodb.CreateTableInput {
+	layout = layout.WithDefaults()
+	in := &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(KeyAttribute), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(KeyAttribute), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(layout.PartitionKey), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(layout.PartitionKey), KeyType: types.KeyTypeHash}},
 	}
+	if layout.SortKey != "" {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(layout.SortKey), AttributeType: types.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(layout.SortKey), KeyType: types.KeyTypeRange})
+	}
+	return in
 }
 
-// Create creates an idempotency table (Input), waits until
-// it is ACTIVE and turns TTL on for TTLAttribute. It is for tests, tools
-// and first-time setup; production tables belong in infrastructure code
-// (this project's template.yaml declares one). An existing table is an
-// error wrapping *types.ResourceInUseException.
-func Create(ctx context.Context, db API, name string) error {
-	if _, err := db.CreateTable(ctx, Input(name)); err != nil {
+// Create creates an idempotency table in layout (Input; Layout{} is the
+// default), waits until it is ACTIVE and turns TTL on for the layout's
+// expiry attribute (TTLAttribute by default). It is for tests, tools and
+// first-time setup; production tables belong in infrastructure code (this
+// project's template.yaml declares one). An invalid layout is an error
+// and creates nothing; an existing table is an error wrapping
+// *types.ResourceInUseException.
+func Create(ctx context.Context, db API, name string, layout Layout) error {
+	if err := layout.Validate(); err != nil {
+		return err
+	}
+	if _, err := db.CreateTable(ctx, Input(name, layout)); err != nil {
 		return fmt.Errorf("idemtable: create table %s: %w", name, err)
 	}
 	if err := waitActive(ctx, db, name); err != nil {
@@ -62,7 +80,7 @@ func Create(ctx context.Context, db API, name string) error {
 	_, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 		TableName: aws.String(name),
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{
-			AttributeName: aws.String(TTLAttribute), Enabled: aws.Bool(true),
+			AttributeName: aws.String(layout.WithDefaults().Attributes.ExpiresAt), Enabled: aws.Bool(true),
 		},
 	})
 	if err != nil {
@@ -100,5 +118,6 @@ func waitActive(ctx context.Context, db API, name string) error {
 // prefix says where the operation ends. To confine a role to one
 // operation's records, give its policy the condition
 // ForAllValues:StringLike on dynamodb:LeadingKeys of
-// LeadingKeyPrefix(operation)+"*".
+// LeadingKeyPrefix(operation)+"*". That is the default layout's; a
+// Layout's own method accounts for its KeyPrefix and sort key.
 func LeadingKeyPrefix(operation string) string { return scopeid.Prefix(operation) }

@@ -1,0 +1,154 @@
+package idemadmin_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemadmin"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+)
+
+var layouts = map[string]idemtable.Layout{
+	"default": {},
+	"single": {
+		PartitionKey: "PK", SortKey: "SK", PartitionValue: "IDEMPOTENCY", KeyPrefix: "IDEM#",
+		Attributes: idemtable.Attributes{Status: "st", LeaseExpiresAt: "lexp", ExpiresAt: "ttl"},
+	},
+	"prefix": {KeyPrefix: "IDEMPOTENCY#"},
+}
+
+// eachLayout runs f on a fresh table per layout.
+func eachLayout(t *testing.T, f func(t *testing.T, db *dynamodb.Client, layout idemtable.Layout, store *idem.Store)) {
+	for name, layout := range layouts {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := idemtest.New(t).Client()
+			require.NoError(t, idemtable.Create(context.Background(), db, "idempotency", layout))
+			store, err := idem.NewStore(db, "idempotency", idem.WithLayout(layout))
+			require.NoError(t, err)
+			f(t, db, layout, store)
+		})
+	}
+}
+
+func ok(status int) func(context.Context) (idem.Response, error) {
+	return func(context.Context) (idem.Response, error) { return idem.Response{Status: status}, nil }
+}
+
+func TestLookup(t *testing.T) {
+	t.Parallel()
+	eachLayout(t, func(t *testing.T, db *dynamodb.Client, layout idemtable.Layout, store *idem.Store) {
+		ctx := context.Background()
+		sc, _ := idem.NewScope("POST /orders", "user-1", "k-1")
+		_, err := idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
+		require.ErrorIs(t, err, idemadmin.ErrNotFound)
+
+		_, err = store.Run(ctx, sc, "fp-1", ok(201))
+		require.NoError(t, err)
+		rec, err := idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
+		require.NoError(t, err)
+		assert.Equal(t, "COMPLETED", rec.Status)
+		assert.Equal(t, "fp-1", rec.Fingerprint)
+		assert.Equal(t, 201, rec.ResponseStatus)
+		assert.Equal(t, sc.ID(), rec.ID)
+		assert.False(t, rec.LeaseLive)
+		assert.False(t, rec.Expired)
+		assert.False(t, rec.CreatedAt.IsZero())
+		assert.False(t, rec.CompletedAt.IsZero())
+		assert.WithinDuration(t, time.Now().Add(24*time.Hour), rec.ExpiresAt, time.Minute)
+	})
+}
+
+func TestEvictACompletedKeyRunsAgain(t *testing.T) {
+	t.Parallel()
+	eachLayout(t, func(t *testing.T, db *dynamodb.Client, layout idemtable.Layout, store *idem.Store) {
+		ctx := context.Background()
+		sc, _ := idem.NewScope("POST /orders", "user-1", "k-1")
+		_, err := store.Run(ctx, sc, "fp", ok(201))
+		require.NoError(t, err)
+		res, err := store.Run(ctx, sc, "fp", ok(500))
+		require.NoError(t, err)
+		require.Equal(t, idem.OutcomeReplayed, res.Outcome)
+
+		rec, err := idemadmin.Evict(ctx, db, "idempotency", layout, sc, false)
+		require.NoError(t, err)
+		assert.Equal(t, "COMPLETED", rec.Status)
+		_, err = idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
+		require.ErrorIs(t, err, idemadmin.ErrNotFound)
+
+		res, err = store.Run(ctx, sc, "another payload, even", ok(202))
+		require.NoError(t, err)
+		assert.Equal(t, idem.OutcomeExecuted, res.Outcome, "the key runs again")
+		assert.Equal(t, 202, res.Response.Status)
+
+		_, err = idemadmin.Evict(ctx, db, "idempotency", layout, mustScope(t, "absent"), false)
+		require.ErrorIs(t, err, idemadmin.ErrNotFound)
+	})
+}
+
+func mustScope(t *testing.T, key string) idem.Scope {
+	sc, err := idem.NewScope("POST /orders", "user-1", key)
+	require.NoError(t, err)
+	return sc
+}
+
+// A live holder: evicting it without force fails and leaves the record;
+// with force it goes, a new claim wins, and the old holder's fenced
+// completion fails with ErrLeaseLost, writing nothing.
+func TestEvictALiveHolder(t *testing.T) {
+	t.Parallel()
+	eachLayout(t, func(t *testing.T, db *dynamodb.Client, layout idemtable.Layout, store *idem.Store) {
+		ctx := context.Background()
+		sc := mustScope(t, "live")
+		res, err := store.Execute(ctx, sc, "fp", func(ctx context.Context) (idem.Effect, error) {
+			_, err := idemadmin.Evict(ctx, db, "idempotency", layout, sc, false)
+			require.ErrorIs(t, err, idemadmin.ErrLiveHolder)
+			rec, err := idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
+			require.NoError(t, err)
+			assert.Equal(t, "IN_PROGRESS", rec.Status, "the record stays")
+			assert.True(t, rec.LeaseLive)
+
+			rec, err = idemadmin.Evict(ctx, db, "idempotency", layout, sc, true)
+			require.NoError(t, err)
+			assert.Equal(t, "IN_PROGRESS", rec.Status)
+
+			second, err := store.Run(ctx, sc, "fp", ok(201))
+			require.NoError(t, err)
+			assert.Equal(t, idem.OutcomeExecuted, second.Outcome, "a new claim wins at once")
+			return idem.Effect{Response: idem.Response{Status: 200}, Writes: []types.TransactWriteItem{}}, nil
+		})
+		require.ErrorIs(t, err, idem.ErrLeaseLost, "the old holder's completion is fenced out")
+		assert.Equal(t, idem.OutcomeLeaseLost, res.Outcome)
+
+		rec, err := idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
+		require.NoError(t, err)
+		assert.Equal(t, 201, rec.ResponseStatus, "the second holder's response stands")
+
+		// Run's effect outside DynamoDB: the completion fails the same way.
+		sc = mustScope(t, "live-run")
+		_, err = store.Run(ctx, sc, "fp", func(ctx context.Context) (idem.Response, error) {
+			_, err := idemadmin.Evict(ctx, db, "idempotency", layout, sc, true)
+			require.NoError(t, err)
+			return idem.Response{Status: 200}, nil
+		})
+		require.ErrorIs(t, err, idem.ErrLeaseLost)
+		require.ErrorIs(t, err, idem.ErrNotRecorded)
+	})
+}
+
+func TestInvalidScopeOrLayout(t *testing.T) {
+	t.Parallel()
+	db := idemtest.New(t).Client()
+	_, err := idemadmin.Lookup(context.Background(), db, "t", idemtable.Layout{}, idem.Scope{Key: "k"})
+	require.ErrorIs(t, err, idem.ErrInvalidKey)
+	_, err = idemadmin.Evict(context.Background(), db, "t", idemtable.Layout{SortKey: "SK"}, mustScope(t, "k"), false)
+	require.Error(t, err)
+}

@@ -1,0 +1,96 @@
+package idem_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
+)
+
+// coreSuites are the tests every layout must pass: concurrent duplicates,
+// crashed and zombie holders, release, expiry, ExecuteBatch, and Execute,
+// Transact and Run mixed on one key.
+const coreSuites = "^(TestSixtyFourConcurrentCallersOneKeyExecuteOnce|TestManyKeysTimesEightDuplicatesExecuteOncePerKey|" +
+	"TestConcurrentTakeoverHasOneWinner|TestCrashedHolderIsInFlightUntilLeaseEndsThenTakenOver|" +
+	"TestZombieHolderCannotCommitAfterTakeover|TestFailedOperationOnACancelledContextFreesTheKey|" +
+	"TestReleaseOnCancelledContextFreesTheKey|TestReleaseNeverDeletesAnotherHoldersOrACompletedRecord|" +
+	"TestKeyReuseWithAnotherPayload|TestExpiredRecordCountsAsAbsent|TestBusinessConditionFailureWritesNothing|" +
+	"TestExecuteBatch.*|TestReserveHolderInFlightMakesTransactCallerWait|TestTransactCallerTakesOverADeadReserveHolder|" +
+	"TestTransactCompletedKeyReplaysToReserveCaller|TestMixedModesRaceOnOneKey|TestLayoutRecordsLiveWhereTheLayoutSays)$"
+
+// TestCoreSuitesOnEachLayout runs the core suites again, in a child test
+// process each, on every layout other than the default (which this run's
+// own tests cover): parametrized by IDEM_TEST_LAYOUT, not copied.
+func TestCoreSuitesOnEachLayout(t *testing.T) {
+	if os.Getenv("IDEM_TEST_LAYOUT") != "" {
+		t.Skip("a child run: one layout only")
+	}
+	if testing.Short() {
+		t.Skip("-short: the default layout only")
+	}
+	for _, name := range []string{"single", "prefix"} {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run", coreSuites, "-test.count", "1", "-test.v")
+			cmd.Env = append(os.Environ(), "IDEM_TEST_LAYOUT="+name)
+			out, err := cmd.CombinedOutput()
+			passed := strings.Count(string(out), "--- PASS")
+			if err != nil {
+				t.Fatalf("core suites on layout %s: %v\n%s", name, err, out)
+			}
+			t.Logf("layout %s: %d tests and subtests passed", name, passed)
+			assert.NotContains(t, string(out), "--- SKIP: TestSixtyFour", "the concurrency suite ran")
+			assert.Greater(t, passed, 20)
+		})
+	}
+}
+
+// TestLayoutRecordsLiveWhereTheLayoutSays reads a completed record back
+// by the layout's own key and attribute names.
+func TestLayoutRecordsLiveWhereTheLayoutSays(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	s := newStore(t, env)
+	sc := scope(t, "where")
+	ctx := context.Background()
+	_, err := s.Execute(ctx, sc, "fp", effect(env))
+	require.NoError(t, err)
+	l := env.Layout.WithDefaults()
+	out, err := env.Client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(env.Tables.Idempotency), Key: l.Key(sc.ID()), ConsistentRead: aws.Bool(true),
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, out.Item, "the record is at the layout's key")
+	assert.Equal(t, sAttr(idem.StatusCompleted), out.Item[l.Attributes.Status])
+	assert.Equal(t, sAttr("fp"), out.Item[l.Attributes.Fingerprint])
+	for _, name := range []string{l.Attributes.ExpiresAt, l.Attributes.ResponseStatus, l.Attributes.CompletionID, l.Attributes.CompletedAt} {
+		assert.Contains(t, out.Item, name)
+	}
+	id, ok := l.ID(out.Item)
+	assert.True(t, ok)
+	assert.Equal(t, sc.ID(), id)
+}
+
+func TestLayoutLimitsTheScopeIDToItsKey(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	s, err := idem.NewStore(env.Client, env.Tables.Idempotency, idem.WithLayout(idemtable.Layout{SortKey: "SK", PartitionKey: "PK", PartitionValue: "I"}))
+	require.NoError(t, err)
+	// Fits the default 2048-byte partition key, not a 1024-byte sort key.
+	sc, err := idem.NewScope("POST /"+strings.Repeat("x", 1000), "user-1", "k")
+	require.NoError(t, err)
+	res, err := s.Execute(context.Background(), sc, "fp", effect(env))
+	require.ErrorIs(t, err, idem.ErrInvalidKey)
+	assert.Equal(t, idem.OutcomeRejected, res.Outcome)
+
+	_, err = idem.NewStore(env.Client, env.Tables.Idempotency, idem.WithLayout(idemtable.Layout{SortKey: "SK"}))
+	require.Error(t, err, "a sort key needs a partition value")
+}
