@@ -18,14 +18,15 @@ import (
 
 // coreSuites are the tests every layout must pass: concurrent duplicates,
 // crashed and zombie holders, release, expiry, ExecuteBatch, and Execute,
-// Transact and Run mixed on one key.
+// Transact and Run mixed on one key, and waiting duplicates.
 const coreSuites = "^(TestSixtyFourConcurrentCallersOneKeyExecuteOnce|TestManyKeysTimesEightDuplicatesExecuteOncePerKey|" +
 	"TestConcurrentTakeoverHasOneWinner|TestCrashedHolderIsInFlightUntilLeaseEndsThenTakenOver|" +
 	"TestZombieHolderCannotCommitAfterTakeover|TestFailedOperationOnACancelledContextFreesTheKey|" +
 	"TestReleaseOnCancelledContextFreesTheKey|TestReleaseNeverDeletesAnotherHoldersOrACompletedRecord|" +
 	"TestKeyReuseWithAnotherPayload|TestExpiredRecordCountsAsAbsent|TestBusinessConditionFailureWritesNothing|" +
 	"TestExecuteBatch.*|TestReserveHolderInFlightMakesTransactCallerWait|TestTransactCallerTakesOverADeadReserveHolder|" +
-	"TestTransactCompletedKeyReplaysToReserveCaller|TestMixedModesRaceOnOneKey|TestLayoutRecordsLiveWhereTheLayoutSays)$"
+	"TestTransactCompletedKeyReplaysToReserveCaller|TestMixedModesRaceOnOneKey|TestLayoutRecordsLiveWhereTheLayoutSays|" +
+	"TestWaitingDuplicateGetsTheWinnersResponse|TestConcurrentWaitingDuplicatesRunOnce)$"
 
 // TestCoreSuitesOnEachLayout runs the core suites again, in a child test
 // process each, on every layout other than the default (which this run's

@@ -531,7 +531,7 @@ func TestMiddlewareWaitReplaysTheFirstResponse(t *testing.T) {
 
 	// net/http, on a store that waits, with the middleware's Wait off.
 	db := idemtest.New(t).Client()
-	require.NoError(t, idemtable.Create(ctx, db, "idempotency"))
+	require.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
 	store, err := idem.NewStore(db, "idempotency", idem.WithWait(5*time.Second))
 	require.NoError(t, err)
 	off := &idemhttp.Middleware{Store: store, AllowAnonymous: true, Wait: -1}
