@@ -34,7 +34,8 @@ const (
 	AttrExpiresAt = outbox.AttrExpiresAt
 )
 
-// Table describes one table's schema. Every key attribute is a string.
+// Table describes one table's schema. Every key attribute is a string but
+// a range key of type RangeKeyType N.
 type Table struct {
 	// Logical is the table's short name ("products") and the prefix of the
 	// names tests generate.
@@ -43,6 +44,8 @@ type Table struct {
 	EnvVar string
 	// HashKey and RangeKey are the key attribute names; RangeKey may be empty.
 	HashKey, RangeKey string
+	// RangeKeyType is the range key's type: S when empty, or N.
+	RangeKeyType types.ScalarAttributeType
 	// TTLAttribute is the DynamoDB TTL attribute, or empty when none.
 	TTLAttribute string
 	// StreamView is the stream view type, or empty when the table has no stream.
@@ -85,7 +88,7 @@ func (t Table) CreateTableInput(name string) *dynamodb.CreateTableInput {
 	}
 	if t.RangeKey != "" {
 		in.AttributeDefinitions = append(in.AttributeDefinitions,
-			types.AttributeDefinition{AttributeName: aws.String(t.RangeKey), AttributeType: types.ScalarAttributeTypeS})
+			types.AttributeDefinition{AttributeName: aws.String(t.RangeKey), AttributeType: t.RangeKeyAttributeType()})
 		in.KeySchema = append(in.KeySchema,
 			types.KeySchemaElement{AttributeName: aws.String(t.RangeKey), KeyType: types.KeyTypeRange})
 	}
@@ -93,6 +96,15 @@ func (t Table) CreateTableInput(name string) *dynamodb.CreateTableInput {
 		in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: t.StreamView}
 	}
 	return in
+}
+
+// RangeKeyAttributeType is the range key's type: RangeKeyType, S by
+// default.
+func (t Table) RangeKeyAttributeType() types.ScalarAttributeType {
+	if t.RangeKeyType == "" {
+		return types.ScalarAttributeTypeS
+	}
+	return t.RangeKeyType
 }
 
 // CreateOptions tunes Create for backends that lack part of the API.

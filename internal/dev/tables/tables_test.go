@@ -32,6 +32,13 @@ func TestCreateTableInputMatchesDesign(t *testing.T) {
 		require.Len(t, in.AttributeDefinitions, 1)
 		assert.Equal(t, types.ScalarAttributeTypeS, in.AttributeDefinitions[0].AttributeType)
 	}
+	numbered := tables.Table{Logical: "n", HashKey: "h", RangeKey: "r", RangeKeyType: types.ScalarAttributeTypeN}.CreateTableInput("n")
+	assert.Equal(t, []types.AttributeDefinition{
+		{AttributeName: aws.String("h"), AttributeType: types.ScalarAttributeTypeS},
+		{AttributeName: aws.String("r"), AttributeType: types.ScalarAttributeTypeN},
+	}, numbered.AttributeDefinitions, "a numbered range key")
+	assert.Equal(t, types.ScalarAttributeTypeS, tables.Outbox.RangeKeyAttributeType(), "S unless said otherwise")
+
 	assert.Equal(t, "expires_at", tables.Idempotency.TTLAttribute)
 	assert.Equal(t, "expires_at", tables.Outbox.TTLAttribute)
 	assert.Empty(t, tables.Products.TTLAttribute)

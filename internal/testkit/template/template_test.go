@@ -138,7 +138,7 @@ func TestTablesMatchInternalTables(t *testing.T) {
 			wantAttrs := []attributeDefinition{{want.HashKey, "S"}}
 			if want.RangeKey != "" {
 				wantKeys = append(wantKeys, keyElement{want.RangeKey, "RANGE"})
-				wantAttrs = append(wantAttrs, attributeDefinition{want.RangeKey, "S"})
+				wantAttrs = append(wantAttrs, attributeDefinition{want.RangeKey, string(want.RangeKeyAttributeType())})
 			}
 			if !slices.Equal(p.KeySchema, wantKeys) {
 				t.Errorf("%s KeySchema = %+v, internal/tables says %+v", id, p.KeySchema, wantKeys)
