@@ -66,9 +66,13 @@ var Outbox = Table{
 	TTLAttribute: AttrExpiresAt, StreamView: types.StreamViewTypeNewImage,
 }
 
-// Sellers holds one item of statistics per seller, written only by the
-// sellerstats consumer.
-var Sellers = Table{Logical: "sellers", EnvVar: config.SellersTable.Name, HashKey: sellers.AttrSellerID}
+// Sellers holds a seller's statistics in up to sellers.Shards items, its
+// shards (write sharding: a hot seller's batches update different items),
+// written only by the sellerstats consumer and summed by the reader.
+var Sellers = Table{
+	Logical: "sellers", EnvVar: config.SellersTable.Name,
+	HashKey: sellers.AttrSellerID, RangeKey: sellers.AttrShard, RangeKeyType: types.ScalarAttributeTypeN,
+}
 
 // All lists every table in a stable order.
 func All() []Table { return []Table{Products, Idempotency, Outbox, Sellers} }

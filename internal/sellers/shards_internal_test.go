@@ -1,0 +1,56 @@
+package sellers
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// One batch at a time keeps its home; a move goes elsewhere and sticks.
+func TestABatchKeepsItsEnvironmentsHomeUntilItMoves(t *testing.T) {
+	t.Parallel()
+	h := newHomes(Shards)
+	home := h.take()
+	h.give(home)
+	for range 20 {
+		s := h.take()
+		assert.Equal(t, home, s, "one batch at a time writes one shard")
+		h.give(s)
+	}
+	s := h.take()
+	moved := h.move(s)
+	assert.NotEqual(t, s, moved)
+	assert.GreaterOrEqual(t, moved, 0)
+	assert.Less(t, moved, Shards)
+	h.give(moved)
+	assert.Equal(t, moved, h.take(), "the next batch starts where the last one moved to")
+}
+
+// Concurrent batches of one Counter take different homes while there
+// are free shards, and every move lands on a shard.
+func TestConcurrentBatchesTakeDifferentHomes(t *testing.T) {
+	t.Parallel()
+	h := newHomes(Shards)
+	var mu sync.Mutex
+	taken := map[int]int{}
+	var wg sync.WaitGroup
+	for range Shards {
+		wg.Go(func() {
+			s := h.take()
+			mu.Lock()
+			taken[s]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	assert.Len(t, taken, Shards, "each of %d concurrent batches has its own shard: %v", Shards, taken)
+	// All shards held: one more batch still gets one.
+	s := h.take()
+	assert.GreaterOrEqual(t, s, 0)
+	assert.Less(t, s, Shards)
+
+	one := newHomes(1)
+	assert.Equal(t, 0, one.take())
+	assert.Equal(t, 0, one.move(0), "one shard: nowhere else to go")
+}
