@@ -113,11 +113,11 @@ func (c *Counter) ApplyBatch(ctx context.Context, evs []ProductCreated) []Applie
 	// the next goes to another (see homes).
 	home := c.homes.take()
 	defer func() { c.homes.give(home) }()
+	seen := &conflicts{table: c.table}
+	ctx = context.WithValue(ctx, conflictsKey{}, seen)
 	var prev []int // the items of the transaction before
 	res, err := c.store.ExecuteBatch(ctx, items, func(executing []int) ([]types.TransactWriteItem, error) {
-		// The same items again: a conflict or throttling cancelled the
-		// transaction before, maybe on the home shard.
-		if prev != nil && slices.Equal(executing, prev) {
+		if prev != nil && seen.heldShard(slices.Equal(executing, prev)) {
 			home = c.homes.move(home)
 		}
 		prev = executing
