@@ -214,11 +214,13 @@ func TestAHotSellerCountsOnceWithoutDeadLetters(t *testing.T) {
 	// shards, each environment keeps to its own: 0 to 0.01.
 	assert.LessOrEqual(t, h.perEvent(h.Shards), 0.03, "transactions per event that met a shard held")
 	// One call per batch (0.15), a second in most batches, which hold an
-	// event another environment counted already (0.11 to 0.14: its cache
+	// event another environment counted already (0.12 to 0.13: its cache
 	// is not this one's), and one more per duplicate that meets its twin
-	// committing (0.03 to 0.08): 0.31 to 0.37, 0.34 in the middle. On one
-	// item it was 0.45 to 0.56 (the per-event consumer paid 5.08).
-	assert.LessOrEqual(t, h.callsPerEvent(), 0.40, "calls per event with six environments on one seller")
+	// committing (0.03 to 0.05): 0.31 to 0.33. On one item it was 0.44 to
+	// 0.56 (the per-event consumer paid 5.08). Like the next test's, the
+	// budget is about this load alone: while another test run shared the
+	// two CPUs, runs reached 0.37.
+	assert.LessOrEqual(t, h.callsPerEvent(), 0.35, "calls per event with six environments on one seller")
 }
 
 // TestAHotSellerAtTheTemplatesConcurrency: the same seller at the

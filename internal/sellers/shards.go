@@ -24,12 +24,12 @@ import (
 //
 // Ten, measured with make sweep-sellers (docs/architecture.md, Hot
 // sellers): at 6 environments on one seller, transactions meeting a
-// shard held fall from 0.18 per event on one item to 0.05 with 4 shards
-// and 0 to 0.01 from 8 on, calls per event from 0.46 to 0.34, and more
-// shards change nothing measurable (the rest is the events' duplicates,
-// on their idempotency records); ten leave room for up to 10
-// environments (0.03 there), and a read stays one Query of at most ten
-// small items. Changing it needs no migration: the reader sums whatever
+// shard held fall from 0.17-0.19 per event on one item to 0.04-0.05
+// with 4 shards and 0 to 0.01 from 8 on, calls per event from 0.46-0.47
+// to 0.33-0.34, and more shards change nothing measurable (the rest is
+// the events' duplicates, on their idempotency records); ten leave room
+// for up to 10 environments (0.02-0.03 there), and a read stays one
+// Query of at most ten small items. Changing it needs no migration: the reader sums whatever
 // shards exist. Each shard holds at most the int64 limit divided by
 // Shards, so that their sum fits in an int64; after a change of Shards
 // the old shards may hold more, and a sum past int64 is then the
