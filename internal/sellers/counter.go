@@ -149,12 +149,9 @@ func (c *Counter) ApplyBatch(ctx context.Context, evs []ProductCreated) []Applie
 }
 
 // overflowed reports whether err is a seller update's own condition
-// failing alone: the only condition of those updates is the overflow
-// guard.
-func overflowed(err error) bool {
-	var txErr *idem.TxError
-	return errors.Is(err, idem.ErrConditionFailed) && errors.As(err, &txErr)
-}
+// failing alone (pkg/idem's ErrConditionFailed): the only condition of
+// those updates is the overflow guard.
+func overflowed(err error) bool { return errors.Is(err, idem.ErrConditionFailed) }
 
 // onEveryShard counts one event that the shard it met could not take
 // without passing its cap: it tries each shard of the seller in turn (one
