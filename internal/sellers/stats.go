@@ -36,7 +36,8 @@ const (
 	attrUpdatedAt    = "updated_at"
 )
 
-// ErrCorrupt reports a stored seller item that does not decode.
+// ErrCorrupt reports a stored seller shard that does not decode, or
+// shards of another seller among a seller's.
 var ErrCorrupt = errors.New("sellers: corrupt item")
 
 // ErrNotFound reports a seller with no statistics yet.
