@@ -97,7 +97,7 @@ bench: ## Run every benchmark with -benchmem, the store in its own process (BENC
 	BENCHTIME=$(BENCHTIME) scripts/bench.sh
 
 .PHONY: sweep-sellers
-sweep-sellers: ## Measure one hot seller's cost at 1, 2, 5 and 10 concurrent consumer environments (the table behind the template's queue settings).
+sweep-sellers: ## Measure one hot seller's cost at 1, 2, 5 and 10 concurrent consumer environments, and at 6 with 1 to 16 shards (the tables behind the template's queue settings and sellers.Shards).
 	SELLERS_SWEEP=1 $(GO) test -race -count=1 -run 'TestHotSellerConcurrencySweep' -v ./internal/sellers/ | grep -v '^{'
 
 .PHONY: ci

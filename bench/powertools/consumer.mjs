@@ -58,7 +58,9 @@ export function createConsumer({ endpoint, tables, source }) {
     }
     await doc.send(new UpdateCommand({
       TableName: tables.sellers,
-      Key: { seller_id: seller },
+      // The sellers table's key (internal/dev/tables): this peer writes
+      // one shard per seller, shard 0.
+      Key: { seller_id: seller, shard: 0 },
       UpdateExpression: 'ADD #count :one, #cents :cents SET #updated = :now',
       ExpressionAttributeNames: { '#count': 'product_count', '#cents': `cents_${currency}`, '#updated': 'updated_at' },
       ExpressionAttributeValues: { ':one': 1, ':cents': cents, ':now': new Date().toISOString() },

@@ -40,21 +40,24 @@ func TestGetSeller(t *testing.T) {
 	assertProblem(t, getSeller(t, h, "not-a-uuid"), 400, "bad-request")
 	assertProblem(t, getSeller(t, h, "{"+seller.String()+"}"), 400, "bad-request")
 
+	// Two of the seller's shards, as the consumer writes them: the body
+	// is their sum.
 	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
-	_, err = env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
-		TableName: aws.String(env.Tables.Sellers),
-		Item: map[string]types.AttributeValue{
-			"seller_id": &types.AttributeValueMemberS{Value: seller.String()}, "product_count": n("3"),
-			"cents_USD": n("500"), "cents_EUR": n("1998"), "cents_JPY": n("300"),
-			"updated_at": &types.AttributeValueMemberS{Value: "2026-12-01T10:11:12.345678Z"},
-		},
-	})
-	require.NoError(t, err)
+	for _, item := range []map[string]types.AttributeValue{
+		{"shard": n("0"), "product_count": n("2"), "cents_USD": n("500"), "cents_EUR": n("998"),
+			"updated_at": &types.AttributeValueMemberS{Value: "2026-12-01T09:00:00Z"}},
+		{"shard": n("4"), "product_count": n("1"), "cents_EUR": n("1000"), "cents_JPY": n("300"),
+			"updated_at": &types.AttributeValueMemberS{Value: "2026-12-01T10:11:12.345678Z"}},
+	} {
+		item["seller_id"] = &types.AttributeValueMemberS{Value: seller.String()}
+		_, err = env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(env.Tables.Sellers), Item: item})
+		require.NoError(t, err)
+	}
 	resp := getSeller(t, h, seller.String())
 	require.Equal(t, 200, resp.StatusCode, resp.Body)
 	assert.Equal(t, "application/json", resp.Headers["Content-Type"])
 	assert.Equal(t, `{"seller_id":"`+seller.String()+`","product_count":3,"listed":[`+
 		`{"cents":1998,"currency":"EUR"},{"cents":300,"currency":"JPY"},{"cents":500,"currency":"USD"}],`+
-		`"updated_at":"2026-12-01T10:11:12.345Z"}`, resp.Body, "one total per currency, sorted, each through pkg/money")
+		`"updated_at":"2026-12-01T10:11:12.345Z"}`, resp.Body, "one total per currency, summed over the shards, sorted, each through pkg/money; the latest shard's time")
 	assert.Contains(t, logs.String(), `"msg":"get seller"`)
 }

@@ -23,7 +23,8 @@ const DeadlineMargin = 500 * time.Millisecond
 
 // MaxTxAttempts bounds the transactions a batch sends while conflicts
 // cancel them (each retried with full jitter, within the invocation's
-// deadline): one seller's item is a hot key when its products are many.
+// deadline): a duplicate of an event committing in another environment
+// holds its record, and a seller's shard can be held by another batch.
 const MaxTxAttempts = 10
 
 // Applier counts a batch's events, each once, and says what became of

@@ -240,9 +240,12 @@ func TestAFailedTransactionReportsOnlyItsMessage(t *testing.T) {
 }
 
 // A total that would pass int64 is an error for that event, never a wrap.
-// On a backend with exact numbers (DynamoDB, moto: make e2e) the test
-// uses int64's own limit; the embedded store keeps numbers as float64, so
-// there the counter's limit is lowered to one it compares exactly.
+// A seller's statistics are spread over sellers.Shards items, each capped
+// at the limit divided by their number so that their sum fits: an event
+// is refused only when no shard can take it. On a backend with exact
+// numbers (DynamoDB, moto: make e2e) the test uses int64's own limit; the
+// embedded store keeps numbers as float64, so there the counter's limit is
+// lowered to one it compares exactly.
 func TestATotalThatWouldOverflowIsRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -252,16 +255,12 @@ func TestATotalThatWouldOverflowIsRefused(t *testing.T) {
 		sellers.SetLimit(f.consumer, limit)
 		t.Logf("%s backend keeps numbers as float64: overflow tested at a limit of %d, not math.MaxInt64", f.env.Kind, limit)
 	}
+	shardCap := limit / sellers.Shards
 	seller := uuid.New()
-	_, err := f.env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
-		TableName: aws.String(f.env.Tables.Sellers),
-		Item: map[string]types.AttributeValue{
-			"seller_id": &types.AttributeValueMemberS{Value: seller.String()}, "product_count": &types.AttributeValueMemberN{Value: "1"},
-			"cents_EUR":  &types.AttributeValueMemberN{Value: strconv.FormatInt(limit-50, 10)},
-			"updated_at": &types.AttributeValueMemberS{Value: "2026-12-01T00:00:00Z"},
-		},
-	})
-	require.NoError(t, err)
+	// Every shard 50 cents short of its cap.
+	for shard := range sellers.Shards {
+		putShard(t, f, seller, shard, 1, shardCap-50)
+	}
 	over, fits := newProduct(t, seller, eur(t, 51)), newProduct(t, seller, eur(t, 50))
 	resp := f.handle(t, over.message(t, 1), fits.message(t, 1))
 	assert.Equal(t, []string{"m-" + over.event.ID}, failedIDs(resp))
@@ -273,11 +272,64 @@ func TestATotalThatWouldOverflowIsRefused(t *testing.T) {
 	assert.Equal(t, 1.0, sum["Applied"])
 	got, err := f.reader.Get(context.Background(), seller)
 	require.NoError(t, err)
-	assert.Equal(t, int64(2), got.ProductCount)
-	assert.Equal(t, limit, got.Listed[0].Cents(), "the last cent that fits")
+	assert.Equal(t, int64(sellers.Shards+1), got.ProductCount)
+	assert.Equal(t, sellers.Shards*(shardCap-50)+50, got.Listed[0].Cents(), "the last cent that fits")
+	assert.LessOrEqual(t, got.Listed[0].Cents(), limit)
 	// The refused event left no record: its redelivery is refused again.
 	resp = f.handle(t, over.message(t, 2))
 	assert.Equal(t, []string{"m-" + over.event.ID}, failedIDs(resp))
+}
+
+// A shard that cannot take an event is not the seller's last word: the
+// event goes to one that can, whichever shard its batch met first.
+func TestAFullShardPassesItsEventsToOneWithRoom(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	limit := int64(1_000_000)
+	shardCap := limit / sellers.Shards
+	seller := uuid.New()
+	const free = 3
+	for shard := range sellers.Shards {
+		if shard != free {
+			putShard(t, f, seller, shard, 1, shardCap-50)
+		}
+	}
+	// Three batches, each by another environment (whose home is a full
+	// shard 9 times in 10).
+	want := (sellers.Shards - 1) * (shardCap - 50)
+	for b := range 3 {
+		var msgs []events.SQSMessage
+		for i := range 2 {
+			cents := int64(51 + 2*b + i)
+			want += cents
+			msgs = append(msgs, newProduct(t, seller, eur(t, cents)).message(t, 1))
+		}
+		env := f.newConsumer(t, 0)
+		sellers.SetLimit(env, limit)
+		resp, err := env.Handle(context.Background(), events.SQSEvent{Records: msgs})
+		require.NoError(t, err)
+		assert.Empty(t, failedIDs(resp), "shard %d has room for all of them", free)
+	}
+	got, err := f.reader.Get(context.Background(), seller)
+	require.NoError(t, err)
+	assert.Equal(t, int64(sellers.Shards-1+6), got.ProductCount)
+	assert.Equal(t, []money.Money{eur(t, want)}, got.Listed)
+}
+
+// putShard writes one shard of a seller's statistics as the counter
+// would have: count products, cents in EUR.
+func putShard(t *testing.T, f *fixture, seller uuid.UUID, shard int, count, cents int64) {
+	t.Helper()
+	_, err := f.env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
+		TableName: aws.String(f.env.Tables.Sellers),
+		Item: map[string]types.AttributeValue{
+			"seller_id": &types.AttributeValueMemberS{Value: seller.String()}, "shard": &types.AttributeValueMemberN{Value: strconv.Itoa(shard)},
+			"product_count": &types.AttributeValueMemberN{Value: strconv.FormatInt(count, 10)},
+			"cents_EUR":     &types.AttributeValueMemberN{Value: strconv.FormatInt(cents, 10)},
+			"updated_at":    &types.AttributeValueMemberS{Value: "2026-12-01T00:00:00Z"},
+		},
+	})
+	require.NoError(t, err)
 }
 
 // One event, one TransactWriteItems: the count, the total and the event's

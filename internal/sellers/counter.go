@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,18 +25,23 @@ import (
 // the same event finds the same record.
 const Operation = "sellerstats ProductCreated"
 
-// ErrOverflow reports a total that would pass what int64 holds; the event
-// is not counted, and no retry can change that.
+// ErrOverflow reports a total that would pass what int64 holds. From the
+// counter, the event is not counted (no shard of its seller can take it),
+// and no retry can change that; from the reader, a seller's shards hold
+// more than int64 in all (which the counter never writes: see Shards).
 var ErrOverflow = errors.New("sellers: total would overflow")
 
 // Counter applies ProductCreated events to the sellers table, each event
-// once: a batch's idempotency records and one update per seller commit in
-// one TransactWriteItems (pkg/idem's Store.ExecuteBatch).
+// once: a batch's idempotency records and one update per seller (of one
+// of its shards) commit in one TransactWriteItems (pkg/idem's
+// Store.ExecuteBatch).
 type Counter struct {
-	store *idem.Store
-	table string
-	now   func() time.Time
-	limit int64 // the largest count or total stored: math.MaxInt64
+	store  *idem.Store
+	table  string
+	now    func() time.Time
+	limit  int64 // the largest count or total a seller has in all: math.MaxInt64
+	shards int   // Shards, but in the sweep's measurements
+	homes  *homes
 }
 
 // NewCounter returns a Counter writing to the sellers table. Its batches
@@ -44,7 +51,7 @@ func NewCounter(store *idem.Store, table string) (*Counter, error) {
 	if store == nil || table == "" {
 		return nil, errors.New("sellers: counter needs an idempotency store and the sellers table name")
 	}
-	return &Counter{store: store, table: table, now: time.Now, limit: math.MaxInt64}, nil
+	return &Counter{store: store, table: table, now: time.Now, limit: math.MaxInt64, shards: Shards, homes: newHomes(Shards)}, nil
 }
 
 // applied is the response stored for a counted event: what it changed.
@@ -76,10 +83,11 @@ func (c *Counter) Apply(ctx context.Context, ev ProductCreated) (idem.Outcome, e
 
 // ApplyBatch counts each event once, a batch in one TransactWriteItems:
 // each event's idempotency record, and one update per seller adding its
-// events' count and per-currency totals. Events delivered before are
-// acknowledged without changing anything, and the rest commit in one more
-// transaction (pkg/idem's Store.ExecuteBatch). It returns one Applied per
-// event, in order; an event fails only for its own sake.
+// events' count and per-currency totals to one of the seller's shards.
+// Events delivered before are acknowledged without changing anything, and
+// the rest commit in one more transaction (pkg/idem's Store.ExecuteBatch,
+// which also retries conflicts with full jitter within ctx). It returns
+// one Applied per event, in order; an event fails only for its own sake.
 func (c *Counter) ApplyBatch(ctx context.Context, evs []ProductCreated) []Applied {
 	out := make([]Applied, len(evs))
 	items := make([]idem.BatchItem, 0, len(evs))
@@ -96,12 +104,25 @@ func (c *Counter) ApplyBatch(ctx context.Context, evs []ProductCreated) []Applie
 	if len(items) == 0 {
 		return out
 	}
+	// ExecuteBatch calls this once per transaction it sends, one after
+	// another: each updates the batch's home shard of its sellers, and
+	// after one cancelled because another transaction held that shard,
+	// the next goes to another (see homes).
+	home := c.homes.take()
+	defer func() { c.homes.give(home) }()
+	seen := &conflicts{table: c.table}
+	ctx = context.WithValue(ctx, conflictsKey{}, seen)
+	var prev []int // the items of the transaction before
 	res, err := c.store.ExecuteBatch(ctx, items, func(executing []int) ([]types.TransactWriteItem, error) {
+		if prev != nil && seen.heldShard(slices.Equal(executing, prev)) {
+			home = c.homes.move(home)
+		}
+		prev = executing
 		batch := make([]ProductCreated, len(executing))
 		for k, j := range executing {
 			batch[k] = evs[of[j]]
 		}
-		return c.updates(batch), nil
+		return c.updates(batch, func(string) int { return home }), nil
 	})
 	if err != nil { // a programming error: the shared writes are always given
 		for _, i := range of {
@@ -111,13 +132,46 @@ func (c *Counter) ApplyBatch(ctx context.Context, evs []ProductCreated) []Applie
 	}
 	for k, r := range res {
 		ev := evs[of[k]]
+		if overflowed(r.Err) {
+			// The shard it met is full; another may not be.
+			r = c.onEveryShard(ctx, items[k], ev)
+		}
 		err := r.Err
-		if errors.Is(err, idem.ErrConditionFailed) {
+		if overflowed(err) {
 			err = fmt.Errorf("%w: seller %s, %s total or product count: %w", ErrOverflow, ev.Product.SellerID(), ev.Product.Price().Currency(), err)
 		}
 		out[of[k]] = Applied{Outcome: r.Outcome, Err: err}
 	}
 	return out
+}
+
+// overflowed reports whether err is a seller update's own condition
+// failing alone (pkg/idem's ErrConditionFailed): the only condition of
+// those updates is the overflow guard.
+func overflowed(err error) bool { return errors.Is(err, idem.ErrConditionFailed) }
+
+// onEveryShard counts one event that the shard it met could not take
+// without passing its cap: it tries each shard of the seller in turn (one
+// transaction each, from a random one), until one takes it, or the event
+// turns out to be counted meanwhile, or fails for another reason. Refused
+// by all, the event can never be counted: every shard's total only grows.
+// A seller's total nears int64 long before this costs anything.
+func (c *Counter) onEveryShard(ctx context.Context, item idem.BatchItem, ev ProductCreated) idem.BatchResult {
+	var r idem.BatchResult
+	first := rand.IntN(c.shards)
+	for k := range c.shards {
+		shard := (first + k) % c.shards
+		res, err := c.store.ExecuteBatch(ctx, []idem.BatchItem{item}, func([]int) ([]types.TransactWriteItem, error) {
+			return c.updates([]ProductCreated{ev}, func(string) int { return shard }), nil
+		})
+		if err != nil {
+			return idem.BatchResult{Result: idem.Result{Outcome: idem.OutcomeError}, Err: err}
+		}
+		if r = res[0]; !overflowed(r.Err) {
+			return r
+		}
+	}
+	return r
 }
 
 // item is the event's part of a batch: its key (the CloudEvent id, from
@@ -154,13 +208,17 @@ type sellerSum struct {
 	over       bool // a total passes the limit by the batch's events alone
 }
 
-// updates adds the events to their sellers: per seller, one update with
-// the number of products and each currency's total, so a batch's events
-// of one seller touch its item once. DynamoDB numbers hold 38 digits, so
-// the condition keeps every total and the count within int64, which reads
-// back exactly; a sum that alone passes that limit gets a condition that
-// fails, and the store then tries the events in smaller sets.
-func (c *Counter) updates(evs []ProductCreated) []types.TransactWriteItem {
+// updates adds the events to their sellers: per seller, one update of
+// the shard shardOf gives, with the number of products and each
+// currency's total, so a batch's events of one seller touch one of its
+// items once. DynamoDB numbers hold 38 digits, so the condition keeps
+// every total and the count of a shard within its cap, the int64 limit
+// divided by the number of shards: the sum of the shards then fits in
+// int64 and reads back exactly. A sum that alone passes the cap gets a
+// condition that fails, and the store then tries the events in smaller
+// sets.
+func (c *Counter) updates(evs []ProductCreated, shardOf func(seller string) int) []types.TransactWriteItem {
+	limit := c.limit / int64(c.shards)
 	var order []*sellerSum
 	bySeller := map[string]*sellerSum{}
 	for _, ev := range evs {
@@ -178,7 +236,7 @@ func (c *Counter) updates(evs []ProductCreated) []types.TransactWriteItem {
 			s.currencies = append(s.currencies, cur)
 		}
 		cents := p.Price().Cents()
-		if s.cents[cur] > c.limit-cents {
+		if s.cents[cur] > limit-cents {
 			s.over = true // the sum alone passes the limit
 		}
 		s.cents[cur] += cents
@@ -189,7 +247,7 @@ func (c *Counter) updates(evs []ProductCreated) []types.TransactWriteItem {
 		names := map[string]string{"#count": attrProductCount, "#updated": attrUpdatedAt}
 		values := map[string]types.AttributeValue{
 			":n":           ddbitem.N(s.count),
-			":count_limit": ddbitem.N(c.limit - s.count),
+			":count_limit": ddbitem.N(limit - s.count),
 			":now":         now,
 		}
 		add := []string{"#count :n"}
@@ -198,7 +256,7 @@ func (c *Counter) updates(evs []ProductCreated) []types.TransactWriteItem {
 			n, v, lim := "#c"+strconv.Itoa(k), ":c"+strconv.Itoa(k), ":l"+strconv.Itoa(k)
 			names[n] = centsAttr(cur)
 			values[v] = ddbitem.N(s.cents[cur])
-			values[lim] = ddbitem.N(c.limit - s.cents[cur])
+			values[lim] = ddbitem.N(limit - s.cents[cur])
 			add = append(add, n+" "+v)
 			conds = append(conds, "(attribute_not_exists("+n+") OR "+n+" <= "+lim+")")
 		}
@@ -215,7 +273,7 @@ func (c *Counter) updates(evs []ProductCreated) []types.TransactWriteItem {
 		}
 		writes = append(writes, types.TransactWriteItem{Update: &types.Update{
 			TableName:                 aws.String(c.table),
-			Key:                       map[string]types.AttributeValue{AttrSellerID: ddbitem.S(s.seller)},
+			Key:                       map[string]types.AttributeValue{AttrSellerID: ddbitem.S(s.seller), AttrShard: ddbitem.N(int64(shardOf(s.seller)))},
 			UpdateExpression:          aws.String("ADD " + strings.Join(add, ", ") + " SET #updated = :now"),
 			ConditionExpression:       aws.String(strings.Join(conds, " AND ")),
 			ExpressionAttributeNames:  names,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -31,6 +32,9 @@ type fixture struct {
 	consumer *sellers.Consumer
 	reader   *sellers.Reader
 	logs     *logbuf.Buffer
+	// shards, when set, is how many shards consumers made by newConsumer
+	// spread a seller over (sellers.Shards otherwise).
+	shards int
 }
 
 func newFixture(t testing.TB, opts ...idem.Option) *fixture {
@@ -50,13 +54,22 @@ func newFixture(t testing.TB, opts ...idem.Option) *fixture {
 // a cache of cacheSize completed records.
 func (f *fixture) newConsumer(t testing.TB, cacheSize int, opts ...idem.Option) *sellers.Consumer {
 	t.Helper()
+	return f.newConsumerOn(t, f.env.Client, cacheSize, opts...)
+}
+
+// newConsumerOn is newConsumer with its own DynamoDB client.
+func (f *fixture) newConsumerOn(t testing.TB, client *dynamodb.Client, cacheSize int, opts ...idem.Option) *sellers.Consumer {
+	t.Helper()
 	cfg := config.SellerStats{
 		Common:       config.Common{LogLevel: slog.LevelDebug},
 		SellersTable: f.env.Tables.Sellers, EventSource: source,
 		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: 7 * 24 * time.Hour, Mode: config.ModeTransact, CacheSize: cacheSize},
 	}
-	c, err := app.SellerStats(f.env.Client, cfg, f.logs, opts...)
+	c, err := app.SellerStats(client, cfg, f.logs, opts...)
 	require.NoError(t, err)
+	if f.shards > 0 {
+		sellers.SetShards(c, f.shards)
+	}
 	return c
 }
 

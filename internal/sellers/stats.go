@@ -9,6 +9,7 @@ package sellers
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -21,18 +22,22 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
-// Sellers table attributes (docs/operations.md, Tables): the key, the count, one
-// total per currency (cents_EUR, cents_USD, ...; flat attributes, because
-// DynamoDB's ADD creates a missing top-level number but not a missing
-// nested one), and the time of the last change.
+// Sellers table attributes (docs/operations.md, Tables): the key (the
+// seller and one of its shards), the count, one total per currency
+// (cents_EUR, cents_USD, ...; flat attributes, because DynamoDB's ADD
+// creates a missing top-level number but not a missing nested one), and
+// the time of the last change. A seller's statistics are the sum of its
+// shards (see Shards).
 const (
 	AttrSellerID     = "seller_id"
+	AttrShard        = "shard" // the range key, a number in [0, Shards)
 	attrProductCount = "product_count"
 	attrCentsPrefix  = "cents_"
 	attrUpdatedAt    = "updated_at"
 )
 
-// ErrCorrupt reports a stored seller item that does not decode.
+// ErrCorrupt reports a stored seller shard that does not decode, or
+// shards of another seller among a seller's.
 var ErrCorrupt = errors.New("sellers: corrupt item")
 
 // ErrNotFound reports a seller with no statistics yet.
@@ -71,11 +76,67 @@ func (s Stats) Body() Body {
 // centsAttr is the attribute that holds a currency's total.
 func centsAttr(c money.Currency) string { return attrCentsPrefix + string(c) }
 
-// FromItem decodes a sellers table item; every total goes through
-// money.New, so a hand-edited item is checked like any other input.
-func FromItem(item map[string]types.AttributeValue) (Stats, error) {
+// FromItems sums one seller's shard items, as a Query on its id returns
+// them, into its statistics: the counts and each currency's totals added
+// (an int64 overflow is an error wrapping ErrOverflow, never a wrapped
+// number), and the latest shard's updated_at. No item is ErrNotFound.
+// Every item goes through money.New, so a hand-edited one is checked like
+// any other input, and all must be the same seller's.
+func FromItems(items []map[string]types.AttributeValue) (Stats, error) {
+	if len(items) == 0 {
+		return Stats{}, ErrNotFound
+	}
+	var sum Stats
+	totals := map[money.Currency]int64{}
+	for i, item := range items {
+		sh, err := shardFromItem(item)
+		if err != nil {
+			return Stats{}, err
+		}
+		switch {
+		case i == 0:
+			sum.SellerID = sh.SellerID
+		case sh.SellerID != sum.SellerID:
+			return Stats{}, fmt.Errorf("%w: shards of sellers %s and %s in one seller's statistics", ErrCorrupt, sum.SellerID, sh.SellerID)
+		}
+		var ok bool
+		if sum.ProductCount, ok = addInt64(sum.ProductCount, sh.ProductCount); !ok {
+			return Stats{}, fmt.Errorf("%w: seller %s: its shards' product count passes int64", ErrOverflow, sum.SellerID)
+		}
+		for _, m := range sh.Listed {
+			if totals[m.Currency()], ok = addInt64(totals[m.Currency()], m.Cents()); !ok {
+				return Stats{}, fmt.Errorf("%w: seller %s: its shards' %s total passes int64", ErrOverflow, sum.SellerID, m.Currency())
+			}
+		}
+		if sh.UpdatedAt.After(sum.UpdatedAt) {
+			sum.UpdatedAt = sh.UpdatedAt
+		}
+	}
+	for cur, cents := range totals {
+		m, err := money.New(cents, cur)
+		if err != nil {
+			return Stats{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, centsAttr(cur), err)
+		}
+		sum.Listed = append(sum.Listed, m)
+	}
+	slices.SortFunc(sum.Listed, func(a, b money.Money) int { return strings.Compare(string(a.Currency()), string(b.Currency())) })
+	return sum, nil
+}
+
+// addInt64 adds two non-negative int64s; ok is false when the sum would
+// pass math.MaxInt64.
+func addInt64(a, b int64) (sum int64, ok bool) {
+	if b > math.MaxInt64-a {
+		return 0, false
+	}
+	return a + b, true
+}
+
+// shardFromItem decodes one shard item of the sellers table: its part of
+// the seller's statistics.
+func shardFromItem(item map[string]types.AttributeValue) (Stats, error) {
 	r := ddbitem.Read(item)
-	idStr, count, updated := r.S(AttrSellerID), r.Int(attrProductCount), r.Time(attrUpdatedAt)
+	idStr, shard, count, updated := r.S(AttrSellerID), r.Int(AttrShard), r.Int(attrProductCount), r.Time(attrUpdatedAt)
 	var listed []money.Money
 	for name := range item {
 		code, ok := strings.CutPrefix(name, attrCentsPrefix)
@@ -100,9 +161,8 @@ func FromItem(item map[string]types.AttributeValue) (Stats, error) {
 		return Stats{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	id, err := ids.Parse(idStr)
-	if err != nil || count < 0 {
-		return Stats{}, fmt.Errorf("%w: seller %q, %d products", ErrCorrupt, idStr, count)
+	if err != nil || count < 0 || shard < 0 {
+		return Stats{}, fmt.Errorf("%w: seller %q shard %d, %d products", ErrCorrupt, idStr, shard, count)
 	}
-	slices.SortFunc(listed, func(a, b money.Money) int { return strings.Compare(string(a.Currency()), string(b.Currency())) })
 	return Stats{SellerID: id, ProductCount: count, Listed: listed, UpdatedAt: updated}, nil
 }

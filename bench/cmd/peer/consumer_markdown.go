@@ -91,6 +91,6 @@ func consumerSection(b *strings.Builder, ps []*ConsumerPhase) {
 		w("idemlambda against Powertools, per run: %s.\n\n", strings.Join(rs, "; "))
 	}
 	w("Powertools pays 3 calls for each new event (the claim's conditional PutItem, the handler's UpdateItem, the completion's UpdateItem) and 1 for each duplicate that finds the record completed; a duplicate that finds it IN_PROGRESS in another environment fails with `IdempotencyAlreadyInProgressError`, its message is redelivered and costs its PutItem again. ")
-	w("idemlambda pays one TransactWriteItems per batch, two when some of the batch's events were counted before (the cancellation reasons name them; the rest commit in the second), plus retries when a concurrent batch on the same seller's item conflicts. ")
+	w("idemlambda pays one TransactWriteItems per batch, two when some of the batch's events were counted before (the cancellation reasons name them; the rest commit in the second), plus retries when a concurrent batch holds the same seller's shard or a duplicate's record. ")
 	w("Events per second here is bounded by this machine's two shared CPUs and the store (the load column), not by DynamoDB.\n\n")
 }

@@ -34,7 +34,8 @@ const (
 	AttrExpiresAt = outbox.AttrExpiresAt
 )
 
-// Table describes one table's schema. Every key attribute is a string.
+// Table describes one table's schema. Every key attribute is a string but
+// a range key of type RangeKeyType N.
 type Table struct {
 	// Logical is the table's short name ("products") and the prefix of the
 	// names tests generate.
@@ -43,6 +44,8 @@ type Table struct {
 	EnvVar string
 	// HashKey and RangeKey are the key attribute names; RangeKey may be empty.
 	HashKey, RangeKey string
+	// RangeKeyType is the range key's type: S when empty, or N.
+	RangeKeyType types.ScalarAttributeType
 	// TTLAttribute is the DynamoDB TTL attribute, or empty when none.
 	TTLAttribute string
 	// StreamView is the stream view type, or empty when the table has no stream.
@@ -63,9 +66,13 @@ var Outbox = Table{
 	TTLAttribute: AttrExpiresAt, StreamView: types.StreamViewTypeNewImage,
 }
 
-// Sellers holds one item of statistics per seller, written only by the
-// sellerstats consumer.
-var Sellers = Table{Logical: "sellers", EnvVar: config.SellersTable.Name, HashKey: sellers.AttrSellerID}
+// Sellers holds a seller's statistics in up to sellers.Shards items, its
+// shards (write sharding: a hot seller's batches update different items),
+// written only by the sellerstats consumer and summed by the reader.
+var Sellers = Table{
+	Logical: "sellers", EnvVar: config.SellersTable.Name,
+	HashKey: sellers.AttrSellerID, RangeKey: sellers.AttrShard, RangeKeyType: types.ScalarAttributeTypeN,
+}
 
 // All lists every table in a stable order.
 func All() []Table { return []Table{Products, Idempotency, Outbox, Sellers} }
@@ -85,7 +92,7 @@ func (t Table) CreateTableInput(name string) *dynamodb.CreateTableInput {
 	}
 	if t.RangeKey != "" {
 		in.AttributeDefinitions = append(in.AttributeDefinitions,
-			types.AttributeDefinition{AttributeName: aws.String(t.RangeKey), AttributeType: types.ScalarAttributeTypeS})
+			types.AttributeDefinition{AttributeName: aws.String(t.RangeKey), AttributeType: t.RangeKeyAttributeType()})
 		in.KeySchema = append(in.KeySchema,
 			types.KeySchemaElement{AttributeName: aws.String(t.RangeKey), KeyType: types.KeyTypeRange})
 	}
@@ -93,6 +100,15 @@ func (t Table) CreateTableInput(name string) *dynamodb.CreateTableInput {
 		in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: t.StreamView}
 	}
 	return in
+}
+
+// RangeKeyAttributeType is the range key's type: RangeKeyType, S by
+// default.
+func (t Table) RangeKeyAttributeType() types.ScalarAttributeType {
+	if t.RangeKeyType == "" {
+		return types.ScalarAttributeTypeS
+	}
+	return t.RangeKeyType
 }
 
 // CreateOptions tunes Create for backends that lack part of the API.

@@ -32,6 +32,17 @@ func TestCreateTableInputMatchesDesign(t *testing.T) {
 		require.Len(t, in.AttributeDefinitions, 1)
 		assert.Equal(t, types.ScalarAttributeTypeS, in.AttributeDefinitions[0].AttributeType)
 	}
+	sellers := tables.Sellers.CreateTableInput("s")
+	require.Len(t, sellers.KeySchema, 2)
+	assert.Equal(t, "seller_id", aws.ToString(sellers.KeySchema[0].AttributeName))
+	assert.Equal(t, "shard", aws.ToString(sellers.KeySchema[1].AttributeName))
+	assert.Equal(t, types.KeyTypeRange, sellers.KeySchema[1].KeyType)
+	assert.Equal(t, []types.AttributeDefinition{
+		{AttributeName: aws.String("seller_id"), AttributeType: types.ScalarAttributeTypeS},
+		{AttributeName: aws.String("shard"), AttributeType: types.ScalarAttributeTypeN},
+	}, sellers.AttributeDefinitions, "the shard is a number")
+	assert.Equal(t, types.ScalarAttributeTypeS, tables.Outbox.RangeKeyAttributeType(), "S unless said otherwise")
+
 	assert.Equal(t, "expires_at", tables.Idempotency.TTLAttribute)
 	assert.Equal(t, "expires_at", tables.Outbox.TTLAttribute)
 	assert.Empty(t, tables.Products.TTLAttribute)

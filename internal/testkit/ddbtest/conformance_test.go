@@ -336,10 +336,10 @@ func TestConformanceNumbersAreExact(t *testing.T) {
 	env := ddbtest.New(t)
 	ctx := context.Background()
 	tbl := aws.String(env.Tables.Sellers)
-	k := map[string]types.AttributeValue{"seller_id": s("x")}
+	k := map[string]types.AttributeValue{"seller_id": s("x"), "shard": &types.AttributeValueMemberN{Value: "0"}}
 	const start = "9223372036854775000" // math.MaxInt64 - 807
 	_, err := env.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: tbl, Item: map[string]types.AttributeValue{
-		"seller_id": s("x"), "n": &types.AttributeValueMemberN{Value: start},
+		"seller_id": s("x"), "shard": &types.AttributeValueMemberN{Value: "0"}, "n": &types.AttributeValueMemberN{Value: start},
 	}})
 	require.NoError(t, err)
 	_, err = env.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{

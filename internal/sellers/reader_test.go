@@ -1,0 +1,131 @@
+package sellers_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/sellers"
+	"github.com/idemlambda/idemlambda/pkg/money"
+)
+
+// The reader sums a seller's shards: counts and each currency's totals
+// added, the latest updated_at, whichever shards exist.
+func TestTheReaderSumsTheShards(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	seller, other := uuid.New(), uuid.New()
+	put := func(id uuid.UUID, shard int, count int64, updated string, cents map[string]int64) {
+		item := map[string]types.AttributeValue{
+			"seller_id": &types.AttributeValueMemberS{Value: id.String()}, "shard": &types.AttributeValueMemberN{Value: strconv.Itoa(shard)},
+			"product_count": &types.AttributeValueMemberN{Value: strconv.FormatInt(count, 10)},
+			"updated_at":    &types.AttributeValueMemberS{Value: updated},
+		}
+		for cur, c := range cents {
+			item["cents_"+cur] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c, 10)}
+		}
+		_, err := f.env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(f.env.Tables.Sellers), Item: item})
+		require.NoError(t, err)
+	}
+	put(seller, 0, 2, "2026-12-01T10:00:00Z", map[string]int64{"EUR": 100, "USD": 7})
+	put(seller, 7, 1, "2026-12-01T12:00:00.5Z", map[string]int64{"EUR": 11})
+	put(seller, 12, 3, "2026-12-01T11:00:00Z", map[string]int64{"JPY": 300}) // a shard beyond today's count still counts
+	put(other, 7, 5, "2026-12-02T00:00:00Z", map[string]int64{"EUR": 5})
+	f.env.Counter.Reset()
+	got, err := f.reader.Get(context.Background(), seller)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"Query": 1}, f.env.Counter.Snapshot(), "one Query reads every shard")
+	usd, err := money.New(7, "USD")
+	require.NoError(t, err)
+	jpy, err := money.New(300, "JPY")
+	require.NoError(t, err)
+	assert.Equal(t, sellers.Stats{
+		SellerID: seller, ProductCount: 6, Listed: []money.Money{eur(t, 111), jpy, usd},
+		UpdatedAt: time.Date(2026, 12, 1, 12, 0, 0, 5e8, time.UTC),
+	}, got)
+}
+
+// fakeQuery answers a Reader's Query with pages of items.
+type fakeQuery struct {
+	pages [][]map[string]types.AttributeValue
+	calls int
+}
+
+func (q *fakeQuery) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if !aws.ToBool(in.ConsistentRead) {
+		return nil, errors.New("the read must be strongly consistent")
+	}
+	if q.calls > 0 && in.ExclusiveStartKey == nil {
+		return nil, errors.New("a later page without the last key")
+	}
+	out := &dynamodb.QueryOutput{Items: q.pages[q.calls]}
+	if q.calls++; q.calls < len(q.pages) {
+		out.LastEvaluatedKey = map[string]types.AttributeValue{"seller_id": &types.AttributeValueMemberS{Value: "x"}}
+	}
+	return out, nil
+}
+
+func shardItem(seller uuid.UUID, shard int, count, eurCents string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"seller_id": &types.AttributeValueMemberS{Value: seller.String()}, "shard": &types.AttributeValueMemberN{Value: strconv.Itoa(shard)},
+		"product_count": &types.AttributeValueMemberN{Value: count}, "cents_EUR": &types.AttributeValueMemberN{Value: eurCents},
+		"updated_at": &types.AttributeValueMemberS{Value: "2026-12-01T00:00:00Z"},
+	}
+}
+
+// Shards whose sum passes int64 (which the counter never writes, each
+// shard being capped at its share) are an error, never a wrapped number;
+// every page of the Query is read; an item that does not decode, or
+// another seller's, is corrupt.
+func TestTheReadersSumIsCheckedAndComplete(t *testing.T) {
+	t.Parallel()
+	seller := uuid.New()
+	const maxInt64 = "9223372036854775807"
+	for name, c := range map[string]struct {
+		pages [][]map[string]types.AttributeValue
+		want  error
+		count int64
+		cents int64
+	}{
+		"total overflows": {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", maxInt64), shardItem(seller, 1, "1", "1")}}, want: sellers.ErrOverflow},
+		"count overflows": {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, maxInt64, "1"), shardItem(seller, 1, "1", "1")}}, want: sellers.ErrOverflow},
+		"the largest sum": {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "9223372036854775000"), shardItem(seller, 1, "1", "807")}}, count: 2, cents: 1<<63 - 1},
+		"pages":           {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "5")}, {shardItem(seller, 1, "2", "6")}, {shardItem(seller, 2, "3", "7")}}, count: 6, cents: 18},
+		"no shard":        {pages: [][]map[string]types.AttributeValue{{}}, want: sellers.ErrNotFound},
+		"negative count":  {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "-1", "5")}}, want: sellers.ErrCorrupt},
+		"negative total":  {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "-5")}}, want: sellers.ErrCorrupt},
+		"fractional":      {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "5.5")}}, want: sellers.ErrCorrupt},
+		"another seller":  {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "5"), shardItem(uuid.New(), 1, "1", "5")}}, want: sellers.ErrCorrupt},
+		"only another":    {pages: [][]map[string]types.AttributeValue{{shardItem(uuid.New(), 1, "1", "5")}}, want: sellers.ErrCorrupt},
+		"no shard number": {pages: [][]map[string]types.AttributeValue{{func() map[string]types.AttributeValue {
+			it := shardItem(seller, 0, "1", "5")
+			delete(it, "shard")
+			return it
+		}()}}, want: sellers.ErrCorrupt},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			q := &fakeQuery{pages: c.pages}
+			r, err := sellers.NewReader(q, "sellers")
+			require.NoError(t, err)
+			got, err := r.Get(context.Background(), seller)
+			if c.want != nil {
+				assert.ErrorIs(t, err, c.want)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, len(c.pages), q.calls, "every page read")
+			assert.Equal(t, c.count, got.ProductCount)
+			assert.Equal(t, []money.Money{eur(t, c.cents)}, got.Listed)
+		})
+	}
+}
