@@ -14,6 +14,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/metrics"
 	"github.com/idemlambda/idemlambda/internal/tracing"
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemsqs"
 )
 
 // DeadlineMargin is kept back from the invocation's deadline, so a hung
@@ -27,10 +28,10 @@ const DeadlineMargin = 500 * time.Millisecond
 // holds its record, and a seller's shard can be held by another batch.
 const MaxTxAttempts = 10
 
-// Applier counts a batch's events, each once, and says what became of
-// each; *Counter is the one in use.
+// Applier counts the events of a batch's messages, each once, and says
+// what became of each message; *Counter is the one in use.
 type Applier interface {
-	ApplyBatch(ctx context.Context, evs []ProductCreated) []Applied
+	ApplyMessages(ctx context.Context, ev events.SQSEvent, decode func(events.SQSMessage) (ProductCreated, error)) []idemsqs.Result
 }
 
 var _ Applier = (*Counter)(nil)
@@ -83,9 +84,9 @@ func (c *Consumer) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 }
 
 // handle is Handle, also returning the batch's counts (for the metrics).
-// It decodes every message, counts the valid events in one ApplyBatch
-// (one transaction, or two when some were delivered before), then logs
-// each message in the batch's order.
+// It counts the batch's valid events with one ApplyMessages (one
+// transaction, or two when some were delivered before), then logs each
+// message in the batch's order.
 func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, Counts) {
 	work, cancel := deadline.Before(ctx, DeadlineMargin)
 	defer cancel()
@@ -95,38 +96,28 @@ func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 		err     error
 	}
 	msgs := make([]message, len(ev.Records))
-	var (
-		valid []ProductCreated
-		of    []int // valid[k] is ev.Records[of[k]]
-	)
-	for i, m := range ev.Records {
+	eventIDs := make(map[string]string, len(ev.Records)) // by messageId
+	decode := func(m events.SQSMessage) (ProductCreated, error) {
 		pc, err := c.decode(m)
-		if err != nil {
-			msgs[i] = message{eventID: pc.EventID, outcome: idem.OutcomeRejected, err: err}
-			continue
-		}
-		msgs[i].eventID = pc.EventID
-		valid = append(valid, pc)
-		of = append(of, i)
+		eventIDs[m.MessageId] = pc.EventID
+		return pc, err
 	}
-	if len(valid) > 0 {
-		if err := work.Err(); err != nil {
-			// Out of time already: the events go back to the queue untried.
-			for _, i := range of {
-				msgs[i].outcome, msgs[i].err = idem.OutcomeUnavailable, fmt.Errorf("sellers: untried: %w", err)
-			}
-		} else {
-			for k, a := range c.apply.ApplyBatch(work, valid) {
-				msgs[of[k]].outcome, msgs[of[k]].err = a.Outcome, a.Err
-			}
+	if err := work.Err(); err != nil {
+		// Out of time already: the events go back to the queue untried.
+		for i := range ev.Records {
+			msgs[i] = message{outcome: idem.OutcomeUnavailable, err: fmt.Errorf("sellers: untried: %w", err)}
 		}
-		if err := work.Err(); err != nil {
-			// A hung store is answered a margin before the deadline, so
-			// the events come back rather than the invocation failing and
-			// the whole batch (counted ones included) being redelivered.
-			c.log.WarnContext(ctx, "out of time; the queue redelivers the rest of the batch",
-				slog.Int("records", len(ev.Records)), slog.Any("err", err))
+	} else {
+		for i, r := range c.apply.ApplyMessages(work, ev, decode) {
+			msgs[i] = message{eventID: eventIDs[ev.Records[i].MessageId], outcome: r.Outcome, err: r.Err}
 		}
+	}
+	if err := work.Err(); err != nil {
+		// A hung store is answered a margin before the deadline, so the
+		// events come back rather than the invocation failing and the
+		// whole batch (counted ones included) being redelivered.
+		c.log.WarnContext(ctx, "out of time; the queue redelivers the rest of the batch",
+			slog.Int("records", len(ev.Records)), slog.Any("err", err))
 	}
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	var n Counts
@@ -197,6 +188,6 @@ func messageAttrs(m events.SQSMessage, eventID string, outcome idem.Outcome) []a
 // does not decode, an event id reused for another product, a total that
 // would overflow, an effect no transaction can carry.
 func permanent(err error) bool {
-	return errors.Is(err, ErrPoison) || errors.Is(err, idem.ErrKeyReuse) ||
+	return errors.Is(err, ErrPoison) || errors.Is(err, idem.ErrKeyReuse) || errors.Is(err, idem.ErrInvalidKey) ||
 		errors.Is(err, ErrOverflow) || errors.Is(err, idem.ErrInvalidEffect)
 }

@@ -2,7 +2,6 @@ package sellers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,11 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemsqs"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
@@ -33,8 +34,8 @@ var ErrOverflow = errors.New("sellers: total would overflow")
 
 // Counter applies ProductCreated events to the sellers table, each event
 // once: a batch's idempotency records and one update per seller (of one
-// of its shards) commit in one TransactWriteItems (pkg/idem's
-// Store.ExecuteBatch).
+// of its shards) commit in one TransactWriteItems (pkg/idem/idemsqs's
+// Transact).
 type Counter struct {
 	store  *idem.Store
 	table  string
@@ -63,86 +64,70 @@ type applied struct {
 	Cents     int64  `json:"cents"`
 }
 
-// Applied is what became of one event of a batch.
-type Applied struct {
-	// Outcome is executed for the delivery that counted the event and
-	// replayed for every other one.
-	Outcome idem.Outcome
-	// Err wraps ErrPoison (an event id that is no key), ErrOverflow,
-	// idem.ErrKeyReuse (another event under the same id: never counted),
-	// idem.ErrInFlight, or a store error (idem.IsUnavailable tells one a
-	// retry can fix).
-	Err error
-}
-
-// Apply counts one event once; see ApplyBatch.
-func (c *Counter) Apply(ctx context.Context, ev ProductCreated) (idem.Outcome, error) {
-	a := c.ApplyBatch(ctx, []ProductCreated{ev})[0]
-	return a.Outcome, a.Err
-}
-
-// ApplyBatch counts each event once, a batch in one TransactWriteItems:
-// each event's idempotency record, and one update per seller adding its
-// events' count and per-currency totals to one of the seller's shards.
-// Events delivered before are acknowledged without changing anything, and
-// the rest commit in one more transaction (pkg/idem's Store.ExecuteBatch,
-// which also retries conflicts with full jitter within ctx). It returns
-// one Applied per event, in order; an event fails only for its own sake.
-func (c *Counter) ApplyBatch(ctx context.Context, evs []ProductCreated) []Applied {
-	out := make([]Applied, len(evs))
-	items := make([]idem.BatchItem, 0, len(evs))
-	of := make([]int, 0, len(evs)) // items[k] is evs[of[k]]
-	for i, ev := range evs {
-		item, err := c.item(ev)
+// ApplyMessages counts the events an SQS batch carries, each once, with
+// pkg/idem/idemsqs: decode reads each message's event (an error is that
+// message's alone), and the batch's new events commit in one
+// TransactWriteItems, each event's idempotency record with one update per
+// seller adding its events' count and per-currency totals to one of the
+// seller's shards. Events delivered before are acknowledged without
+// changing anything, and the rest commit in one more transaction
+// (Store.ExecuteBatch, which also retries conflicts with full jitter
+// within ctx). It returns one Result per message, in order; a message
+// fails only for its own sake. Err wraps decode's error, ErrPoison (an
+// event id that is no key), ErrOverflow, idem.ErrKeyReuse (another event
+// under the same id: never counted), idem.ErrInFlight, or a store error
+// (idem.IsUnavailable tells one a retry can fix).
+func (c *Counter) ApplyMessages(ctx context.Context, ev events.SQSEvent, decode func(events.SQSMessage) (ProductCreated, error)) []idemsqs.Result {
+	values := make(map[string]applied, len(ev.Records)) // by messageId
+	entry := func(m events.SQSMessage) (idemsqs.Entry[applied], error) {
+		pc, err := decode(m)
 		if err != nil {
-			out[i] = Applied{Outcome: idem.OutcomeRejected, Err: err}
-			continue
+			return idemsqs.Entry[applied]{}, err
 		}
-		items = append(items, item)
-		of = append(of, i)
+		v := appliedOf(pc)
+		values[m.MessageId] = v
+		return idemsqs.Entry[applied]{Principal: pc.Source, Key: pc.EventID, Value: v}, nil
 	}
-	if len(items) == 0 {
-		return out
-	}
-	// ExecuteBatch calls this once per transaction it sends, one after
-	// another: each updates the batch's home shard of its sellers, and
-	// after one cancelled because another transaction held that shard,
-	// the next goes to another (see homes).
+	// ExecuteBatch calls the shared writes once per transaction it sends,
+	// one after another: each updates the batch's home shard of its
+	// sellers, and after one cancelled because another transaction held
+	// that shard, the next goes to another (see homes).
 	home := c.homes.take()
 	defer func() { c.homes.give(home) }()
 	seen := &conflicts{table: c.table}
 	ctx = context.WithValue(ctx, conflictsKey{}, seen)
-	var prev []int // the items of the transaction before
-	res, err := c.store.ExecuteBatch(ctx, items, func(executing []int) ([]types.TransactWriteItem, error) {
+	var prev []applied // the events of the transaction before
+	_, res := idemsqs.Transact(ctx, c.store, ev, Operation, entry, func(executing []applied) ([]types.TransactWriteItem, error) {
 		if prev != nil && seen.heldShard(slices.Equal(executing, prev)) {
 			home = c.homes.move(home)
 		}
 		prev = executing
-		batch := make([]ProductCreated, len(executing))
-		for k, j := range executing {
-			batch[k] = evs[of[j]]
-		}
-		return c.updates(batch, func(string) int { return home }), nil
+		return c.updates(executing, func(string) int { return home }), nil
 	})
-	if err != nil { // a programming error: the shared writes are always given
-		for _, i := range of {
-			out[i] = Applied{Outcome: idem.OutcomeError, Err: err}
-		}
-		return out
-	}
-	for k, r := range res {
-		ev := evs[of[k]]
+	for i, r := range res {
+		m := ev.Records[i]
 		if overflowed(r.Err) {
 			// The shard it met is full; another may not be.
-			r = c.onEveryShard(ctx, items[k], ev)
+			r = c.onEveryShard(ctx, m, entry)
 		}
-		err := r.Err
-		if overflowed(err) {
-			err = fmt.Errorf("%w: seller %s, %s total or product count: %w", ErrOverflow, ev.Product.SellerID(), ev.Product.Price().Currency(), err)
+		switch v := values[m.MessageId]; {
+		case overflowed(r.Err):
+			r.Err = fmt.Errorf("%w: seller %s, %s total or product count: %w", ErrOverflow, v.SellerID, v.Currency, r.Err)
+		case r.Outcome == idem.OutcomeRejected && errors.Is(r.Err, idem.ErrInvalidKey):
+			r.Err = fmt.Errorf("%w: %w", ErrPoison, r.Err)
 		}
-		out[of[k]] = Applied{Outcome: r.Outcome, Err: err}
+		res[i] = r
 	}
-	return out
+	return res
+}
+
+// appliedOf is what counting pc changes: the response stored for its key.
+func appliedOf(pc ProductCreated) applied {
+	p := pc.Product
+	return applied{
+		EventID: pc.EventID, SellerID: p.SellerID().String(), ProductID: p.ID().String(),
+		Currency: string(p.Price().Currency()), Cents: p.Price().Cents(),
+	}
 }
 
 // overflowed reports whether err is a seller update's own condition
@@ -150,53 +135,26 @@ func (c *Counter) ApplyBatch(ctx context.Context, evs []ProductCreated) []Applie
 // those updates is the overflow guard.
 func overflowed(err error) bool { return errors.Is(err, idem.ErrConditionFailed) }
 
-// onEveryShard counts one event that the shard it met could not take
-// without passing its cap: it tries each shard of the seller in turn (one
-// transaction each, from a random one), until one takes it, or the event
-// turns out to be counted meanwhile, or fails for another reason. Refused
-// by all, the event can never be counted: every shard's total only grows.
-// A seller's total nears int64 long before this costs anything.
-func (c *Counter) onEveryShard(ctx context.Context, item idem.BatchItem, ev ProductCreated) idem.BatchResult {
-	var r idem.BatchResult
+// onEveryShard counts one message's event that the shard it met could not
+// take without passing its cap: it tries each shard of the seller in turn
+// (one transaction each, from a random one), until one takes it, or the
+// event turns out to be counted meanwhile, or fails for another reason.
+// Refused by all, the event can never be counted: every shard's total only
+// grows. A seller's total nears int64 long before this costs anything.
+func (c *Counter) onEveryShard(ctx context.Context, m events.SQSMessage, entry func(events.SQSMessage) (idemsqs.Entry[applied], error)) idemsqs.Result {
+	var r idemsqs.Result
 	first := rand.IntN(c.shards)
+	one := events.SQSEvent{Records: []events.SQSMessage{m}}
 	for k := range c.shards {
 		shard := (first + k) % c.shards
-		res, err := c.store.ExecuteBatch(ctx, []idem.BatchItem{item}, func([]int) ([]types.TransactWriteItem, error) {
-			return c.updates([]ProductCreated{ev}, func(string) int { return shard }), nil
+		_, res := idemsqs.Transact(ctx, c.store, one, Operation, entry, func(executing []applied) ([]types.TransactWriteItem, error) {
+			return c.updates(executing, func(string) int { return shard }), nil
 		})
-		if err != nil {
-			return idem.BatchResult{Result: idem.Result{Outcome: idem.OutcomeError}, Err: err}
-		}
 		if r = res[0]; !overflowed(r.Err) {
 			return r
 		}
 	}
 	return r
-}
-
-// item is the event's part of a batch: its key (the CloudEvent id, from
-// its source), and what it changes as its response and fingerprint: the
-// same id with another product, seller or price is key reuse, never
-// counted.
-func (c *Counter) item(ev ProductCreated) (idem.BatchItem, error) {
-	scope, err := idem.NewScope(Operation, ev.Source, ev.EventID)
-	if err != nil {
-		return idem.BatchItem{}, fmt.Errorf("%w: %w", ErrPoison, err)
-	}
-	p := ev.Product
-	body, err := json.Marshal(applied{
-		EventID: ev.EventID, SellerID: p.SellerID().String(), ProductID: p.ID().String(),
-		Currency: string(p.Price().Currency()), Cents: p.Price().Cents(),
-	})
-	if err != nil {
-		return idem.BatchItem{}, fmt.Errorf("sellers: encode: %w", err)
-	}
-	fp, err := idem.Fingerprint(json.RawMessage(body))
-	if err != nil {
-		return idem.BatchItem{}, err
-	}
-	resp := idem.Response{Status: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: body}
-	return idem.BatchItem{Scope: scope, Fingerprint: fp, Response: resp}, nil
 }
 
 // sellerSum is what a batch's events add to one seller.
@@ -217,13 +175,12 @@ type sellerSum struct {
 // int64 and reads back exactly. A sum that alone passes the cap gets a
 // condition that fails, and the store then tries the events in smaller
 // sets.
-func (c *Counter) updates(evs []ProductCreated, shardOf func(seller string) int) []types.TransactWriteItem {
+func (c *Counter) updates(evs []applied, shardOf func(seller string) int) []types.TransactWriteItem {
 	limit := c.limit / int64(c.shards)
 	var order []*sellerSum
 	bySeller := map[string]*sellerSum{}
 	for _, ev := range evs {
-		p := ev.Product
-		id := p.SellerID().String()
+		id := ev.SellerID
 		s := bySeller[id]
 		if s == nil {
 			s = &sellerSum{seller: id, cents: map[money.Currency]int64{}}
@@ -231,11 +188,11 @@ func (c *Counter) updates(evs []ProductCreated, shardOf func(seller string) int)
 			order = append(order, s)
 		}
 		s.count++
-		cur := p.Price().Currency()
+		cur := money.Currency(ev.Currency) // from a validated money.Money
 		if _, ok := s.cents[cur]; !ok {
 			s.currencies = append(s.currencies, cur)
 		}
-		cents := p.Price().Cents()
+		cents := ev.Cents
 		if s.cents[cur] > limit-cents {
 			s.over = true // the sum alone passes the limit
 		}
