@@ -55,7 +55,8 @@ func NewCounter(store *idem.Store, table string) (*Counter, error) {
 	return &Counter{store: store, table: table, now: time.Now, limit: math.MaxInt64, shards: Shards, homes: newHomes(Shards)}, nil
 }
 
-// applied is the response stored for a counted event: what it changed.
+// applied is what counting an event changes: its JSON is the event's
+// fingerprint, so the same id with another product is key reuse.
 type applied struct {
 	EventID   string `json:"event_id"`
 	SellerID  string `json:"seller_id"`

@@ -33,8 +33,9 @@ type BatchResult struct {
 	Result
 	// Err says why the item neither executed nor replayed, as Execute's
 	// errors do: ErrKeyReuse, an *InFlightError, ErrInvalidKey,
-	// ErrInvalidResponse, ErrConditionFailed (the item's shared writes
-	// failed their condition on their own), ErrConflict or ErrThrottled
+	// ErrResponseTooLarge or another unstorable response, ErrConditionFailed
+	// (the item's shared writes failed their condition on their own), a
+	// conflict or throttling
 	// (retries spent), the shared writes function's error, or the DynamoDB
 	// error (IsUnavailable tells a retryable one).
 	Err error

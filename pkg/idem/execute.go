@@ -30,7 +30,7 @@ const headerBodyOmitted = "Idempotent-Body-Omitted"
 // The writes commit with the key's completion in one TransactWriteItems,
 // so they land together or not at all. They may go to any table, the
 // idempotency table included (single-table designs), but not to the
-// key's own record, and there may be at most MaxWrites of them.
+// key's own record, and there may be at most 99 of them.
 type Effect struct {
 	Response Response
 	Writes   []types.TransactWriteItem
@@ -495,8 +495,8 @@ func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Re
 // last committed decides. Its own token: an attempt landed. Another
 // caller's completed record: replay (or key reuse). A live holder, or a
 // record whose own item was the one contended: the key is in flight
-// (409), not a 503. Anything else: err, which wraps ErrConflict or
-// ErrThrottled.
+// (409), not a 503. Anything else: err, a conflict or throttling that
+// IsUnavailable reports.
 func (s *Store) settle(ctx context.Context, id, fingerprint, token string, resp Response, expires time.Time, err error) (Result, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.releaseTimeout)
 	defer cancel()

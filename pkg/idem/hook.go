@@ -7,7 +7,8 @@ import "context"
 // Execute, Transact, Run and Do call, and once per item of ExecuteBatch
 // (with that item's scope), whatever happened: executed, replayed (from
 // the table or the cache), in flight, key reuse, rejected (err wraps
-// ErrInvalidKey; the scope is the one passed, as it was), failed. err is
+// ErrInvalidKey, or for a batch item a response that cannot be stored;
+// the scope is the one passed, as it was), failed. err is
 // the error the call returns (for a batch item, its BatchResult.Err). A
 // call whose operation panics reports nothing: the panic goes on.
 //

@@ -122,8 +122,8 @@ func (l *hold) CompletionItem(resp Response) (types.TransactWriteItem, error) {
 // Commit writes items and the fenced completion in one TransactWriteItems.
 // It retries a transaction cancelled by a conflict or throttling a bounded
 // number of times. Errors wrap ErrLeaseLost (fenced out: nothing written),
-// ErrConditionFailed (a business condition: nothing written), ErrConflict
-// or ErrThrottled (retries spent: nothing written), or the DynamoDB error;
+// ErrConditionFailed (a business condition: nothing written), errConflict
+// or errThrottled (retries spent: nothing written), or the DynamoDB error;
 // on the last, whether the transaction landed is unknown, and Release is
 // still safe to call because it cannot delete a completed record.
 func (l *hold) Commit(ctx context.Context, resp Response, items ...types.TransactWriteItem) error {
@@ -328,8 +328,8 @@ func (e *txError) Error() string {
 	return fmt.Sprintf("%v: transaction item %d: %s", e.kind, e.Index, e.Code)
 }
 
-// Unwrap exposes the kind (ErrLeaseLost, ErrConditionFailed, ErrConflict,
-// ErrThrottled, ErrTxRefused) and the SDK error.
+// Unwrap exposes the kind (ErrLeaseLost, ErrConditionFailed, errConflict,
+// errThrottled, errTxRefused) and the SDK error.
 func (e *txError) Unwrap() []error { return []error{e.kind, e.err} }
 
 // explainTx reads a TransactWriteItems error whose item at fenceIndex is a
@@ -338,7 +338,7 @@ func (e *txError) Unwrap() []error { return []error{e.kind, e.err} }
 // another item's failed condition wraps ErrConditionFailed, and a reason
 // no retry can help (a validation error, an item too large) wraps
 // ErrTxRefused, wherever they stand; only when every reason is one a retry
-// can help does it wrap ErrConflict (TransactionConflict) or ErrThrottled.
+// can help does it wrap errConflict (TransactionConflict) or errThrottled.
 // Other errors come back wrapped unchanged.
 func explainTx(err error, fenceIndex int) error {
 	var tce *types.TransactionCanceledException

@@ -61,7 +61,7 @@ func str(v string) types.AttributeValue { return ddbitem.S(v) }
 func num(v int64) types.AttributeValue { return ddbitem.N(v) }
 
 // decodeRecord reads an item in the store's layout; a missing or
-// mistyped required attribute is ErrCorruptRecord, never a panic.
+// mistyped required attribute is errCorruptRecord, never a panic.
 func (s *Store) decodeRecord(item map[string]types.AttributeValue) (record, error) {
 	attr := s.attr
 	in := ddbitem.Read(item)

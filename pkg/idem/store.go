@@ -33,7 +33,7 @@ const (
 	defaultMaxResponseBytes = 64 << 10
 	defaultReleaseTimeout   = 3 * time.Second
 	defaultConflictAttempts = 5
-	// DefaultCacheBytes is the cache's budget for the responses it holds.
+	// defaultCacheBytes is the cache's budget for the responses it holds.
 	defaultCacheBytes = 16 << 20
 	// maxResponseBytesLimit caps WithMaxResponseBytes so a completed
 	// record stays under DynamoDB's 400 KB item size.
@@ -78,7 +78,7 @@ type Option func(*Store)
 // call. A completed record never changes before it expires, so the replay
 // is exact; a cached entry dies at its record's expires_at. In-progress
 // records are never cached. The responses held never total more than
-// maxBytes (0 means DefaultCacheBytes); least recently used entries go
+// maxBytes (0 means 16 MB); least recently used entries go
 // first. Without this option, or with 0 entries, there is no cache.
 func WithCache(entries, maxBytes int) Option {
 	return func(s *Store) {
@@ -193,7 +193,7 @@ type claimed struct {
 // need to hold a lease themselves. It returns a claimed with a Lease or a
 // Replay, or an error that wraps ErrInFlight (an *InFlightError; with a
 // wait, only once the wait for a live holder runs out or it dies),
-// ErrKeyReuse, ErrCorruptRecord or the DynamoDB error. It does not use the
+// ErrKeyReuse, errCorruptRecord or the DynamoDB error. It does not use the
 // cache.
 func (s *Store) reserve(ctx context.Context, scope Scope, fingerprint string) (claimed, error) {
 	if err := s.check(scope); err != nil {

@@ -88,11 +88,19 @@ func Lookup(ctx context.Context, db API, table string, layout idemtable.Layout, 
 	return decode(l, scope, out.Item, time.Now())
 }
 
+// ClockSkew is how far this machine's clock may run ahead of the clocks of
+// the hosts that hold leases, as far as Evict without force trusts it.
+const ClockSkew = 5 * time.Second
+
 // Evict deletes the record of scope with one conditional DeleteItem, so
 // the key runs again on its next request, and returns the record it
 // deleted. Without force, the condition admits a COMPLETED record, an
 // expired one, or an IN_PROGRESS one whose lease has ended; a live holder's
-// record stays, and the error wraps ErrLiveHolder. With force, any record
+// record stays, and the error wraps ErrLiveHolder. The lease and the
+// expiry count as ended only ClockSkew after they passed on this
+// machine's clock: an operator's laptop may run ahead of the hosts that
+// hold leases, and a live holder must never be evicted by a fast clock.
+// With force, any record
 // goes: see the package documentation for what that risks. No record is
 // an error wrapping ErrNotFound.
 func Evict(ctx context.Context, db API, table string, layout idemtable.Layout, scope idem.Scope, force bool) (Record, error) {
@@ -101,7 +109,7 @@ func Evict(ctx context.Context, db API, table string, layout idemtable.Layout, s
 		return Record{}, err
 	}
 	a := l.Attributes
-	now := time.Now()
+	now := time.Now().Add(-ClockSkew)
 	cond := "attribute_exists(#pk)"
 	names := map[string]string{"#pk": l.PartitionKey}
 	var values map[string]types.AttributeValue

@@ -2,9 +2,11 @@ package idemadmin_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
@@ -151,4 +153,38 @@ func TestInvalidScopeOrLayout(t *testing.T) {
 	require.ErrorIs(t, err, idem.ErrInvalidKey)
 	_, err = idemadmin.Evict(context.Background(), db, "t", idemtable.Layout{SortKey: "SK"}, mustScope(t, "k"), false)
 	require.Error(t, err)
+}
+
+// A lease that ended on this machine's clock less than ClockSkew ago may
+// still be live on the holder's: Evict without force leaves it; one that
+// ended longer ago is evicted.
+func TestEvictTrustsTheClockOnlyBeyondItsSkew(t *testing.T) {
+	t.Parallel()
+	db := idemtest.New(t).Client()
+	ctx := context.Background()
+	require.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
+	put := func(key string, leaseEnd time.Time) idem.Scope {
+		sc := mustScope(t, key)
+		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("idempotency"), Item: map[string]types.AttributeValue{
+			"id":               &types.AttributeValueMemberS{Value: sc.ID()},
+			"status":           &types.AttributeValueMemberS{Value: "IN_PROGRESS"},
+			"fingerprint":      &types.AttributeValueMemberS{Value: "fp"},
+			"lease_token":      &types.AttributeValueMemberS{Value: "t"},
+			"lease_expires_at": &types.AttributeValueMemberN{Value: strconv.FormatInt(leaseEnd.UnixMilli(), 10)},
+			"expires_at":       &types.AttributeValueMemberN{Value: strconv.FormatInt(leaseEnd.Unix(), 10)},
+			"created_at":       &types.AttributeValueMemberS{Value: leaseEnd.Add(-time.Minute).UTC().Format(time.RFC3339)},
+		}})
+		require.NoError(t, err)
+		return sc
+	}
+	recent := put("recent", time.Now().Add(-time.Second))
+	_, err := idemadmin.Evict(ctx, db, "idempotency", idemtable.Layout{}, recent, false)
+	require.ErrorIs(t, err, idemadmin.ErrLiveHolder, "ended 1 s ago here: maybe not on the holder's clock")
+
+	old := put("old", time.Now().Add(-idemadmin.ClockSkew-time.Second))
+	rec, err := idemadmin.Evict(ctx, db, "idempotency", idemtable.Layout{}, old, false)
+	require.NoError(t, err)
+	assert.Equal(t, "IN_PROGRESS", rec.Status)
+	_, err = idemadmin.Lookup(ctx, db, "idempotency", idemtable.Layout{}, old)
+	assert.ErrorIs(t, err, idemadmin.ErrNotFound)
 }

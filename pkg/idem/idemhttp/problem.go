@@ -109,7 +109,7 @@ var ErrBodyTooLarge = errors.New("idemhttp: request body too large")
 // ProblemFor maps an error from pkg/idem, or from this package, to the
 // problem a client should get:
 //
-//	idem.ErrInFlight                    409, Retry-After: until the holder's lease has ended (idem.RetryAfter)
+//	idem.ErrInFlight                    409, Retry-After: until the holder's lease has ended (InFlightError.RetryAfter)
 //	idem.ErrLeaseLost                   409, Retry-After: 1 (another request took the key over)
 //	idem.ErrKeyReuse                    422
 //	idem.ErrInvalidKey                  400

@@ -10,7 +10,8 @@
 // CloudEvent source) and the key (such as a CloudEvent id) that scope its
 // record, and the value the message stands for. The value's JSON is the
 // payload fingerprint, so the same key carrying another value is
-// idem.ErrKeyReuse, and it is the response stored for the key.
+// idem.ErrKeyReuse; what is stored for the key is only that it was
+// applied (a 200 without a body), so a value of any size can be applied.
 //
 // Two ways in, by where the effect lands:
 //
@@ -27,10 +28,10 @@
 // effect fails, is reported failed with decode's or the effect's error in
 // its Result, so the queue redelivers it and, after its maxReceiveCount,
 // moves it to the dead-letter queue; log each Result to say which. On a
-// FIFO queue (an event source ARN ending in ".fifo"), the first failed
-// message and every message after it in the batch are reported failed, as
-// Lambda requires to keep each message group in order; a later message
-// that had already been applied then replays on its redelivery.
+// FIFO queue (an event source ARN ending in ".fifo"), messages are applied
+// one after another (Transact: one transaction each), and the first
+// failed message and every message after it are reported failed,
+// untried, as Lambda requires to keep each message group in order.
 package idemsqs
 
 import (
@@ -70,9 +71,13 @@ type Result struct {
 	// Err is nil for an applied or duplicate message; otherwise decode's
 	// or the effect's error, idem.ErrKeyReuse, an *idem.InFlightError, a
 	// store error (idem.IsUnavailable tells one a retry fixes), or
-	// ErrSkipped.
+	// ErrSkipped (with idem.OutcomeRejected: the message was not tried).
 	Err error
 }
+
+// applied is what a key's record stores: that its message was applied.
+// A replay needs nothing more, and a value of any size fits.
+func applied() idem.Response { return idem.Response{Status: 200} }
 
 // ErrSkipped reports a message of a FIFO queue left untried because an
 // earlier message of the batch failed.
@@ -96,12 +101,21 @@ func Response(results []Result) events.SQSEventResponse {
 // (it may be called more than once, with fewer values, when some messages
 // turn out to be duplicates) and must not depend on anything else. A
 // message fails only for its own sake, never because another of the batch
-// was a duplicate, poison or conflicted. The results are in the batch's
-// order; Response turns them into the runtime's answer.
+// was a duplicate, poison or conflicted; an error from shared itself
+// fails every message of the transaction it was asked for. The results
+// are in the batch's order; Response turns them into the runtime's
+// answer. On a FIFO queue each message is its own transaction, in order,
+// until one fails.
 func Transact[T any](ctx context.Context, store *idem.Store, ev events.SQSEvent, operation string,
 	decode func(events.SQSMessage) (Entry[T], error),
 	shared func(executing []T) ([]types.TransactWriteItem, error),
 ) (events.SQSEventResponse, []Result) {
+	if isFIFO(ev) {
+		return inOrder(ev, func(m events.SQSMessage) (idem.Outcome, error) {
+			_, r := Transact(ctx, store, events.SQSEvent{Records: []events.SQSMessage{stripFIFO(m)}}, operation, decode, shared)
+			return r[0].Outcome, r[0].Err
+		})
+	}
 	results := make([]Result, len(ev.Records))
 	var (
 		items  []idem.BatchItem
@@ -133,7 +147,6 @@ func Transact[T any](ctx context.Context, store *idem.Store, ev events.SQSEvent,
 			results[i].Outcome, results[i].Err = res[k].Outcome, res[k].Err
 		}
 	}
-	fifoOrder(ev, results)
 	return Response(results), results
 }
 
@@ -147,23 +160,46 @@ func Run[T any](ctx context.Context, store *idem.Store, ev events.SQSEvent, oper
 	decode func(events.SQSMessage) (Entry[T], error),
 	effect func(context.Context, T) error,
 ) (events.SQSEventResponse, []Result) {
+	apply := func(m events.SQSMessage) (idem.Outcome, error) {
+		if err := ctx.Err(); err != nil {
+			return idem.OutcomeUnavailable, fmt.Errorf("idemsqs: untried: %w", err)
+		}
+		return runOne(ctx, store, operation, m, decode, effect)
+	}
+	if isFIFO(ev) {
+		return inOrder(ev, apply)
+	}
 	results := make([]Result, len(ev.Records))
-	fifo := isFIFO(ev)
+	for i, m := range ev.Records {
+		results[i].MessageID = m.MessageId
+		results[i].Outcome, results[i].Err = apply(m)
+	}
+	return Response(results), results
+}
+
+// inOrder applies a FIFO batch's messages one after another; after the
+// first failure the rest are skipped, untried.
+func inOrder(ev events.SQSEvent, apply func(events.SQSMessage) (idem.Outcome, error)) (events.SQSEventResponse, []Result) {
+	results := make([]Result, len(ev.Records))
 	failed := false
 	for i, m := range ev.Records {
 		r := &results[i]
 		r.MessageID = m.MessageId
-		switch {
-		case fifo && failed:
+		if failed {
 			r.Outcome, r.Err = idem.OutcomeRejected, ErrSkipped
-		case ctx.Err() != nil:
-			r.Outcome, r.Err = idem.OutcomeUnavailable, fmt.Errorf("idemsqs: untried: %w", ctx.Err())
-		default:
-			r.Outcome, r.Err = runOne(ctx, store, operation, m, decode, effect)
+			continue
 		}
-		failed = failed || r.Err != nil
+		r.Outcome, r.Err = apply(m)
+		failed = r.Err != nil
 	}
 	return Response(results), results
+}
+
+// stripFIFO is m as one message of a batch of its own: without its queue's
+// ARN, so that batch is not taken for a FIFO one again.
+func stripFIFO(m events.SQSMessage) events.SQSMessage {
+	m.EventSourceARN = ""
+	return m
 }
 
 func runOne[T any](ctx context.Context, store *idem.Store, operation string, m events.SQSMessage,
@@ -173,17 +209,17 @@ func runOne[T any](ctx context.Context, store *idem.Store, operation string, m e
 	if err != nil {
 		return idem.OutcomeRejected, err
 	}
-	_, outcome, err := idem.Do(ctx, store, item.Scope, item.Fingerprint, func(ctx context.Context) (json.RawMessage, error) {
+	res, err := store.Run(ctx, item.Scope, item.Fingerprint, func(ctx context.Context) (idem.Response, error) {
 		if err := effect(ctx, v); err != nil {
-			return nil, err
+			return idem.Response{}, err
 		}
-		return item.Response.Body, nil
+		return item.Response, nil
 	})
-	return outcome, err
+	return res.Outcome, err
 }
 
 // prepare decodes m into its batch item: its scope, its value's
-// fingerprint and the value's JSON as the stored response.
+// fingerprint, and applied as the stored response.
 func prepare[T any](operation string, m events.SQSMessage, decode func(events.SQSMessage) (Entry[T], error)) (idem.BatchItem, T, error) {
 	e, err := decode(m)
 	if err != nil {
@@ -204,23 +240,7 @@ func prepare[T any](operation string, m events.SQSMessage, decode func(events.SQ
 	if err != nil {
 		return idem.BatchItem{}, e.Value, fmt.Errorf("idemsqs: fingerprint message %s: %w", m.MessageId, err)
 	}
-	resp := idem.Response{Status: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: body}
-	return idem.BatchItem{Scope: scope, Fingerprint: fp, Response: resp}, e.Value, nil
-}
-
-// fifoOrder reports, on a FIFO queue, every message after the first failed
-// one failed too.
-func fifoOrder(ev events.SQSEvent, results []Result) {
-	if !isFIFO(ev) {
-		return
-	}
-	failed := false
-	for i := range results {
-		if failed && results[i].Err == nil {
-			results[i].Err = ErrSkipped
-		}
-		failed = failed || results[i].Err != nil
-	}
+	return idem.BatchItem{Scope: scope, Fingerprint: fp, Response: applied()}, e.Value, nil
 }
 
 func isFIFO(ev events.SQSEvent) bool {

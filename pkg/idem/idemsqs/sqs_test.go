@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -356,4 +357,46 @@ func TestTransactAcknowledgesDuplicates(t *testing.T) {
 	total, n := f.account(t, "acct")
 	assert.EqualValues(t, 95, total)
 	assert.EqualValues(t, 10, n)
+}
+
+// On a FIFO queue, Transact applies nothing after a failed message: a
+// message group's later messages must not land before an earlier one.
+func TestTransactKeepsFIFOOrder(t *testing.T) {
+	f := newFixture(t)
+	fifo := []events.SQSMessage{message("f1", "ev-f1 acct 1"), message("f2", "garbage"), message("f3", "ev-f3 acct 7")}
+	for i := range fifo {
+		fifo[i].EventSourceARN = "arn:aws:sqs:eu-west-1:123456789012:deposits.fifo"
+	}
+	resp, results := idemsqs.Transact(context.Background(), f.store, events.SQSEvent{Records: fifo}, "deposit", decode, shared("accounts"))
+	assert.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "f2"}, {ItemIdentifier: "f3"}}, resp.BatchItemFailures)
+	assert.Equal(t, idem.OutcomeExecuted, results[0].Outcome)
+	assert.ErrorIs(t, results[2].Err, idemsqs.ErrSkipped)
+	assert.Equal(t, idem.OutcomeRejected, results[2].Outcome, "skipped: never tried")
+	total, n := f.account(t, "acct")
+	assert.EqualValues(t, 1, total, "f3 did not land before f2")
+	assert.EqualValues(t, 1, n)
+}
+
+// A value larger than the store's response limit is applied once and its
+// redeliveries acknowledged: only its fingerprint is kept, not the value.
+func TestAValueOfAnySizeIsAppliedOnce(t *testing.T) {
+	f := newFixture(t)
+	store, err := idem.NewStore(f.db, "idempotency", idem.WithMaxResponseBytes(200))
+	require.NoError(t, err)
+	big := func(m events.SQSMessage) (idemsqs.Entry[string], error) {
+		return idemsqs.Entry[string]{Principal: "p", Key: m.Body, Value: strings.Repeat("x", 1000)}, nil
+	}
+	var runs atomic.Int64
+	for range 2 {
+		_, results := idemsqs.Run(context.Background(), store, events.SQSEvent{Records: []events.SQSMessage{message("m", "run-1")}}, "big", big,
+			func(context.Context, string) error { runs.Add(1); return nil })
+		require.NoError(t, results[0].Err)
+	}
+	assert.EqualValues(t, 1, runs.Load())
+	for i := range 2 {
+		_, results := idemsqs.Transact(context.Background(), store, events.SQSEvent{Records: []events.SQSMessage{message("m", "tx-1")}}, "big", big,
+			func([]string) ([]types.TransactWriteItem, error) { return nil, nil })
+		require.NoError(t, results[0].Err)
+		assert.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed}[i], results[0].Outcome)
+	}
 }
