@@ -47,6 +47,14 @@ remove_started() {
 	now=$(docker ps -aq --filter "label=$label" | sort)
 	started=$(comm -13 <(printf '%s\n' "$before") <(printf '%s\n' "$now") | grep -v '^$' || true)
 	if [ -n "$started" ]; then
+		if [ "${status:-1}" != 0 ]; then
+			# A store that went away mid-run says why here (a panic, an
+			# exit code, the OOM killer), before its container is removed.
+			for c in $started; do
+				echo "container-test: container $c: $(docker inspect --format 'status={{.State.Status}} exit={{.State.ExitCode}} oom={{.State.OOMKilled}} error={{.State.Error}}' "$c" 2>&1); its last log lines:" >&2
+				docker logs --tail 40 "$c" 2>&1 | sed 's/^/  /' >&2 || true
+			done
+		fi
 		# shellcheck disable=SC2086 # one id per word
 		docker rm -f $started >/dev/null
 	fi
@@ -57,6 +65,7 @@ remove_started() {
 	fi
 	echo "container-test: removed $(printf '%s' "$started" | grep -c . || true) container(s) the run started"
 }
+status=1 # until the tests have run
 trap remove_started EXIT
 
 echo "container-test: internal/testkit/ddbtest and pkg/idem on $image (docker $info, TESTCONTAINERS_RYUK_DISABLED=$TESTCONTAINERS_RYUK_DISABLED, host ${TESTCONTAINERS_HOST_OVERRIDE:-as testcontainers finds it})"
