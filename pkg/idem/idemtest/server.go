@@ -22,7 +22,13 @@ import (
 // HTTP, so the real AWS SDK talks to it unchanged. It is safe for
 // concurrent use.
 type Server struct {
-	mini      *server.Server
+	mini *server.Server
+	// schema keeps table-level requests (CreateTable, DeleteTable,
+	// UpdateTable) apart from every other request minidyn serves: minidyn
+	// reads its table map without its lock in a transaction's condition
+	// checks, and a table created meanwhile crashes the process (a fatal
+	// concurrent map read and write). Item requests share it.
+	schema    sync.RWMutex
 	txLatency time.Duration
 	onPut     func(table string, item json.RawMessage)
 
@@ -246,6 +252,14 @@ func (s *Server) route(op Op, body []byte) answer {
 
 // forward hands a request to minidyn and returns its answer.
 func (s *Server) forward(op Op, body []byte) answer {
+	switch op {
+	case "CreateTable", "DeleteTable", "UpdateTable":
+		s.schema.Lock()
+		defer s.schema.Unlock()
+	default:
+		s.schema.RLock()
+		defer s.schema.RUnlock()
+	}
 	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 	req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+string(op))
 	rec := httptest.NewRecorder()

@@ -3,6 +3,7 @@ package idemtest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -373,4 +374,49 @@ func TestClientRequestTokenComparesParameters(t *testing.T) {
 		_, err := db.TransactWriteItems(ctx, in)
 		require.NoError(t, err)
 	}
+}
+
+// One server shared by many tests (the container and endpoint backends)
+// creates tables while other tests' transactions run: minidyn reads its
+// table map in a transaction's condition checks without its lock, and a
+// table created meanwhile crashed the store (a fatal concurrent map read
+// and write; under -race, a reported race). Tables are created here while
+// transactions with condition checks run, and every request must answer.
+func TestTablesCreatedWhileTransactionsRun(t *testing.T) {
+	t.Parallel()
+	_, db := setup(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var txs, failed sync.Map
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("w%d-%d", w, i)
+				_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+					{ConditionCheck: &types.ConditionCheck{TableName: aws.String("t"), Key: key("check-" + id), ConditionExpression: aws.String("attribute_not_exists(id)")}},
+					txPut(key(id), "attribute_not_exists(id)"),
+				}})
+				txs.Store(id, true)
+				if err != nil {
+					failed.Store(id, err)
+				}
+			}
+		})
+	}
+	for i := range 30 {
+		require.NoError(t, createTable(ctx, db, fmt.Sprintf("created-%d", i)))
+	}
+	close(stop)
+	wg.Wait()
+	n := 0
+	txs.Range(func(any, any) bool { n++; return true })
+	failed.Range(func(k, v any) bool { t.Errorf("transaction %v: %v", k, v); return true })
+	t.Logf("30 tables created while %d transactions ran", n)
+	assert.Positive(t, n)
 }
