@@ -65,12 +65,14 @@ type Result struct {
 // ErrConditionFailed, fn's own error, or the store's (IsUnavailable tells
 // one a retry later can fix). Result.Outcome is set in every case.
 func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
-	res, err := s.execute(ctx, scope, fingerprint, fn)
+	res, err := s.execute(ctx, scope, fingerprint, fn, s.executeTransacts)
 	s.observe(ctx, scope, res.Outcome, err)
 	return res, err
 }
 
-func (s *Store) execute(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
+// execute is Execute, or Transact when inTx, after the checks and the
+// cache they share.
+func (s *Store) execute(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error), inTx bool) (Result, error) {
 	if err := s.check(scope); err != nil {
 		return Result{Outcome: OutcomeRejected}, err
 	}
@@ -78,7 +80,7 @@ func (s *Store) execute(ctx context.Context, scope Scope, fingerprint string, fn
 	if res, err, hit := s.fromCache(id, fingerprint); hit {
 		return res, err
 	}
-	if s.executeTransacts {
+	if inTx {
 		return s.transact(ctx, id, fingerprint, fn)
 	}
 	claim, err := s.reserve(ctx, scope, fingerprint)
@@ -328,20 +330,9 @@ func writeTarget(w types.TransactWriteItem) (*string, map[string]types.Attribute
 // lose the race, so it must have no effect outside its writes. Errors are
 // Execute's.
 func (s *Store) Transact(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
-	res, err := s.transactScope(ctx, scope, fingerprint, fn)
+	res, err := s.execute(ctx, scope, fingerprint, fn, true)
 	s.observe(ctx, scope, res.Outcome, err)
 	return res, err
-}
-
-func (s *Store) transactScope(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
-	if err := s.check(scope); err != nil {
-		return Result{Outcome: OutcomeRejected}, err
-	}
-	id := scope.ID()
-	if res, err, hit := s.fromCache(id, fingerprint); hit {
-		return res, err
-	}
-	return s.transact(ctx, id, fingerprint, fn)
 }
 
 // transact is Transact after the checks: one TransactWriteItems carries the
