@@ -108,7 +108,7 @@ func parse(args []string, stderr io.Writer) (request, error) {
 	attrs := attrFlag{}
 	fs.StringVar(&req.table, "table", "", "the idempotency table's name (required)")
 	fs.StringVar(&op, "operation", "", "the scope's operation, such as \"POST /products\" (required)")
-	fs.StringVar(&principal, "principal", "", "the scope's principal (empty is \"anonymous\")")
+	fs.StringVar(&principal, "principal", idem.Anonymous, "the scope's principal")
 	fs.StringVar(&key, "key", "", "the client's idempotency key (required)")
 	if req.command == "evict" {
 		fs.BoolVar(&req.force, "force", false, "evict a live holder's record too: its effect may run twice")

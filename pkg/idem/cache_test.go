@@ -164,7 +164,7 @@ func TestOutcomesListEveryOutcome(t *testing.T) {
 		assert.False(t, all[o], "%s twice", o)
 		all[o] = true
 	}
-	assert.Len(t, all, 10)
+	assert.Len(t, all, 11)
 	for _, err := range []error{nil, idem.ErrInFlight, idem.ErrKeyReuse, idem.ErrLeaseLost, idem.ErrInvalidKey, idem.ErrConflict, idem.ErrCorruptRecord} {
 		assert.True(t, all[idem.OutcomeOf(err)], "%v", err)
 	}

@@ -3,6 +3,7 @@ package idem
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 )
@@ -26,6 +27,9 @@ func do[T any](ctx context.Context, s *Store, scope Scope, fingerprint string, f
 	var v T
 	res, err := s.run(ctx, scope, fingerprint, func(ctx context.Context) (Response, error) {
 		out, err := fn(ctx)
+		if errors.Is(err, ErrNotRecorded) {
+			v = out // its effect happened: the caller gets what it made
+		}
 		if err != nil {
 			return Response{}, err
 		}

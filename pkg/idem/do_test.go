@@ -100,7 +100,7 @@ func TestDoReportsAnEffectWhoseCompletionWasLost(t *testing.T) {
 	})
 	require.ErrorIs(t, err, idem.ErrNotRecorded)
 	require.ErrorIs(t, err, idem.ErrLeaseLost)
-	assert.Equal(t, idem.OutcomeLeaseLost, outcome)
+	assert.Equal(t, idem.OutcomeNotRecorded, outcome, "the effect happened; its record did not land")
 	assert.Equal(t, "ch_3", r.ChargeID, "the effect happened; its value is returned")
 
 	// Errors from the effect keep their identity through Do.

@@ -53,7 +53,8 @@
 //   - A lease ends at the caller's context deadline (a Lambda invocation's)
 //     plus a margin. Without a deadline it lasts WithLease's lease and is
 //     renewed (fenced) while the operation runs; the operation's context
-//     is cancelled if it cannot be. A crashed holder's key is taken over,
+//     is cancelled at the lease's end less the margin unless a renewal
+//     has landed by then, whatever a renewal in flight is doing. A crashed holder's key is taken over,
 //     by the same atomic claim, once its lease has ended; a live holder is
 //     never taken over.
 //   - Every write a holder makes is fenced by its lease token: a holder
@@ -65,6 +66,13 @@
 //     record.
 //   - The same key with another payload fingerprint is ErrKeyReuse (422),
 //     for as long as the record lives.
+//   - A caller that cannot be named never shares a scope by accident:
+//     NewScope refuses an empty principal (ErrInvalidKey), in every way
+//     in; passing Anonymous chooses the one shared scope explicitly.
+//   - An effect outside DynamoDB that ran but whose completion could not
+//     be recorded (ErrNotRecorded, OutcomeNotRecorded) is reported as
+//     done by the queue and event ways in (idemsqs, idemevent): asking
+//     for a redelivery would run it again after the lease.
 //   - A transaction cancelled by a conflict or throttling is retried with
 //     full jitter (WithConflictAttempts); a call whose write landed but whose
 //     answers were lost finds its own write (its token, its completion id)

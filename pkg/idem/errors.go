@@ -96,6 +96,11 @@ const (
 	// OutcomeUnavailable: the store was throttled or out of reach after
 	// retries; the client should retry later with the same key.
 	OutcomeUnavailable Outcome = "unavailable"
+	// OutcomeNotRecorded: the effect ran (Run, Do) but its completion
+	// could not be recorded (ErrNotRecorded). The delivery is answered
+	// as done: asking for it again would, after the lease, run the
+	// effect again.
+	OutcomeNotRecorded Outcome = "not_recorded"
 	// OutcomeError: any other failure.
 	OutcomeError Outcome = "error"
 )
@@ -104,7 +109,7 @@ const (
 func allOutcomes() []Outcome {
 	return []Outcome{
 		OutcomeExecuted, OutcomeTakeover, OutcomeReplayed, OutcomeInFlight, OutcomeKeyReuse,
-		OutcomeLeaseLost, OutcomeReleased, OutcomeRejected, OutcomeUnavailable, OutcomeError,
+		OutcomeLeaseLost, OutcomeReleased, OutcomeRejected, OutcomeUnavailable, OutcomeNotRecorded, OutcomeError,
 	}
 }
 
@@ -113,6 +118,8 @@ func outcomeOf(err error) Outcome {
 	switch {
 	case err == nil:
 		return OutcomeExecuted
+	case errors.Is(err, ErrNotRecorded):
+		return OutcomeNotRecorded
 	case errors.Is(err, ErrInFlight):
 		return OutcomeInFlight
 	case errors.Is(err, ErrKeyReuse):

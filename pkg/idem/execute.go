@@ -172,7 +172,7 @@ func (s *Store) run(ctx context.Context, scope Scope, fingerprint string, fn fun
 	}
 	resp, err := keepAlive(ctx, claim.Lease, fn)
 	if errors.Is(err, ErrNotRecorded) {
-		return Result{Response: resp, Outcome: claim.Outcome}, err
+		return Result{Response: resp, Outcome: OutcomeNotRecorded}, err
 	}
 	if err != nil {
 		return s.abandon(ctx, claim.Lease, err, false)
@@ -186,7 +186,7 @@ func (s *Store) run(ctx context.Context, scope Scope, fingerprint string, fn fun
 	defer cancel()
 	expires, err := claim.Lease.complete(cctx, stored)
 	if err != nil {
-		return Result{Response: resp, Outcome: outcomeOf(err)}, fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		return Result{Response: resp, Outcome: OutcomeNotRecorded}, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	s.remember(id, fingerprint, stored, expires)
 	return Result{Response: resp, Outcome: claim.Outcome}, nil

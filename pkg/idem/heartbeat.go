@@ -17,11 +17,11 @@ import (
 // one) the lease already ends after it, and fn runs as it is. Without
 // one, the lease lasts the store's default lease, which fn may outrun: a
 // heartbeat then renews it every third of a lease with a fenced write
-// while fn runs. If the lease is lost, or cannot be renewed before it
-// ends (less the margin, which covers clock skew), fn's context is
-// cancelled with a cause wrapping ErrLeaseLost: fn should stop, and
-// whatever it returns can no longer be recorded (the completion is
-// fenced).
+// while fn runs. If the lease is lost, or is not renewed before it ends
+// (less the margin, which covers clock skew), fn's context is cancelled
+// with a cause wrapping ErrLeaseLost: fn should stop, since another
+// caller may take the key over, and then whatever fn returns is fenced
+// out.
 func keepAlive[T any](ctx context.Context, l *hold, fn func(context.Context) (T, error)) (T, error) {
 	if _, ok := ctx.Deadline(); ok {
 		return fn(ctx)
@@ -38,10 +38,24 @@ func keepAlive[T any](ctx context.Context, l *hold, fn func(context.Context) (T,
 	return fn(ctx)
 }
 
-// heartbeat renews l until stop closes or ctx ends; see keepAlive.
+// heartbeat renews l every third of a lease until stop closes or ctx
+// ends; see keepAlive. A watchdog cancels the operation when the lease,
+// less the margin, ends before a renewal has landed, whatever a renewal
+// in flight is doing: past that point another caller may hold the key,
+// and this holder must have stopped.
 func (l *hold) heartbeat(ctx context.Context, stop <-chan struct{}, lost context.CancelCauseFunc) {
 	every := l.store.lease / 3
-	timer := time.NewTimer(every)
+	// left is how long this holder may still act on its lease.
+	left := func() time.Duration { return l.expiresAt.Add(-l.store.margin).Sub(l.store.now()) }
+	ended := func(err error) error {
+		if err == nil {
+			err = errors.New("no renewal landed in time")
+		}
+		return fmt.Errorf("%w: the lease ended before it could be renewed: %w", ErrLeaseLost, err)
+	}
+	watchdog := time.AfterFunc(left(), func() { lost(ended(nil)) })
+	defer watchdog.Stop()
+	timer := time.NewTimer(min(every, left()))
 	defer timer.Stop()
 	for {
 		select {
@@ -51,19 +65,31 @@ func (l *hold) heartbeat(ctx context.Context, stop <-chan struct{}, lost context
 			return
 		case <-timer.C:
 		}
-		err := l.renew(ctx, every)
-		if errors.Is(err, ErrLeaseLost) {
+		d := left()
+		if d <= 0 {
+			lost(ended(nil))
+			return
+		}
+		// A renewal never outlives the lease it renews.
+		err := l.renew(ctx, min(every, d))
+		switch {
+		case errors.Is(err, ErrLeaseLost):
 			lost(err)
 			return
+		case err == nil:
+			if !watchdog.Stop() {
+				return // too late: the operation was already cancelled
+			}
+			watchdog.Reset(left())
 		}
 		// A renewal that failed otherwise (throttled, a timeout) is tried
 		// again while the lease lasts.
-		left := l.expiresAt.Add(-l.store.margin).Sub(l.store.now())
-		if left <= 0 {
-			lost(fmt.Errorf("%w: the lease ended before it could be renewed: %w", ErrLeaseLost, err))
+		d = left()
+		if d <= 0 {
+			lost(ended(err))
 			return
 		}
-		timer.Reset(min(every, left))
+		timer.Reset(min(every, d))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -90,3 +91,85 @@ func TestRunWithoutDeadlineCancelsAHolderThatLostItsLease(t *testing.T) {
 	require.ErrorIs(t, cause, idem.ErrLeaseLost)
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// Without a deadline, a holder whose lease is not renewed in time is
+// cancelled by the lease's end less the margin, whatever the renewal in
+// flight is doing: here every renewal hangs on its way to the store.
+// Another caller may take the key over once the lease has ended, and by
+// then the holder must have been told to stop, or two effects run at
+// once. (With the renewal's own timeout as the only bound, a renewal
+// that starts near the lease's end kept the holder going up to a third
+// of a lease past it: 18 s with the defaults.)
+func TestRunWithoutDeadlineStopsAHolderAtItsLeaseEndWhileARenewalHangs(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	// A margin below a third of the lease: the old bound overran it.
+	const lease, margin = 900 * time.Millisecond, 100 * time.Millisecond
+	hung := &hangingRenewals{API: env.Client, release: make(chan struct{})}
+	t.Cleanup(hung.releaseAll)
+	holder, err := idem.NewStore(hung, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithDefaultLease(lease), idem.WithLeaseMargin(margin))
+	require.NoError(t, err)
+	taker := newStore(t, env, idem.WithDefaultLease(lease), idem.WithLeaseMargin(margin))
+	sc := scope(t, "renewals-hang")
+
+	var seq atomic.Int64
+	var stopped, tookOver atomic.Int64 // the order in which they happened
+	claimed := make(chan struct{})
+	var wg sync.WaitGroup
+	var holderErr error
+	wg.Go(func() {
+		_, holderErr = holder.Run(context.Background(), sc, "fp", func(ctx context.Context) (idem.Response, error) {
+			context.AfterFunc(ctx, func() { stopped.Store(seq.Add(1)) })
+			close(claimed)
+			<-ctx.Done()
+			// An effect still under way when the lease ends: it only
+			// finishes once another caller has had the time to take over.
+			time.Sleep(2 * lease)
+			return idem.Response{Status: http.StatusOK, Body: []byte("holder")}, nil
+		})
+	})
+	<-claimed
+	var res idem.Result
+	for {
+		res, err = taker.Run(context.Background(), sc, "fp", func(context.Context) (idem.Response, error) {
+			tookOver.Store(seq.Add(1))
+			return idem.Response{Status: http.StatusOK, Body: []byte("taker")}, nil
+		})
+		if !errors.Is(err, idem.ErrInFlight) {
+			require.NoError(t, err)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	hung.releaseAll()
+	wg.Wait()
+	require.NotZero(t, stopped.Load(), "the holder was never cancelled")
+	assert.Less(t, stopped.Load(), tookOver.Load(), "the holder must be stopped before another caller can take its key over")
+	assert.Positive(t, hung.renewals.Load(), "the heartbeat tried to renew")
+	assert.ErrorIs(t, holderErr, idem.ErrLeaseLost, "the holder's late completion is fenced out")
+	assert.Equal(t, "taker", string(res.Response.Body))
+}
+
+// hangingRenewals is a network on which every lease renewal (the
+// heartbeat's UpdateItem) hangs until its context ends or release closes;
+// every other request goes through to the store.
+type hangingRenewals struct {
+	idem.API
+	release  chan struct{}
+	once     sync.Once
+	renewals atomic.Int64
+}
+
+func (h *hangingRenewals) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if strings.HasPrefix(aws.ToString(in.UpdateExpression), "SET #le = :le") {
+		h.renewals.Add(1)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-h.release:
+		}
+	}
+	return h.API.UpdateItem(ctx, in, opts...)
+}
+
+func (h *hangingRenewals) releaseAll() { h.once.Do(func() { close(h.release) }) }

@@ -15,20 +15,28 @@ const maxIDLength = 2048
 // ASCII (0x21 to 0x7E).
 var ErrInvalidKey = scopeid.ErrInvalidKey
 
+// Anonymous is the principal of a caller that cannot be named, for a
+// way in whose callers may share one scope and see each other's stored
+// responses. NewScope refuses an empty principal; passing Anonymous is
+// how a caller opts into that one shared scope, explicitly.
+const Anonymous = "anonymous"
+
 // Scope is who asked for what: the operation, the caller principal and the
 // client's key. Two different scopes never share a record.
 type Scope struct {
 	// Operation names the protected operation, such as "POST /products".
 	Operation string
 	// Principal is the authenticated caller (a JWT sub, an IAM ARN), or
-	// "anonymous".
+	// Anonymous.
 	Principal string
 	// Key is the client's idempotency key.
 	Key string
 }
 
 // NewScope validates the client key and returns the scope. An empty
-// principal becomes "anonymous".
+// principal is ErrInvalidKey: a caller that cannot be named would
+// otherwise share a scope with every other such caller, and be served
+// their stored responses. Pass Anonymous to choose that shared scope.
 func NewScope(operation, principal, key string) (Scope, error) {
 	if err := scopeid.ValidateKey(key); err != nil {
 		return Scope{}, err
@@ -37,7 +45,7 @@ func NewScope(operation, principal, key string) (Scope, error) {
 		return Scope{}, fmt.Errorf("%w: empty operation", ErrInvalidKey)
 	}
 	if principal == "" {
-		principal = "anonymous"
+		return Scope{}, fmt.Errorf("%w: empty principal: name the caller, or pass idem.Anonymous to share one anonymous scope", ErrInvalidKey)
 	}
 	s := Scope{Operation: operation, Principal: principal, Key: key}
 	if n := len(s.ID()); n > maxIDLength {

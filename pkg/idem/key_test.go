@@ -34,9 +34,8 @@ func TestScopeIDIsUnambiguous(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, a.ID(), b.ID())
 
-	anon, err := idem.NewScope("POST /p", "", "k")
+	anon, err := idem.NewScope("POST /p", idem.Anonymous, "k")
 	require.NoError(t, err)
-	assert.Equal(t, "anonymous", anon.Principal)
 	assert.Equal(t, "v1|7:POST /p|9:anonymous|1:k", anon.ID())
 
 	// Property: ID is injective because ParseID inverts it, for parts
@@ -72,6 +71,10 @@ func TestNewScopeRejects(t *testing.T) {
 	assert.ErrorIs(t, err, idem.ErrInvalidKey)
 	_, err = idem.NewScope("op", "p", "bad key")
 	assert.ErrorIs(t, err, idem.ErrInvalidKey)
+	// A caller with no name never falls into the shared anonymous scope
+	// by accident: it must pass idem.Anonymous to choose it.
+	_, err = idem.NewScope("op", "", "k")
+	assert.ErrorIs(t, err, idem.ErrInvalidKey, "empty principal")
 	_, err = idem.NewScope("op", strings.Repeat("p", 2100), "k")
 	assert.ErrorIs(t, err, idem.ErrInvalidKey, "id beyond DynamoDB's 2048-byte key limit")
 	for _, bad := range []string{"", "v2|1:a", "v1|x:a", "v1|1:a|1:b|1:c|", "v1|5:a|1:b|1:c", "v1|1:a|1:b"} {

@@ -97,7 +97,9 @@ func TestZombieHolderCannotCommitAfterTakeover(t *testing.T) {
 		aRes, err := a.Execute(ctx, sc, "fp", func(ctx context.Context) (idem.Effect, error) {
 			clk.Advance(leaseTotal + time.Second) // A stalls past its lease
 			var berr error
-			bRes, berr = b.Execute(ctx, sc, "fp", effect(env))
+			// B is another process: A's context, whose lease has ended by
+			// the clock, is cancelled by now.
+			bRes, berr = b.Execute(context.Background(), sc, "fp", effect(env))
 			require.NoError(t, berr)
 			require.NotEqual(t, idem.OutcomeReplayed, bRes.Outcome, "B executes")
 			return effect(env)(ctx) // A wakes up with its own product

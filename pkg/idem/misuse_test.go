@@ -130,7 +130,7 @@ func TestFailureAfterATakeoverIsLeaseLost(t *testing.T) {
 	sc := scope(t, "late-failure")
 	res, err := a.Execute(context.Background(), sc, "fp", func(ctx context.Context) (idem.Effect, error) {
 		clk.Advance(leaseTotal + time.Second)
-		_, berr := b.Reserve(ctx, sc, "fp") // B takes over and is still running
+		_, berr := b.Reserve(context.Background(), sc, "fp") // B takes over and is still running
 		require.NoError(t, berr)
 		return idem.Effect{}, errors.New("A's work failed")
 	})

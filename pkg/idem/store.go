@@ -100,8 +100,9 @@ func withClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // is never taken over. Without one (a net/http server), Execute, Run and
 // Do renew the lease every third of it with a fenced write while the
 // operation runs, so an operation slower than the lease is not taken over
-// either; if a renewal cannot land before the lease ends, the operation's
-// context is cancelled with a cause wrapping ErrLeaseLost. A holder that
+// either; if no renewal has landed by the lease's end less the margin,
+// the operation's context is cancelled then with a cause wrapping
+// ErrLeaseLost, whatever a renewal in flight is doing. A holder that
 // dies stops renewing, and its key can be taken over one lease later.
 func WithLease(lease, margin time.Duration) Option {
 	return func(s *Store) { s.lease, s.margin = lease, margin }

@@ -18,8 +18,12 @@
 // fenced UpdateItem. The claim's lease ends at the context's deadline (the
 // Lambda invocation's) plus the store's margin, so a live invocation is
 // never taken over. A handler that returns an error releases the key, so
-// the event's retry runs it again; one that returns an error wrapping
-// idem.ErrNotRecorded keeps it held (its effect happened). idem.Do's
+// the event's retry runs it again. A handler whose effect happened but
+// whose result could not be recorded (the completion failed past the
+// SDK's retries, or the handler itself returned an error wrapping
+// idem.ErrNotRecorded) answers with its result and a nil error: an error
+// would have the event source retry after the lease and run the effect
+// again. idem.WithOutcomeHook sees it as idem.OutcomeNotRecorded. idem.Do's
 // documentation gives the one window an effect outside DynamoDB leaves
 // open: pass the scope's key (ScopeFrom) to a downstream API that takes
 // one.
@@ -133,7 +137,9 @@ func Wrap[E, R any](store *idem.Store, cfg Config[E], handler func(context.Conte
 		}
 		principal, err := cfg.Principal(event)
 		if err == nil && principal == "" {
-			err = errors.New("empty principal")
+			// Never the shared anonymous scope by accident: a sender
+			// that may share one returns idem.Anonymous itself.
+			err = fmt.Errorf("%w: empty principal", idem.ErrInvalidKey)
 		}
 		if err != nil {
 			return zero, fmt.Errorf("idemevent: %s: principal: %w", cfg.Operation, err)
@@ -149,6 +155,12 @@ func Wrap[E, R any](store *idem.Store, cfg Config[E], handler func(context.Conte
 		out, _, err := idem.Do(ctx, store, scope, fp, func(ctx context.Context) (R, error) {
 			return handler(context.WithValue(ctx, scopeKey{}, scope), event)
 		})
+		if errors.Is(err, idem.ErrNotRecorded) {
+			// The handler's effect happened; only its record did not
+			// land. An error would have Lambda (or EventBridge) retry
+			// the event after the lease and run the effect again.
+			return out, nil
+		}
 		return out, err // an *idem.InFlightError stays as it is: Lambda names its type
 	}, nil
 }

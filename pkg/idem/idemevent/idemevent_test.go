@@ -323,6 +323,7 @@ func TestPrincipalIsRequired(t *testing.T) {
 	// An empty principal is never "anonymous".
 	h := wrap(t, f, shipConfig, s)
 	_, err = h(lambdaContext(t), shipOrder{RequestID: "req-6", OrderID: "o-6"})
+	require.ErrorIs(t, err, idem.ErrInvalidKey)
 	require.ErrorContains(t, err, "empty principal")
 	assert.Zero(t, s.runs.Load())
 	_, total := f.calls()
@@ -353,4 +354,36 @@ func TestHandlerSeesItsScopeAndTheHookItsOutcome(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed}, outcomes)
+}
+
+// A handler whose effect happened but whose result could not be recorded
+// (the completion throttled past the SDK's retries) answers with its
+// result and no error: an error would have Lambda's asynchronous retry,
+// or an EventBridge target's, deliver the event again after the lease,
+// and run the handler again.
+func TestAnEffectWhoseCompletionWasNotRecordedIsNotRetried(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var outcomes []idem.Outcome
+	f := newFixture(t, idem.WithReleaseTimeout(300*time.Millisecond), idem.WithOutcomeHook(func(_ context.Context, _ idem.Scope, o idem.Outcome, _ error) {
+		mu.Lock()
+		defer mu.Unlock()
+		outcomes = append(outcomes, o)
+	}))
+	s := &shipper{}
+	h, err := idemevent.Wrap(f.store, shipConfig, func(ctx context.Context, e shipOrder) (shipment, error) {
+		out, err := s.handle(ctx, e)
+		// The effect happened; then every completion attempt is throttled.
+		f.srv.Inject(idemtest.OpUpdateItem, idemtest.Throttled, 1000)
+		return out, err
+	})
+	require.NoError(t, err)
+	t.Cleanup(f.srv.ClearFaults)
+	got, err := h(lambdaContext(t), shipOrder{RequestID: "req-8", Tenant: "shop-1", OrderID: "o-8", Items: 2})
+	require.NoError(t, err, "the effect happened: the event must not be retried")
+	assert.Equal(t, "trk-o-8-1", got.TrackingID, "the handler's own result")
+	assert.EqualValues(t, 1, s.runs.Load())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []idem.Outcome{idem.OutcomeNotRecorded}, outcomes, "the hook can count it")
 }

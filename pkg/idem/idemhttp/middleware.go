@@ -79,17 +79,20 @@ type Middleware struct {
 	Optional bool
 	// Principal names the caller of a net/http request (the
 	// authenticated user, the API client), so that callers never share a
-	// key. Returning an error answers 403. Without it, and without
+	// key. Returning an error answers 403, and so does returning "" (no
+	// session) unless AllowAnonymous is set. Without it, and without
 	// AllowAnonymous, the net/http path refuses to serve.
 	Principal func(*http.Request) (string, error)
 	// PrincipalV2 names the caller of an API Gateway request; nil means
 	// the package's PrincipalV2, which reads the route's authorizer (JWT,
-	// IAM or Lambda). Returning an error answers 403. With the default, a
+	// IAM or Lambda). Returning an error answers 403, and so does
+	// returning "" unless AllowAnonymous is set. With the default, a
 	// request on a route without an authorizer is refused unless
 	// AllowAnonymous is set.
 	PrincipalV2 func(events.APIGatewayV2HTTPRequestContext) (string, error)
 	// AllowAnonymous puts every caller that the middleware has no way to
-	// name in one Anonymous scope. Choose it only for an API with a single
+	// name (no Principal, no authorizer, or a principal function that
+	// returns "") in one Anonymous scope. Choose it only for an API with a single
 	// caller, or where callers may see each other's responses: any caller
 	// who learns a key replays its response, and can use it up.
 	AllowAnonymous bool
@@ -241,7 +244,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		principal := Anonymous
 		switch {
 		case m.Principal != nil:
-			if principal, err = m.Principal(r); err != nil {
+			if principal, err = m.named(m.Principal(r)); err != nil {
 				reject(probForbidden.problem(m.ProblemTypeBase, "the caller cannot be identified; idempotency keys are scoped to the caller"), err)
 				return
 			}
@@ -371,13 +374,29 @@ func (m *Middleware) fingerprintHeaders() []string {
 // and anonymity was not chosen.
 func (m *Middleware) principalV2(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
 	if m.PrincipalV2 != nil {
-		return m.PrincipalV2(rc)
+		return m.named(m.PrincipalV2(rc))
 	}
 	p, err := PrincipalV2(rc)
 	if err == nil && p == Anonymous && !m.AllowAnonymous {
 		return "", fmt.Errorf("%w: the route has no authorizer; add one, set PrincipalV2, or AllowAnonymous to put every caller in one scope", errNoPrincipal)
 	}
 	return p, err
+}
+
+// named applies the one principal policy to what a Principal or
+// PrincipalV2 function returned: an empty name (no session, no subject)
+// is ErrNoSubject, a 403, unless AllowAnonymous puts such callers in the
+// one Anonymous scope; it never becomes that scope silently.
+func (m *Middleware) named(principal string, err error) (string, error) {
+	switch {
+	case err != nil:
+		return "", err
+	case principal != "":
+		return principal, nil
+	case m.AllowAnonymous:
+		return Anonymous, nil
+	}
+	return "", fmt.Errorf("%w: the principal function named no caller", ErrNoSubject)
 }
 
 // bodyV2 returns an API Gateway request's body bytes, refusing one over

@@ -593,3 +593,53 @@ func TestMiddlewareWaitReplaysTheFirstResponse(t *testing.T) {
 	assert.Equal(t, b1, b2, "byte for byte")
 	assert.EqualValues(t, 1, m3.sent.Load())
 }
+
+// A principal function that names no caller (no session: "") answers 403
+// on both paths, rather than put the caller in the scope every such
+// caller shares, where the next one would be served this one's stored
+// response, Set-Cookie included. AllowAnonymous chooses that scope
+// explicitly.
+func TestMiddlewareRefusesAnEmptyPrincipal(t *testing.T) {
+	t.Parallel()
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("AllowAnonymous=%v", allow), func(t *testing.T) {
+			t.Parallel()
+			observed := &outcomes{}
+			mw := newMiddleware(t, observed)
+			mw.AllowAnonymous = allow
+			mw.PrincipalV2 = func(events.APIGatewayV2HTTPRequestContext) (string, error) { return "", nil }
+			mw.Principal = func(*http.Request) (string, error) { return "", nil }
+			m := newMailer()
+			lambda := mw.APIGatewayV2(m.lambda)
+			netHTTP := mw.Handler(m)
+
+			var bodies []string
+			for range 2 { // two sessionless callers, one key
+				resp, err := lambda(context.Background(), emailRequest(`"k-1"`, `{"to":"a@example.com"}`))
+				require.NoError(t, err)
+				rec := httptest.NewRecorder()
+				r := httptest.NewRequest(http.MethodPost, "/emails", strings.NewReader(`{"to":"b@example.com"}`))
+				r.Header.Set("Idempotency-Key", `"k-2"`)
+				netHTTP.ServeHTTP(rec, r)
+				if !allow {
+					assert.Equal(t, http.StatusForbidden, resp.StatusCode, "API Gateway")
+					assert.Equal(t, "application/problem+json", resp.Headers["Content-Type"])
+					assert.Equal(t, http.StatusForbidden, rec.Code, "net/http")
+					assert.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
+					continue
+				}
+				bodies = append(bodies, resp.Body, rec.Body.String())
+			}
+			if !allow {
+				assert.Zero(t, m.sent.Load(), "nothing ran")
+				assert.Equal(t, 4, observed.get()[idem.OutcomeRejected])
+				return
+			}
+			// Chosen explicitly: one shared scope, so the second caller
+			// replays the first's response.
+			assert.Equal(t, bodies[0], bodies[2])
+			assert.Equal(t, bodies[1], bodies[3])
+			assert.EqualValues(t, 2, m.sent.Load())
+		})
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 // ErrNoSubject reports an authenticated caller whose identity names no
@@ -12,8 +14,10 @@ import (
 // share one scope. It is a 403.
 var ErrNoSubject = errors.New("idemhttp: the authorizer names no caller")
 
-// Anonymous is the principal of a request without an authorizer.
-const Anonymous = "anonymous"
+// Anonymous is the principal of a request without an authorizer:
+// idem.Anonymous, the one scope callers share only by choice
+// (Middleware.AllowAnonymous).
+const Anonymous = idem.Anonymous
 
 // PrincipalV2 names the caller of an API Gateway HTTP API (payload 2.0)
 // request from its authorizer, so that two callers never share an

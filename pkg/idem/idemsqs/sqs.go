@@ -72,8 +72,16 @@ type Result struct {
 	// or the effect's error, idem.ErrKeyReuse, an *idem.InFlightError, a
 	// store error (idem.IsUnavailable tells one a retry fixes), or
 	// ErrSkipped (with idem.OutcomeRejected: the message was not tried).
+	// With idem.OutcomeNotRecorded (Run only), Err wraps
+	// idem.ErrNotRecorded: the effect ran but its key's completion could
+	// not be recorded. Such a message is acknowledged all the same (its
+	// redelivery, after the lease, would run the effect again): log it.
 	Err error
 }
+
+// Redeliver reports whether the message needs another delivery: it
+// failed and its effect did not happen.
+func (r Result) Redeliver() bool { return r.Err != nil && r.Outcome != idem.OutcomeNotRecorded }
 
 // applied is what a key's record stores: that its message was applied.
 // A replay needs nothing more, and a value of any size fits.
@@ -84,11 +92,11 @@ func applied() idem.Response { return idem.Response{Status: 200} }
 var ErrSkipped = errors.New("idemsqs: skipped after an earlier failure in a FIFO batch")
 
 // Response is the answer for the Lambda runtime: every message whose
-// Result has an Err is a batch item failure.
+// Result asks for redelivery (Result.Redeliver) is a batch item failure.
 func Response(results []Result) events.SQSEventResponse {
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for _, r := range results {
-		if r.Err != nil {
+		if r.Redeliver() {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageID})
 		}
 	}
@@ -154,8 +162,11 @@ func Transact[T any](ctx context.Context, store *idem.Store, ev events.SQSEvent,
 // one after another: each is reserved, effect runs, and its completion is
 // a fenced write (idem.Do); a duplicate replays without running effect. A
 // failed effect releases the message's key, so its redelivery runs it
-// again. Run stops at ctx's end, reporting the untried messages failed.
-// The results are in the batch's order.
+// again. An effect that ran but whose completion could not be recorded
+// (idem.OutcomeNotRecorded) is acknowledged, not redelivered: the
+// redelivery would come after the lease and run it again. Run stops at
+// ctx's end, reporting the untried messages failed. The results are in
+// the batch's order.
 func Run[T any](ctx context.Context, store *idem.Store, ev events.SQSEvent, operation string,
 	decode func(events.SQSMessage) (Entry[T], error),
 	effect func(context.Context, T) error,
@@ -190,7 +201,7 @@ func inOrder(ev events.SQSEvent, apply func(events.SQSMessage) (idem.Outcome, er
 			continue
 		}
 		r.Outcome, r.Err = apply(m)
-		failed = r.Err != nil
+		failed = r.Redeliver()
 	}
 	return Response(results), results
 }
@@ -225,12 +236,12 @@ func prepare[T any](operation string, m events.SQSMessage, decode func(events.SQ
 	if err != nil {
 		return idem.BatchItem{}, e.Value, err
 	}
+	if e.Principal == "" {
+		return idem.BatchItem{}, e.Value, fmt.Errorf("%w: message %s: no principal", idem.ErrInvalidKey, m.MessageId)
+	}
 	scope, err := idem.NewScope(operation, e.Principal, e.Key)
 	if err != nil {
 		return idem.BatchItem{}, e.Value, err
-	}
-	if e.Principal == "" {
-		return idem.BatchItem{}, e.Value, fmt.Errorf("%w: message %s: no principal", idem.ErrInvalidKey, m.MessageId)
 	}
 	body, err := json.Marshal(e.Value)
 	if err != nil {

@@ -400,3 +400,65 @@ func TestAValueOfAnySizeIsAppliedOnce(t *testing.T) {
 		assert.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed}[i], results[0].Outcome)
 	}
 }
+
+// An effect that ran but whose completion could not be recorded (the
+// fenced UpdateItem throttled past the SDK's retries) is acknowledged:
+// reporting it failed would have the queue redeliver it after the
+// visibility timeout, past the lease, and the redelivery would take the
+// key over and run the effect again.
+func TestRunAcknowledgesAnEffectWhoseCompletionWasNotRecorded(t *testing.T) {
+	f := newFixture(t)
+	// A completion gets this long, throttled attempts and their backoff
+	// included, before it is reported not recorded.
+	store, err := idem.NewStore(f.db, "idempotency", idem.WithReleaseTimeout(300*time.Millisecond))
+	require.NoError(t, err)
+	var effects atomic.Int64
+	// The effect happens, then every completion attempt is throttled.
+	throttled := func(_ context.Context, d deposit) error {
+		effects.Add(1)
+		f.server.ClearFaults()
+		if d.Account == "throttled" {
+			f.server.Inject(idemtest.OpUpdateItem, idemtest.Throttled, 1000)
+		}
+		return nil
+	}
+	t.Cleanup(f.server.ClearFaults)
+	ev := events.SQSEvent{Records: []events.SQSMessage{message("m-1", "ev-1 throttled 500")}}
+	resp, results := idemsqs.Run(context.Background(), store, ev, "email", decode, throttled)
+	require.Len(t, results, 1)
+	assert.Equal(t, idem.OutcomeNotRecorded, results[0].Outcome)
+	assert.ErrorIs(t, results[0].Err, idem.ErrNotRecorded, "the caller can still log why")
+	assert.False(t, results[0].Redeliver())
+	assert.Empty(t, resp.BatchItemFailures, "the effect happened: no redelivery")
+	assert.EqualValues(t, 1, effects.Load())
+
+	// On a FIFO queue the next message goes on: this one was applied.
+	fifo := events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "f-1", Body: "ev-2 throttled 1", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:q.fifo"},
+		{MessageId: "f-2", Body: "ev-3 acct-1 1", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:q.fifo"},
+	}}
+	resp, results = idemsqs.Run(context.Background(), store, fifo, "email", decode, throttled)
+	assert.Empty(t, resp.BatchItemFailures)
+	assert.Equal(t, idem.OutcomeNotRecorded, results[0].Outcome)
+	assert.Equal(t, idem.OutcomeExecuted, results[1].Outcome)
+	assert.EqualValues(t, 3, effects.Load())
+}
+
+// A message whose producer names no principal is refused, never put in a
+// scope shared with every other such message.
+func TestAnEmptyPrincipalIsRefused(t *testing.T) {
+	f := newFixture(t)
+	anon := func(m events.SQSMessage) (idemsqs.Entry[deposit], error) {
+		e, err := decode(m)
+		e.Principal = ""
+		return e, err
+	}
+	var effects atomic.Int64
+	effect := func(context.Context, deposit) error { effects.Add(1); return nil }
+	ev := events.SQSEvent{Records: []events.SQSMessage{message("m-1", "ev-1 acct-1 500")}}
+	_, results := idemsqs.Run(context.Background(), f.store, ev, "email", anon, effect)
+	assert.ErrorIs(t, results[0].Err, idem.ErrInvalidKey)
+	_, results = idemsqs.Transact(context.Background(), f.store, ev, "deposits", anon, shared("accounts"))
+	assert.ErrorIs(t, results[0].Err, idem.ErrInvalidKey)
+	assert.Zero(t, effects.Load())
+}
