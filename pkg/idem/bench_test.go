@@ -3,9 +3,12 @@ package idem_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 )
@@ -134,4 +137,44 @@ func BenchmarkScopeAndFingerprint(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkWaitingDuplicate is a duplicate that arrives while a first
+// call holds its key for 1 s, and waits for its response (WithWait)
+// instead of answering ErrInFlight: ddb-calls/op is the waiter's own
+// calls (its claim, then one consistent GetItem per poll), a figure the
+// polls' timing decides.
+func BenchmarkWaitingDuplicate(b *testing.B) {
+	const hold = time.Second
+	env := newEnv(b)
+	holder := newStore(b, env)
+	client, calls := env.NewClient(b)
+	waiter, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithWait(3*hold))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	n := 0
+	for b.Loop() {
+		sc := scope(b, fmt.Sprintf("wait-%d", n))
+		started := make(chan struct{})
+		var runs atomic.Int64
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if _, err := holder.Run(ctx, sc, "fp", slowResponse(hold, started, &runs)); err != nil {
+				b.Error(err)
+			}
+		})
+		<-started
+		res, err := waiter.Run(ctx, sc, "fp", func(context.Context) (idem.Response, error) {
+			return idem.Response{}, errors.New("a waiter ran the operation")
+		})
+		wg.Wait()
+		if err != nil || res.Outcome != idem.OutcomeReplayed {
+			b.Fatalf("the waiter got %s, %v", res.Outcome, err)
+		}
+		n++
+	}
+	b.ReportMetric(float64(calls.Total())/float64(n), "ddb-calls/op")
+	b.ReportMetric(float64(calls.Get("GetItem"))/float64(n), "polls/op")
 }
