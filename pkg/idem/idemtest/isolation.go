@@ -122,7 +122,8 @@ func (s *Server) unhold(names []string) {
 }
 
 // writeItem serves PutItem, UpdateItem and DeleteItem.
-func (s *Server) writeItem(op Op, body []byte) answer {
+func (s *Server) writeItem(c *call) answer {
+	op, body := c.op, c.body
 	var in struct {
 		TableName                           string
 		Item                                item
@@ -150,7 +151,7 @@ func (s *Server) writeItem(op Op, body []byte) answer {
 			"Transaction is ongoing for the item")
 	}
 	defer s.unhold([]string{name})
-	s.waitHold(op)
+	s.pause(c)
 
 	// minidyn ignores ALL_OLD on PutItem (it echoes the new item on success
 	// and returns no item on a failed condition) and on DeleteItem: read
@@ -193,7 +194,8 @@ func withField(a answer, field string, v item) answer {
 }
 
 // transactWrite serves TransactWriteItems.
-func (s *Server) transactWrite(body []byte) answer {
+func (s *Server) transactWrite(c *call) answer {
+	body := c.body
 	var in struct {
 		ClientRequestToken string
 		TransactItems      []struct {
@@ -231,6 +233,9 @@ func (s *Server) transactWrite(body []byte) answer {
 		seen[names[i]] = true
 	}
 
+	if a, done := c.fault.cancel(len(ops)); done {
+		return a
+	}
 	if a, done := s.repeatedToken(in.ClientRequestToken, body); done {
 		return a
 	}
@@ -239,17 +244,14 @@ func (s *Server) transactWrite(body []byte) answer {
 		s.stats.ConflictCancellations++
 		s.mu.Unlock()
 		s.endToken(in.ClientRequestToken, false)
-		reasons := make([]reason, len(names))
-		for i := range reasons {
-			reasons[i] = reason{Code: "None"}
-		}
+		reasons := noneReasons(len(names))
 		for _, i := range busy {
 			reasons[i] = reason{Code: "TransactionConflict", Message: "Transaction is ongoing for the item"}
 		}
 		return cancelled(reasons)
 	}
 	defer s.unhold(names)
-	s.waitHold(OpTransactWriteItems)
+	s.pause(c)
 	s.mu.Lock()
 	latency := s.txLatency
 	s.mu.Unlock()
@@ -469,14 +471,18 @@ func usedValues(expr string, values item) item {
 // transactGet serves TransactGetItems: cancelled with TransactionConflict
 // where a write in progress (a transaction, or a PutItem, UpdateItem,
 // DeleteItem or BatchWriteItem) holds an item, as DynamoDB does.
-func (s *Server) transactGet(body []byte) answer {
+func (s *Server) transactGet(c *call) answer {
+	body := c.body
 	var in struct {
 		TransactItems []struct{ Get *txOp }
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
 		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
 	}
-	s.waitHold(OpTransactGetItems)
+	if a, done := c.fault.cancel(len(in.TransactItems)); done {
+		return a
+	}
+	s.pause(c)
 	reasons := make([]reason, len(in.TransactItems))
 	conflict := false
 	s.mu.Lock()
@@ -504,7 +510,8 @@ func (s *Server) transactGet(body []byte) answer {
 // holds is not applied and comes back in UnprocessedItems, which callers
 // of BatchWriteItem must retry anyway; the rest are held together, after
 // any single-item writes on them, like a transaction's items.
-func (s *Server) batchWrite(body []byte) answer {
+func (s *Server) batchWrite(c *call) answer {
+	body := c.body
 	type req = struct {
 		PutRequest    *struct{ Item item } `json:",omitempty"`
 		DeleteRequest *struct{ Key item }  `json:",omitempty"`
@@ -570,7 +577,7 @@ func (s *Server) batchWrite(body []byte) answer {
 		<-wait
 	}
 	defer s.unhold(names)
-	s.waitHold(OpBatchWriteItem)
+	s.pause(c)
 	out := answerJSON(map[string]any{"UnprocessedItems": map[string]any{}})
 	if len(apply) > 0 {
 		fwd, _ := json.Marshal(map[string]any{"RequestItems": apply})

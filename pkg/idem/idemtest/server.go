@@ -39,10 +39,14 @@ type Server struct {
 	tokens  map[string]*txToken // ClientRequestToken -> its transaction
 	calls   map[Op]int          // requests received per operation
 	faults  []*fault            // armed faults, in the order injected
-	holds   map[Op][]*Hold      // armed holds per operation
-	stats   Stats               // conflicts produced
-	httpSrv *httptest.Server    // set by Start
-	closed  bool
+	// throttled holds the SDK invocations ThrottledPastRetries refuses:
+	// every attempt of one is refused.
+	throttled map[string]bool
+	latencies map[Op][]*latency // armed latencies per operation
+	holds     map[Op][]*Hold    // armed holds per operation
+	stats     Stats             // conflicts produced
+	httpSrv   *httptest.Server  // set by Start
+	closed    bool
 }
 
 // Option configures a Server.
@@ -77,13 +81,15 @@ func (s *Server) SetTransactionLatency(d time.Duration) {
 // http.Handler.
 func NewServer(opts ...Option) *Server {
 	s := &Server{
-		mini:    server.NewServer(),
-		held:    map[string]*holder{},
-		schemas: map[string][]string{},
-		ttl:     map[string]ttlSpec{},
-		tokens:  map[string]*txToken{},
-		calls:   map[Op]int{},
-		holds:   map[Op][]*Hold{},
+		mini:      server.NewServer(),
+		held:      map[string]*holder{},
+		schemas:   map[string][]string{},
+		ttl:       map[string]ttlSpec{},
+		tokens:    map[string]*txToken{},
+		calls:     map[Op]int{},
+		holds:     map[Op][]*Hold{},
+		throttled: map[string]bool{},
+		latencies: map[Op][]*latency{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -153,14 +159,32 @@ func (s *Server) ResetCalls() {
 
 // ServeHTTP answers one DynamoDB JSON API request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		s.reply(w, answerError(http.StatusBadRequest, "ValidationException", "cannot read request body"))
-		return
+	var body []byte
+	if r.Body != nil {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			s.reply(w, answerError(http.StatusBadRequest, "ValidationException", "cannot read request body"))
+			return
+		}
+		body = b
 	}
 	target := r.Header.Get("X-Amz-Target")
 	op := Op(target[strings.LastIndexByte(target, '.')+1:])
-	s.reply(w, s.serve(op, body))
+	s.reply(w, s.serve(&call{op: op, body: body, invocation: r.Header.Get("Amz-Sdk-Invocation-Id")}))
+}
+
+// call is one request as the store serves it.
+type call struct {
+	op   Op
+	body []byte
+	// invocation is the SDK's Amz-Sdk-Invocation-Id: every attempt
+	// (retry) of one SDK call carries the same.
+	invocation string
+	// fault is the injected fault the request meets, if any.
+	fault *fault
+	// latency is how long the request waits while it holds its items
+	// (InjectLatency).
+	latency time.Duration
 }
 
 // reply writes an answer with the CRC32 header DynamoDB sends (the SDK
@@ -208,27 +232,29 @@ func answerError(status int, code, msg string) answer {
 }
 
 // serve answers a request: faults first, then the operation.
-func (s *Server) serve(op Op, body []byte) answer {
+func (s *Server) serve(c *call) answer {
 	s.mu.Lock()
-	s.calls[op]++
-	f := s.takeFault(op)
+	s.calls[c.op]++
+	c.fault = s.takeFault(c.op, c.invocation)
+	c.latency = s.takeLatency(c.op)
 	s.mu.Unlock()
-	if f != nil {
-		if a, done := f.before(op, body, s); done {
+	if c.fault != nil {
+		if a, done := c.fault.before(c); done {
 			return a
 		}
 	}
-	a := s.route(op, body)
-	if f != nil && f.kind == LostAnswer {
+	a := s.route(c)
+	if c.fault != nil && c.fault.kind == LostAnswer {
 		// The request was served; its answer never reaches the client.
 		return answerError(http.StatusInternalServerError, "InternalServerError", "idemtest: answer lost (injected)")
 	}
 	return a
 }
 
-// route serves op: the TTL API and the isolation model here, the rest by
-// minidyn.
-func (s *Server) route(op Op, body []byte) answer {
+// route serves a request: the TTL API and the isolation model here, the
+// rest by minidyn.
+func (s *Server) route(c *call) answer {
+	op, body := c.op, c.body
 	switch op {
 	case "UpdateTimeToLive":
 		return s.updateTTL(body)
@@ -237,15 +263,15 @@ func (s *Server) route(op Op, body []byte) answer {
 	case "CreateTable":
 		return s.createTable(body)
 	case OpPutItem, OpUpdateItem, OpDeleteItem:
-		return s.writeItem(op, body)
+		return s.writeItem(c)
 	case OpTransactWriteItems:
-		return s.transactWrite(body)
+		return s.transactWrite(c)
 	case OpTransactGetItems:
-		return s.transactGet(body)
+		return s.transactGet(c)
 	case OpBatchWriteItem:
-		return s.batchWrite(body)
+		return s.batchWrite(c)
 	default:
-		s.waitHold(op)
+		s.pause(c)
 		return s.forward(op, body)
 	}
 }
