@@ -6,6 +6,7 @@ require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
 	github.com/aws/smithy-go v1.28.9
+	github.com/cockroachdb/apd/v3 v3.2.3
 	github.com/stretchr/testify v1.12.1
 	github.com/truora/minidyn v0.8.2
 )

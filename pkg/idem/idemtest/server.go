@@ -3,12 +3,10 @@ package idemtest
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,20 +23,25 @@ type Server struct {
 	mini *server.Server
 	// schema keeps table-level requests (CreateTable, DeleteTable,
 	// UpdateTable) apart from every other request minidyn serves: minidyn
-	// reads its table map without its lock in a transaction's condition
-	// checks, and a table created meanwhile crashes the process (a fatal
-	// concurrent map read and write). Item requests share it.
+	// reads its table map without its lock in places, and a table created
+	// meanwhile crashes the process (a fatal concurrent map read and
+	// write). Reads share it; a request's writes commit holding it
+	// alone, so no read sees part of them.
 	schema    sync.RWMutex
 	txLatency time.Duration
 	onPut     func(table string, item json.RawMessage)
 
-	mu      sync.Mutex
-	held    map[string]*holder  // item -> the write holding it
-	schemas map[string][]string // table -> key attribute names
-	ttl     map[string]ttlSpec  // table -> TTL setting
-	tokens  map[string]*txToken // ClientRequestToken -> its transaction
-	calls   map[Op]int          // requests received per operation
-	faults  []*fault            // armed faults, in the order injected
+	staleLag time.Duration
+
+	mu       sync.Mutex
+	held     map[string]*holder    // item -> the write holding it
+	tables   map[string]*tableMeta // table -> its definition
+	consumed Capacity              // capacity units consumed so far
+	history  map[string][]version  // item -> versions, for stale reads
+	ttl      map[string]ttlSpec    // table -> TTL setting
+	tokens   map[string]*txToken   // ClientRequestToken -> its transaction
+	calls    map[Op]int            // requests received per operation
+	faults   []*fault              // armed faults, in the order injected
 	// throttled holds the SDK invocations ThrottledPastRetries refuses:
 	// every attempt of one is refused.
 	throttled map[string]bool
@@ -83,7 +86,9 @@ func NewServer(opts ...Option) *Server {
 	s := &Server{
 		mini:      server.NewServer(),
 		held:      map[string]*holder{},
-		schemas:   map[string][]string{},
+		tables:    map[string]*tableMeta{},
+		consumed:  Capacity{},
+		history:   map[string][]version{},
 		ttl:       map[string]ttlSpec{},
 		tokens:    map[string]*txToken{},
 		calls:     map[Op]int{},
@@ -109,6 +114,7 @@ const (
 	OpTransactWriteItems Op = "TransactWriteItems"
 	OpTransactGetItems   Op = "TransactGetItems"
 	OpBatchWriteItem     Op = "BatchWriteItem"
+	OpBatchGetItem       Op = "BatchGetItem"
 	OpQuery              Op = "Query"
 	OpScan               Op = "Scan"
 )
@@ -262,6 +268,16 @@ func (s *Server) route(c *call) answer {
 		return s.describeTTL(body)
 	case "CreateTable":
 		return s.createTable(body)
+	case "UpdateTable":
+		return s.updateTable(body)
+	case "DeleteTable":
+		return s.deleteTable(body)
+	case OpGetItem:
+		return s.getItem(c)
+	case OpBatchGetItem:
+		return s.batchGet(c)
+	case OpQuery, OpScan:
+		return s.search(c)
 	case OpPutItem, OpUpdateItem, OpDeleteItem:
 		return s.writeItem(c)
 	case OpTransactWriteItems:
@@ -286,6 +302,11 @@ func (s *Server) forward(op Op, body []byte) answer {
 		s.schema.RLock()
 		defer s.schema.RUnlock()
 	}
+	return s.forwardLocked(op, body)
+}
+
+// forwardLocked hands a request to minidyn; call it holding s.schema.
+func (s *Server) forwardLocked(op Op, body []byte) answer {
 	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 	req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+string(op))
 	rec := httptest.NewRecorder()
@@ -295,79 +316,6 @@ func (s *Server) forward(op Op, body []byte) answer {
 
 // item is an item or key in DynamoDB JSON, attribute by attribute.
 type item = map[string]json.RawMessage
-
-// createTable creates a table and remembers its key schema, which tells
-// the items of a request apart.
-func (s *Server) createTable(body []byte) answer {
-	var in struct {
-		TableName string
-		KeySchema []struct{ AttributeName string }
-	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
-	}
-	a := s.forward("CreateTable", body)
-	if a.ok() {
-		names := make([]string, 0, len(in.KeySchema))
-		for _, k := range in.KeySchema {
-			names = append(names, k.AttributeName)
-		}
-		sort.Strings(names)
-		s.mu.Lock()
-		s.schemas[in.TableName] = names
-		s.mu.Unlock()
-	}
-	return a
-}
-
-// keyOf returns the key attributes of it, an item or key of table.
-func (s *Server) keyOf(table string, it item) (item, error) {
-	s.mu.Lock()
-	names, ok := s.schemas[table]
-	s.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("table %s not found", table)
-	}
-	key := make(item, len(names))
-	for _, n := range names {
-		v, ok := it[n]
-		if !ok {
-			return nil, fmt.Errorf("key attribute %s missing", n)
-		}
-		key[n] = v
-	}
-	return key, nil
-}
-
-// lockName is the name under which an item is held: its table and key.
-func lockName(table string, key item) string {
-	names := make([]string, 0, len(key))
-	for n := range key {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	b.WriteString(table)
-	for _, n := range names {
-		var c bytes.Buffer
-		if json.Compact(&c, key[n]) != nil {
-			c.Write(key[n])
-		}
-		b.WriteString("\x00" + n + "=" + c.String())
-	}
-	return b.String()
-}
-
-// getItem reads an item's last committed value (nil when absent).
-func (s *Server) getItem(table string, key item) item {
-	in, _ := json.Marshal(map[string]any{"TableName": table, "Key": key, "ConsistentRead": true})
-	a := s.forward(OpGetItem, in)
-	var out struct{ Item item }
-	if !a.ok() || json.Unmarshal(a.body, &out) != nil || len(out.Item) == 0 {
-		return nil
-	}
-	return out.Item
-}
 
 // Close stops the server Start started; a Server that was only mounted as
 // a handler has nothing to stop.
