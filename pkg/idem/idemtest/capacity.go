@@ -34,7 +34,8 @@ type Units struct {
 	Requests int
 }
 
-func (u Units) plus(v Units) Units {
+// Plus is u and v together.
+func (u Units) Plus(v Units) Units {
 	return Units{Read: u.Read + v.Read, Write: u.Write + v.Write, Requests: u.Requests + v.Requests}
 }
 
@@ -49,7 +50,7 @@ func (c Capacity) Total() Units {
 	var t Units
 	for _, ops := range c {
 		for _, u := range ops {
-			t = t.plus(u)
+			t = t.Plus(u)
 		}
 	}
 	return t
@@ -59,7 +60,7 @@ func (c Capacity) Total() Units {
 func (c Capacity) Table(name string) Units {
 	var t Units
 	for _, u := range c[name] {
-		t = t.plus(u)
+		t = t.Plus(u)
 	}
 	return t
 }
@@ -68,7 +69,7 @@ func (c Capacity) Table(name string) Units {
 func (c Capacity) Op(op Op) Units {
 	var t Units
 	for _, ops := range c {
-		t = t.plus(ops[op])
+		t = t.Plus(ops[op])
 	}
 	return t
 }
@@ -215,7 +216,7 @@ func (s *Server) record(op Op, c *consumption) {
 			t.Read += iu.read
 			t.Write += iu.write
 		}
-		ops[op] = ops[op].plus(t)
+		ops[op] = ops[op].Plus(t)
 	}
 }
 
