@@ -3,6 +3,7 @@ package idemtest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"net/http"
@@ -225,8 +226,15 @@ func answerError(status int, code, msg string) answer {
 	return answer{status: status, body: b}
 }
 
-// serve answers a request: faults first, then the operation.
-func (s *Server) serve(c *call) answer {
+// serve answers a request: faults first, then the operation. A request
+// that panics the store is answered 500 with the panic, so a test sees
+// the store's bug in the answer rather than losing its process.
+func (s *Server) serve(c *call) (a answer) {
+	defer func() {
+		if p := recover(); p != nil {
+			a = answerError(http.StatusInternalServerError, "InternalServerError", fmt.Sprintf("idemtest: the store panicked serving %s: %v", c.op, p))
+		}
+	}()
 	s.mu.Lock()
 	s.calls[c.op]++
 	c.fault = s.takeFault(c.op, c.invocation)
@@ -237,7 +245,7 @@ func (s *Server) serve(c *call) answer {
 			return a
 		}
 	}
-	a := s.route(c)
+	a = s.route(c)
 	if c.fault != nil && c.fault.kind == LostAnswer {
 		// The request was served; its answer never reaches the client.
 		return answerError(http.StatusInternalServerError, "InternalServerError", "idemtest: answer lost (injected)")
