@@ -143,3 +143,31 @@ func TestConsumedCapacityIndexes(t *testing.T) {
 func ptr(c types.Capacity) *types.ConsumedCapacity {
 	return &types.ConsumedCapacity{CapacityUnits: c.CapacityUnits}
 }
+
+// BatchWriteItem and BatchGetItem count each item as its own PutItem,
+// DeleteItem or GetItem, rounded up per item, and answer one
+// ConsumedCapacity per table; DeleteItem counts the deleted item
+// (read-write-operations.html).
+func TestConsumedCapacityBatchesAndDeletes(t *testing.T) {
+	t.Parallel()
+	srv, db := setup(t)
+	ctx := context.Background()
+	total := types.ReturnConsumedCapacityTotal
+	bw, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{ReturnConsumedCapacity: total, RequestItems: map[string][]types.WriteRequest{
+		"t": {{PutRequest: &types.PutRequest{Item: sized("a", 1500)}}, {PutRequest: &types.PutRequest{Item: sized("b", 100)}}},
+	}})
+	require.NoError(t, err)
+	require.Len(t, bw.ConsumedCapacity, 1)
+	assert.Equal(t, 2.0+1.0, units(&bw.ConsumedCapacity[0]))
+	bg, err := db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{ReturnConsumedCapacity: total, RequestItems: map[string]types.KeysAndAttributes{
+		"t": {Keys: []map[string]types.AttributeValue{key("a"), key("b")}, ConsistentRead: aws.Bool(true)},
+	}})
+	require.NoError(t, err)
+	require.Len(t, bg.Responses["t"], 2)
+	assert.Equal(t, 1.0+1.0, units(&bg.ConsumedCapacity[0]), "each item rounded up to 4 KB on its own")
+	del, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String("t"), Key: key("a"), ReturnConsumedCapacity: total})
+	require.NoError(t, err)
+	assert.Equal(t, 2.0, units(del.ConsumedCapacity), "the deleted item's size")
+	assert.Equal(t, 3.0, srv.Consumed().Op(idemtest.OpBatchWriteItem).Write)
+	assert.Equal(t, 2.0, srv.Consumed().Op(idemtest.OpBatchGetItem).Read)
+}
