@@ -18,6 +18,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.25 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.12 // indirect
 	github.com/aws/smithy-go v1.28.9 // indirect
+	github.com/cockroachdb/apd/v3 v3.2.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/truora/minidyn v0.8.2 // indirect
 )

@@ -3,6 +3,7 @@ package idemtest
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -47,4 +48,36 @@ func (s *Server) Client(opts ...func(*dynamodb.Options)) *dynamodb.Client {
 			return aws.Credentials{AccessKeyID: "idemtest", SecretAccessKey: "idemtest", Source: "idemtest"}, nil
 		}),
 	}, opts...)
+}
+
+// HandlerClient returns a DynamoDB client, with Client's settings, whose
+// requests s.ServeHTTP answers in-process: no listener, no network, no
+// goroutine of its own. It works on a store NewServer returned, started
+// or not, and inside a testing/synctest bubble: a store created in the
+// bubble blocks only on channels, sync primitives and time.Sleep, so
+// WithTransactionLatency and InjectLatency run on the bubble's fake
+// clock. opts adjust it, as for dynamodb.New.
+func (s *Server) HandlerClient(opts ...func(*dynamodb.Options)) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String("http://idemtest.invalid"),
+		HTTPClient:   handlerDoer{s},
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "idemtest", SecretAccessKey: "idemtest", Source: "idemtest"}, nil
+		}),
+	}, opts...)
+}
+
+// handlerDoer is an HTTP client that hands each request to a handler.
+type handlerDoer struct{ h http.Handler }
+
+func (d handlerDoer) Do(r *http.Request) (*http.Response, error) {
+	if err := r.Context().Err(); err != nil {
+		return nil, err
+	}
+	rec := httptest.NewRecorder()
+	d.h.ServeHTTP(rec, r)
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
 }

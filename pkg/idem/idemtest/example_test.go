@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 )
@@ -117,4 +120,64 @@ func ExampleServer_Inject() {
 	// Output:
 	// the retry found the first attempt's item: true
 	// PutItem calls: 2
+}
+
+// A transaction DynamoDB cancels for a reason a test cannot provoke on
+// demand (here throttling on the second item): the reasons line up with
+// the items, and nothing is written.
+func ExampleServer_InjectCancellation() {
+	ctx := context.Background()
+	store := idemtest.Start()
+	defer store.Close()
+	db := store.Client()
+	if err := createTable(ctx, db, "things"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	store.InjectCancellation("ThrottlingError", 1, 1)
+	_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String("things"), Item: key("a")}},
+		{Put: &types.Put{TableName: aws.String("things"), Item: key("b")}},
+	}})
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		for i, r := range tce.CancellationReasons {
+			fmt.Println(i, aws.ToString(r.Code))
+		}
+	}
+	fmt.Println("attempts:", store.Calls(idemtest.OpTransactWriteItems))
+	// Output:
+	// 0 None
+	// 1 ThrottlingError
+	// attempts: 1
+}
+
+// Throttling that outlasts the SDK's retries: every attempt of the call
+// is refused, so the error reaches the caller, as it does on AWS when a
+// table stays throttled.
+func ExampleThrottledPastRetries() {
+	ctx := context.Background()
+	store := idemtest.Start()
+	defer store.Close()
+	// The standard retryer (3 attempts), with short backoffs.
+	db := store.Client(func(o *dynamodb.Options) {
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxBackoff = time.Millisecond })
+	})
+	if err := createTable(ctx, db, "things"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	store.Inject(idemtest.OpPutItem, idemtest.ThrottledPastRetries, 1)
+	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("things"), Item: key("a")})
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		fmt.Println(api.ErrorCode())
+	}
+	fmt.Println("attempts:", store.Calls(idemtest.OpPutItem))
+	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("things"), Item: key("a")})
+	fmt.Println("next call:", err)
+	// Output:
+	// ThrottlingException
+	// attempts: 3
+	// next call: <nil>
 }

@@ -5,6 +5,8 @@ go 1.26
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
+	github.com/aws/smithy-go v1.28.9
+	github.com/cockroachdb/apd/v3 v3.2.3
 	github.com/stretchr/testify v1.12.1
 	github.com/truora/minidyn v0.8.2
 )
@@ -14,6 +16,5 @@ require (
 	github.com/aws/aws-sdk-go-v2/internal/endpoints/v2 v2.8.12 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.25 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.12 // indirect
-	github.com/aws/smithy-go v1.28.9 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,24 +24,33 @@ type Server struct {
 	mini *server.Server
 	// schema keeps table-level requests (CreateTable, DeleteTable,
 	// UpdateTable) apart from every other request minidyn serves: minidyn
-	// reads its table map without its lock in a transaction's condition
-	// checks, and a table created meanwhile crashes the process (a fatal
-	// concurrent map read and write). Item requests share it.
+	// reads its table map without its lock in places, and a table created
+	// meanwhile crashes the process (a fatal concurrent map read and
+	// write). Reads share it; a request's writes commit holding it
+	// alone, so no read sees part of them.
 	schema    sync.RWMutex
 	txLatency time.Duration
 	onPut     func(table string, item json.RawMessage)
 
-	mu      sync.Mutex
-	held    map[string]*holder  // item -> the write holding it
-	schemas map[string][]string // table -> key attribute names
-	ttl     map[string]ttlSpec  // table -> TTL setting
-	tokens  map[string]*txToken // ClientRequestToken -> its transaction
-	calls   map[Op]int          // requests received per operation
-	faults  []*fault            // armed faults, in the order injected
-	holds   map[Op][]*Hold      // armed holds per operation
-	stats   Stats               // conflicts produced
-	httpSrv *httptest.Server    // set by Start
-	closed  bool
+	staleLag time.Duration
+
+	mu       sync.Mutex
+	held     map[string]*holder    // item -> the write holding it
+	tables   map[string]*tableMeta // table -> its definition
+	consumed Capacity              // capacity units consumed so far
+	history  map[string][]version  // item -> versions, for stale reads
+	ttl      map[string]ttlSpec    // table -> TTL setting
+	tokens   map[string]*txToken   // ClientRequestToken -> its transaction
+	calls    map[Op]int            // requests received per operation
+	faults   []*fault              // armed faults, in the order injected
+	// throttled holds the SDK invocations ThrottledPastRetries refuses:
+	// every attempt of one is refused.
+	throttled map[string]bool
+	latencies map[Op][]*latency // armed latencies per operation
+	holds     map[Op][]*Hold    // armed holds per operation
+	stats     Stats             // conflicts produced
+	httpSrv   *httptest.Server  // set by Start
+	closed    bool
 }
 
 // Option configures a Server.
@@ -77,13 +85,17 @@ func (s *Server) SetTransactionLatency(d time.Duration) {
 // http.Handler.
 func NewServer(opts ...Option) *Server {
 	s := &Server{
-		mini:    server.NewServer(),
-		held:    map[string]*holder{},
-		schemas: map[string][]string{},
-		ttl:     map[string]ttlSpec{},
-		tokens:  map[string]*txToken{},
-		calls:   map[Op]int{},
-		holds:   map[Op][]*Hold{},
+		mini:      server.NewServer(),
+		held:      map[string]*holder{},
+		tables:    map[string]*tableMeta{},
+		consumed:  Capacity{},
+		history:   map[string][]version{},
+		ttl:       map[string]ttlSpec{},
+		tokens:    map[string]*txToken{},
+		calls:     map[Op]int{},
+		holds:     map[Op][]*Hold{},
+		throttled: map[string]bool{},
+		latencies: map[Op][]*latency{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -103,6 +115,7 @@ const (
 	OpTransactWriteItems Op = "TransactWriteItems"
 	OpTransactGetItems   Op = "TransactGetItems"
 	OpBatchWriteItem     Op = "BatchWriteItem"
+	OpBatchGetItem       Op = "BatchGetItem"
 	OpQuery              Op = "Query"
 	OpScan               Op = "Scan"
 )
@@ -153,14 +166,32 @@ func (s *Server) ResetCalls() {
 
 // ServeHTTP answers one DynamoDB JSON API request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		s.reply(w, answerError(http.StatusBadRequest, "ValidationException", "cannot read request body"))
-		return
+	var body []byte
+	if r.Body != nil {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			s.reply(w, answerError(http.StatusBadRequest, "ValidationException", "cannot read request body"))
+			return
+		}
+		body = b
 	}
 	target := r.Header.Get("X-Amz-Target")
 	op := Op(target[strings.LastIndexByte(target, '.')+1:])
-	s.reply(w, s.serve(op, body))
+	s.reply(w, s.serve(&call{op: op, body: body, invocation: r.Header.Get("Amz-Sdk-Invocation-Id")}))
+}
+
+// call is one request as the store serves it.
+type call struct {
+	op   Op
+	body []byte
+	// invocation is the SDK's Amz-Sdk-Invocation-Id: every attempt
+	// (retry) of one SDK call carries the same.
+	invocation string
+	// fault is the injected fault the request meets, if any.
+	fault *fault
+	// latency is how long the request waits while it holds its items
+	// (InjectLatency).
+	latency time.Duration
 }
 
 // reply writes an answer with the CRC32 header DynamoDB sends (the SDK
@@ -181,18 +212,6 @@ type answer struct {
 
 func (a answer) ok() bool { return a.status == http.StatusOK }
 
-// errorType is the exception name of an error answer ("" for success).
-func (a answer) errorType() string {
-	if a.ok() {
-		return ""
-	}
-	var e struct {
-		Type string `json:"__type"`
-	}
-	_ = json.Unmarshal(a.body, &e)
-	return e.Type[strings.LastIndexByte(e.Type, '#')+1:]
-}
-
 func answerJSON(v any) answer {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -207,28 +226,37 @@ func answerError(status int, code, msg string) answer {
 	return answer{status: status, body: b}
 }
 
-// serve answers a request: faults first, then the operation.
-func (s *Server) serve(op Op, body []byte) answer {
+// serve answers a request: faults first, then the operation. A request
+// that panics the store is answered 500 with the panic, so a test sees
+// the store's bug in the answer rather than losing its process.
+func (s *Server) serve(c *call) (a answer) {
+	defer func() {
+		if p := recover(); p != nil {
+			a = answerError(http.StatusInternalServerError, "InternalServerError", fmt.Sprintf("idemtest: the store panicked serving %s: %v", c.op, p))
+		}
+	}()
 	s.mu.Lock()
-	s.calls[op]++
-	f := s.takeFault(op)
+	s.calls[c.op]++
+	c.fault = s.takeFault(c.op, c.invocation)
+	c.latency = s.takeLatency(c.op)
 	s.mu.Unlock()
-	if f != nil {
-		if a, done := f.before(op, body, s); done {
+	if c.fault != nil {
+		if a, done := c.fault.before(c); done {
 			return a
 		}
 	}
-	a := s.route(op, body)
-	if f != nil && f.kind == LostAnswer {
+	a = s.route(c)
+	if c.fault != nil && c.fault.kind == LostAnswer {
 		// The request was served; its answer never reaches the client.
 		return answerError(http.StatusInternalServerError, "InternalServerError", "idemtest: answer lost (injected)")
 	}
 	return a
 }
 
-// route serves op: the TTL API and the isolation model here, the rest by
-// minidyn.
-func (s *Server) route(op Op, body []byte) answer {
+// route serves a request: the TTL API and the isolation model here, the
+// rest by minidyn.
+func (s *Server) route(c *call) answer {
+	op, body := c.op, c.body
 	switch op {
 	case "UpdateTimeToLive":
 		return s.updateTTL(body)
@@ -236,16 +264,26 @@ func (s *Server) route(op Op, body []byte) answer {
 		return s.describeTTL(body)
 	case "CreateTable":
 		return s.createTable(body)
+	case "UpdateTable":
+		return s.updateTable(body)
+	case "DeleteTable":
+		return s.deleteTable(body)
+	case OpGetItem:
+		return s.getItem(c)
+	case OpBatchGetItem:
+		return s.batchGet(c)
+	case OpQuery, OpScan:
+		return s.search(c)
 	case OpPutItem, OpUpdateItem, OpDeleteItem:
-		return s.writeItem(op, body)
+		return s.writeItem(c)
 	case OpTransactWriteItems:
-		return s.transactWrite(body)
+		return s.transactWrite(c)
 	case OpTransactGetItems:
-		return s.transactGet(body)
+		return s.transactGet(c)
 	case OpBatchWriteItem:
-		return s.batchWrite(body)
+		return s.batchWrite(c)
 	default:
-		s.waitHold(op)
+		s.pause(c)
 		return s.forward(op, body)
 	}
 }
@@ -260,6 +298,11 @@ func (s *Server) forward(op Op, body []byte) answer {
 		s.schema.RLock()
 		defer s.schema.RUnlock()
 	}
+	return s.forwardLocked(op, body)
+}
+
+// forwardLocked hands a request to minidyn; call it holding s.schema.
+func (s *Server) forwardLocked(op Op, body []byte) answer {
 	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 	req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+string(op))
 	rec := httptest.NewRecorder()
@@ -269,79 +312,6 @@ func (s *Server) forward(op Op, body []byte) answer {
 
 // item is an item or key in DynamoDB JSON, attribute by attribute.
 type item = map[string]json.RawMessage
-
-// createTable creates a table and remembers its key schema, which tells
-// the items of a request apart.
-func (s *Server) createTable(body []byte) answer {
-	var in struct {
-		TableName string
-		KeySchema []struct{ AttributeName string }
-	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
-	}
-	a := s.forward("CreateTable", body)
-	if a.ok() {
-		names := make([]string, 0, len(in.KeySchema))
-		for _, k := range in.KeySchema {
-			names = append(names, k.AttributeName)
-		}
-		sort.Strings(names)
-		s.mu.Lock()
-		s.schemas[in.TableName] = names
-		s.mu.Unlock()
-	}
-	return a
-}
-
-// keyOf returns the key attributes of it, an item or key of table.
-func (s *Server) keyOf(table string, it item) (item, error) {
-	s.mu.Lock()
-	names, ok := s.schemas[table]
-	s.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("table %s not found", table)
-	}
-	key := make(item, len(names))
-	for _, n := range names {
-		v, ok := it[n]
-		if !ok {
-			return nil, fmt.Errorf("key attribute %s missing", n)
-		}
-		key[n] = v
-	}
-	return key, nil
-}
-
-// lockName is the name under which an item is held: its table and key.
-func lockName(table string, key item) string {
-	names := make([]string, 0, len(key))
-	for n := range key {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	b.WriteString(table)
-	for _, n := range names {
-		var c bytes.Buffer
-		if json.Compact(&c, key[n]) != nil {
-			c.Write(key[n])
-		}
-		b.WriteString("\x00" + n + "=" + c.String())
-	}
-	return b.String()
-}
-
-// getItem reads an item's last committed value (nil when absent).
-func (s *Server) getItem(table string, key item) item {
-	in, _ := json.Marshal(map[string]any{"TableName": table, "Key": key, "ConsistentRead": true})
-	a := s.forward(OpGetItem, in)
-	var out struct{ Item item }
-	if !a.ok() || json.Unmarshal(a.body, &out) != nil || len(out.Item) == 0 {
-		return nil
-	}
-	return out.Item
-}
 
 // Close stops the server Start started; a Server that was only mounted as
 // a handler has nothing to stop.
