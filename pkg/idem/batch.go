@@ -421,7 +421,8 @@ func valueSize(v types.AttributeValue) int {
 	case *types.AttributeValueMemberB:
 		return len(v.Value)
 	case *types.AttributeValueMemberM:
-		return 3 + itemSize(v.Value)
+		// 3 bytes for the map, and 1 per element besides its name and value.
+		return 3 + len(v.Value) + itemSize(v.Value)
 	case *types.AttributeValueMemberL:
 		n := 3
 		for _, e := range v.Value {

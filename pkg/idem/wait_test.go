@@ -155,11 +155,13 @@ func TestWaitingDuplicateGetsTheWinnersResponse(t *testing.T) {
 	})
 }
 
-// TestWaitRunsOutWhileTheHolderLives: a holder that never completes (it
-// reserved and hangs, its lease a minute long) leaves a waiter ErrInFlight
-// once its maximum wait is over, not before and not much after; a
-// context deadline shorter than the wait ends it earlier, with time left
-// to answer.
+// TestWaitRunsOutWhileTheHolderLives: a waiter whose holder never
+// completes (it hangs with a live lease) answers ErrInFlight once its
+// maximum wait is over, not before; a context deadline shorter than the
+// wait ends it earlier with an answer, not the deadline's error; another
+// payload never waits. How soon after each bound the answer comes is a
+// matter of scheduling here; the conformance module's fake-time tests
+// pin those boundaries to the millisecond.
 func TestWaitRunsOutWhileTheHolderLives(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
@@ -170,7 +172,6 @@ func TestWaitRunsOutWhileTheHolderLives(t *testing.T) {
 	require.NotNil(t, claim.Lease)
 
 	const wait = 600 * time.Millisecond
-	const slack = 500 * time.Millisecond
 	waiter := newStore(t, env, idem.WithWait(wait))
 	t0 := time.Now()
 	res, err := waiter.Run(context.Background(), sc, "fp", mustNotRun(t))
@@ -179,26 +180,24 @@ func TestWaitRunsOutWhileTheHolderLives(t *testing.T) {
 	require.ErrorAs(t, err, &inflight)
 	assert.Equal(t, idem.OutcomeInFlight, res.Outcome)
 	assert.GreaterOrEqual(t, took, wait)
-	assert.Less(t, took, wait+slack)
 	assert.Greater(t, inflight.RetryAfter, 50*time.Second, "the holder's lease still has most of its minute")
 
-	// The caller's deadline comes first: the wait stops 100 ms before it.
+	// The caller's deadline comes first: the wait stops before it, and
+	// answers.
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	long := newStore(t, env, idem.WithWait(10*time.Second))
-	t0 = time.Now()
 	_, err = long.Run(ctx, sc, "fp", mustNotRun(t))
-	took = time.Since(t0)
 	require.ErrorIs(t, err, idem.ErrInFlight, "an answer, not the deadline's error")
-	assert.NoError(t, ctx.Err(), "answered before the deadline")
-	assert.GreaterOrEqual(t, took, 300*time.Millisecond)
-	assert.Less(t, took, 500*time.Millisecond)
 
-	// Another payload never waits: key reuse at once.
-	t0 = time.Now()
-	_, err = long.Run(context.Background(), sc, "other", mustNotRun(t))
+	// Another payload never waits: key reuse on the claim's own answer.
+	client, calls := env.NewClient(t)
+	other, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithWait(10*time.Second))
+	require.NoError(t, err)
+	_, err = other.Run(context.Background(), sc, "other", mustNotRun(t))
 	require.ErrorIs(t, err, idem.ErrKeyReuse)
-	assert.Less(t, time.Since(t0), 200*time.Millisecond)
+	assert.Equal(t, 1, calls.Get("PutItem"))
+	assert.LessOrEqual(t, calls.Total(), 2, "no poll: %s", calls)
 }
 
 // TestWaitEndsInFlightWhenTheHolderDies: a holder whose lease ends without
@@ -261,11 +260,9 @@ func TestWithoutWaitInFlightAtOnce(t *testing.T) {
 		client, calls := env.NewClient(t)
 		s, err := idem.NewStore(client, env.Tables.Idempotency, tc.opts...)
 		require.NoError(t, err)
-		t0 := time.Now()
 		res, err := s.Run(tc.ctx, sc, "fp", mustNotRun(t))
 		require.ErrorIs(t, err, idem.ErrInFlight, name)
 		assert.Equal(t, idem.OutcomeInFlight, res.Outcome, name)
-		assert.Less(t, time.Since(t0), 200*time.Millisecond, name)
 		assert.Equal(t, 1, calls.Get("PutItem"), name)
 		assert.LessOrEqual(t, calls.Total(), 2, "%s: %s", name, calls)
 		res, err = s.Transact(tc.ctx, sc, "fp", effect(env))
