@@ -20,10 +20,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5
 )
 
-require (
-	github.com/cockroachdb/apd/v3 v3.2.3 // indirect
-	github.com/truora/minidyn v0.8.2 // indirect
-)
+require github.com/cockroachdb/apd/v3 v3.2.3 // indirect
 
 require (
 	dario.cat/mergo v1.0.2 // indirect

@@ -26,6 +26,13 @@ OPS = [("PutItem", "///"), ("GetItem", "..."), ("TransactWriteItems", ""), ("Upd
 WIDTH = 0.8 / len(IMPLS)
 
 
+def store_label(versions):
+    """The embedded store: minidyn's version for a run recorded while it held the store's items."""
+    if versions.get("minidyn (embedded store)"):
+        return f"minidyn {versions['minidyn (embedded store)']}"
+    return "pkg/idem/idemtest"
+
+
 def offsets(n):
     """Bar positions of implementation i for n groups."""
     return [[x + (i - (len(IMPLS) - 1) / 2) * WIDTH for x in range(n)] for i in range(len(IMPLS))]
@@ -164,7 +171,7 @@ def main(src, dst):
         f"{v.get('go')} + aws-sdk-go-v2 dynamodb {v.get('github.com/aws/aws-sdk-go-v2/service/dynamodb')} "
         f"(idem modes reserve and transact)  vs  "
         f"Node {v.get('node')} + @aws-lambda-powertools/idempotency {v.get('@aws-lambda-powertools/idempotency')}; "
-        f"embedded store (minidyn {v.get('minidyn (embedded store)')})",
+        f"embedded store ({store_label(v)})",
         fontsize=10)
     fig.tight_layout()
     fig.savefig(dst, dpi=100)

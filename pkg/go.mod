@@ -21,7 +21,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.25 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.12 // indirect
 	github.com/cockroachdb/apd/v3 v3.2.3 // indirect
-	github.com/truora/minidyn v0.8.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
 

@@ -20,7 +20,6 @@ require (
 	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/cockroachdb/apd/v3 v3.2.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/truora/minidyn v0.8.2 // indirect
 )
 
 // An adopter requires published versions; this module, which stands in for

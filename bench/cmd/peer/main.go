@@ -813,7 +813,8 @@ func machine() map[string]string {
 	return m
 }
 
-// storeVersions reads the store binary's build info for minidyn's version.
+// storeVersions reads the store binary's build info: which library
+// module the strict store came from.
 func storeVersions(bin string) map[string]string {
 	v := map[string]string{}
 	bi, err := buildinfo.ReadFile(bin)
@@ -821,8 +822,12 @@ func storeVersions(bin string) map[string]string {
 		return v
 	}
 	for _, d := range bi.Deps {
-		if d.Path == "github.com/truora/minidyn" {
-			v["minidyn (embedded store)"] = d.Version
+		if d.Path == "github.com/idemlambda/idemlambda/pkg" {
+			where := d.Version
+			if d.Replace != nil {
+				where = "this checkout"
+			}
+			v["embedded store"] = "its own storage, github.com/idemlambda/idemlambda/pkg " + where
 		}
 	}
 	return v

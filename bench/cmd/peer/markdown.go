@@ -142,7 +142,13 @@ func markdown(r *Results) string {
 	w("| idemlambda (both modes, one binary) | %s, aws-sdk-go-v2 %s, service/dynamodb %s |\n", v["go"], v["github.com/aws/aws-sdk-go-v2"], v["github.com/aws/aws-sdk-go-v2/service/dynamodb"])
 	w("| Powertools | Node.js %s, @aws-lambda-powertools/idempotency %s, @aws-sdk/client-dynamodb %s, @aws-sdk/lib-dynamodb %s |\n",
 		v["node"], v["@aws-lambda-powertools/idempotency"], v["@aws-sdk/client-dynamodb"], v["@aws-sdk/lib-dynamodb"])
-	w("| endpoint | the embedded store (cmd/local store-only mode: the strict store of pkg/idem/idemtest, items in minidyn %s) in its own process, behind the counting proxy (bench/proxy) |\n\n", v["minidyn (embedded store)"])
+	// A run recorded before the store kept its own items names minidyn.
+	minidyn := v["minidyn (embedded store)"]
+	if minidyn != "" {
+		w("| endpoint | the embedded store (cmd/local store-only mode: the strict store of pkg/idem/idemtest, items in minidyn %s) in its own process, behind the counting proxy (bench/proxy) |\n\n", minidyn)
+	} else {
+		w("| endpoint | the embedded store (cmd/local store-only mode: the strict store of pkg/idem/idemtest, %s) in its own process, behind the counting proxy (bench/proxy) |\n\n", v["embedded store"])
+	}
 
 	w("## Results\n\n")
 	w("Three implementations: idemlambda's handler in reserve mode (`idem.Store.Execute`, the default: a conditional PutItem claims the key, one TransactWriteItems commits product, outbox event and the fenced completion), the same handler in transact mode (`idem.Store.Transact`: one TransactWriteItems carries the claim, already COMPLETED, the product and the outbox event), and Powertools. ")
@@ -161,10 +167,14 @@ func markdown(r *Results) string {
 	consumerSection(&b, r.Consumer)
 
 	w("## What the numbers say (workloads 1 to 3)\n\n")
-	findings(&b, ps)
+	findings(&b, ps, minidyn != "")
 
 	w("\n## How it runs, and what to keep in mind\n\n")
-	b.WriteString(notes)
+	latency := latencyOwnStorage
+	if minidyn != "" {
+		latency = latencyMinidyn
+	}
+	b.WriteString(strings.Replace(notes, "{{latency}}", latency, 1))
 	return b.String()
 }
 
@@ -200,7 +210,7 @@ func each(ps []*Phase, f func(*Phase) string) string {
 // words, from the numbers of this run; it lists every measure on which
 // Powertools beats either idemlambda mode, and where each idemlambda mode
 // beats the other.
-func findings(b *strings.Builder, ps []*Phase) {
+func findings(b *strings.Builder, ps []*Phase, minidyn bool) {
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	var ptWins []string
 	ptStore := false
@@ -340,7 +350,11 @@ func findings(b *strings.Builder, ps []*Phase) {
 
 	if len(modeCmp) > 0 {
 		w("- **transact against reserve in this run** (transact's value first; one run, so differences of a few percent may not repeat): %s. ", strings.Join(modeCmp, ". "))
-		w("In workload 2 each of transact's duplicates sends a whole TransactWriteItems (its own product and outbox event with the claim), which the store snapshots three tables for and then cancels; each of reserve's duplicates sends one conditional PutItem.\n")
+		if minidyn {
+			w("In workload 2 each of transact's duplicates sends a whole TransactWriteItems (its own product and outbox event with the claim), which the store snapshots three tables for and then cancels; each of reserve's duplicates sends one conditional PutItem.\n")
+		} else {
+			w("In workload 2 each of transact's duplicates sends a whole TransactWriteItems (its own product and outbox event with the claim), which the store checks, holds and then cancels; each of reserve's duplicates sends one conditional PutItem.\n")
+		}
 	}
 	w("- **Where Powertools comes out ahead of either idemlambda mode in this run**: ")
 	if len(ptWins) == 0 {
@@ -348,7 +362,10 @@ func findings(b *strings.Builder, ps []*Phase) {
 		return
 	}
 	w("%s. ", strings.Join(ptWins, "; "))
-	if ptStore {
+	if ptStore && !minidyn {
+		w("Store time is the embedded store's, not DynamoDB's: a transaction's items are held while it runs and its writes commit under the store's one lock, so idemlambda's transactions (products, outbox and idempotency items, and in transact mode every duplicate's transaction too) hold the store longer than Powertools' (products and outbox, with the completion in a separate UpdateItem). Latency and store time under concurrency also depend on how the requests queue at that lock and on the load other processes put on this machine (see the load column).")
+	}
+	if ptStore && minidyn {
 		w("Store time is the embedded store's, not DynamoDB's: minidyn deep-copies every table a transaction touches (also for a transaction it then cancels), so idemlambda's transactions (products, outbox and idempotency tables, and in transact mode every duplicate's transaction too) cost it more than Powertools' (products and outbox, with the completion in a separate UpdateItem), and more as the tables grow; a request's latency here is mostly that store time. Latency and store time under concurrency also depend on how the requests queue at the store's global lock and on the load other processes put on this machine (see the load column).")
 	}
 	w("\n")
@@ -396,9 +413,16 @@ const notes = `- **Same work on every side.** Each implementation runs in its ow
 - **No fallback reads.** Both libraries ask for the existing record with a failed conditional write (` + "`ReturnValuesOnConditionCheckFailure=ALL_OLD`" + `) and read it back with a consistent GetItem only when it is missing: idemlambda in ` + "`pkg/idem`" + ` (reserve mode after the failed PutItem, transact mode after a TransactWriteItems cancelled on the claim's condition), Powertools in ` + "`IdempotencyHandler#saveInProgressOrReturnExistingResult`" + ` (` + "`persistenceStore.getRecord()`" + ` when ` + "`ConditionalCheckFailedException.Item`" + ` is absent). The endpoint is the strict store of ` + "`pkg/idem/idemtest`" + `, which, like DynamoDB, returns the item with a failed condition and in every cancellation reason, so that read never happens and the counts here are the counts on AWS. The proxy counts every failed condition answered without its item, and the driver fails the run if there is one, or if a GetItem appears with no transaction conflict to explain it: no workload reads anything itself, and after a TransactionConflict (a write refused, or a transaction cancelled, because a running transaction holds the item; no item comes with it on AWS either) ` + "`pkg/idem`" + ` reads the record as last committed (reserve mode's Store.waitOut, transact mode's Store.settle): those are the GetItems in workload 2. Expected, from each library's code path: a first execution costs idemlambda reserve 2 calls (conditional PutItem, then TransactWriteItems of product + outbox + completion), idemlambda transact 1 (the TransactWriteItems of claim + product + outbox) and Powertools 3 (conditional PutItem, the handler's TransactWriteItems, UpdateItem to COMPLETED); a duplicate costs reserve and Powertools 1 conditional PutItem that returns the existing record (replay or in progress), and transact 1 TransactWriteItems, cancelled on the record's condition, whose cancellation reason carries the winner's record (a replay); a retry after a crash costs reserve 1 (PutItem, replay of the committed result), transact 1 (the cancelled TransactWriteItems, replay of the committed result) and Powertools 3 (PutItem takes the expired INPROGRESS record over, the handler writes again, UpdateItem).
 - **The crash (workload 3).** Powertools: the handler's business write commits, then the handler awaits a promise that never settles (the crash point, right where a Lambda timeout, an out-of-memory kill or a runtime crash would stop it), and once all 20 invocations sit there the process gets SIGKILL: no ` + "`finally`" + `, no Powertools cleanup, no completion. idemlambda, both modes: the SDK HTTP client hook lets the TransactWriteItems (reserve: product + outbox + completion; transact: the claim, already COMPLETED, + product + outbox) reach the store and its 200 come back, then never returns to the SDK, so the handler never answers; again SIGKILL after 20. For idemlambda the crash cannot fall between the product write and the key's completion, because they are the same transaction; this is the latest point before the response. The crashed invocations have a 2 s deadline; the driver then waits past every lease (Powertools: ` + "`in_progress_expiration`" + ` = start + remaining time; idemlambda reserve: deadline + the lease margin (2 s); transact leaves no lease behind, its record is COMPLETED when it lands, but it gets the same wait) and a new process retries the same 20 keys with the same bodies: reserve's PutItem and transact's TransactWriteItems then fail on the COMPLETED record, and both replay the committed 201.
 - **Concurrency (workload 2).** 2a runs the 8 duplicates of a key at once inside one process (8 goroutines; 8 promises on Node's one event loop), 2b in 8 processes, one per duplicate, like 8 Lambda execution environments (the driver writes the key to all 8 at once and waits for the 8 answers). Losers answer differently: idemlambda reserve returns 409 with Retry-After while the winner holds the key (or the stored 201 once the winner committed); idemlambda transact has no IN_PROGRESS state: every duplicate builds its product and sends its own TransactWriteItems, the store runs them one at a time, the first commits and the others are cancelled on the claim's condition and answer with the winner's 201 (replayed), with no 409; Powertools throws ` + "`IdempotencyAlreadyInProgressError`" + ` from the handler, a Lambda invocation error that API Gateway turns into a 500 unless the user catches and maps it. On this 2-CPU machine 8 concurrent invocations compete for 2 CPUs whichever way they run, so workload 2 latencies mostly show CPU per invocation times the queue; in Lambda each environment has its own CPU share.
-- **Latency on the embedded store.** minidyn's TransactWriteItems deep-copies every table it touches (its rollback snapshot) under a global lock, so its cost grows with the tables' size. idemlambda's transaction touches three tables (products, outbox, idempotency) in both modes, Powertools' two (its completion is a separate UpdateItem, constant cost), so with 1,000 keys the store spends more time per request on idemlambda's transaction than it would on DynamoDB, where a transaction's latency does not depend on table size. minidyn takes its snapshots before it checks any condition, and restores them when the transaction is cancelled, so each of transact's duplicates in workload 2 (and each of its retries in 3b) costs the store a three-table snapshot and a restore, where a reserve or Powertools duplicate costs a PutItem. The "store ms" column shows that time. CPU per request is measured in the implementation's process only, so it is not affected.
+{{latency}}
 - **CPU.** Read from ` + "`getrusage(RUSAGE_SELF)`" + ` in the Go runner and ` + "`process.cpuUsage()`" + ` in Node, before and after the measured step (every thread, GC included); results.json also has each process's total CPU including start-up and warm-up. idemlambda logs at error level to a discarded writer (as the project's own benchmarks do), Powertools' side logs nothing; Powertools' local cache is off (its default), and so is idemlambda's in-memory replay cache (` + "`config.Idempotency.CacheSize`" + ` 0) in both modes.
 - **Read in Powertools' source (2.33.0), not measured:** the completion is an unconditional UpdateItem (no condition on who holds the record), so after a takeover a slow first invocation that finishes late still overwrites the record with its own response; idemlambda in reserve mode fences every write with the lease token, and in transact mode writes the record once, under the claim's condition, in the transaction that carries the business writes. ` + "`IdempotencyHandler.determineResultFromIdempotencyRecord`" + ` compares ` + "`inProgressExpiryTimestamp`" + ` (epoch ms) with ` + "`new Date().getUTCMilliseconds()`" + ` (0 to 999), so its "in progress but expired" branch never fires; the takeover still happens through the PutItem condition.
 - **The consumer (workload 4).** The driver generates the events in Go (` + "`product.New`" + `, ` + "`outbox.NewEvent`" + `, ` + "`eventbus.EventEnvelope`" + ` and ` + "`eventbus.Message`" + `, as the tests of ` + "`internal/sellers`" + ` build them; prices, sellers, deliveries and order from a fixed seed) and writes them to one file both runners read (` + "`bench/cmd/goconsumer`" + `, ` + "`bench/powertools/consume.mjs`" + ` with ` + "`consumer.mjs`" + `); each process first consumes 20 warm-up events of a seller the check ignores. Both write the same sellers table (idemlambda up to 10 shards per seller, Powertools shard 0; ` + "`product_count`" + `, ` + "`cents_EUR`" + `, ` + "`updated_at`" + `), each with its own idempotency table. Neither keeps a local cache of completed records (idemlambda's ` + "`CacheSize`" + ` 0, Powertools' ` + "`useLocalCache`" + ` off, its default). Powertools' Lambda context is registered with ` + "`config.registerLambdaContext(context)`" + ` in the handler and passed to ` + "`processPartialResponse`" + `, as its documentation shows. A Powertools invocation in which every record failed throws (` + "`FullBatchFailureError`" + `), and the driver redelivers the whole batch, as Lambda would. The store models transaction isolation (a transaction holds its items until it commits), so concurrent batches on one seller's item or shard conflict as on AWS.
 - **Not measured here:** cold starts, a real DynamoDB (network round trips would dominate latency, and call counts would matter more: each call is a billed request), Lambda's own per-invocation overhead.
 `
+
+// The note on the store's latency, for a run on the store's own storage
+// and for one recorded when minidyn held its items.
+const (
+	latencyOwnStorage = `- **Latency on the embedded store.** The store holds a transaction's items while it runs and commits every request's writes under one lock; its cost per item does not grow with the tables' size, as on DynamoDB. The "store ms" column shows that time. CPU per request is measured in the implementation's process only, so it is not affected.`
+	latencyMinidyn    = `- **Latency on the embedded store.** minidyn's TransactWriteItems deep-copies every table it touches (its rollback snapshot) under a global lock, so its cost grows with the tables' size. idemlambda's transaction touches three tables (products, outbox, idempotency) in both modes, Powertools' two (its completion is a separate UpdateItem, constant cost), so with 1,000 keys the store spends more time per request on idemlambda's transaction than it would on DynamoDB, where a transaction's latency does not depend on table size. minidyn takes its snapshots before it checks any condition, and restores them when the transaction is cancelled, so each of transact's duplicates in workload 2 (and each of its retries in 3b) costs the store a three-table snapshot and a restore, where a reserve or Powertools duplicate costs a PutItem. The "store ms" column shows that time. CPU per request is measured in the implementation's process only, so it is not affected.`
+)

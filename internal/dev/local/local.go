@@ -304,10 +304,15 @@ func Client(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
 	}), nil
 }
 
-// EnsureTables creates any of the tables that do not exist yet.
+// EnsureTables creates any of the tables that do not exist yet. A table
+// n leaves unnamed is one the caller does not use: it is not created (a
+// table name cannot be empty).
 func EnsureTables(ctx context.Context, client *dynamodb.Client, n tables.Names) error {
 	for _, t := range tables.All() {
 		name := n.Of(t)
+		if name == "" {
+			continue
+		}
 		_, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 		var notFound *types.ResourceNotFoundException
 		switch {

@@ -295,8 +295,9 @@ func TestConformanceConditionalUpdateAndDelete(t *testing.T) {
 }
 
 // TestConformancePutItemReturnValuesAllOld records what a successful PutItem
-// returns with ReturnValues=ALL_OLD: the replaced item on DynamoDB; on the
-// embedded server, the new item (pkg/idem tells the two apart by lease token).
+// returns with ReturnValues=ALL_OLD: the replaced item on DynamoDB, the
+// strict store and DynamoDB Local; the new item on a backend that echoes it
+// (PutItemReturnsOldItem false; pkg/idem tells the two apart by lease token).
 func TestConformancePutItemReturnValuesAllOld(t *testing.T) {
 	t.Parallel()
 	env := ddbtest.New(t)
@@ -322,8 +323,8 @@ func TestConformancePutItemReturnValuesAllOld(t *testing.T) {
 		assert.Empty(t, first, "no item was replaced")
 		assert.Equal(t, s("first"), second["lease_token"], "the replaced item")
 	} else {
-		assert.Equal(t, s("first"), first["lease_token"], "embedded server echoes the new item")
-		assert.Equal(t, s("second"), second["lease_token"], "embedded server echoes the new item")
+		assert.Equal(t, s("first"), first["lease_token"], "this backend echoes the new item")
+		assert.Equal(t, s("second"), second["lease_token"], "this backend echoes the new item")
 	}
 }
 
@@ -356,5 +357,51 @@ func TestConformanceNumbersAreExact(t *testing.T) {
 		assert.True(t, exact, "this backend should keep integers exactly")
 	} else {
 		assert.False(t, exact, "this backend now keeps integers exactly: set ExactNumbers")
+	}
+}
+
+// TestConformanceQueryReadsAPartitionInNumberOrder pins what the seller
+// statistics' reader relies on (internal/sellers, Reader.Get): one Query on
+// the partition key reads every shard of a seller and no other seller's,
+// page after page until LastEvaluatedKey is absent, the numeric sort key in
+// the order of its values (2 before 10), exactly where numbers are exact:
+// a key condition tells 2^53 from 2^53+1, which float64 cannot.
+func TestConformanceQueryReadsAPartitionInNumberOrder(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	ctx := context.Background()
+	tbl := aws.String(env.Tables.Sellers)
+	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	for _, it := range []struct{ seller, shard string }{
+		{"x", "10"}, {"x", "2"}, {"y", "1"}, {"x", "9007199254740993"}, {"x", "9007199254740992"}, {"x", "0"},
+	} {
+		_, err := env.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: tbl, Item: map[string]types.AttributeValue{"seller_id": s(it.seller), "shard": n(it.shard)}})
+		require.NoError(t, err)
+	}
+	shards := func(in *dynamodb.QueryInput) []string {
+		t.Helper()
+		var out []string
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, 10, "a Query that never ends")
+			page, err := env.Client.Query(ctx, in)
+			require.NoError(t, err)
+			for _, it := range page.Items {
+				require.Equal(t, s("x"), it["seller_id"])
+				out = append(out, it["shard"].(*types.AttributeValueMemberN).Value)
+			}
+			if len(page.LastEvaluatedKey) == 0 {
+				return out
+			}
+			in.ExclusiveStartKey = page.LastEvaluatedKey
+		}
+	}
+	got := shards(&dynamodb.QueryInput{TableName: tbl, KeyConditionExpression: aws.String("seller_id = :s"), ConsistentRead: aws.Bool(true),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": s("x")}, Limit: aws.Int32(2)})
+	assert.Equal(t, []string{"0", "2", "10", "9007199254740992", "9007199254740993"}, got)
+	above := shards(&dynamodb.QueryInput{TableName: tbl, KeyConditionExpression: aws.String("seller_id = :s AND #shard > :n"),
+		ExpressionAttributeNames: map[string]string{"#shard": "shard"}, ExpressionAttributeValues: map[string]types.AttributeValue{":s": s("x"), ":n": n("9007199254740992")}})
+	t.Logf("backend=%s shard > 2^53: %v", env.Kind, above)
+	if env.ExactNumbers {
+		assert.Equal(t, []string{"9007199254740993"}, above, "this backend should compare key conditions exactly")
 	}
 }

@@ -34,7 +34,7 @@ const (
 	// script that turned testcontainers' reaper off can remove them.
 	LabelContainer = "org.idemlambda.ddbtest"
 	// LabelServer, on an image, names the DynamoDB-compatible server it
-	// runs. LabelServerEmbedded is the embedded store (minidyn); an image
+	// runs. LabelServerEmbedded is the embedded store (pkg/idem/idemtest); an image
 	// without the label is taken to be DynamoDB Local.
 	LabelServer         = "org.idemlambda.dynamodb-server"
 	LabelServerEmbedded = "embedded"

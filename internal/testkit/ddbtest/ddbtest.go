@@ -1,8 +1,9 @@
 // Package ddbtest gives tests a real DynamoDB-compatible server and freshly
 // created tables. The backend is chosen by DYNAMODB_TEST_BACKEND:
 //
-//   - embedded (default): github.com/truora/minidyn/server behind an
-//     httptest server (internal/embedded), reached by the real SDK over HTTP;
+//   - embedded (default): the strict store of pkg/idem/idemtest behind an
+//     httptest server (internal/dev/embedded), reached by the real SDK over
+//     HTTP;
 //   - endpoint: whatever AWS_ENDPOINT_URL_DYNAMODB points at (DynamoDB Local,
 //     moto, or a real account when it is unset);
 //   - container: amazon/dynamodb-local (or the image DYNAMODB_TEST_IMAGE
@@ -80,8 +81,10 @@ type Env struct {
 	TransactPutReturnsOldItem bool
 	// ExactNumbers is false where the backend keeps numbers as float64,
 	// so integers above 2^53 lose precision; DynamoDB keeps 38 digits, and
-	// so do the strict store and DynamoDB Local. Pinned by
-	// TestConformanceNumbersAreExact.
+	// so do the strict store and DynamoDB Local, in items, updates and
+	// conditions, and in Query key conditions. Pinned by
+	// TestConformanceNumbersAreExact and
+	// TestConformanceQueryReadsAPartitionInNumberOrder.
 	ExactNumbers bool
 }
 

@@ -5,9 +5,28 @@
 // It serves the DynamoDB JSON API over real HTTP on loopback (Start,
 // New), or in-process through HandlerClient (no listener: usable inside a
 // testing/synctest bubble), so the real AWS SDK, its retryer and its
-// error types are exercised; the items live in github.com/truora/minidyn,
-// which also serves Query and Scan. Around it, the store models what
-// DynamoDB does and minidyn does not:
+// error types are exercised. Everything is its own code, with no
+// dependency beyond the AWS SDK and an exact decimal library
+// (github.com/cockroachdb/apd/v3):
+//
+//   - Tables. CreateTable (key schema, attribute definitions, global and
+//     local secondary indexes and their projections, billing mode),
+//     DescribeTable, UpdateTable (indexes created, filled from the items,
+//     or deleted), DeleteTable and ListTables, checked as DynamoDB checks
+//     them; ResourceInUseException for a table that exists,
+//     ResourceNotFoundException for one that does not. A table is ACTIVE
+//     as soon as it is created.
+//
+//   - Query and Scan. A Query reads one partition of a table or an index
+//     in sort key order, numbers by value and strings by their UTF-8
+//     bytes, the sort key limited by the key condition (=, <, <=, >, >=,
+//     BETWEEN, begins_with), forward or back (ScanIndexForward); a Scan
+//     reads the partitions in the order of a hash of their key, whole or
+//     one segment of a parallel scan. Both apply FilterExpression,
+//     ProjectionExpression and Select (COUNT among them), stop at Limit
+//     items read or 1 MB with a LastEvaluatedKey (even after the last
+//     item, as DynamoDB may), and go on from ExclusiveStartKey.
+//     Key conditions and filters compare numbers exactly.
 //
 //   - Validation. Every expression is tokenized and parsed (condition,
 //     update, projection, key condition, filter); a syntax error, a
@@ -18,13 +37,15 @@
 //     a transaction over 100 actions or 4 MB: each is refused with
 //     ValidationException, as DynamoDB refuses it, before anything is
 //     written.
+//
 //   - Exact evaluation. Holding the item, the store reads it, evaluates
 //     the condition and computes the new item itself, numbers in exact
-//     decimals, and hands minidyn only unconditional puts and deletes, a
-//     request's all at once. An update that cannot apply to the item it
+//     decimals, and stores the request's puts and deletes all at once,
+//     so no read sees part of them. An update that cannot apply to the item it
 //     meets (an operand of the wrong type, a missing attribute, an item
 //     grown past 400 KB) is refused; in a transaction it cancels it with
 //     reason ValidationError.
+//
 //   - Transaction isolation. A running TransactWriteItems holds its items
 //     until it commits. A PutItem, UpdateItem or DeleteItem on a held item
 //     is refused with TransactionConflictException (HTTP 400; the SDK's
@@ -34,20 +55,25 @@
 //     TransactGetItems reads all its items at one instant (or is
 //     cancelled where a write holds one). WithTransactionLatency keeps
 //     transactions running longer, to widen that window in tests.
+//
 //   - Condition failures that say why. ReturnValuesOnConditionCheckFailure
 //     ALL_OLD returns the item with a failed PutItem, UpdateItem or
 //     DeleteItem, and in each cancellation reason of a transaction; every
 //     failed condition of a cancelled transaction is reported, not only the
 //     first. PutItem's ReturnValues ALL_OLD returns the replaced item.
+//
 //   - Idempotent transactions. A TransactWriteItems repeated with the same
 //     ClientRequestToken within ten minutes succeeds without writing again
 //     (the SDK's retry of a transaction whose answer was lost), a changed
 //     request under the same token gets IdempotentParameterMismatch.
+//
 //   - Consumed capacity, counted as DynamoDB documents it for on-demand
 //     tables: returned at the level ReturnConsumedCapacity asks, and
 //     totalled per table and operation (Consumed).
+//
 //   - Stale reads, when asked for (WithStaleReads): an eventually
 //     consistent GetItem or BatchGetItem may return an older version.
+//
 //   - The TTL API (UpdateTimeToLive, DescribeTimeToLive). Like DynamoDB,
 //     which deletes expired items within days, it never deletes them.
 //
@@ -58,8 +84,10 @@
 // until released (Hold), and requests are counted per operation (Calls).
 //
 // What it does not model: capacity limits and throttling by load, item
-// collections, global tables, Streams (WithPutHook stands in), the legacy
-// request parameters (Expected, AttributeUpdates, KeyConditions, ...:
-// refused), and exact numbers inside Query and Scan key conditions and
-// filters, which minidyn evaluates in float64.
+// collections, global tables, Streams (WithPutHook stands in), PartiQL,
+// the legacy request parameters (Expected, AttributeUpdates,
+// KeyConditions, ...: refused), the table name's minimum length (3
+// characters on DynamoDB; shorter names are accepted here), and the
+// trimming of numbers' leading and trailing zeros (a number is returned
+// as it was written; one the store computes has none).
 package idemtest

@@ -8,7 +8,6 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/cockroachdb/apd/v3 v3.2.3
 	github.com/stretchr/testify v1.12.1
-	github.com/truora/minidyn v0.8.2
 )
 
 require (

@@ -22,8 +22,8 @@ import (
 // latency). A single-item write or a transaction meeting an item a
 // transaction holds is refused as above; one meeting an item a
 // single-item write holds waits for it, as DynamoDB applies one item's
-// writes in turn. A request's writes reach minidyn at its end, all at
-// once (commit), so reads see committed values.
+// writes in turn. A request's writes are stored at its end, all at once
+// (commit), so reads see committed values.
 
 // txToken is a ClientRequestToken DynamoDB has seen: the request it came
 // with, and whether that request is still running.
@@ -48,8 +48,8 @@ type holder struct {
 // holdTx marks a transaction's items as held, unless a transaction holds
 // one already: then it returns the indexes of those it holds, and holds
 // none. A single-item write on one of them is let finish first: it takes
-// DynamoDB milliseconds, and here, where minidyn applies every request
-// under one lock, a conflict with it would be an artifact of that lock.
+// DynamoDB milliseconds, and here, where every request's writes are
+// stored under one lock, a conflict with it would be an artifact of that lock.
 func (s *Server) holdTx(names []string) (busy []int) {
 	for {
 		s.mu.Lock()

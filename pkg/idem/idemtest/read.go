@@ -6,9 +6,8 @@ import (
 	"time"
 )
 
-// The read path: GetItem, BatchGetItem and TransactGetItems are served
-// here (projection, capacity, consistency); Query and Scan are checked
-// here and served by minidyn.
+// The read path: GetItem, BatchGetItem and TransactGetItems (projection,
+// capacity, consistency); Query and Scan are in query.go.
 
 // readRequest is the parameters of a GetItem or of one Get of a
 // TransactGetItems.
@@ -221,8 +220,7 @@ func (s *Server) transactGet(c *call) answer {
 	}
 	items := make([]attrs, len(gets))
 	for i, g := range gets {
-		in, _ := json.Marshal(map[string]any{"TableName": g.table, "Key": g.key.raw(), "ConsistentRead": true})
-		items[i] = decodeItemAnswer(s.forwardLocked(OpGetItem, in), "Item")
+		items[i] = s.readLocked(g.table, g.key)
 	}
 	s.schema.RUnlock()
 
@@ -245,145 +243,6 @@ func (s *Server) transactGet(c *call) answer {
 		out["ConsumedCapacity"] = cc
 	}
 	return answerJSON(out)
-}
-
-// search serves Query and Scan: the request is checked here (its
-// expressions parsed, placeholders defined and used, ConsistentRead
-// allowed), then minidyn runs it; the capacity is counted from the items
-// it read.
-func (s *Server) search(c *call) answer {
-	var in struct {
-		TableName                 string
-		IndexName                 string
-		KeyConditionExpression    *string
-		FilterExpression          *string
-		ProjectionExpression      *string
-		ExpressionAttributeNames  map[string]string
-		ExpressionAttributeValues item
-		ConsistentRead            bool
-		ReturnConsumedCapacity    string
-		Select                    string
-		KeyConditions             json.RawMessage
-		QueryFilter               json.RawMessage
-		ScanFilter                json.RawMessage
-		AttributesToGet           json.RawMessage
-		ConditionalOperator       json.RawMessage
-	}
-	if err := json.Unmarshal(c.body, &in); err != nil {
-		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
-	}
-	for name, raw := range map[string]json.RawMessage{"KeyConditions": in.KeyConditions, "QueryFilter": in.QueryFilter,
-		"ScanFilter": in.ScanFilter, "AttributesToGet": in.AttributesToGet, "ConditionalOperator": in.ConditionalOperator} {
-		if len(raw) > 0 && string(raw) != "null" {
-			return errorAnswer(invalidf("idemtest: the legacy parameter %s is not supported; use expressions", name))
-		}
-	}
-	meta, err := s.table(in.TableName)
-	if err != nil {
-		return errorAnswer(err)
-	}
-	var ix *indexMeta
-	if in.IndexName != "" {
-		for _, m := range meta.indexes {
-			if m.name == in.IndexName {
-				ix = m
-			}
-		}
-		if ix == nil {
-			return errorAnswer(invalidf("The table does not have the specified index: %s", in.IndexName))
-		}
-		if ix.global && in.ConsistentRead {
-			return errorAnswer(invalidf("Consistent reads are not supported on global secondary indexes"))
-		}
-	}
-	e, err := newExprs(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
-	if err != nil {
-		return errorAnswer(err)
-	}
-	if c.op == OpQuery && in.KeyConditionExpression == nil {
-		return errorAnswer(invalidf("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request."))
-	}
-	if in.KeyConditionExpression != nil {
-		if c.op == OpScan {
-			return errorAnswer(invalidf("Unexpected parameter KeyConditionExpression"))
-		}
-		if _, err := e.condition("KeyConditionExpression", *in.KeyConditionExpression); err != nil {
-			return errorAnswer(err)
-		}
-	}
-	if in.FilterExpression != nil {
-		if _, err := e.condition("FilterExpression", *in.FilterExpression); err != nil {
-			return errorAnswer(err)
-		}
-	}
-	if in.ProjectionExpression != nil {
-		if _, err := e.projection(*in.ProjectionExpression); err != nil {
-			return errorAnswer(err)
-		}
-	}
-	if err := e.unused(); err != nil {
-		return errorAnswer(err)
-	}
-	s.pause(c)
-	a := s.forward(c.op, c.body)
-	if !a.ok() {
-		return a
-	}
-	// The units: the items read, before the filter and the projection.
-	var read struct{ Items []item }
-	if in.FilterExpression != nil || in.ProjectionExpression != nil || in.Select == "COUNT" {
-		var req map[string]json.RawMessage
-		_ = json.Unmarshal(c.body, &req)
-		delete(req, "FilterExpression")
-		delete(req, "ProjectionExpression")
-		delete(req, "Select")
-		names := map[string]string{}
-		values := item{}
-		e2, _ := newExprs(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
-		if in.KeyConditionExpression != nil {
-			_, _ = e2.condition("KeyConditionExpression", *in.KeyConditionExpression)
-		}
-		for k := range e2.usedNames {
-			names[k] = in.ExpressionAttributeNames[k]
-		}
-		for k := range e2.usedValues {
-			values[k] = in.ExpressionAttributeValues[k]
-		}
-		delete(req, "ExpressionAttributeNames")
-		delete(req, "ExpressionAttributeValues")
-		if len(names) > 0 {
-			req["ExpressionAttributeNames"], _ = json.Marshal(names)
-		}
-		if len(values) > 0 {
-			req["ExpressionAttributeValues"], _ = json.Marshal(values)
-		}
-		body, _ := json.Marshal(req)
-		_ = json.Unmarshal(s.forward(c.op, body).body, &read)
-	} else {
-		_ = json.Unmarshal(a.body, &read)
-	}
-	size := 0
-	for _, raw := range read.Items {
-		if it, err := decodeAttrs(raw); err == nil {
-			size += it.size()
-		}
-	}
-	use := newConsumption(in.ReturnConsumedCapacity)
-	units := readUnits(size, readFactor(in.ConsistentRead))
-	if ix != nil {
-		use.addIndex(in.TableName, ix, units, 0)
-	} else {
-		use.add(in.TableName, units, 0)
-	}
-	s.record(c.op, use)
-	if cc := use.single(); cc != nil {
-		var out map[string]json.RawMessage
-		if json.Unmarshal(a.body, &out) == nil {
-			out["ConsumedCapacity"], _ = json.Marshal(cc)
-			return answerJSON(out)
-		}
-	}
-	return a
 }
 
 // version is an item as a write committed it (nil: deleted).

@@ -1,7 +1,6 @@
 package idemtest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -12,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/truora/minidyn/server"
 )
 
 // Server is an in-process DynamoDB-compatible store that behaves as
@@ -21,14 +18,12 @@ import (
 // HTTP, so the real AWS SDK talks to it unchanged. It is safe for
 // concurrent use.
 type Server struct {
-	mini *server.Server
-	// schema keeps table-level requests (CreateTable, DeleteTable,
-	// UpdateTable) apart from every other request minidyn serves: minidyn
-	// reads its table map without its lock in places, and a table created
-	// meanwhile crashes the process (a fatal concurrent map read and
-	// write). Reads share it; a request's writes commit holding it
-	// alone, so no read sees part of them.
+	// schema guards data, the tables and their items: reads share it;
+	// a request's writes commit holding it alone, and so do the table
+	// requests (CreateTable, UpdateTable, DeleteTable), so no read sees
+	// part of either.
 	schema    sync.RWMutex
+	data      map[string]*tableData
 	txLatency time.Duration
 	onPut     func(table string, item json.RawMessage)
 
@@ -85,7 +80,7 @@ func (s *Server) SetTransactionLatency(d time.Duration) {
 // http.Handler.
 func NewServer(opts ...Option) *Server {
 	s := &Server{
-		mini:      server.NewServer(),
+		data:      map[string]*tableData{},
 		held:      map[string]*holder{},
 		tables:    map[string]*tableMeta{},
 		consumed:  Capacity{},
@@ -210,8 +205,6 @@ type answer struct {
 	body   []byte
 }
 
-func (a answer) ok() bool { return a.status == http.StatusOK }
-
 func answerJSON(v any) answer {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -253,8 +246,7 @@ func (s *Server) serve(c *call) (a answer) {
 	return a
 }
 
-// route serves a request: the TTL API and the isolation model here, the
-// rest by minidyn.
+// route serves a request.
 func (s *Server) route(c *call) answer {
 	op, body := c.op, c.body
 	switch op {
@@ -268,12 +260,16 @@ func (s *Server) route(c *call) answer {
 		return s.updateTable(body)
 	case "DeleteTable":
 		return s.deleteTable(body)
+	case "DescribeTable":
+		return s.describeTable(body)
+	case "ListTables":
+		return s.listTables(body)
 	case OpGetItem:
 		return s.getItem(c)
 	case OpBatchGetItem:
 		return s.batchGet(c)
 	case OpQuery, OpScan:
-		return s.search(c)
+		return s.serveSearch(c)
 	case OpPutItem, OpUpdateItem, OpDeleteItem:
 		return s.writeItem(c)
 	case OpTransactWriteItems:
@@ -283,31 +279,8 @@ func (s *Server) route(c *call) answer {
 	case OpBatchWriteItem:
 		return s.batchWrite(c)
 	default:
-		s.pause(c)
-		return s.forward(op, body)
+		return answerError(http.StatusBadRequest, "UnknownOperationException", "idemtest: the store does not serve "+string(op))
 	}
-}
-
-// forward hands a request to minidyn and returns its answer.
-func (s *Server) forward(op Op, body []byte) answer {
-	switch op {
-	case "CreateTable", "DeleteTable", "UpdateTable":
-		s.schema.Lock()
-		defer s.schema.Unlock()
-	default:
-		s.schema.RLock()
-		defer s.schema.RUnlock()
-	}
-	return s.forwardLocked(op, body)
-}
-
-// forwardLocked hands a request to minidyn; call it holding s.schema.
-func (s *Server) forwardLocked(op Op, body []byte) answer {
-	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
-	req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+string(op))
-	rec := httptest.NewRecorder()
-	s.mini.ServeHTTP(rec, req)
-	return answer{status: rec.Code, body: bytes.TrimSpace(rec.Body.Bytes())}
 }
 
 // item is an item or key in DynamoDB JSON, attribute by attribute.

@@ -377,11 +377,12 @@ func TestClientRequestTokenComparesParameters(t *testing.T) {
 }
 
 // One server shared by many tests (the container and endpoint backends)
-// creates tables while other tests' transactions run: minidyn reads its
-// table map in a transaction's condition checks without its lock, and a
-// table created meanwhile crashed the store (a fatal concurrent map read
-// and write; under -race, a reported race). Tables are created here while
-// transactions with condition checks run, and every request must answer.
+// creates tables while other tests' transactions run. The store once
+// kept its items in minidyn, which read its table map in a transaction's
+// condition checks without its lock, and a table created meanwhile
+// crashed the store (a fatal concurrent map read and write; under -race,
+// a reported race). Tables are created here while transactions with
+// condition checks run, and every request must answer.
 func TestTablesCreatedWhileTransactionsRun(t *testing.T) {
 	t.Parallel()
 	_, db := setup(t)

@@ -1,7 +1,6 @@
 package idemtest
 
 import (
-	"encoding/json"
 	"net/http"
 )
 
@@ -60,98 +59,6 @@ func (t *tableMeta) keyNames() []string {
 		return []string{t.hash}
 	}
 	return []string{t.hash, t.rng}
-}
-
-// createTable creates a table and remembers its definition.
-func (s *Server) createTable(body []byte) answer {
-	var in struct {
-		TableName              string
-		KeySchema              keySchema
-		AttributeDefinitions   []struct{ AttributeName, AttributeType string }
-		GlobalSecondaryIndexes []indexDef
-		LocalSecondaryIndexes  []indexDef
-	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
-	}
-	a := s.forward("CreateTable", body)
-	if a.ok() {
-		t := &tableMeta{types: map[string]string{}}
-		t.hash, t.rng = in.KeySchema.split()
-		for _, d := range in.AttributeDefinitions {
-			t.types[d.AttributeName] = d.AttributeType
-		}
-		for _, d := range in.GlobalSecondaryIndexes {
-			t.indexes = append(t.indexes, d.meta(true))
-		}
-		for _, d := range in.LocalSecondaryIndexes {
-			t.indexes = append(t.indexes, d.meta(false))
-		}
-		s.mu.Lock()
-		s.tables[in.TableName] = t
-		s.mu.Unlock()
-	}
-	return a
-}
-
-// updateTable follows the indexes an UpdateTable creates and deletes.
-func (s *Server) updateTable(body []byte) answer {
-	var in struct {
-		TableName                   string
-		AttributeDefinitions        []struct{ AttributeName, AttributeType string }
-		GlobalSecondaryIndexUpdates []struct {
-			Create *indexDef
-			Delete *struct{ IndexName string }
-		}
-	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
-	}
-	a := s.forward("UpdateTable", body)
-	if !a.ok() {
-		return a
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.tables[in.TableName]
-	if t == nil {
-		return a
-	}
-	next := &tableMeta{hash: t.hash, rng: t.rng, types: map[string]string{}, indexes: append([]*indexMeta(nil), t.indexes...)}
-	for k, v := range t.types {
-		next.types[k] = v
-	}
-	for _, d := range in.AttributeDefinitions {
-		next.types[d.AttributeName] = d.AttributeType
-	}
-	for _, u := range in.GlobalSecondaryIndexUpdates {
-		switch {
-		case u.Create != nil:
-			next.indexes = append(next.indexes, u.Create.meta(true))
-		case u.Delete != nil:
-			for i, ix := range next.indexes {
-				if ix.name == u.Delete.IndexName {
-					next.indexes = append(next.indexes[:i:i], next.indexes[i+1:]...)
-					break
-				}
-			}
-		}
-	}
-	s.tables[in.TableName] = next
-	return a
-}
-
-// deleteTable forgets a deleted table.
-func (s *Server) deleteTable(body []byte) answer {
-	var in struct{ TableName string }
-	_ = json.Unmarshal(body, &in)
-	a := s.forward("DeleteTable", body)
-	if a.ok() {
-		s.mu.Lock()
-		delete(s.tables, in.TableName)
-		s.mu.Unlock()
-	}
-	return a
 }
 
 // table returns a table's definition, or the answer DynamoDB gives for a

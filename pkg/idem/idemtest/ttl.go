@@ -10,9 +10,9 @@ type ttlSpec struct {
 	Enabled       bool   `json:"Enabled"`
 }
 
-// updateTTL records the setting (minidyn has no TTL API). Like DynamoDB,
-// which deletes expired items only eventually (within days), the store
-// never deletes them: readers must treat expired items as absent.
+// updateTTL records the setting. Like DynamoDB, which deletes expired
+// items only eventually (within days), the store never deletes them:
+// readers must treat expired items as absent.
 func (s *Server) updateTTL(body []byte) answer {
 	var in struct {
 		TableName               string  `json:"TableName"`

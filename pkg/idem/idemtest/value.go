@@ -10,7 +10,7 @@ import (
 )
 
 // value is one DynamoDB attribute value, decoded: the store evaluates
-// conditions and updates on these, exactly, and hands minidyn the result.
+// conditions and updates on these, exactly, and stores them.
 type value struct {
 	t string // S, N, B, BOOL, NULL, M, L, SS, NS, BS
 	// s is a string's text, a number as sent, a binary's raw bytes.
