@@ -51,8 +51,8 @@ fmt-check: ## Fail if any Go file is not gofmt-formatted.
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# The Go modules: the application (.), the library (pkg), its test store
-# (pkg/idem/idemtest) and the adopter test module (test/adopter).
+# The Go modules (scripts/modules.sh): the application (.), the library
+# (pkg) and the adopter test module (test/adopter).
 MODULES = $(shell scripts/modules.sh)
 
 .PHONY: vet

@@ -9,8 +9,8 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
 	github.com/aws/smithy-go v1.28.9
 	github.com/bojanz/currency v1.4.2
+	github.com/cockroachdb/apd/v3 v3.2.3
 	github.com/google/uuid v1.6.0
-	github.com/idemlambda/idemlambda/pkg/idem/idemtest v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 )
 
@@ -20,10 +20,5 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/dynamodbstreams v1.47.0 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.25 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.12 // indirect
-	github.com/cockroachdb/apd/v3 v3.2.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
-
-// The test store is a module of its own, so its server (minidyn) never
-// enters an adopter's module graph; here it is the copy beside this one.
-replace github.com/idemlambda/idemlambda/pkg/idem/idemtest => ./idem/idemtest

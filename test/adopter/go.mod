@@ -2,10 +2,7 @@ module github.com/idemlambda/idemlambda/test/adopter
 
 go 1.26
 
-require (
-	github.com/idemlambda/idemlambda/pkg v0.0.0-00010101000000-000000000000
-	github.com/idemlambda/idemlambda/pkg/idem/idemtest v0.0.0-00010101000000-000000000000
-)
+require github.com/idemlambda/idemlambda/pkg v0.0.0-00010101000000-000000000000
 
 require (
 	github.com/aws/aws-lambda-go v1.55.1 // indirect
@@ -24,7 +21,4 @@ require (
 
 // An adopter requires published versions; this module, which stands in for
 // one, takes the copies in this repository.
-replace (
-	github.com/idemlambda/idemlambda/pkg => ../../pkg
-	github.com/idemlambda/idemlambda/pkg/idem/idemtest => ../../pkg/idem/idemtest
-)
+replace github.com/idemlambda/idemlambda/pkg => ../../pkg
