@@ -11,7 +11,6 @@ require (
 	github.com/bojanz/currency v1.4.2
 	github.com/cockroachdb/apd/v3 v3.2.3
 	github.com/google/uuid v1.6.0
-	github.com/stretchr/testify v1.12.1
 )
 
 require (
@@ -20,5 +19,4 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/dynamodbstreams v1.47.0 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.25 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.12 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 func TestReaderReadsWhatTheWritersWrite(t *testing.T) {
@@ -21,22 +21,22 @@ func TestReaderReadsWhatTheWritersWrite(t *testing.T) {
 		"bin": ddbitem.Blob([]byte{0xff, 0}),
 	}
 	r := ddbitem.Read(item)
-	assert.Equal(t, "x", r.S("s"))
-	assert.Equal(t, int64(-42), r.Int("n"))
-	assert.True(t, at.Equal(r.Time("t")))
+	check.Equal(t, "x", r.S("s"))
+	check.Equal(t, int64(-42), r.Int("n"))
+	check.True(t, at.Equal(r.Time("t")))
 	m, ok := r.StringMap("m")
-	assert.True(t, ok)
-	assert.Equal(t, map[string]string{"a": "1"}, m)
-	assert.Equal(t, []byte("é"), r.Bytes("text"))
-	assert.Equal(t, []byte{0xff, 0}, r.Bytes("bin"))
-	assert.IsType(t, &types.AttributeValueMemberS{}, item["text"], "UTF-8 is stored as a string")
-	assert.IsType(t, &types.AttributeValueMemberB{}, item["bin"])
+	check.True(t, ok)
+	check.Equal(t, map[string]string{"a": "1"}, m)
+	check.Equal(t, []byte("é"), r.Bytes("text"))
+	check.Equal(t, []byte{0xff, 0}, r.Bytes("bin"))
+	check.IsType(t, &types.AttributeValueMemberS{}, item["text"], "UTF-8 is stored as a string")
+	check.IsType(t, &types.AttributeValueMemberB{}, item["bin"])
 	_, ok = r.OptS("absent")
-	assert.False(t, ok)
+	check.False(t, ok)
 	_, ok = r.OptInt("absent")
-	assert.False(t, ok)
-	assert.True(t, r.Has("s"))
-	require.NoError(t, r.Err(), "absent optional attributes are not errors")
+	check.False(t, ok)
+	check.True(t, r.Has("s"))
+	must.NoError(t, r.Err(), "absent optional attributes are not errors")
 }
 
 func TestReaderRefusesMissingAndMistypedAttributes(t *testing.T) {
@@ -61,9 +61,9 @@ func TestReaderRefusesMissingAndMistypedAttributes(t *testing.T) {
 	} {
 		r := ddbitem.Read(tc.item)
 		tc.read(r)
-		require.Error(t, r.Err(), tc.want)
-		assert.True(t, errors.Is(r.Err(), ddbitem.ErrInvalid))
-		assert.Contains(t, r.Err().Error(), tc.want)
+		must.Error(t, r.Err(), tc.want)
+		check.True(t, errors.Is(r.Err(), ddbitem.ErrInvalid))
+		check.Contains(t, r.Err().Error(), tc.want)
 	}
 }
 
@@ -72,5 +72,5 @@ func TestReaderKeepsTheFirstProblem(t *testing.T) {
 	r := ddbitem.Read(map[string]types.AttributeValue{"b": ddbitem.N(1)})
 	r.S("a")
 	r.S("b")
-	assert.EqualError(t, r.Err(), "ddbitem: invalid item: missing a")
+	check.EqualError(t, r.Err(), "ddbitem: invalid item: missing a")
 }

@@ -10,39 +10,38 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/idemlambda/idemlambda/pkg/emf"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 func TestWriteEmitsOneValidLine(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	w, err := emf.NewWriter(&buf, "idemlambda/test")
-	require.NoError(t, err)
+	must.NoError(t, err)
 	w.Write(emf.NewLine().
 		Dimension("Function", "createproduct").Dimension("Outcome", "replayed").
 		DimensionSet("Function", "Outcome").DimensionSet("Function").
 		Metric("Requests", emf.Count, 1).Metric("DynamoDBCalls", emf.Count, 2).Metric("Duration", emf.Milliseconds, 3.5).
 		Property("requestId", "r-1"))
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-	require.Len(t, lines, 1, "one line per Write")
-	require.NoError(t, emf.Validate([]byte(lines[0])))
+	must.Len(t, lines, 1, "one line per Write")
+	must.NoError(t, emf.Validate([]byte(lines[0])))
 
 	var got map[string]any
-	require.NoError(t, json.Unmarshal([]byte(lines[0]), &got))
-	assert.Equal(t, "createproduct", got["Function"])
-	assert.Equal(t, "replayed", got["Outcome"])
-	assert.EqualValues(t, 2, got["DynamoDBCalls"])
-	assert.EqualValues(t, 3.5, got["Duration"])
-	assert.Equal(t, "r-1", got["requestId"])
+	must.NoError(t, json.Unmarshal([]byte(lines[0]), &got))
+	check.Equal(t, "createproduct", got["Function"])
+	check.Equal(t, "replayed", got["Outcome"])
+	check.EqualValues(t, 2, got["DynamoDBCalls"])
+	check.EqualValues(t, 3.5, got["Duration"])
+	check.Equal(t, "r-1", got["requestId"])
 	aws := got["_aws"].(map[string]any)
 	d := aws["CloudWatchMetrics"].([]any)[0].(map[string]any)
-	assert.Equal(t, "idemlambda/test", d["Namespace"])
-	assert.Equal(t, []any{[]any{"Function", "Outcome"}, []any{"Function"}}, d["Dimensions"])
-	assert.Len(t, d["Metrics"], 3)
-	assert.Zero(t, w.Dropped())
+	check.Equal(t, "idemlambda/test", d["Namespace"])
+	check.Equal(t, []any{[]any{"Function", "Outcome"}, []any{"Function"}}, d["Dimensions"])
+	check.Len(t, d["Metrics"], 3)
+	check.Zero(t, w.Dropped())
 }
 
 // A writer that fails (a closed stdout) never reaches the caller: the line
@@ -50,11 +49,11 @@ func TestWriteEmitsOneValidLine(t *testing.T) {
 func TestWriteNeverFailsTheCaller(t *testing.T) {
 	t.Parallel()
 	w, err := emf.NewWriter(failing{}, "ns")
-	require.NoError(t, err)
+	must.NoError(t, err)
 	w.Write(emf.NewLine().Metric("Requests", emf.Count, 1))
 	w.Write(emf.NewLine()) // no metric: not a valid line
 	w.Write(emf.NewLine().DimensionSet("Missing").Metric("Requests", emf.Count, 1))
-	assert.EqualValues(t, 3, w.Dropped())
+	check.EqualValues(t, 3, w.Dropped())
 }
 
 type failing struct{}
@@ -65,7 +64,7 @@ func TestWritesFromManyGoroutinesStayWholeLines(t *testing.T) {
 	t.Parallel()
 	var buf syncBuffer
 	w, err := emf.NewWriter(&buf, "ns")
-	require.NoError(t, err)
+	must.NoError(t, err)
 	var wg sync.WaitGroup
 	for i := range 64 {
 		wg.Go(func() {
@@ -74,9 +73,9 @@ func TestWritesFromManyGoroutinesStayWholeLines(t *testing.T) {
 	}
 	wg.Wait()
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-	require.Len(t, lines, 64)
+	must.Len(t, lines, 64)
 	for _, l := range lines {
-		require.NoError(t, emf.Validate([]byte(l)), l)
+		must.NoError(t, emf.Validate([]byte(l)), l)
 	}
 }
 
@@ -102,7 +101,7 @@ func TestValidateRefusesWhatTheSpecificationForbids(t *testing.T) {
 	const ts = `"Timestamp":1764579600000`
 	dir := func(inner string) string { return `"_aws":{` + ts + `,"CloudWatchMetrics":[` + inner + `]}` }
 	ok := `{"F":"x","N":1,` + dir(`{"Namespace":"ns","Dimensions":[["F"]],"Metrics":[{"Name":"N","Unit":"Count"}]}`) + `}`
-	require.NoError(t, emf.Validate([]byte(ok)))
+	must.NoError(t, emf.Validate([]byte(ok)))
 	many := make([]string, 101)
 	for i := range many {
 		many[i] = `{"Name":"N"}`
@@ -136,7 +135,7 @@ func TestValidateRefusesWhatTheSpecificationForbids(t *testing.T) {
 		"member twice":      `{"N":1,"N":2,` + dir(`{"Namespace":"ns","Dimensions":[],"Metrics":[{"Name":"N"}]}`) + `}`,
 	} {
 		err := emf.Validate([]byte(line))
-		assert.ErrorIs(t, err, emf.ErrInvalid, name)
+		check.ErrorIs(t, err, emf.ErrInvalid, name)
 	}
 }
 
@@ -147,26 +146,26 @@ func TestWriteNumbersAndNoDimensions(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	w, err := emf.NewWriter(&buf, "ns")
-	require.NoError(t, err)
+	must.NoError(t, err)
 	w.Write(emf.NewLine().Metric("A", emf.None, math.Copysign(0, -1)).Metric("B", emf.None, 1e6).
 		Metric("C", emf.None, 1e-7).Metric("D", emf.None, 5e-324).Metric("E", emf.None, -1e100))
-	require.Zero(t, w.Dropped())
-	require.NoError(t, emf.Validate(buf.Bytes()))
-	assert.Contains(t, buf.String(), `"Dimensions":[[]]`)
+	must.Zero(t, w.Dropped())
+	must.NoError(t, emf.Validate(buf.Bytes()))
+	check.Contains(t, buf.String(), `"Dimensions":[[]]`)
 	var got map[string]any
-	require.NoError(t, json.Unmarshal(buf.Bytes(), &got))
+	must.NoError(t, json.Unmarshal(buf.Bytes(), &got))
 	delete(got, "_aws")
-	assert.Equal(t, map[string]any{"A": 0.0, "B": 1e6, "C": 1e-7, "D": 5e-324, "E": -1e100}, got)
+	check.Equal(t, map[string]any{"A": 0.0, "B": 1e6, "C": 1e-7, "D": 5e-324, "E": -1e100}, got)
 }
 
 func TestNewWriterChecksItsNamespace(t *testing.T) {
 	t.Parallel()
 	_, err := emf.NewWriter(&bytes.Buffer{}, "")
-	assert.ErrorIs(t, err, emf.ErrInvalid)
+	check.ErrorIs(t, err, emf.ErrInvalid)
 	_, err = emf.NewWriter(&bytes.Buffer{}, strings.Repeat("n", 256))
-	assert.ErrorIs(t, err, emf.ErrInvalid)
+	check.ErrorIs(t, err, emf.ErrInvalid)
 	_, err = emf.NewWriter(nil, "ns")
-	assert.Error(t, err)
+	check.Error(t, err)
 }
 
 // BenchmarkWrite is the cost of one invocation's metrics line, as the
@@ -202,20 +201,20 @@ func FuzzWriteEscapes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, dim, value, name string) {
 		var buf bytes.Buffer
 		w, err := emf.NewWriter(&buf, "ns")
-		require.NoError(t, err)
+		must.NoError(t, err)
 		w.Write(emf.NewLine().Dimension(dim, value).DimensionSet(dim).Metric(name, emf.Count, 1).Property("note", value))
 		if w.Dropped() == 1 {
-			assert.Zero(t, buf.Len(), "a dropped line leaves nothing half-written")
+			check.Zero(t, buf.Len(), "a dropped line leaves nothing half-written")
 			return
 		}
-		require.Zero(t, w.Dropped())
-		require.NoError(t, emf.Validate(buf.Bytes()), "Write wrote a line Validate refuses: %s", buf.String())
+		must.Zero(t, w.Dropped())
+		must.NoError(t, emf.Validate(buf.Bytes()), "Write wrote a line Validate refuses: %s", buf.String())
 		var got map[string]any
-		require.NoError(t, json.Unmarshal(buf.Bytes(), &got))
+		must.NoError(t, json.Unmarshal(buf.Bytes(), &got))
 		want := string([]rune(value)) // each invalid byte becomes U+FFFD, as encoding/json does
-		assert.Equal(t, want, got[string([]rune(dim))])
-		assert.Equal(t, want, got["note"])
-		assert.EqualValues(t, 1, got[string([]rune(name))])
+		check.Equal(t, want, got[string([]rune(dim))])
+		check.Equal(t, want, got["note"])
+		check.EqualValues(t, 1, got[string([]rune(name))])
 	})
 }
 
@@ -238,10 +237,10 @@ func TestWriteRefusesClashingNames(t *testing.T) {
 	} {
 		var buf bytes.Buffer
 		w, err := emf.NewWriter(&buf, "ns")
-		require.NoError(t, err)
+		must.NoError(t, err)
 		w.Write(line)
-		assert.EqualValues(t, 1, w.Dropped(), name)
-		assert.Zero(t, buf.Len(), "%s: nothing half-written", name)
+		check.EqualValues(t, 1, w.Dropped(), name)
+		check.Zero(t, buf.Len(), "%s: nothing half-written", name)
 	}
 }
 
@@ -252,7 +251,7 @@ func TestWriteIsDeterministic(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	w, err := emf.NewWriter(&buf, "ns")
-	require.NoError(t, err)
+	must.NoError(t, err)
 	build := func() *emf.Line {
 		return emf.NewLine().Dimension("B", "2").Dimension("A", "1").DimensionSet("A", "B").DimensionSet("A").
 			Metric("Z", emf.Count, 1).Metric("Y", emf.None, 0.25).Metric("Z", emf.Count, 3)
@@ -262,7 +261,7 @@ func TestWriteIsDeterministic(t *testing.T) {
 	// The two lines may be written in different milliseconds.
 	stamp := regexp.MustCompile(`"Timestamp":\d+`)
 	lines := strings.SplitAfter(stamp.ReplaceAllString(buf.String(), `"Timestamp":0`), "\n")
-	require.Len(t, lines, 3)
-	assert.Equal(t, lines[0], lines[1])
-	assert.Contains(t, lines[0], `"A":"1","B":"2","Z":3,"Y":0.25}`)
+	must.Len(t, lines, 3)
+	check.Equal(t, lines[0], lines[1])
+	check.Contains(t, lines[0], `"A":"1","B":"2","Z":3,"Y":0.25}`)
 }

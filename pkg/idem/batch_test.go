@@ -12,11 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // deposit is one batch item's payload: cents added to an account, which
@@ -41,7 +41,7 @@ func (l *ledger) items(t testing.TB, ds []deposit) []idem.BatchItem {
 	out := make([]idem.BatchItem, len(ds))
 	for i, d := range ds {
 		fp, err := idem.Fingerprint(map[string]any{"account": d.account, "cents": d.cents})
-		require.NoError(t, err)
+		must.NoError(t, err)
 		out[i] = idem.BatchItem{Scope: scope(t, d.key), Fingerprint: fp,
 			Response: idem.Response{Status: 200, Body: []byte(fmt.Sprintf(`{"key":%q}`, d.key))}}
 	}
@@ -87,21 +87,21 @@ func (l *ledger) balance(t testing.TB, account string) int {
 		TableName: aws.String(l.env.Tables.Products), ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"id": sAttr(account)},
 	})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	n, ok := out.Item["balance"].(*types.AttributeValueMemberN)
 	if !ok {
 		return 0
 	}
 	v, err := strconv.Atoi(n.Value)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	return v
 }
 
 func (l *ledger) run(t testing.TB, s *idem.Store, ds []deposit) []idem.BatchResult {
 	t.Helper()
 	res, err := s.ExecuteBatch(context.Background(), l.items(t, ds), l.shared(ds))
-	require.NoError(t, err)
-	require.Len(t, res, len(ds))
+	must.NoError(t, err)
+	must.Len(t, res, len(ds))
 	return res
 }
 
@@ -124,14 +124,14 @@ func TestExecuteBatchCommitsEveryKeyInOneTransaction(t *testing.T) {
 	}
 	res := l.run(t, s, ds)
 	for i, r := range res {
-		assert.NoError(t, r.Err)
-		assert.Equal(t, idem.OutcomeExecuted, r.Outcome)
-		assert.Equal(t, fmt.Sprintf(`{"key":"k-%d"}`, i), string(r.Response.Body))
+		check.NoError(t, r.Err)
+		check.Equal(t, idem.OutcomeExecuted, r.Outcome)
+		check.Equal(t, fmt.Sprintf(`{"key":"k-%d"}`, i), string(r.Response.Body))
 	}
-	assert.Equal(t, map[string]int{"TransactWriteItems": 1}, env.Counter.Snapshot(), "ten keys, three accounts, one call")
-	assert.Equal(t, 1+4+7+10, l.balance(t, "a"))
-	assert.Equal(t, 2+5+8, l.balance(t, "b"))
-	assert.Equal(t, 3+6+9, l.balance(t, "c"))
+	check.Equal(t, map[string]int{"TransactWriteItems": 1}, env.Counter.Snapshot(), "ten keys, three accounts, one call")
+	check.Equal(t, 1+4+7+10, l.balance(t, "a"))
+	check.Equal(t, 2+5+8, l.balance(t, "b"))
+	check.Equal(t, 3+6+9, l.balance(t, "c"))
 }
 
 // Nine keys done before and one new: the nine replay their stored
@@ -150,18 +150,18 @@ func TestExecuteBatchDropsDuplicatesAndCommitsTheRest(t *testing.T) {
 	env.Counter.Reset()
 	l.calls = nil
 	res := l.run(t, s, append([]deposit{ds[9]}, ds[:9]...))
-	assert.Equal(t, idem.OutcomeExecuted, res[0].Outcome)
+	check.Equal(t, idem.OutcomeExecuted, res[0].Outcome)
 	for i, r := range res[1:] {
-		assert.NoError(t, r.Err)
-		assert.Equal(t, idem.OutcomeReplayed, r.Outcome)
-		assert.Equal(t, fmt.Sprintf(`{"key":"k-%d"}`, i), string(r.Response.Body), "the stored response")
+		check.NoError(t, r.Err)
+		check.Equal(t, idem.OutcomeReplayed, r.Outcome)
+		check.Equal(t, fmt.Sprintf(`{"key":"k-%d"}`, i), string(r.Response.Body), "the stored response")
 	}
-	assert.LessOrEqual(t, env.Counter.Get("TransactWriteItems"), 2)
+	check.LessOrEqual(t, env.Counter.Get("TransactWriteItems"), 2)
 	if env.TransactPutReturnsOldItem {
-		assert.Equal(t, map[string]int{"TransactWriteItems": 2}, env.Counter.Snapshot(), "the records came with the cancellation")
+		check.Equal(t, map[string]int{"TransactWriteItems": 2}, env.Counter.Snapshot(), "the records came with the cancellation")
 	}
-	assert.Equal(t, [][]int{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {0}}, l.calls, "the second transaction's writes are the new key's alone")
-	assert.Equal(t, 1<<10-1, l.balance(t, "a"))
+	check.Equal(t, [][]int{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {0}}, l.calls, "the second transaction's writes are the new key's alone")
+	check.Equal(t, 1<<10-1, l.balance(t, "a"))
 }
 
 // Key reuse, a key twice in the batch, an invalid response: each answers
@@ -183,15 +183,15 @@ func TestExecuteBatchAnswersEachKeyForItself(t *testing.T) {
 	items := l.items(t, ds)
 	items[5].Response.Status = 42
 	res, err := s.ExecuteBatch(context.Background(), items, l.shared(ds))
-	require.NoError(t, err)
-	assert.Equal(t, []idem.Outcome{idem.OutcomeKeyReuse, idem.OutcomeExecuted, idem.OutcomeExecuted,
+	must.NoError(t, err)
+	check.Equal(t, []idem.Outcome{idem.OutcomeKeyReuse, idem.OutcomeExecuted, idem.OutcomeExecuted,
 		idem.OutcomeReplayed, idem.OutcomeKeyReuse, idem.OutcomeRejected}, outcomes(res))
-	assert.ErrorIs(t, res[0].Err, idem.ErrKeyReuse)
-	assert.ErrorIs(t, res[4].Err, idem.ErrKeyReuse)
-	assert.ErrorIs(t, res[5].Err, idem.ErrInvalidResponse)
-	assert.Equal(t, res[2].Response, res[3].Response)
-	assert.Equal(t, 11, l.balance(t, "a"))
-	assert.Equal(t, 100, l.balance(t, "b"))
+	check.ErrorIs(t, res[0].Err, idem.ErrKeyReuse)
+	check.ErrorIs(t, res[4].Err, idem.ErrKeyReuse)
+	check.ErrorIs(t, res[5].Err, idem.ErrInvalidResponse)
+	check.Equal(t, res[2].Response, res[3].Response)
+	check.Equal(t, 11, l.balance(t, "a"))
+	check.Equal(t, 100, l.balance(t, "b"))
 }
 
 // A shared write that fails its condition fails only the key whose own
@@ -204,7 +204,7 @@ func TestExecuteBatchASharedConditionFailsOnlyItsKey(t *testing.T) {
 	for _, a := range []string{"a", "b"} {
 		_, err := env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(env.Tables.Products),
 			Item: map[string]types.AttributeValue{"id": sAttr(a), "balance": &types.AttributeValueMemberN{Value: "0"}}})
-		require.NoError(t, err)
+		must.NoError(t, err)
 	}
 	ds := []deposit{
 		{key: "fits-1", account: "a", cents: 40},
@@ -213,16 +213,16 @@ func TestExecuteBatchASharedConditionFailsOnlyItsKey(t *testing.T) {
 		{key: "other", account: "b", cents: 99},
 	}
 	res := l.run(t, s, ds)
-	assert.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReleased, idem.OutcomeExecuted, idem.OutcomeExecuted}, outcomes(res))
-	assert.ErrorIs(t, res[1].Err, idem.ErrConditionFailed)
+	check.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReleased, idem.OutcomeExecuted, idem.OutcomeExecuted}, outcomes(res))
+	check.ErrorIs(t, res[1].Err, idem.ErrConditionFailed)
 	var txErr *idem.TxError
-	require.ErrorAs(t, res[1].Err, &txErr)
-	assert.Equal(t, 1, txErr.Index, "the account's update, after the key's record")
-	assert.Equal(t, 90, l.balance(t, "a"))
-	assert.Equal(t, 99, l.balance(t, "b"))
+	must.ErrorAs(t, res[1].Err, &txErr)
+	check.Equal(t, 1, txErr.Index, "the account's update, after the key's record")
+	check.Equal(t, 90, l.balance(t, "a"))
+	check.Equal(t, 99, l.balance(t, "b"))
 	// Nothing was recorded for it: the same key commits once it fits.
 	res = l.run(t, s, []deposit{{key: "over", account: "b", cents: 1}})
-	assert.Equal(t, idem.OutcomeExecuted, res[0].Outcome)
+	check.Equal(t, idem.OutcomeExecuted, res[0].Outcome)
 }
 
 // More than a transaction holds is split, each part with its own shared
@@ -238,12 +238,12 @@ func TestExecuteBatchSplitsBeyondOneHundredActions(t *testing.T) {
 	}
 	res := l.run(t, s, ds)
 	for _, r := range res {
-		require.NoError(t, r.Err)
-		require.Equal(t, idem.OutcomeExecuted, r.Outcome)
+		must.NoError(t, r.Err)
+		must.Equal(t, idem.OutcomeExecuted, r.Outcome)
 	}
-	assert.Equal(t, 2, env.Counter.Get("TransactWriteItems"), "152 actions are over the limit: two halves of 75 keys and 2 updates")
-	assert.Equal(t, 75, l.balance(t, "acc-0"))
-	assert.Equal(t, 75, l.balance(t, "acc-1"))
+	check.Equal(t, 2, env.Counter.Get("TransactWriteItems"), "152 actions are over the limit: two halves of 75 keys and 2 updates")
+	check.Equal(t, 75, l.balance(t, "acc-0"))
+	check.Equal(t, 75, l.balance(t, "acc-1"))
 }
 
 // With the cache on, keys this store completed answer from memory.
@@ -256,9 +256,9 @@ func TestExecuteBatchReplaysFromTheCache(t *testing.T) {
 	l.run(t, s, ds)
 	env.Counter.Reset()
 	res := l.run(t, s, ds)
-	assert.Equal(t, []idem.Outcome{idem.OutcomeReplayed, idem.OutcomeReplayed}, outcomes(res))
-	assert.Zero(t, env.Counter.Total(), "no DynamoDB call")
-	assert.Equal(t, 3, l.balance(t, "a"))
+	check.Equal(t, []idem.Outcome{idem.OutcomeReplayed, idem.OutcomeReplayed}, outcomes(res))
+	check.Zero(t, env.Counter.Total(), "no DynamoDB call")
+	check.Equal(t, 3, l.balance(t, "a"))
 }
 
 // Faults: a conflict is retried, a lost answer is found to have landed.
@@ -275,13 +275,13 @@ func TestExecuteBatchRetriesConflictsAndFindsLostAnswers(t *testing.T) {
 	s := newStore(t, env)
 	env.Store.Inject(idemtest.OpTransactWriteItems, idemtest.Conflict, 2)
 	res := l.run(t, s, []deposit{{key: "k-1", account: "a", cents: 1}, {key: "k-2", account: "a", cents: 2}})
-	assert.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeExecuted}, outcomes(res))
-	assert.Equal(t, 3, env.Counter.Get("TransactWriteItems"), "two conflicts, then the commit")
+	check.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeExecuted}, outcomes(res))
+	check.Equal(t, 3, env.Counter.Get("TransactWriteItems"), "two conflicts, then the commit")
 
 	env.Store.Inject(idemtest.OpTransactWriteItems, idemtest.LostAnswer, 1)
 	res = l.run(t, s, []deposit{{key: "k-3", account: "a", cents: 4}, {key: "k-4", account: "a", cents: 8}})
-	assert.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeExecuted}, outcomes(res))
-	assert.Equal(t, 15, l.balance(t, "a"), "the lost answer's transaction counted once")
+	check.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeExecuted}, outcomes(res))
+	check.Equal(t, 15, l.balance(t, "a"), "the lost answer's transaction counted once")
 
 	// Another transaction holds the account for longer than the retries
 	// last: the key fails, retryable, and nothing is written.
@@ -290,19 +290,19 @@ func TestExecuteBatchRetriesConflictsAndFindsLostAnswers(t *testing.T) {
 	wg.Go(func() { l.run(t, s, []deposit{{key: "holder-1", account: "a", cents: 100}}) })
 	<-held.Arrived()
 	res = l.run(t, s, []deposit{{key: "k-5", account: "a", cents: 16}})
-	assert.Equal(t, idem.OutcomeUnavailable, res[0].Outcome)
-	assert.ErrorIs(t, res[0].Err, idem.ErrConflict)
-	assert.True(t, idem.IsUnavailable(res[0].Err))
+	check.Equal(t, idem.OutcomeUnavailable, res[0].Outcome)
+	check.ErrorIs(t, res[0].Err, idem.ErrConflict)
+	check.True(t, idem.IsUnavailable(res[0].Err))
 
 	// It holds a key's record instead: that key is in flight, and its
 	// neighbour commits without it.
 	res = l.run(t, s, []deposit{{key: "holder-1", account: "b", cents: 100}, {key: "k-6", account: "b", cents: 32}})
-	assert.Equal(t, []idem.Outcome{idem.OutcomeInFlight, idem.OutcomeExecuted}, outcomes(res))
-	assert.ErrorIs(t, res[0].Err, idem.ErrInFlight)
+	check.Equal(t, []idem.Outcome{idem.OutcomeInFlight, idem.OutcomeExecuted}, outcomes(res))
+	check.ErrorIs(t, res[0].Err, idem.ErrInFlight)
 	held.Release()
 	wg.Wait()
-	assert.Equal(t, 115, l.balance(t, "a"))
-	assert.Equal(t, 32, l.balance(t, "b"))
+	check.Equal(t, 115, l.balance(t, "a"))
+	check.Equal(t, 32, l.balance(t, "b"))
 }
 
 // Concurrent batches on one hot account, with overlapping keys and
@@ -347,7 +347,7 @@ func TestExecuteBatchConcurrentBatchesOnOneAccount(t *testing.T) {
 					default:
 						// A duplicate in flight, or a hot account's conflicts
 						// outlasting the retries: retryable, nothing written.
-						assert.True(t, errors.Is(r.Err, idem.ErrInFlight) || errors.Is(r.Err, idem.ErrConflict), "%v", r.Err)
+						check.True(t, errors.Is(r.Err, idem.ErrInFlight) || errors.Is(r.Err, idem.ErrConflict), "%v", r.Err)
 					}
 				}
 			}
@@ -356,15 +356,15 @@ func TestExecuteBatchConcurrentBatchesOnOneAccount(t *testing.T) {
 	wg.Wait()
 	// The retry of whatever failed, alone: every key has executed once.
 	for k, r := range l.run(t, s, ds) {
-		require.NoError(t, r.Err)
+		must.NoError(t, r.Err)
 		if r.Outcome == idem.OutcomeExecuted {
 			executed[ds[k].key]++
 		}
 	}
 	for _, d := range ds {
-		assert.Equal(t, 1, executed[d.key], "key %s executed once", d.key)
+		check.Equal(t, 1, executed[d.key], "key %s executed once", d.key)
 	}
-	assert.Equal(t, want, l.balance(t, "hot"))
+	check.Equal(t, want, l.balance(t, "hot"))
 	if env.Store != nil {
 		t.Logf("calls: %s; conflicts: %+v", env.Counter, env.Store.Stats())
 	}
@@ -374,15 +374,15 @@ func TestExecuteBatchNeedsSharedWrites(t *testing.T) {
 	t.Parallel()
 	s := newStore(t, newEnv(t))
 	_, err := s.ExecuteBatch(context.Background(), nil, nil)
-	assert.Error(t, err)
+	check.Error(t, err)
 	res, err := s.ExecuteBatch(context.Background(), nil, func([]int) ([]types.TransactWriteItem, error) { return nil, nil })
-	assert.NoError(t, err)
-	assert.Empty(t, res)
+	check.NoError(t, err)
+	check.Empty(t, res)
 	boom := errors.New("boom")
 	res, err = s.ExecuteBatch(context.Background(), []idem.BatchItem{{Scope: scope(t, "k"), Fingerprint: "fp", Response: idem.Response{Status: 200}}},
 		func([]int) ([]types.TransactWriteItem, error) { return nil, boom })
-	require.NoError(t, err)
-	assert.ErrorIs(t, res[0].Err, boom)
+	must.NoError(t, err)
+	check.ErrorIs(t, res[0].Err, boom)
 }
 
 // Throttling that outlasts the SDK's retries is about the table, not a
@@ -401,11 +401,11 @@ func TestExecuteBatchThrottledFailsWithoutSplitting(t *testing.T) {
 	res := l.run(t, s, ds)
 	env.Store.ClearFaults()
 	for _, r := range res {
-		assert.True(t, idem.IsUnavailable(r.Err), "retryable: %v", r.Err)
+		check.True(t, idem.IsUnavailable(r.Err), "retryable: %v", r.Err)
 	}
 	t.Logf("calls at the store: %v; the client counted %s", env.Store.CallCounts(), env.Counter)
 	// One transaction and the SDK's own attempts at it (4 for DynamoDB);
 	// halves of four keys would send seven transactions.
-	assert.Equal(t, env.Counter.Get("TransactWriteItems"), env.Store.Calls(idemtest.OpTransactWriteItems))
-	assert.LessOrEqual(t, env.Store.Calls(idemtest.OpTransactWriteItems), 4, "one transaction's attempts, no halves")
+	check.Equal(t, env.Counter.Get("TransactWriteItems"), env.Store.Calls(idemtest.OpTransactWriteItems))
+	check.LessOrEqual(t, env.Store.Calls(idemtest.OpTransactWriteItems), 4, "one transaction's attempts, no halves")
 }

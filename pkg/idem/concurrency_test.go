@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // tally counts what concurrent callers of one key saw.
@@ -48,7 +47,7 @@ func TestSixtyFourConcurrentCallersOneKeyExecuteOnce(t *testing.T) {
 		for i := range callers {
 			client, c := env.NewClient(t)
 			s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithMode(mode))
-			require.NoError(t, err)
+			must.NoError(t, err)
 			stores[i], counters[i] = s, c
 		}
 		var tl tally
@@ -77,21 +76,21 @@ func TestSixtyFourConcurrentCallersOneKeyExecuteOnce(t *testing.T) {
 		t.Logf("mode=%s callers=%d executed=%d replayed=%d in_flight=%d other=%d products=%d outbox=%d calls-per-caller=%v",
 			mode, callers, tl.executed.Load(), tl.replayed.Load(), tl.inFlight.Load(), tl.other.Load(),
 			countItems(t, env, env.Tables.Products), countItems(t, env, env.Tables.Outbox), callsByCaller)
-		assert.EqualValues(t, 1, tl.executed.Load(), "exactly one caller executes")
-		assert.Zero(t, tl.other.Load())
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Products), "exactly one business write")
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Outbox))
-		require.GreaterOrEqual(t, winner, 0)
+		check.EqualValues(t, 1, tl.executed.Load(), "exactly one caller executes")
+		check.Zero(t, tl.other.Load())
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products), "exactly one business write")
+		check.Equal(t, 1, countItems(t, env, env.Tables.Outbox))
+		must.GreaterOrEqual(t, winner, 0)
 		switch mode {
 		case idem.ModeReserve:
-			assert.EqualValues(t, callers-1, tl.replayed.Load()+tl.inFlight.Load(), "everyone else replays or is told in flight")
+			check.EqualValues(t, callers-1, tl.replayed.Load()+tl.inFlight.Load(), "everyone else replays or is told in flight")
 		case idem.ModeTransact:
-			assert.Zero(t, tl.inFlight.Load(), "transact mode has no in-flight state to report")
-			assert.EqualValues(t, callers-1, tl.replayed.Load())
+			check.Zero(t, tl.inFlight.Load(), "transact mode has no in-flight state to report")
+			check.EqualValues(t, callers-1, tl.replayed.Load())
 			for i, r := range results {
-				assert.Equal(t, results[winner].Response, r.Response, "caller %d answers with the winner's response", i)
+				check.Equal(t, results[winner].Response, r.Response, "caller %d answers with the winner's response", i)
 			}
-			assert.Equal(t, map[string]int{"TransactWriteItems": 1}, counters[winner].Snapshot(), "a first execution is one call")
+			check.Equal(t, map[string]int{"TransactWriteItems": 1}, counters[winner].Snapshot(), "a first execution is one call")
 		}
 	})
 }
@@ -130,17 +129,17 @@ func TestManyKeysTimesEightDuplicatesExecuteOncePerKey(t *testing.T) {
 		wg.Wait()
 		t.Logf("mode=%s requests=%d executed=%d replayed=%d in_flight=%d other=%d calls: %s",
 			mode, keys*dups, tl.executed.Load(), tl.replayed.Load(), tl.inFlight.Load(), tl.other.Load(), env.Counter)
-		assert.EqualValues(t, keys, tl.executed.Load())
-		assert.EqualValues(t, keys*dups, tl.executed.Load()+tl.replayed.Load()+tl.inFlight.Load())
-		assert.Equal(t, keys, countItems(t, env, env.Tables.Products))
-		assert.Equal(t, keys, countItems(t, env, env.Tables.Outbox))
+		check.EqualValues(t, keys, tl.executed.Load())
+		check.EqualValues(t, keys*dups, tl.executed.Load()+tl.replayed.Load()+tl.inFlight.Load())
+		check.Equal(t, keys, countItems(t, env, env.Tables.Products))
+		check.Equal(t, keys, countItems(t, env, env.Tables.Outbox))
 		switch mode {
 		case idem.ModeReserve:
-			assert.Equal(t, keys, env.Counter.Get("TransactWriteItems"), "one commit per key, no failed commits")
+			check.Equal(t, keys, env.Counter.Get("TransactWriteItems"), "one commit per key, no failed commits")
 		case idem.ModeTransact:
-			assert.Zero(t, tl.inFlight.Load())
-			assert.Zero(t, env.Counter.Get("PutItem"), "the claim rides in the transaction")
-			assert.GreaterOrEqual(t, env.Counter.Get("TransactWriteItems"), keys*dups, "one transaction per request")
+			check.Zero(t, tl.inFlight.Load())
+			check.Zero(t, env.Counter.Get("PutItem"), "the claim rides in the transaction")
+			check.GreaterOrEqual(t, env.Counter.Get("TransactWriteItems"), keys*dups, "one transaction per request")
 		}
 	})
 }
@@ -157,7 +156,7 @@ func TestConcurrentTakeoverHasOneWinner(t *testing.T) {
 		s := newStore(t, env, idem.WithClock(clk.Now), idem.WithMode(mode))
 		sc := scope(t, "dead-holder")
 		_, err := dead.Reserve(context.Background(), sc, "fp") // reserves, then dies
-		require.NoError(t, err)
+		must.NoError(t, err)
 		clk.Advance(leaseTotal + time.Millisecond)
 
 		const callers = 32
@@ -180,10 +179,10 @@ func TestConcurrentTakeoverHasOneWinner(t *testing.T) {
 		t.Logf("mode=%s callers=%d takeovers=%d executed=%d replayed=%d in_flight=%d",
 			mode, callers, takeovers.Load(), tl.executed.Load(), tl.replayed.Load(), tl.inFlight.Load())
 		if env.PutItemReturnsOldItem && mode == idem.ModeReserve {
-			assert.EqualValues(t, 1, takeovers.Load())
+			check.EqualValues(t, 1, takeovers.Load())
 		}
-		assert.EqualValues(t, 1, tl.executed.Load())
-		assert.EqualValues(t, callers-1, tl.replayed.Load()+tl.inFlight.Load())
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+		check.EqualValues(t, 1, tl.executed.Load())
+		check.EqualValues(t, callers-1, tl.replayed.Load()+tl.inFlight.Load())
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 	})
 }

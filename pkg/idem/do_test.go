@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 type receipt struct {
@@ -39,25 +38,25 @@ func TestDoRunsTheEffectOnceAcrossConcurrentCallers(t *testing.T) {
 			outcomes[outcome]++
 			mu.Unlock()
 			if err != nil {
-				assert.ErrorIs(t, err, idem.ErrInFlight)
+				check.ErrorIs(t, err, idem.ErrInFlight)
 				return
 			}
-			assert.Equal(t, receipt{ChargeID: "ch_1", Amount: 1999}, r)
+			check.Equal(t, receipt{ChargeID: "ch_1", Amount: 1999}, r)
 		})
 	}
 	wg.Wait()
 	t.Logf("effects=%d outcomes=%v", effects.Load(), outcomes)
-	assert.EqualValues(t, 1, effects.Load())
-	assert.Equal(t, 1, outcomes[idem.OutcomeExecuted])
-	assert.Equal(t, 31, outcomes[idem.OutcomeReplayed]+outcomes[idem.OutcomeInFlight])
+	check.EqualValues(t, 1, effects.Load())
+	check.Equal(t, 1, outcomes[idem.OutcomeExecuted])
+	check.Equal(t, 31, outcomes[idem.OutcomeReplayed]+outcomes[idem.OutcomeInFlight])
 
 	r, outcome, err := idem.Do(context.Background(), s, sc, "fp", func(context.Context) (receipt, error) {
 		t.Error("a completed key must not run again")
 		return receipt{}, nil
 	})
-	require.NoError(t, err)
-	assert.Equal(t, idem.OutcomeReplayed, outcome)
-	assert.Equal(t, int64(1999), r.Amount)
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeReplayed, outcome)
+	check.Equal(t, int64(1999), r.Amount)
 }
 
 func TestDoReleasesWhenTheEffectFailsOnACancelledContext(t *testing.T) {
@@ -70,18 +69,18 @@ func TestDoReleasesWhenTheEffectFailsOnACancelledContext(t *testing.T) {
 		cancel() // the client disconnects mid-request
 		return receipt{}, ctx.Err()
 	})
-	require.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, idem.OutcomeReleased, outcome)
+	must.ErrorIs(t, err, context.Canceled)
+	check.Equal(t, idem.OutcomeReleased, outcome)
 	_, ok, err := s.Get(context.Background(), sc)
-	require.NoError(t, err)
-	assert.False(t, ok, "released")
+	must.NoError(t, err)
+	check.False(t, ok, "released")
 
 	r, outcome, err := idem.Do(context.Background(), s, sc, "fp", func(context.Context) (receipt, error) {
 		return receipt{ChargeID: "ch_2"}, nil
 	})
-	require.NoError(t, err)
-	assert.Equal(t, idem.OutcomeExecuted, outcome)
-	assert.Equal(t, "ch_2", r.ChargeID)
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeExecuted, outcome)
+	check.Equal(t, "ch_2", r.ChargeID)
 }
 
 func TestDoReportsAnEffectWhoseCompletionWasLost(t *testing.T) {
@@ -94,17 +93,17 @@ func TestDoReportsAnEffectWhoseCompletionWasLost(t *testing.T) {
 		// The effect outlives the lease, and another caller takes over.
 		clk.Advance(leaseTotal + time.Millisecond)
 		other, err := s.Reserve(context.Background(), sc, "fp")
-		require.NoError(t, err)
-		require.NotNil(t, other.Lease)
+		must.NoError(t, err)
+		must.NotNil(t, other.Lease)
 		return receipt{ChargeID: "ch_3"}, nil
 	})
-	require.ErrorIs(t, err, idem.ErrNotRecorded)
-	require.ErrorIs(t, err, idem.ErrLeaseLost)
-	assert.Equal(t, idem.OutcomeNotRecorded, outcome, "the effect happened; its record did not land")
-	assert.Equal(t, "ch_3", r.ChargeID, "the effect happened; its value is returned")
+	must.ErrorIs(t, err, idem.ErrNotRecorded)
+	must.ErrorIs(t, err, idem.ErrLeaseLost)
+	check.Equal(t, idem.OutcomeNotRecorded, outcome, "the effect happened; its record did not land")
+	check.Equal(t, "ch_3", r.ChargeID, "the effect happened; its value is returned")
 
 	// Errors from the effect keep their identity through Do.
 	boom := errors.New("boom")
 	_, _, err = idem.Do(context.Background(), s, scope(t, "charge-4"), "fp", func(context.Context) (int, error) { return 0, boom })
-	require.ErrorIs(t, err, boom)
+	must.ErrorIs(t, err, boom)
 }

@@ -17,10 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // testEnv is one test's store: the strict test store (pkg/idem/idemtest)
@@ -75,14 +75,14 @@ func newEnv(tb testing.TB) *testEnv {
 	env.Tables = testTables{Idempotency: "idempotency-" + suffix, Products: "products-" + suffix, Outbox: "outbox-" + suffix}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(tb, idemtable.Create(ctx, env.Client, env.Tables.Idempotency, env.Layout))
+	must.NoError(tb, idemtable.Create(ctx, env.Client, env.Tables.Idempotency, env.Layout))
 	_, err := env.Client.CreateTable(ctx, idemtable.Input(env.Tables.Products, idemtable.Layout{}))
-	require.NoError(tb, err)
+	must.NoError(tb, err)
 	outbox := idemtable.Input(env.Tables.Outbox, idemtable.Layout{})
 	outbox.AttributeDefinitions = outboxKey.AttributeDefinitions
 	outbox.KeySchema = outboxKey.KeySchema
 	_, err = env.Client.CreateTable(ctx, outbox)
-	require.NoError(tb, err)
+	must.NoError(tb, err)
 	if env.Store == nil {
 		tb.Cleanup(func() {
 			for _, t := range []string{env.Tables.Idempotency, env.Tables.Products, env.Tables.Outbox} {

@@ -13,11 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // Without a context deadline (any net/http server) the lease is the
@@ -50,19 +50,19 @@ func TestRunWithoutDeadlineKeepsALiveHolder(t *testing.T) {
 		return idem.Response{Status: http.StatusAccepted, Body: []byte("second")}, nil
 	})
 	var inflight *idem.InFlightError
-	assert.True(t, errors.As(err, &inflight), "the duplicate must wait for the live holder: %v (%s)", err, dup.Outcome)
+	check.True(t, errors.As(err, &inflight), "the duplicate must wait for the live holder: %v (%s)", err, dup.Outcome)
 
 	wg.Wait()
-	require.NoError(t, firstErr)
-	assert.Equal(t, idem.OutcomeExecuted, first.Outcome)
+	must.NoError(t, firstErr)
+	check.Equal(t, idem.OutcomeExecuted, first.Outcome)
 	again, err := s.Run(context.Background(), sc, "fp", func(context.Context) (idem.Response, error) {
 		effects.Add(1)
 		return idem.Response{}, errors.New("must not run")
 	})
-	require.NoError(t, err)
-	assert.Equal(t, idem.OutcomeReplayed, again.Outcome)
-	assert.Equal(t, "first", string(again.Response.Body))
-	assert.EqualValues(t, 1, effects.Load(), "the effect ran once")
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeReplayed, again.Outcome)
+	check.Equal(t, "first", string(again.Response.Body))
+	check.EqualValues(t, 1, effects.Load(), "the effect ran once")
 }
 
 // A holder whose lease was lost (here its record is evicted) is told so
@@ -79,7 +79,7 @@ func TestRunWithoutDeadlineCancelsAHolderThatLostItsLease(t *testing.T) {
 			TableName: aws.String(env.Tables.Idempotency),
 			Key:       map[string]types.AttributeValue{idemtable.KeyAttribute: sAttr(sc.ID())},
 		})
-		require.NoError(t, err)
+		must.NoError(t, err)
 		select {
 		case <-ctx.Done():
 			cause = context.Cause(ctx)
@@ -88,8 +88,8 @@ func TestRunWithoutDeadlineCancelsAHolderThatLostItsLease(t *testing.T) {
 			return idem.Response{Status: http.StatusOK}, nil
 		}
 	})
-	require.ErrorIs(t, cause, idem.ErrLeaseLost)
-	require.ErrorIs(t, err, context.Canceled)
+	must.ErrorIs(t, cause, idem.ErrLeaseLost)
+	must.ErrorIs(t, err, context.Canceled)
 }
 
 // Without a deadline, a holder whose lease is not renewed in time is
@@ -108,7 +108,7 @@ func TestRunWithoutDeadlineStopsAHolderAtItsLeaseEndWhileARenewalHangs(t *testin
 	hung := &hangingRenewals{API: env.Client, release: make(chan struct{})}
 	t.Cleanup(hung.releaseAll)
 	holder, err := idem.NewStore(hung, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithDefaultLease(lease), idem.WithLeaseMargin(margin))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	taker := newStore(t, env, idem.WithDefaultLease(lease), idem.WithLeaseMargin(margin))
 	sc := scope(t, "renewals-hang")
 
@@ -136,18 +136,18 @@ func TestRunWithoutDeadlineStopsAHolderAtItsLeaseEndWhileARenewalHangs(t *testin
 			return idem.Response{Status: http.StatusOK, Body: []byte("taker")}, nil
 		})
 		if !errors.Is(err, idem.ErrInFlight) {
-			require.NoError(t, err)
+			must.NoError(t, err)
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	hung.releaseAll()
 	wg.Wait()
-	require.NotZero(t, stopped.Load(), "the holder was never cancelled")
-	assert.Less(t, stopped.Load(), tookOver.Load(), "the holder must be stopped before another caller can take its key over")
-	assert.Positive(t, hung.renewals.Load(), "the heartbeat tried to renew")
-	assert.ErrorIs(t, holderErr, idem.ErrLeaseLost, "the holder's late completion is fenced out")
-	assert.Equal(t, "taker", string(res.Response.Body))
+	must.NotZero(t, stopped.Load(), "the holder was never cancelled")
+	check.Less(t, stopped.Load(), tookOver.Load(), "the holder must be stopped before another caller can take its key over")
+	check.Positive(t, hung.renewals.Load(), "the heartbeat tried to renew")
+	check.ErrorIs(t, holderErr, idem.ErrLeaseLost, "the holder's late completion is fenced out")
+	check.Equal(t, "taker", string(res.Response.Body))
 }
 
 // hangingRenewals is a network on which every lease renewal (the

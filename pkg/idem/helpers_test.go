@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // clock is a settable time source shared by the stores of one test.
@@ -38,14 +38,14 @@ func (c *clock) Advance(d time.Duration) {
 func newStore(t testing.TB, env *testEnv, opts ...idem.Option) *idem.Store {
 	t.Helper()
 	s, err := idem.NewStore(env.Client, env.Tables.Idempotency, append([]idem.Option{idem.WithLayout(env.Layout)}, opts...)...)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	return s
 }
 
 func scope(t testing.TB, key string) idem.Scope {
 	t.Helper()
 	s, err := idem.NewScope("POST /things", "user-1", key)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	return s
 }
 
@@ -85,7 +85,7 @@ func countItems(t testing.TB, env *testEnv, table string) int {
 		out, err := env.Client.Scan(context.Background(), &dynamodb.ScanInput{
 			TableName: aws.String(table), ConsistentRead: aws.Bool(true), ExclusiveStartKey: start,
 		})
-		require.NoError(t, err)
+		must.NoError(t, err)
 		n += len(out.Items)
 		if len(out.LastEvaluatedKey) == 0 {
 			return n

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // seen is one outcome the hook was called with.
@@ -47,14 +47,14 @@ func (h *hookLog) take() []seen {
 func expectSeen(t *testing.T, h *hookLog, want ...seen) {
 	t.Helper()
 	got := h.take()
-	require.Len(t, got, len(want), "hook calls: %v", got)
+	must.Len(t, got, len(want), "hook calls: %v", got)
 	for i, w := range want {
-		assert.Equal(t, w.Scope, got[i].Scope, "call %d", i)
-		assert.Equal(t, w.Outcome, got[i].Outcome, "call %d", i)
+		check.Equal(t, w.Scope, got[i].Scope, "call %d", i)
+		check.Equal(t, w.Outcome, got[i].Outcome, "call %d", i)
 		if w.Err == nil {
-			assert.NoError(t, got[i].Err, "call %d", i)
+			check.NoError(t, got[i].Err, "call %d", i)
 		} else {
-			assert.ErrorIs(t, got[i].Err, w.Err, "call %d", i)
+			check.ErrorIs(t, got[i].Err, w.Err, "call %d", i)
 		}
 	}
 }
@@ -74,37 +74,37 @@ func TestOutcomeHookSeesEveryCallOnce(t *testing.T) {
 	// Execute: a first execution, a replay from the cache, key reuse from
 	// the cache, a replay and key reuse from the table.
 	_, err := cached.Execute(ctx, a, "fp", effect(env))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	_, err = cached.Execute(ctx, a, "fp", effect(env))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	_, err = cached.Execute(ctx, a, "other", effect(env))
-	require.ErrorIs(t, err, idem.ErrKeyReuse)
+	must.ErrorIs(t, err, idem.ErrKeyReuse)
 	_, err = plain.Execute(ctx, a, "fp", effect(env))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	_, err = plain.Execute(ctx, a, "other", effect(env))
-	require.ErrorIs(t, err, idem.ErrKeyReuse)
+	must.ErrorIs(t, err, idem.ErrKeyReuse)
 	expectSeen(t, h,
 		seen{a, idem.OutcomeExecuted, nil}, seen{a, idem.OutcomeReplayed, nil}, seen{a, idem.OutcomeKeyReuse, idem.ErrKeyReuse},
 		seen{a, idem.OutcomeReplayed, nil}, seen{a, idem.OutcomeKeyReuse, idem.ErrKeyReuse})
 
 	// Transact, and a rejected scope (one NewScope did not make).
 	_, err = plain.Transact(ctx, b, "fp", effect(env))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	_, err = plain.Transact(ctx, b, "fp", effect(env))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	bad := idem.Scope{Operation: "POST /things", Key: "k"}
 	_, err = plain.Transact(ctx, bad, "fp", effect(env))
-	require.ErrorIs(t, err, idem.ErrInvalidKey)
+	must.ErrorIs(t, err, idem.ErrInvalidKey)
 	expectSeen(t, h, seen{b, idem.OutcomeExecuted, nil}, seen{b, idem.OutcomeReplayed, nil}, seen{bad, idem.OutcomeRejected, idem.ErrInvalidKey})
 
 	// Run: a failure releases the key, then it runs and replays.
 	boom := errors.New("boom")
 	_, err = plain.Run(ctx, c, "fp", func(context.Context) (idem.Response, error) { return idem.Response{}, boom })
-	require.ErrorIs(t, err, boom)
+	must.ErrorIs(t, err, boom)
 	_, err = plain.Run(ctx, c, "fp", ok)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	_, err = plain.Run(ctx, c, "fp", ok)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	expectSeen(t, h, seen{c, idem.OutcomeReleased, boom}, seen{c, idem.OutcomeExecuted, nil}, seen{c, idem.OutcomeReplayed, nil})
 
 	// Do: in flight while another Do holds the key; one hook call per Do,
@@ -117,18 +117,18 @@ func TestOutcomeHookSeesEveryCallOnce(t *testing.T) {
 			<-done // released below, after the duplicate
 			return 7, nil
 		})
-		assert.NoError(t, err)
+		check.NoError(t, err)
 	}()
 	<-holding
 	_, outcome, err := idem.Do(ctx, plain, d, "fp", func(context.Context) (int, error) { return 0, nil })
-	require.ErrorIs(t, err, idem.ErrInFlight)
-	require.Equal(t, idem.OutcomeInFlight, outcome)
+	must.ErrorIs(t, err, idem.ErrInFlight)
+	must.Equal(t, idem.OutcomeInFlight, outcome)
 	expectSeen(t, h, seen{d, idem.OutcomeInFlight, idem.ErrInFlight})
 	done <- struct{}{}
 	<-done
 	v, _, err := idem.Do(ctx, plain, d, "fp", func(context.Context) (int, error) { return 0, nil })
-	require.NoError(t, err)
-	require.Equal(t, 7, v)
+	must.NoError(t, err)
+	must.Equal(t, 7, v)
 	expectSeen(t, h, seen{d, idem.OutcomeExecuted, nil}, seen{d, idem.OutcomeReplayed, nil})
 
 	// ExecuteBatch: one call per item, with its own scope, duplicates,
@@ -145,8 +145,8 @@ func TestOutcomeHookSeesEveryCallOnce(t *testing.T) {
 	}
 	none := func([]int) ([]types.TransactWriteItem, error) { return nil, nil }
 	res, err := cached.ExecuteBatch(ctx, items, none)
-	require.NoError(t, err)
-	require.Len(t, res, len(items))
+	must.NoError(t, err)
+	must.Len(t, res, len(items))
 	expectSeen(t, h,
 		seen{e, idem.OutcomeExecuted, nil}, seen{a, idem.OutcomeReplayed, nil}, seen{e, idem.OutcomeReplayed, nil},
 		seen{e, idem.OutcomeKeyReuse, idem.ErrKeyReuse}, seen{bad, idem.OutcomeRejected, idem.ErrInvalidKey},
@@ -154,12 +154,12 @@ func TestOutcomeHookSeesEveryCallOnce(t *testing.T) {
 
 	// A batch that cannot run at all: every item is rejected, once.
 	_, err = cached.ExecuteBatch(ctx, items[:2], nil)
-	require.Error(t, err)
+	must.Error(t, err)
 	got := h.take()
-	require.Len(t, got, 2)
-	assert.Equal(t, []idem.Scope{e, a}, []idem.Scope{got[0].Scope, got[1].Scope})
-	assert.Equal(t, idem.OutcomeRejected, got[0].Outcome)
-	assert.Equal(t, err, got[1].Err)
+	must.Len(t, got, 2)
+	check.Equal(t, []idem.Scope{e, a}, []idem.Scope{got[0].Scope, got[1].Scope})
+	check.Equal(t, idem.OutcomeRejected, got[0].Outcome)
+	check.Equal(t, err, got[1].Err)
 }
 
 func TestOutcomeHookIsCalledOncePerConcurrentCall(t *testing.T) {
@@ -204,7 +204,7 @@ func TestOutcomeHookIsCalledOncePerConcurrentCall(t *testing.T) {
 		seenOutcomes[g.Outcome]++
 	}
 	t.Logf("hook calls=%d outcomes=%v", len(got), seenOutcomes)
-	assert.Len(t, got, callers)
-	assert.Equal(t, returned, seenOutcomes)
-	assert.Equal(t, 4, seenOutcomes[idem.OutcomeExecuted], "one execution per key")
+	check.Len(t, got, callers)
+	check.Equal(t, returned, seenOutcomes)
+	check.Equal(t, 4, seenOutcomes[idem.OutcomeExecuted], "one execution per key")
 }

@@ -7,21 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/internal/canon"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 func TestValidateKey(t *testing.T) {
 	t.Parallel()
 	for _, k := range []string{"a", "~", "!", strings.Repeat("k", 255), `"quoted"`, "550e8400-e29b-41d4-a716-446655440000"} {
-		assert.NoError(t, idem.ValidateKey(k), "%q", k)
+		check.NoError(t, idem.ValidateKey(k), "%q", k)
 	}
 	for _, k := range []string{"", " ", "a b", "tab\t", "nl\n", "\x7f", "é", strings.Repeat("k", 256), "\x00"} {
 		err := idem.ValidateKey(k)
-		assert.ErrorIs(t, err, idem.ErrInvalidKey, "%q", k)
+		check.ErrorIs(t, err, idem.ErrInvalidKey, "%q", k)
 	}
 }
 
@@ -29,14 +28,14 @@ func TestScopeIDIsUnambiguous(t *testing.T) {
 	t.Parallel()
 	// Pairs that a naive "principal|key" join would merge.
 	a, err := idem.NewScope("POST /p", "alice|1:b", "c")
-	require.NoError(t, err)
+	must.NoError(t, err)
 	b, err := idem.NewScope("POST /p", "alice", "1:b|c")
-	require.NoError(t, err)
-	assert.NotEqual(t, a.ID(), b.ID())
+	must.NoError(t, err)
+	check.NotEqual(t, a.ID(), b.ID())
 
 	anon, err := idem.NewScope("POST /p", idem.Anonymous, "k")
-	require.NoError(t, err)
-	assert.Equal(t, "v1|7:POST /p|9:anonymous|1:k", anon.ID())
+	must.NoError(t, err)
+	check.Equal(t, "v1|7:POST /p|9:anonymous|1:k", anon.ID())
 
 	// Property: ID is injective because ParseID inverts it, for parts
 	// drawn from an alphabet heavy in separators and digits.
@@ -53,13 +52,13 @@ func TestScopeIDIsUnambiguous(t *testing.T) {
 	seen := map[string]idem.Scope{}
 	for range 20000 {
 		sc, err := idem.NewScope(part(1), part(1), part(1))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		id := sc.ID()
 		back, err := idem.ParseID(id)
-		require.NoError(t, err)
-		require.Equal(t, sc, back)
+		must.NoError(t, err)
+		must.Equal(t, sc, back)
 		if prev, ok := seen[id]; ok {
-			require.Equal(t, prev, sc, "two scopes share id %q", id)
+			must.Equal(t, prev, sc, "two scopes share id %q", id)
 		}
 		seen[id] = sc
 	}
@@ -68,63 +67,63 @@ func TestScopeIDIsUnambiguous(t *testing.T) {
 func TestNewScopeRejects(t *testing.T) {
 	t.Parallel()
 	_, err := idem.NewScope("", "p", "k")
-	assert.ErrorIs(t, err, idem.ErrInvalidKey)
+	check.ErrorIs(t, err, idem.ErrInvalidKey)
 	_, err = idem.NewScope("op", "p", "bad key")
-	assert.ErrorIs(t, err, idem.ErrInvalidKey)
+	check.ErrorIs(t, err, idem.ErrInvalidKey)
 	// A caller with no name never falls into the shared anonymous scope
 	// by accident: it must pass idem.Anonymous to choose it.
 	_, err = idem.NewScope("op", "", "k")
-	assert.ErrorIs(t, err, idem.ErrInvalidKey, "empty principal")
+	check.ErrorIs(t, err, idem.ErrInvalidKey, "empty principal")
 	_, err = idem.NewScope("op", strings.Repeat("p", 2100), "k")
-	assert.ErrorIs(t, err, idem.ErrInvalidKey, "id beyond DynamoDB's 2048-byte key limit")
+	check.ErrorIs(t, err, idem.ErrInvalidKey, "id beyond DynamoDB's 2048-byte key limit")
 	for _, bad := range []string{"", "v2|1:a", "v1|x:a", "v1|1:a|1:b|1:c|", "v1|5:a|1:b|1:c", "v1|1:a|1:b"} {
 		_, err := idem.ParseID(bad)
-		assert.ErrorIs(t, err, idem.ErrInvalidKey, "%q", bad)
+		check.ErrorIs(t, err, idem.ErrInvalidKey, "%q", bad)
 	}
 }
 
 func TestFingerprintIgnoresOrderAndWhitespace(t *testing.T) {
 	t.Parallel()
 	a, err := fingerprintJSON([]byte(`{"name":"Widget","price_cents":999,"nested":{"b":1,"a":[1,2]}}`))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	b, err := fingerprintJSON([]byte(" {\n\"nested\": {\"a\": [1, 2], \"b\": 1},\t\"price_cents\": 999, \"name\": \"Widget\"}"))
-	require.NoError(t, err)
-	assert.Equal(t, a, b)
-	assert.Len(t, a, 64)
+	must.NoError(t, err)
+	check.Equal(t, a, b)
+	check.Len(t, a, 64)
 
 	type cmd struct {
 		Price int    `json:"price_cents"`
 		Name  string `json:"name"`
 	}
 	c, err := idem.Fingerprint(cmd{Name: "Widget", Price: 999})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	d, err := fingerprintJSON([]byte(`{"name":"Widget","price_cents":999}`))
-	require.NoError(t, err)
-	assert.Equal(t, d, c, "struct field order does not matter")
+	must.NoError(t, err)
+	check.Equal(t, d, c, "struct field order does not matter")
 
 	for _, other := range []string{
 		`{"name":"Gadget","price_cents":999}`, `{"name":"Widget","price_cents":998}`,
 		`{"name":"Widget","price_cents":"999"}`, `{"name":"Widget"}`,
 	} {
 		e, err := fingerprintJSON([]byte(other))
-		require.NoError(t, err)
-		assert.NotEqual(t, d, e, other)
+		must.NoError(t, err)
+		check.NotEqual(t, d, e, other)
 	}
 	form, err := canon.JSON([]byte(`{"b":"<&>","a":1.50}`))
-	require.NoError(t, err)
-	assert.Equal(t, `{"a":1.50,"b":"<&>"}`, string(form), "numbers and characters as written")
+	must.NoError(t, err)
+	check.Equal(t, `{"a":1.50,"b":"<&>"}`, string(form), "numbers and characters as written")
 	escaped, err := fingerprintJSON([]byte(`{"b":"\u003c&>","a":1.50}`))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	plain, err := fingerprintJSON(form)
-	require.NoError(t, err)
-	assert.Equal(t, plain, escaped, "a RawMessage's HTML escaping does not change its fingerprint")
+	must.NoError(t, err)
+	check.Equal(t, plain, escaped, "a RawMessage's HTML escaping does not change its fingerprint")
 
 	for _, bad := range []string{``, `{`, `{"a":1} {}`, `nope`, `{"a":1,"a":2}`, "\"\xff\""} {
 		_, err := fingerprintJSON([]byte(bad))
-		assert.Error(t, err, bad)
+		check.Error(t, err, bad)
 	}
 	_, err = idem.Fingerprint(func() {})
-	assert.Error(t, err)
+	check.Error(t, err)
 }
 
 func TestNewStoreValidatesOptions(t *testing.T) {
@@ -139,14 +138,14 @@ func TestNewStoreValidatesOptions(t *testing.T) {
 		"negative cache":     {idem.WithCache(-1, 0)},
 	} {
 		_, err := idem.NewStore(fakeAPI{}, "t", opts...)
-		assert.Error(t, err, name)
+		check.Error(t, err, name)
 	}
 	_, err := idem.NewStore(nil, "t")
-	assert.Error(t, err)
+	check.Error(t, err)
 	_, err = idem.NewStore(fakeAPI{}, "")
-	assert.Error(t, err)
+	check.Error(t, err)
 	_, err = idem.NewStore(fakeAPI{}, "t")
-	assert.NoError(t, err)
+	check.NoError(t, err)
 }
 
 // fakeAPI only satisfies the interface for option validation; no test sends

@@ -7,11 +7,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // A call that fails after the SDK's retries may have landed on an earlier
@@ -32,7 +32,7 @@ func TestACallThatFailedAfterRetriesMayHaveLanded(t *testing.T) {
 			})
 		})
 		s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		ctx := context.Background()
 		op := idemtest.OpPutItem // the claim
 		if mode == idem.ModeTransact {
@@ -48,19 +48,19 @@ func TestACallThatFailedAfterRetriesMayHaveLanded(t *testing.T) {
 			// The claim landed; the release, fenced by this call's token,
 			// removes it, so the client's retry runs instead of being told
 			// that its own request is in flight.
-			require.Error(t, err)
-			assert.True(t, idem.IsUnavailable(err), "%v", err)
-			assert.Equal(t, idem.OutcomeUnavailable, res.Outcome)
+			must.Error(t, err)
+			check.True(t, idem.IsUnavailable(err), "%v", err)
+			check.Equal(t, idem.OutcomeUnavailable, res.Outcome)
 			retried, err := s.Execute(ctx, scope(t, "landed"), "fp", effect(env))
-			require.NoError(t, err)
-			assert.Equal(t, idem.OutcomeExecuted, retried.Outcome)
+			must.NoError(t, err)
+			check.Equal(t, idem.OutcomeExecuted, retried.Outcome)
 		case idem.ModeTransact:
 			// The transaction landed: the record read back says so, and
 			// the call answers as executed rather than unavailable.
-			require.NoError(t, err)
-			assert.Equal(t, idem.OutcomeExecuted, res.Outcome)
-			assert.Equal(t, 201, res.Response.Status)
+			must.NoError(t, err)
+			check.Equal(t, idem.OutcomeExecuted, res.Outcome)
+			check.Equal(t, 201, res.Response.Status)
 		}
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Products), "the effect happened once")
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products), "the effect happened once")
 	})
 }

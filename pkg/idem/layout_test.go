@@ -9,11 +9,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // coreSuites are the tests every layout must pass: concurrent duplicates,
@@ -48,8 +48,8 @@ func TestCoreSuitesOnEachLayout(t *testing.T) {
 				t.Fatalf("core suites on layout %s: %v\n%s", name, err, out)
 			}
 			t.Logf("layout %s: %d tests and subtests passed", name, passed)
-			assert.NotContains(t, string(out), "--- SKIP: TestSixtyFour", "the concurrency suite ran")
-			assert.Greater(t, passed, 20)
+			check.NotContains(t, string(out), "--- SKIP: TestSixtyFour", "the concurrency suite ran")
+			check.Greater(t, passed, 20)
 		})
 	}
 }
@@ -63,35 +63,35 @@ func TestLayoutRecordsLiveWhereTheLayoutSays(t *testing.T) {
 	sc := scope(t, "where")
 	ctx := context.Background()
 	_, err := s.Execute(ctx, sc, "fp", effect(env))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	l := env.Layout.WithDefaults()
 	out, err := env.Client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(env.Tables.Idempotency), Key: l.Key(sc.ID()), ConsistentRead: aws.Bool(true),
 	})
-	require.NoError(t, err)
-	require.NotEmpty(t, out.Item, "the record is at the layout's key")
-	assert.Equal(t, sAttr(idem.StatusCompleted), out.Item[l.Attributes.Status])
-	assert.Equal(t, sAttr("fp"), out.Item[l.Attributes.Fingerprint])
+	must.NoError(t, err)
+	must.NotEmpty(t, out.Item, "the record is at the layout's key")
+	check.Equal(t, sAttr(idem.StatusCompleted), out.Item[l.Attributes.Status])
+	check.Equal(t, sAttr("fp"), out.Item[l.Attributes.Fingerprint])
 	for _, name := range []string{l.Attributes.ExpiresAt, l.Attributes.ResponseStatus, l.Attributes.CompletionID, l.Attributes.CompletedAt} {
-		assert.Contains(t, out.Item, name)
+		check.Contains(t, out.Item, name)
 	}
 	id, ok := l.ID(out.Item)
-	assert.True(t, ok)
-	assert.Equal(t, sc.ID(), id)
+	check.True(t, ok)
+	check.Equal(t, sc.ID(), id)
 }
 
 func TestLayoutLimitsTheScopeIDToItsKey(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	s, err := idem.NewStore(env.Client, env.Tables.Idempotency, idem.WithLayout(idemtable.Layout{SortKey: "SK", PartitionKey: "PK", PartitionValue: "I"}))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	// Fits the default 2048-byte partition key, not a 1024-byte sort key.
 	sc, err := idem.NewScope("POST /"+strings.Repeat("x", 1000), "user-1", "k")
-	require.NoError(t, err)
+	must.NoError(t, err)
 	res, err := s.Execute(context.Background(), sc, "fp", effect(env))
-	require.ErrorIs(t, err, idem.ErrInvalidKey)
-	assert.Equal(t, idem.OutcomeRejected, res.Outcome)
+	must.ErrorIs(t, err, idem.ErrInvalidKey)
+	check.Equal(t, idem.OutcomeRejected, res.Outcome)
 
 	_, err = idem.NewStore(env.Client, env.Tables.Idempotency, idem.WithLayout(idemtable.Layout{SortKey: "SK"}))
-	require.Error(t, err, "a sort key needs a partition value")
+	must.Error(t, err, "a sort key needs a partition value")
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 const leaseTotal = idem.DefaultLease + idem.DefaultLeaseMargin
@@ -33,50 +33,50 @@ func TestCrashedHolderIsInFlightUntilLeaseEndsThenTakenOver(t *testing.T) {
 		ctx := context.Background()
 
 		crashed, err := holder.Reserve(ctx, sc, "fp") // reserves, then "dies"
-		require.NoError(t, err)
-		require.NotNil(t, crashed.Lease)
-		assert.Equal(t, idem.OutcomeExecuted, crashed.Outcome)
-		assert.Equal(t, clk.Now().Add(leaseTotal), crashed.Lease.ExpiresAt())
+		must.NoError(t, err)
+		must.NotNil(t, crashed.Lease)
+		check.Equal(t, idem.OutcomeExecuted, crashed.Outcome)
+		check.Equal(t, clk.Now().Add(leaseTotal), crashed.Lease.ExpiresAt())
 
 		clk.Advance(10 * time.Second)
 		res, err := s.Execute(ctx, sc, "fp", effect(env))
 		var inflight *idem.InFlightError
-		require.ErrorAs(t, err, &inflight)
-		require.ErrorIs(t, err, idem.ErrInFlight)
-		assert.Equal(t, idem.OutcomeInFlight, res.Outcome)
-		assert.Equal(t, leaseTotal-10*time.Second+time.Millisecond, inflight.RetryAfter, "time until the dead holder's lease has ended")
+		must.ErrorAs(t, err, &inflight)
+		must.ErrorIs(t, err, idem.ErrInFlight)
+		check.Equal(t, idem.OutcomeInFlight, res.Outcome)
+		check.Equal(t, leaseTotal-10*time.Second+time.Millisecond, inflight.RetryAfter, "time until the dead holder's lease has ended")
 
 		clk.Advance(leaseTotal - 10*time.Second) // exactly at the lease end: still held
 		_, err = s.Execute(ctx, sc, "fp", effect(env))
-		require.ErrorIs(t, err, idem.ErrInFlight)
-		assert.Zero(t, countItems(t, env, env.Tables.Products), "nothing ran while the key was held")
+		must.ErrorIs(t, err, idem.ErrInFlight)
+		check.Zero(t, countItems(t, env, env.Tables.Products), "nothing ran while the key was held")
 
 		clk.Advance(time.Millisecond)
 		first, err := s.Execute(ctx, sc, "fp", effect(env))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		if mode == idem.ModeReserve {
 			assertTakeover(t, env, first.Outcome)
 		} else {
-			assert.Equal(t, idem.OutcomeExecuted, first.Outcome)
+			check.Equal(t, idem.OutcomeExecuted, first.Outcome)
 		}
 
 		rec, ok, err := s.Get(ctx, sc)
-		require.NoError(t, err)
-		require.True(t, ok)
-		assert.Equal(t, idem.StatusCompleted, rec.Status)
-		assert.Equal(t, first.Response, rec.Response)
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+		must.NoError(t, err)
+		must.True(t, ok)
+		check.Equal(t, idem.StatusCompleted, rec.Status)
+		check.Equal(t, first.Response, rec.Response)
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 
 		again, err := s.Execute(ctx, sc, "fp", effect(env))
-		require.NoError(t, err)
-		assert.Equal(t, idem.OutcomeReplayed, again.Outcome)
-		assert.Equal(t, first.Response, again.Response, "status, headers and body replay exactly")
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeReplayed, again.Outcome)
+		check.Equal(t, first.Response, again.Response, "status, headers and body replay exactly")
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 
 		// The dead holder wakes up: its commit is fenced out.
 		id, items := businessWrites(env)
-		require.ErrorIs(t, crashed.Lease.Commit(ctx, created(id), items...), idem.ErrLeaseLost)
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+		must.ErrorIs(t, crashed.Lease.Commit(ctx, created(id), items...), idem.ErrLeaseLost)
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 	})
 }
 
@@ -100,28 +100,28 @@ func TestZombieHolderCannotCommitAfterTakeover(t *testing.T) {
 			// B is another process: A's context, whose lease has ended by
 			// the clock, is cancelled by now.
 			bRes, berr = b.Execute(context.Background(), sc, "fp", effect(env))
-			require.NoError(t, berr)
-			require.NotEqual(t, idem.OutcomeReplayed, bRes.Outcome, "B executes")
+			must.NoError(t, berr)
+			must.NotEqual(t, idem.OutcomeReplayed, bRes.Outcome, "B executes")
 			return effect(env)(ctx) // A wakes up with its own product
 		})
-		require.ErrorIs(t, err, idem.ErrLeaseLost)
-		assert.Equal(t, idem.OutcomeLeaseLost, aRes.Outcome)
+		must.ErrorIs(t, err, idem.ErrLeaseLost)
+		check.Equal(t, idem.OutcomeLeaseLost, aRes.Outcome)
 		var txErr *idem.TxError
-		require.ErrorAs(t, err, &txErr)
-		assert.Equal(t, 0, txErr.Index, "the completion goes first in the transaction")
-		assert.Equal(t, "ConditionalCheckFailed", txErr.Code)
-		require.NotNil(t, txErr.Item, "the record that fenced A out")
+		must.ErrorAs(t, err, &txErr)
+		check.Equal(t, 0, txErr.Index, "the completion goes first in the transaction")
+		check.Equal(t, "ConditionalCheckFailed", txErr.Code)
+		must.NotNil(t, txErr.Item, "the record that fenced A out")
 
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Products), "only B's product")
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Outbox))
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products), "only B's product")
+		check.Equal(t, 1, countItems(t, env, env.Tables.Outbox))
 		rec, _, err := b.Get(ctx, sc)
-		require.NoError(t, err)
-		assert.Equal(t, bRes.Response, rec.Response, "B's response stands")
-		assert.Equal(t, rec.LeaseToken, txErr.Item[env.Layout.WithDefaults().Attributes.LeaseToken].(*types.AttributeValueMemberS).Value)
+		must.NoError(t, err)
+		check.Equal(t, bRes.Response, rec.Response, "B's response stands")
+		check.Equal(t, rec.LeaseToken, txErr.Item[env.Layout.WithDefaults().Attributes.LeaseToken].(*types.AttributeValueMemberS).Value)
 
 		replay, err := a.Execute(ctx, sc, "fp", effect(env))
-		require.NoError(t, err)
-		assert.Equal(t, bRes.Response, replay.Response, "A's client retries and gets B's answer")
+		must.NoError(t, err)
+		check.Equal(t, bRes.Response, replay.Response, "A's client retries and gets B's answer")
 	})
 }
 
@@ -139,15 +139,15 @@ func TestFailedOperationOnACancelledContextFreesTheKey(t *testing.T) {
 			cancel()
 			return idem.Effect{}, ctx.Err()
 		})
-		require.ErrorIs(t, err, context.Canceled)
-		assert.Equal(t, idem.OutcomeReleased, res.Outcome)
+		must.ErrorIs(t, err, context.Canceled)
+		check.Equal(t, idem.OutcomeReleased, res.Outcome)
 		_, ok, err := s.Get(context.Background(), sc)
-		require.NoError(t, err)
-		assert.False(t, ok, "no record left behind")
+		must.NoError(t, err)
+		check.False(t, ok, "no record left behind")
 
 		retry, err := s.Execute(context.Background(), sc, "fp", effect(env))
-		require.NoError(t, err)
-		assert.Equal(t, idem.OutcomeExecuted, retry.Outcome, "an immediate retry executes")
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeExecuted, retry.Outcome, "an immediate retry executes")
 	})
 }
 
@@ -159,18 +159,18 @@ func TestReleaseOnCancelledContextFreesTheKey(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 
 	claim, err := s.Reserve(ctx, sc, "fp")
-	require.NoError(t, err)
+	must.NoError(t, err)
 	cancel() // the client went away; the work failed with ctx.Err()
-	require.NoError(t, claim.Lease.Release(ctx), "release must reach the table on a cancelled context")
+	must.NoError(t, claim.Lease.Release(ctx), "release must reach the table on a cancelled context")
 
 	_, ok, err := s.Get(context.Background(), sc)
-	require.NoError(t, err)
-	assert.False(t, ok, "the reservation is gone")
+	must.NoError(t, err)
+	check.False(t, ok, "the reservation is gone")
 
 	retry, err := s.Reserve(context.Background(), sc, "fp")
-	require.NoError(t, err)
-	require.NotNil(t, retry.Lease, "an immediate retry executes")
-	assert.Equal(t, idem.OutcomeExecuted, retry.Outcome)
+	must.NoError(t, err)
+	must.NotNil(t, retry.Lease, "an immediate retry executes")
+	check.Equal(t, idem.OutcomeExecuted, retry.Outcome)
 }
 
 func TestReleaseNeverDeletesAnotherHoldersOrACompletedRecord(t *testing.T) {
@@ -183,24 +183,24 @@ func TestReleaseNeverDeletesAnotherHoldersOrACompletedRecord(t *testing.T) {
 	// Another holder's fresh reservation.
 	sc := scope(t, "taken-over")
 	a, err := s.Reserve(ctx, sc, "fp")
-	require.NoError(t, err)
+	must.NoError(t, err)
 	clk.Advance(leaseTotal + time.Second)
 	b, err := s.Reserve(ctx, sc, "fp")
-	require.NoError(t, err)
-	require.ErrorIs(t, a.Lease.Release(ctx), idem.ErrLeaseLost)
+	must.NoError(t, err)
+	must.ErrorIs(t, a.Lease.Release(ctx), idem.ErrLeaseLost)
 	rec, ok, err := s.Get(ctx, sc)
-	require.NoError(t, err)
-	require.True(t, ok, "B's reservation survives A's release")
-	assert.Equal(t, b.Lease.Token(), rec.LeaseToken)
-	assert.Equal(t, idem.StatusInProgress, rec.Status)
+	must.NoError(t, err)
+	must.True(t, ok, "B's reservation survives A's release")
+	check.Equal(t, b.Lease.Token(), rec.LeaseToken)
+	check.Equal(t, idem.StatusInProgress, rec.Status)
 
 	// A completed record, even by its own holder.
-	require.NoError(t, b.Lease.Commit(ctx, created("x")))
-	require.ErrorIs(t, b.Lease.Release(ctx), idem.ErrLeaseLost)
+	must.NoError(t, b.Lease.Commit(ctx, created("x")))
+	must.ErrorIs(t, b.Lease.Release(ctx), idem.ErrLeaseLost)
 	rec, ok, err = s.Get(ctx, sc)
-	require.NoError(t, err)
-	require.True(t, ok)
-	assert.Equal(t, idem.StatusCompleted, rec.Status)
+	must.NoError(t, err)
+	must.True(t, ok)
+	check.Equal(t, idem.StatusCompleted, rec.Status)
 }
 
 func TestKeyReuseWithAnotherPayload(t *testing.T) {
@@ -213,21 +213,21 @@ func TestKeyReuseWithAnotherPayload(t *testing.T) {
 		// Against a record in flight (only reserve mode makes those).
 		inFlight := scope(t, "reuse-in-flight")
 		_, err := newStore(t, env).Reserve(ctx, inFlight, "fp-1")
-		require.NoError(t, err)
+		must.NoError(t, err)
 		res, err := s.Execute(ctx, inFlight, "fp-2", effect(env))
-		require.ErrorIs(t, err, idem.ErrKeyReuse)
-		assert.Equal(t, idem.OutcomeKeyReuse, res.Outcome)
+		must.ErrorIs(t, err, idem.ErrKeyReuse)
+		check.Equal(t, idem.OutcomeKeyReuse, res.Outcome)
 
 		done := scope(t, "reuse-completed")
 		first, err := s.Execute(ctx, done, "fp-1", effect(env))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		res, err = s.Execute(ctx, done, "fp-2", effect(env))
-		require.ErrorIs(t, err, idem.ErrKeyReuse)
-		assert.Equal(t, idem.OutcomeKeyReuse, res.Outcome)
+		must.ErrorIs(t, err, idem.ErrKeyReuse)
+		check.Equal(t, idem.OutcomeKeyReuse, res.Outcome)
 		replay, err := s.Execute(ctx, done, "fp-1", effect(env))
-		require.NoError(t, err)
-		assert.Equal(t, first.Response, replay.Response)
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+		must.NoError(t, err)
+		check.Equal(t, first.Response, replay.Response)
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 	})
 }
 
@@ -242,18 +242,18 @@ func TestExpiredRecordCountsAsAbsent(t *testing.T) {
 		sc := scope(t, "expired")
 
 		_, err := s.Execute(ctx, sc, "fp-old", effect(env))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		clk.Advance(retention + time.Second) // past expires_at; TTL has not deleted it
 
 		_, ok, err := s.Get(ctx, sc)
-		require.NoError(t, err)
-		assert.False(t, ok, "an expired record reads as absent")
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Idempotency), "the item is still in the table")
+		must.NoError(t, err)
+		check.False(t, ok, "an expired record reads as absent")
+		check.Equal(t, 1, countItems(t, env, env.Tables.Idempotency), "the item is still in the table")
 
 		fresh, err := s.Execute(ctx, sc, "fp-new", effect(env)) // another payload: not key reuse any more
-		require.NoError(t, err)
-		assert.Equal(t, idem.OutcomeExecuted, fresh.Outcome)
-		assert.Equal(t, 2, countItems(t, env, env.Tables.Products))
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeExecuted, fresh.Outcome)
+		check.Equal(t, 2, countItems(t, env, env.Tables.Products))
 	})
 }
 
@@ -266,7 +266,7 @@ func TestCallsPerOutcome(t *testing.T) {
 		env := newEnv(t)
 		client, counter := env.NewClient(t)
 		s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithMode(mode))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		ctx := context.Background()
 		fallback := 0
 		if !returnsOldItem(env, mode) {
@@ -280,30 +280,30 @@ func TestCallsPerOutcome(t *testing.T) {
 		// A holder in flight (a reserve-mode caller).
 		busy := scope(t, "calls-busy")
 		_, err = newStore(t, env).Reserve(ctx, busy, "fp")
-		require.NoError(t, err)
+		must.NoError(t, err)
 		counter.Reset()
 		_, err = s.Execute(ctx, busy, "fp", effect(env))
-		require.ErrorIs(t, err, idem.ErrInFlight)
+		must.ErrorIs(t, err, idem.ErrInFlight)
 		t.Logf("%s in flight: %s", mode, counter)
-		assert.Equal(t, map[string]int{claimOp: 1, "GetItem": fallback}, withZero(counter.Snapshot(), "GetItem"))
+		check.Equal(t, map[string]int{claimOp: 1, "GetItem": fallback}, withZero(counter.Snapshot(), "GetItem"))
 
 		counter.Reset()
 		sc := scope(t, "calls")
 		_, err = s.Execute(ctx, sc, "fp", effect(env))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		t.Logf("%s first execution: %s", mode, counter)
 		want := map[string]int{"PutItem": 1, "TransactWriteItems": 1}
 		if mode == idem.ModeTransact {
 			want = map[string]int{"TransactWriteItems": 1}
 		}
-		assert.Equal(t, want, counter.Snapshot())
+		check.Equal(t, want, counter.Snapshot())
 
 		counter.Reset()
 		replay, err := s.Execute(ctx, sc, "fp", effect(env))
-		require.NoError(t, err)
-		assert.Equal(t, idem.OutcomeReplayed, replay.Outcome)
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeReplayed, replay.Outcome)
 		t.Logf("%s replay: %s", mode, counter)
-		assert.Equal(t, map[string]int{claimOp: 1, "GetItem": fallback}, withZero(counter.Snapshot(), "GetItem"))
+		check.Equal(t, map[string]int{claimOp: 1, "GetItem": fallback}, withZero(counter.Snapshot(), "GetItem"))
 	})
 }
 
@@ -321,9 +321,9 @@ func returnsOldItem(env *testEnv, mode idem.Mode) bool {
 func assertTakeover(t *testing.T, env *testEnv, o idem.Outcome) {
 	t.Helper()
 	if env.PutItemReturnsOldItem {
-		assert.Equal(t, idem.OutcomeTakeover, o)
+		check.Equal(t, idem.OutcomeTakeover, o)
 	} else {
-		assert.Equal(t, idem.OutcomeExecuted, o, "embedded server cannot show a takeover")
+		check.Equal(t, idem.OutcomeExecuted, o, "embedded server cannot show a takeover")
 	}
 }
 
@@ -348,7 +348,7 @@ func TestBusinessConditionFailureWritesNothing(t *testing.T) {
 		_, err := s.Execute(ctx, scope(t, "first"), "fp", func(context.Context) (idem.Effect, error) {
 			return idem.Effect{Response: created(id), Writes: items}, nil
 		})
-		require.NoError(t, err)
+		must.NoError(t, err)
 
 		// A second key tries to create the same product id.
 		sc := scope(t, "second")
@@ -356,16 +356,16 @@ func TestBusinessConditionFailureWritesNothing(t *testing.T) {
 		res, err := s.Execute(ctx, sc, "fp", func(context.Context) (idem.Effect, error) {
 			return idem.Effect{Response: created(id), Writes: []types.TransactWriteItem{items[0], outbox[1]}}, nil
 		})
-		require.ErrorIs(t, err, idem.ErrConditionFailed)
-		require.NotErrorIs(t, err, idem.ErrLeaseLost)
-		assert.Equal(t, idem.OutcomeReleased, res.Outcome)
+		must.ErrorIs(t, err, idem.ErrConditionFailed)
+		must.NotErrorIs(t, err, idem.ErrLeaseLost)
+		check.Equal(t, idem.OutcomeReleased, res.Outcome)
 		var txErr *idem.TxError
-		require.ErrorAs(t, err, &txErr)
-		assert.Equal(t, 1, txErr.Index, "the product put, after the key's item")
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Outbox), "the second outbox put rolled back")
+		must.ErrorAs(t, err, &txErr)
+		check.Equal(t, 1, txErr.Index, "the product put, after the key's item")
+		check.Equal(t, 1, countItems(t, env, env.Tables.Outbox), "the second outbox put rolled back")
 		_, ok, err := s.Get(ctx, sc)
-		require.NoError(t, err)
-		assert.False(t, ok, "the key is free: released, or never claimed")
+		must.NoError(t, err)
+		check.False(t, ok, "the key is free: released, or never claimed")
 	})
 }
 
@@ -383,31 +383,31 @@ func TestResponseLimits(t *testing.T) {
 		}
 
 		_, err := s.Execute(ctx, scope(t, "big"), "fp", with(idem.Response{Status: 201, Body: []byte(strings.Repeat("x", 1024))}))
-		require.ErrorIs(t, err, idem.ErrResponseTooLarge)
-		assert.Contains(t, err.Error(), "limit 1024")
-		assert.Zero(t, countItems(t, env, env.Tables.Products), "nothing written")
+		must.ErrorIs(t, err, idem.ErrResponseTooLarge)
+		check.Contains(t, err.Error(), "limit 1024")
+		check.Zero(t, countItems(t, env, env.Tables.Products), "nothing written")
 		_, err = s.Execute(ctx, scope(t, "status"), "fp", with(idem.Response{Status: 42}))
-		require.ErrorIs(t, err, idem.ErrInvalidResponse)
+		must.ErrorIs(t, err, idem.ErrInvalidResponse)
 		_, err = s.Execute(ctx, scope(t, "header"), "fp", with(idem.Response{Status: 200, Headers: map[string]string{"X": "\xff"}}))
-		require.ErrorIs(t, err, idem.ErrInvalidResponse)
-		assert.Zero(t, countItems(t, env, env.Tables.Products), "nothing written")
+		must.ErrorIs(t, err, idem.ErrInvalidResponse)
+		check.Zero(t, countItems(t, env, env.Tables.Products), "nothing written")
 
 		// A body that is not UTF-8 is stored as binary and replays exactly.
 		binary := idem.Response{Status: 200, Headers: map[string]string{"Content-Type": "image/png"}, Body: []byte{0x89, 'P', 'N', 'G', 0xff, 0x00, 0xfe}}
 		first, err := s.Execute(ctx, scope(t, "binary"), "fp", with(binary))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		again, err := s.Execute(ctx, scope(t, "binary"), "fp", with(binary))
-		require.NoError(t, err)
-		assert.Equal(t, idem.OutcomeReplayed, again.Outcome)
-		assert.Equal(t, first.Response, again.Response)
-		assert.Equal(t, binary.Body, again.Response.Body)
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeReplayed, again.Outcome)
+		check.Equal(t, first.Response, again.Response)
+		check.Equal(t, binary.Body, again.Response.Body)
 
 		// The default limit is 64 KiB.
 		def := newStore(t, env, idem.WithMode(mode))
 		_, err = def.Execute(ctx, scope(t, "default-limit"), "fp", with(idem.Response{Status: 200, Body: make([]byte, 64<<10)}))
-		require.ErrorIs(t, err, idem.ErrResponseTooLarge)
+		must.ErrorIs(t, err, idem.ErrResponseTooLarge)
 		_, err = def.Execute(ctx, scope(t, "default-ok"), "fp", with(idem.Response{Status: 200, Body: []byte(strings.Repeat("y", 60<<10))}))
-		require.NoError(t, err)
+		must.NoError(t, err)
 	})
 }
 
@@ -420,12 +420,12 @@ func TestLeaseFollowsContextDeadline(t *testing.T) {
 	defer cancel()
 	dl, _ := ctx.Deadline()
 	claim, err := s.Reserve(ctx, scope(t, "deadline"), "fp")
-	require.NoError(t, err)
-	assert.Equal(t, dl.Add(margin), claim.Lease.ExpiresAt())
+	must.NoError(t, err)
+	check.Equal(t, dl.Add(margin), claim.Lease.ExpiresAt())
 
 	rec, _, err := s.Get(ctx, scope(t, "deadline"))
-	require.NoError(t, err)
-	assert.Equal(t, dl.Add(margin).UnixMilli(), rec.LeaseExpiresAt.UnixMilli())
+	must.NoError(t, err)
+	check.Equal(t, dl.Add(margin).UnixMilli(), rec.LeaseExpiresAt.UnixMilli())
 }
 
 func TestCorruptRecordIsAnErrorNotAPanic(t *testing.T) {
@@ -445,11 +445,11 @@ func TestCorruptRecordIsAnErrorNotAPanic(t *testing.T) {
 			"status as text": {"id": sAttr(sc.ID()), "status": sAttr("COMPLETED"), "fingerprint": sAttr("fp"), "expires_at": exp, "response_status": sAttr("201"), "response_body": sAttr("{}")},
 		} {
 			_, err := env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(env.Tables.Idempotency), Item: item})
-			require.NoError(t, err)
+			must.NoError(t, err)
 			res, err := s.Execute(context.Background(), sc, "fp", effect(env))
-			require.True(t, errors.Is(err, idem.ErrCorruptRecord), "%s: %v", name, err)
-			assert.Equal(t, idem.OutcomeError, res.Outcome, name)
+			must.True(t, errors.Is(err, idem.ErrCorruptRecord), "%s: %v", name, err)
+			check.Equal(t, idem.OutcomeError, res.Outcome, name)
 		}
-		assert.Zero(t, countItems(t, env, env.Tables.Products))
+		check.Zero(t, countItems(t, env, env.Tables.Products))
 	})
 }

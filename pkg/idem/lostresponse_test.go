@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // lossy sends every request on to the store, then, for the next `drops`
@@ -71,7 +71,7 @@ func lossyStore(t *testing.T, env *testEnv, l *lossy, opts ...idem.Option) *idem
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxAttempts = 3 })
 	})
 	s, err := idem.NewStore(client, env.Tables.Idempotency, opts...)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	return s
 }
 
@@ -85,15 +85,15 @@ func TestClaimWhoseAnswerWasLostStillExecutes(t *testing.T) {
 	ctx := context.Background()
 
 	res, err := s.Execute(ctx, scope(t, "lost-put"), "fp", effect(env))
-	require.NoError(t, err, "the SDK's retry found our own reservation")
-	assert.Equal(t, idem.OutcomeExecuted, res.Outcome)
-	assert.Equal(t, 1, l.lost)
+	must.NoError(t, err, "the SDK's retry found our own reservation")
+	check.Equal(t, idem.OutcomeExecuted, res.Outcome)
+	check.Equal(t, 1, l.lost)
 
 	replay, err := newStore(t, env).Execute(ctx, scope(t, "lost-put"), "fp", effect(env))
-	require.NoError(t, err)
-	assert.Equal(t, idem.OutcomeReplayed, replay.Outcome)
-	assert.Equal(t, res.Response, replay.Response)
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeReplayed, replay.Outcome)
+	check.Equal(t, res.Response, replay.Response)
+	check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 }
 
 // Every attempt of the claim lands and every answer is lost: the call
@@ -107,19 +107,19 @@ func TestClaimFailingAfterItsWriteLandedReleasesIt(t *testing.T) {
 	ctx := context.Background()
 
 	res, err := s.Execute(ctx, scope(t, "lost-all"), "fp", effect(env))
-	require.Error(t, err)
-	require.NotErrorIs(t, err, idem.ErrInFlight)
-	assert.True(t, idem.IsUnavailable(err), "a 503: retry later")
-	assert.Equal(t, idem.OutcomeUnavailable, res.Outcome)
-	assert.Equal(t, 3, l.lost)
+	must.Error(t, err)
+	must.NotErrorIs(t, err, idem.ErrInFlight)
+	check.True(t, idem.IsUnavailable(err), "a 503: retry later")
+	check.Equal(t, idem.OutcomeUnavailable, res.Outcome)
+	check.Equal(t, 3, l.lost)
 
 	_, ok, err := newStore(t, env).Get(ctx, scope(t, "lost-all"))
-	require.NoError(t, err)
-	assert.False(t, ok, "the write that landed was released")
+	must.NoError(t, err)
+	check.False(t, ok, "the write that landed was released")
 	retry, err := newStore(t, env).Execute(ctx, scope(t, "lost-all"), "fp", effect(env))
-	require.NoError(t, err)
-	assert.Equal(t, idem.OutcomeExecuted, retry.Outcome, "the client's retry runs at once, no 409")
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeExecuted, retry.Outcome, "the client's retry runs at once, no 409")
+	check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 }
 
 // Every attempt of the commit lands... the first does, and every answer
@@ -135,15 +135,15 @@ func TestCommitWhoseEveryAnswerWasLostStillSucceeds(t *testing.T) {
 		ctx := context.Background()
 
 		res, err := s.Execute(ctx, scope(t, "lost-tx"), "fp", effect(env))
-		require.NoError(t, err, "the write landed; only its answers were lost")
-		assert.Equal(t, idem.OutcomeExecuted, res.Outcome)
-		assert.Equal(t, 3, l.lost)
+		must.NoError(t, err, "the write landed; only its answers were lost")
+		check.Equal(t, idem.OutcomeExecuted, res.Outcome)
+		check.Equal(t, 3, l.lost)
 
 		retry, err := newStore(t, env, idem.WithMode(mode)).Execute(ctx, scope(t, "lost-tx"), "fp", effect(env))
-		require.NoError(t, err)
-		assert.Equal(t, idem.OutcomeReplayed, retry.Outcome)
-		assert.Equal(t, res.Response, retry.Response)
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Products), "the write landed once")
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeReplayed, retry.Outcome)
+		check.Equal(t, res.Response, retry.Response)
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products), "the write landed once")
 	})
 }
 
@@ -158,19 +158,19 @@ func TestExecuteWhoseTransactionAnswerWasLostSucceeds(t *testing.T) {
 		s := lossyStore(t, env, l, idem.WithMode(mode))
 		ctx := context.Background()
 		res, err := s.Execute(ctx, scope(t, "lost-commit"), "fp", effect(env))
-		require.NoError(t, err, "the first attempt landed")
-		assert.Equal(t, idem.OutcomeExecuted, res.Outcome)
-		assert.Equal(t, 1, l.lost)
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+		must.NoError(t, err, "the first attempt landed")
+		check.Equal(t, idem.OutcomeExecuted, res.Outcome)
+		check.Equal(t, 1, l.lost)
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 		rec, _, err := s.Get(ctx, scope(t, "lost-commit"))
-		require.NoError(t, err)
-		assert.Equal(t, res.Response, rec.Response)
+		must.NoError(t, err)
+		check.Equal(t, res.Response, rec.Response)
 
 		replay, err := newStore(t, env, idem.WithMode(mode)).Execute(ctx, scope(t, "lost-commit"), "fp", effect(env))
-		require.NoError(t, err)
-		assert.Equal(t, idem.OutcomeReplayed, replay.Outcome)
-		assert.Equal(t, res.Response, replay.Response)
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeReplayed, replay.Outcome)
+		check.Equal(t, res.Response, replay.Response)
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 	})
 }
 
@@ -184,18 +184,18 @@ func TestDoWhoseCompletionAnswerWasLostReportsSuccess(t *testing.T) {
 		runs++
 		return 42, nil
 	})
-	require.NoError(t, err)
-	assert.Equal(t, idem.OutcomeExecuted, outcome)
-	assert.Equal(t, 42, v)
-	assert.Equal(t, 1, l.lost)
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeExecuted, outcome)
+	check.Equal(t, 42, v)
+	check.Equal(t, 1, l.lost)
 	v, outcome, err = idem.Do(context.Background(), s, scope(t, "lost-complete"), "fp", func(context.Context) (int, error) {
 		runs++
 		return 0, nil
 	})
-	require.NoError(t, err)
-	assert.Equal(t, idem.OutcomeReplayed, outcome)
-	assert.Equal(t, 42, v)
-	assert.Equal(t, 1, runs)
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeReplayed, outcome)
+	check.Equal(t, 42, v)
+	check.Equal(t, 1, runs)
 }
 
 func TestExplainTxSortsCancellationReasons(t *testing.T) {
@@ -223,21 +223,21 @@ func TestExplainTxSortsCancellationReasons(t *testing.T) {
 		{[]string{"None", "ValidationError", "TransactionConflict"}, idem.ErrTxRefused, 1},
 	} {
 		err := idem.ExplainTx(cancel(tc.codes...), 2)
-		require.ErrorIs(t, err, tc.want, "%v", tc.codes)
+		must.ErrorIs(t, err, tc.want, "%v", tc.codes)
 		var txErr *idem.TxError
-		require.ErrorAs(t, err, &txErr)
-		assert.Equal(t, tc.index, txErr.Index, "%v", tc.codes)
+		must.ErrorAs(t, err, &txErr)
+		check.Equal(t, tc.index, txErr.Index, "%v", tc.codes)
 	}
 	other := idem.ExplainTx(cancel("None", "ValidationError", "None"), 2)
 	for _, kind := range []error{idem.ErrLeaseLost, idem.ErrConditionFailed, idem.ErrConflict, idem.ErrThrottled} {
-		assert.NotErrorIs(t, other, kind)
+		check.NotErrorIs(t, other, kind)
 	}
-	assert.False(t, idem.IsUnavailable(other), "a refused transaction is not retried as a 503")
+	check.False(t, idem.IsUnavailable(other), "a refused transaction is not retried as a 503")
 	msg := "Item size has exceeded the maximum allowed size"
 	sized := idem.ExplainTx(&types.TransactionCanceledException{CancellationReasons: []types.CancellationReason{
 		{Code: aws.String("None")}, {Code: aws.String("ValidationError"), Message: &msg},
 	}}, 0)
-	assert.ErrorContains(t, sized, "transaction item 1: ValidationError: "+msg, "DynamoDB's reason reaches the log")
+	check.ErrorContains(t, sized, "transaction item 1: ValidationError: "+msg, "DynamoDB's reason reaches the log")
 }
 
 func TestLeaseEndSubMillisecondAgreesWithTheCondition(t *testing.T) {
@@ -246,15 +246,15 @@ func TestLeaseEndSubMillisecondAgreesWithTheCondition(t *testing.T) {
 	clk := newClock()
 	client, counter := env.NewClient(t)
 	s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithClock(clk.Now))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	ctx := context.Background()
 	_, err = s.Reserve(ctx, scope(t, "edge"), "fp")
-	require.NoError(t, err)
+	must.NoError(t, err)
 	clk.Advance(leaseTotal + 500_000) // half a millisecond past the lease end
 	counter.Reset()
 	_, err = s.Reserve(ctx, scope(t, "edge"), "fp")
-	require.ErrorIs(t, err, idem.ErrInFlight, "the condition compares milliseconds: still held")
-	assert.Equal(t, 1, counter.Get("PutItem"), "one attempt, not a retry loop")
+	must.ErrorIs(t, err, idem.ErrInFlight, "the condition compares milliseconds: still held")
+	check.Equal(t, 1, counter.Get("PutItem"), "one attempt, not a retry loop")
 }
 
 // conflicting answers the next `left` TransactWriteItems itself, without
@@ -293,7 +293,7 @@ func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
 		store := func(c *conflicting) *idem.Store {
 			client, _ := env.NewClient(t, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: c} })
 			s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode), idem.WithConflictAttempts(4))
-			require.NoError(t, err)
+			must.NoError(t, err)
 			return s
 		}
 		ctx := context.Background()
@@ -302,18 +302,18 @@ func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
 		c := &conflicting{left: 100, at: 1}
 		client, _ := env.NewClient(t, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: c} })
 		one, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode), idem.WithConflictAttempts(1))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		_, err = one.Execute(ctx, scope(t, "one-attempt"), "fp", effect(env))
-		require.ErrorIs(t, err, idem.ErrConflict)
-		assert.Equal(t, 1, c.conflicts, "WithMaxTxAttempts(1) sends one transaction")
+		must.ErrorIs(t, err, idem.ErrConflict)
+		check.Equal(t, 1, c.conflicts, "WithMaxTxAttempts(1) sends one transaction")
 
 		// Three conflicts, then the fourth attempt lands.
 		c = &conflicting{left: 3}
 		res, err := store(c).Execute(ctx, scope(t, "conflicts"), "fp", effect(env))
-		require.NoError(t, err)
-		assert.Equal(t, idem.OutcomeExecuted, res.Outcome)
-		assert.Equal(t, 3, c.conflicts)
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeExecuted, res.Outcome)
+		check.Equal(t, 3, c.conflicts)
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 
 		// Conflicts on the key's record past the bound: in transact mode
 		// the key is in flight (another request's transaction holds the
@@ -322,23 +322,23 @@ func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
 			c = &conflicting{left: 100}
 			res, err = store(c).Execute(ctx, scope(t, "record-contended"), "fp", effect(env))
 			var inFlight *idem.InFlightError
-			require.ErrorAs(t, err, &inFlight)
-			assert.Equal(t, idem.OutcomeInFlight, res.Outcome)
-			assert.Positive(t, inFlight.RetryAfter)
-			assert.Equal(t, 4, c.conflicts, "WithMaxTxAttempts(4)")
+			must.ErrorAs(t, err, &inFlight)
+			check.Equal(t, idem.OutcomeInFlight, res.Outcome)
+			check.Positive(t, inFlight.RetryAfter)
+			check.Equal(t, 4, c.conflicts, "WithMaxTxAttempts(4)")
 		}
 
 		// Conflicts on a business item past the bound: nothing written, a
 		// retryable error, the key free for the client's retry.
 		c = &conflicting{left: 100, at: 1}
 		res, err = store(c).Execute(ctx, scope(t, "conflicts-spent"), "fp", effect(env))
-		require.ErrorIs(t, err, idem.ErrConflict)
-		assert.True(t, idem.IsUnavailable(err))
-		assert.Equal(t, idem.OutcomeUnavailable, res.Outcome)
-		assert.Equal(t, 4, c.conflicts, "WithMaxTxAttempts(4)")
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+		must.ErrorIs(t, err, idem.ErrConflict)
+		check.True(t, idem.IsUnavailable(err))
+		check.Equal(t, idem.OutcomeUnavailable, res.Outcome)
+		check.Equal(t, 4, c.conflicts, "WithMaxTxAttempts(4)")
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 		retry, err := newStore(t, env, idem.WithMode(mode)).Execute(ctx, scope(t, "conflicts-spent"), "fp", effect(env))
-		require.NoError(t, err)
-		assert.Equal(t, idem.OutcomeExecuted, retry.Outcome)
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeExecuted, retry.Outcome)
 	})
 }

@@ -10,10 +10,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // A lease completes once: a second completion, of either kind, is fenced
@@ -25,16 +25,16 @@ func TestALeaseCompletesOnce(t *testing.T) {
 	ctx := context.Background()
 	sc := scope(t, "once")
 	claim, err := s.Reserve(ctx, sc, "fp")
-	require.NoError(t, err)
-	require.NoError(t, claim.Lease.Complete(ctx, created("first")))
+	must.NoError(t, err)
+	must.NoError(t, claim.Lease.Complete(ctx, created("first")))
 
 	id, items := businessWrites(env)
-	require.ErrorIs(t, claim.Lease.Commit(ctx, created(id), items...), idem.ErrLeaseLost, "a completed lease commits nothing")
-	require.ErrorIs(t, claim.Lease.Complete(ctx, created("second")), idem.ErrLeaseLost)
-	assert.Zero(t, countItems(t, env, env.Tables.Products))
+	must.ErrorIs(t, claim.Lease.Commit(ctx, created(id), items...), idem.ErrLeaseLost, "a completed lease commits nothing")
+	must.ErrorIs(t, claim.Lease.Complete(ctx, created("second")), idem.ErrLeaseLost)
+	check.Zero(t, countItems(t, env, env.Tables.Products))
 	rec, _, err := s.Get(ctx, sc)
-	require.NoError(t, err)
-	assert.Equal(t, created("first"), rec.Response)
+	must.NoError(t, err)
+	check.Equal(t, created("first"), rec.Response)
 }
 
 func TestExecuteRefusesEffectsNoTransactionCanCarry(t *testing.T) {
@@ -43,7 +43,7 @@ func TestExecuteRefusesEffectsNoTransactionCanCarry(t *testing.T) {
 		env := newEnv(t)
 		client, counter := env.NewClient(t)
 		s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		ctx := context.Background()
 		sc := scope(t, "effects")
 		tooMany := func(context.Context) (idem.Effect, error) {
@@ -63,11 +63,11 @@ func TestExecuteRefusesEffectsNoTransactionCanCarry(t *testing.T) {
 		for name, fn := range map[string]func(context.Context) (idem.Effect, error){"100 writes": tooMany, "own record": ownRecord} {
 			counter.Reset()
 			res, err := s.Execute(ctx, sc, "fp", fn)
-			require.ErrorIs(t, err, idem.ErrInvalidEffect, name)
-			assert.Equal(t, idem.OutcomeReleased, res.Outcome, name)
-			assert.Zero(t, counter.Get("TransactWriteItems"), "%s: refused before any transaction", name)
+			must.ErrorIs(t, err, idem.ErrInvalidEffect, name)
+			check.Equal(t, idem.OutcomeReleased, res.Outcome, name)
+			check.Zero(t, counter.Get("TransactWriteItems"), "%s: refused before any transaction", name)
 		}
-		assert.Zero(t, countItems(t, env, env.Tables.Products))
+		check.Zero(t, countItems(t, env, env.Tables.Products))
 		// Other items of the idempotency table are fine (single-table designs).
 		res, err := s.Execute(ctx, sc, "fp", func(context.Context) (idem.Effect, error) {
 			return idem.Effect{Response: created("y"), Writes: []types.TransactWriteItem{{Put: &types.Put{
@@ -75,8 +75,8 @@ func TestExecuteRefusesEffectsNoTransactionCanCarry(t *testing.T) {
 				Item:      map[string]types.AttributeValue{"id": sAttr("order#1"), "total": &types.AttributeValueMemberN{Value: "5"}},
 			}}}}, nil
 		})
-		require.NoError(t, err, "the key was left free by the refusals")
-		assert.Equal(t, idem.OutcomeExecuted, res.Outcome)
+		must.NoError(t, err, "the key was left free by the refusals")
+		check.Equal(t, idem.OutcomeExecuted, res.Outcome)
 	})
 }
 
@@ -85,7 +85,7 @@ func TestAScopeNotMadeByNewScopeIsRefused(t *testing.T) {
 	env := newEnv(t)
 	client, counter := env.NewClient(t)
 	s, err := idem.NewStore(client, env.Tables.Idempotency)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	ctx := context.Background()
 	for name, sc := range map[string]idem.Scope{
 		"zero":         {},
@@ -94,14 +94,14 @@ func TestAScopeNotMadeByNewScopeIsRefused(t *testing.T) {
 		"too long":     {Operation: strings.Repeat("o", 2100), Principal: "p", Key: "k"},
 	} {
 		res, err := s.Execute(ctx, sc, "fp", effect(env))
-		require.ErrorIs(t, err, idem.ErrInvalidKey, name)
-		assert.Equal(t, idem.OutcomeRejected, res.Outcome, name)
+		must.ErrorIs(t, err, idem.ErrInvalidKey, name)
+		check.Equal(t, idem.OutcomeRejected, res.Outcome, name)
 		_, err = s.Run(ctx, sc, "fp", func(context.Context) (idem.Response, error) { return created("x"), nil })
-		require.ErrorIs(t, err, idem.ErrInvalidKey, name)
+		must.ErrorIs(t, err, idem.ErrInvalidKey, name)
 		_, err = s.Reserve(ctx, sc, "fp")
-		require.ErrorIs(t, err, idem.ErrInvalidKey, name)
+		must.ErrorIs(t, err, idem.ErrInvalidKey, name)
 	}
-	assert.Zero(t, counter.Total(), "refused before any call")
+	check.Zero(t, counter.Total(), "refused before any call")
 }
 
 // A panic in a reserve-mode operation releases the key (nothing was
@@ -111,12 +111,12 @@ func TestPanickingOperationReleasesTheKey(t *testing.T) {
 	env := newEnv(t)
 	s := newStore(t, env)
 	sc := scope(t, "panic")
-	require.PanicsWithValue(t, "boom", func() {
+	must.PanicsWithValue(t, "boom", func() {
 		_, _ = s.Execute(context.Background(), sc, "fp", func(context.Context) (idem.Effect, error) { panic("boom") })
 	})
 	res, err := s.Execute(context.Background(), sc, "fp", effect(env))
-	require.NoError(t, err)
-	assert.Equal(t, idem.OutcomeExecuted, res.Outcome, "no 409 for the retry")
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeExecuted, res.Outcome, "no 409 for the retry")
 }
 
 // A holder whose operation fails after its lease was taken over does not
@@ -131,14 +131,14 @@ func TestFailureAfterATakeoverIsLeaseLost(t *testing.T) {
 	res, err := a.Execute(context.Background(), sc, "fp", func(ctx context.Context) (idem.Effect, error) {
 		clk.Advance(leaseTotal + time.Second)
 		_, berr := b.Reserve(context.Background(), sc, "fp") // B takes over and is still running
-		require.NoError(t, berr)
+		must.NoError(t, berr)
 		return idem.Effect{}, errors.New("A's work failed")
 	})
-	require.EqualError(t, err, "A's work failed")
-	assert.Equal(t, idem.OutcomeLeaseLost, res.Outcome)
+	must.EqualError(t, err, "A's work failed")
+	check.Equal(t, idem.OutcomeLeaseLost, res.Outcome)
 	rec, _, err := b.Get(context.Background(), sc)
-	require.NoError(t, err)
-	assert.Equal(t, idem.StatusInProgress, rec.Status, "B's claim survives A's failure")
+	must.NoError(t, err)
+	check.Equal(t, idem.StatusInProgress, rec.Status, "B's claim survives A's failure")
 }
 
 // throttling answers every PutItem itself with a 400 throttling error, as
@@ -156,25 +156,25 @@ func TestRunRecordsAnUnstorableResponseWithoutItsBody(t *testing.T) {
 	send := func(context.Context) (idem.Response, error) { runs.Add(1); return big, nil }
 
 	first, err := s.Run(ctx, scope(t, "big"), "fp", send)
-	require.NoError(t, err)
-	assert.Equal(t, big, first.Response, "the first caller gets the whole response")
+	must.NoError(t, err)
+	check.Equal(t, big, first.Response, "the first caller gets the whole response")
 	again, err := s.Run(ctx, scope(t, "big"), "fp", send)
-	require.NoError(t, err)
-	assert.Equal(t, idem.OutcomeReplayed, again.Outcome)
-	assert.Equal(t, 202, again.Response.Status)
-	assert.Equal(t, "too large", again.Response.Headers["Idempotent-Body-Omitted"])
-	assert.Equal(t, "text/plain", again.Response.Headers["Content-Type"])
-	assert.Empty(t, again.Response.Body)
-	assert.EqualValues(t, 1, runs.Load(), "the effect ran once")
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeReplayed, again.Outcome)
+	check.Equal(t, 202, again.Response.Status)
+	check.Equal(t, "too large", again.Response.Headers["Idempotent-Body-Omitted"])
+	check.Equal(t, "text/plain", again.Response.Headers["Content-Type"])
+	check.Empty(t, again.Response.Body)
+	check.EqualValues(t, 1, runs.Load(), "the effect ran once")
 
 	// Do: the value goes to the first caller; replays say it was not kept.
 	v, _, err := idem.Do(ctx, s, scope(t, "big-do"), "fp", func(context.Context) (string, error) { return strings.Repeat("y", 2048), nil })
-	require.NoError(t, err)
-	assert.Len(t, v, 2048)
+	must.NoError(t, err)
+	check.Len(t, v, 2048)
 	_, outcome, err := idem.Do(ctx, s, scope(t, "big-do"), "fp", func(context.Context) (string, error) {
 		t.Error("ran twice")
 		return "", nil
 	})
-	require.ErrorIs(t, err, idem.ErrResponseTooLarge)
-	assert.Equal(t, idem.OutcomeReplayed, outcome)
+	must.ErrorIs(t, err, idem.ErrResponseTooLarge)
+	check.Equal(t, idem.OutcomeReplayed, outcome)
 }

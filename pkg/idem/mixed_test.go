@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // Both modes read and write one record format, so stores of either mode
@@ -38,19 +37,19 @@ func TestReserveHolderInFlightMakesTransactCallerWait(t *testing.T) {
 	<-started
 	res, err := transact.Execute(ctx, sc, "fp", effect(env))
 	var inflight *idem.InFlightError
-	require.ErrorAs(t, err, &inflight, "a live reserve holder makes the transact caller answer 409")
-	assert.Equal(t, idem.OutcomeInFlight, res.Outcome)
-	assert.Positive(t, inflight.RetryAfter)
-	assert.Zero(t, countItems(t, env, env.Tables.Products), "the transact caller wrote nothing")
+	must.ErrorAs(t, err, &inflight, "a live reserve holder makes the transact caller answer 409")
+	check.Equal(t, idem.OutcomeInFlight, res.Outcome)
+	check.Positive(t, inflight.RetryAfter)
+	check.Zero(t, countItems(t, env, env.Tables.Products), "the transact caller wrote nothing")
 
 	close(finish)
 	wg.Wait()
-	require.NoError(t, holderErr)
+	must.NoError(t, holderErr)
 	after, err := transact.Execute(ctx, sc, "fp", effect(env))
-	require.NoError(t, err)
-	assert.Equal(t, idem.OutcomeReplayed, after.Outcome)
-	assert.Equal(t, holder.Response, after.Response)
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeReplayed, after.Outcome)
+	check.Equal(t, holder.Response, after.Response)
+	check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 }
 
 func TestTransactCallerTakesOverADeadReserveHolder(t *testing.T) {
@@ -63,26 +62,26 @@ func TestTransactCallerTakesOverADeadReserveHolder(t *testing.T) {
 	ctx := context.Background()
 
 	dead, err := reserve.Reserve(ctx, sc, "fp")
-	require.NoError(t, err)
+	must.NoError(t, err)
 	clk.Advance(leaseTotal + time.Millisecond)
 
 	client, counter := env.NewClient(t)
 	counted, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithClock(clk.Now), idem.WithMode(idem.ModeTransact))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	res, err := counted.Execute(ctx, sc, "fp", effect(env))
-	require.NoError(t, err)
-	assert.Equal(t, idem.OutcomeExecuted, res.Outcome)
-	assert.Equal(t, map[string]int{"TransactWriteItems": 1}, counter.Snapshot(), "the takeover is the one transaction")
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeExecuted, res.Outcome)
+	check.Equal(t, map[string]int{"TransactWriteItems": 1}, counter.Snapshot(), "the takeover is the one transaction")
 
 	id, items := businessWrites(env)
 	err = dead.Lease.Commit(ctx, created(id), items...)
-	require.ErrorIs(t, err, idem.ErrLeaseLost, "the dead holder's late commit is refused")
-	require.ErrorIs(t, dead.Lease.Release(ctx), idem.ErrLeaseLost)
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+	must.ErrorIs(t, err, idem.ErrLeaseLost, "the dead holder's late commit is refused")
+	must.ErrorIs(t, dead.Lease.Release(ctx), idem.ErrLeaseLost)
+	check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 
 	replay, err := transact.Execute(ctx, sc, "fp", effect(env))
-	require.NoError(t, err)
-	assert.Equal(t, res.Response, replay.Response)
+	must.NoError(t, err)
+	check.Equal(t, res.Response, replay.Response)
 }
 
 func TestTransactCompletedKeyReplaysToReserveCaller(t *testing.T) {
@@ -94,18 +93,18 @@ func TestTransactCompletedKeyReplaysToReserveCaller(t *testing.T) {
 	ctx := context.Background()
 
 	first, err := transact.Execute(ctx, sc, "fp", effect(env))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	res, err := reserve.Execute(ctx, sc, "fp", effect(env))
-	require.NoError(t, err)
-	assert.Equal(t, idem.OutcomeReplayed, res.Outcome)
-	assert.Equal(t, first.Response, res.Response)
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeReplayed, res.Outcome)
+	check.Equal(t, first.Response, res.Response)
 	_, err = reserve.Execute(ctx, sc, "other", effect(env))
-	require.ErrorIs(t, err, idem.ErrKeyReuse)
+	must.ErrorIs(t, err, idem.ErrKeyReuse)
 	v, outcome, err := idem.Do(ctx, reserve, scope(t, "mixed-do"), "fp", func(context.Context) (int, error) { return 7, nil })
-	require.NoError(t, err)
-	assert.Equal(t, idem.OutcomeExecuted, outcome)
-	assert.Equal(t, 7, v)
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeExecuted, outcome)
+	check.Equal(t, 7, v)
+	check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 }
 
 // TestMixedModesRaceOnOneKey: 32 reserve and 32 transact callers at once.
@@ -128,8 +127,8 @@ func TestMixedModesRaceOnOneKey(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("executed=%d replayed=%d in_flight=%d other=%d", tl.executed.Load(), tl.replayed.Load(), tl.inFlight.Load(), tl.other.Load())
-	assert.EqualValues(t, 1, tl.executed.Load())
-	assert.EqualValues(t, 63, tl.replayed.Load()+tl.inFlight.Load())
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Products))
-	assert.Equal(t, 1, countItems(t, env, env.Tables.Outbox))
+	check.EqualValues(t, 1, tl.executed.Load())
+	check.EqualValues(t, 63, tl.replayed.Load()+tl.inFlight.Load())
+	check.Equal(t, 1, countItems(t, env, env.Tables.Products))
+	check.Equal(t, 1, countItems(t, env, env.Tables.Outbox))
 }

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // slowResponse is a Run operation that holds its key for d, then answers
@@ -47,7 +47,7 @@ func TestWaitingDuplicateGetsTheWinnersResponse(t *testing.T) {
 		holder := newStore(t, env)
 		client, calls := env.NewClient(t)
 		waiter, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithWait(3*time.Second))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		sc := scope(t, "run-wait")
 		started := make(chan struct{})
 		var runs atomic.Int64
@@ -56,24 +56,24 @@ func TestWaitingDuplicateGetsTheWinnersResponse(t *testing.T) {
 		wg.Go(func() {
 			var err error
 			first, err = holder.Run(context.Background(), sc, "fp", slowResponse(hold, started, &runs))
-			assert.NoError(t, err)
+			check.NoError(t, err)
 		})
 		<-started
 		t0 := time.Now()
 		got, err := waiter.Run(context.Background(), sc, "fp", mustNotRun(t))
 		took := time.Since(t0)
 		wg.Wait()
-		require.NoError(t, err, "no ErrInFlight")
-		assert.Equal(t, idem.OutcomeReplayed, got.Outcome)
-		assert.Equal(t, first.Response, got.Response, "the winner's response, byte for byte")
-		assert.EqualValues(t, 1, runs.Load())
-		assert.Less(t, took, 3*time.Second, "answered when the winner completed, not at the end of the wait")
+		must.NoError(t, err, "no ErrInFlight")
+		check.Equal(t, idem.OutcomeReplayed, got.Outcome)
+		check.Equal(t, first.Response, got.Response, "the winner's response, byte for byte")
+		check.EqualValues(t, 1, runs.Load())
+		check.Less(t, took, 3*time.Second, "answered when the winner completed, not at the end of the wait")
 		t.Logf("Run: the waiting duplicate took %v and %d calls (%s)", took.Round(time.Millisecond), calls.Total(), calls)
-		assert.Equal(t, 1, calls.Get("PutItem"), "one claim attempt")
-		assert.Zero(t, calls.Get("UpdateItem")+calls.Get("DeleteItem")+calls.Get("TransactWriteItems"), "a waiter writes nothing")
+		check.Equal(t, 1, calls.Get("PutItem"), "one claim attempt")
+		check.Zero(t, calls.Get("UpdateItem")+calls.Get("DeleteItem")+calls.Get("TransactWriteItems"), "a waiter writes nothing")
 		// What the wait costs (one consistent GetItem per poll) depends
 		// on when the polls fall: BenchmarkWaitingDuplicate reports it.
-		assert.GreaterOrEqual(t, calls.Get("GetItem"), 2, "a capped poll cannot see a 1 s holder complete in one read")
+		check.GreaterOrEqual(t, calls.Get("GetItem"), 2, "a capped poll cannot see a 1 s holder complete in one read")
 	})
 
 	t.Run("do", func(t *testing.T) {
@@ -92,7 +92,7 @@ func TestWaitingDuplicateGetsTheWinnersResponse(t *testing.T) {
 				time.Sleep(hold)
 				return uuid.NewString(), nil
 			})
-			assert.NoError(t, err)
+			check.NoError(t, err)
 		})
 		<-started
 		got, outcome, err := idem.Do(context.Background(), waiter, sc, "fp", func(context.Context) (string, error) {
@@ -100,9 +100,9 @@ func TestWaitingDuplicateGetsTheWinnersResponse(t *testing.T) {
 			return "", nil
 		})
 		wg.Wait()
-		require.NoError(t, err)
-		assert.Equal(t, idem.OutcomeReplayed, outcome)
-		assert.Equal(t, first, got)
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeReplayed, outcome)
+		check.Equal(t, first, got)
 	})
 
 	t.Run("execute", func(t *testing.T) {
@@ -111,7 +111,7 @@ func TestWaitingDuplicateGetsTheWinnersResponse(t *testing.T) {
 		holder := newStore(t, env)
 		client, calls := env.NewClient(t)
 		waiter, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithWait(3*time.Second))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		sc := scope(t, "execute-wait")
 		started := make(chan struct{})
 		var first idem.Result
@@ -123,7 +123,7 @@ func TestWaitingDuplicateGetsTheWinnersResponse(t *testing.T) {
 				time.Sleep(hold)
 				return effect(env)(ctx)
 			})
-			assert.NoError(t, err)
+			check.NoError(t, err)
 		})
 		<-started
 		// Execute and Transact waiters, at once.
@@ -143,15 +143,15 @@ func TestWaitingDuplicateGetsTheWinnersResponse(t *testing.T) {
 		waiters.Go(func() { tx, txErr = txWaiter.Transact(context.Background(), sc, "fp", effect(env)) })
 		waiters.Wait()
 		wg.Wait()
-		require.NoError(t, exErr, "no ErrInFlight")
-		require.NoError(t, txErr, "no ErrInFlight")
-		assert.Equal(t, idem.OutcomeReplayed, ex.Outcome)
-		assert.Equal(t, idem.OutcomeReplayed, tx.Outcome)
-		assert.Equal(t, first.Response, ex.Response)
-		assert.Equal(t, first.Response, tx.Response)
-		assert.Equal(t, 1, countItems(t, env, env.Tables.Products), "one effect")
+		must.NoError(t, exErr, "no ErrInFlight")
+		must.NoError(t, txErr, "no ErrInFlight")
+		check.Equal(t, idem.OutcomeReplayed, ex.Outcome)
+		check.Equal(t, idem.OutcomeReplayed, tx.Outcome)
+		check.Equal(t, first.Response, ex.Response)
+		check.Equal(t, first.Response, tx.Response)
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products), "one effect")
 		t.Logf("Execute: the waiting duplicate took %v and %d calls (%s)", exTook.Round(time.Millisecond), calls.Total(), calls)
-		assert.Equal(t, 1, calls.Get("PutItem"))
+		check.Equal(t, 1, calls.Get("PutItem"))
 	})
 }
 
@@ -168,8 +168,8 @@ func TestWaitRunsOutWhileTheHolderLives(t *testing.T) {
 	holder := newStore(t, env)
 	sc := scope(t, "hung")
 	claim, err := holder.Reserve(context.Background(), sc, "fp")
-	require.NoError(t, err)
-	require.NotNil(t, claim.Lease)
+	must.NoError(t, err)
+	must.NotNil(t, claim.Lease)
 
 	const wait = 600 * time.Millisecond
 	waiter := newStore(t, env, idem.WithWait(wait))
@@ -177,10 +177,10 @@ func TestWaitRunsOutWhileTheHolderLives(t *testing.T) {
 	res, err := waiter.Run(context.Background(), sc, "fp", mustNotRun(t))
 	took := time.Since(t0)
 	var inflight *idem.InFlightError
-	require.ErrorAs(t, err, &inflight)
-	assert.Equal(t, idem.OutcomeInFlight, res.Outcome)
-	assert.GreaterOrEqual(t, took, wait)
-	assert.Greater(t, inflight.RetryAfter, 50*time.Second, "the holder's lease still has most of its minute")
+	must.ErrorAs(t, err, &inflight)
+	check.Equal(t, idem.OutcomeInFlight, res.Outcome)
+	check.GreaterOrEqual(t, took, wait)
+	check.Greater(t, inflight.RetryAfter, 50*time.Second, "the holder's lease still has most of its minute")
 
 	// The caller's deadline comes first: the wait stops before it, and
 	// answers.
@@ -188,16 +188,16 @@ func TestWaitRunsOutWhileTheHolderLives(t *testing.T) {
 	defer cancel()
 	long := newStore(t, env, idem.WithWait(10*time.Second))
 	_, err = long.Run(ctx, sc, "fp", mustNotRun(t))
-	require.ErrorIs(t, err, idem.ErrInFlight, "an answer, not the deadline's error")
+	must.ErrorIs(t, err, idem.ErrInFlight, "an answer, not the deadline's error")
 
 	// Another payload never waits: key reuse on the claim's own answer.
 	client, calls := env.NewClient(t)
 	other, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithWait(10*time.Second))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	_, err = other.Run(context.Background(), sc, "other", mustNotRun(t))
-	require.ErrorIs(t, err, idem.ErrKeyReuse)
-	assert.Equal(t, 1, calls.Get("PutItem"))
-	assert.LessOrEqual(t, calls.Total(), 2, "no poll: %s", calls)
+	must.ErrorIs(t, err, idem.ErrKeyReuse)
+	check.Equal(t, 1, calls.Get("PutItem"))
+	check.LessOrEqual(t, calls.Total(), 2, "no poll: %s", calls)
 }
 
 // TestWaitEndsInFlightWhenTheHolderDies: a holder whose lease ends without
@@ -211,21 +211,21 @@ func TestWaitEndsInFlightWhenTheHolderDies(t *testing.T) {
 	holder := newStore(t, env, idem.WithLease(lease, 0))
 	sc := scope(t, "dies")
 	claim, err := holder.Reserve(context.Background(), sc, "fp") // reserves, then "dies"
-	require.NoError(t, err)
-	require.NotNil(t, claim.Lease)
+	must.NoError(t, err)
+	must.NotNil(t, claim.Lease)
 
 	waiter := newStore(t, env, idem.WithWait(5*time.Second))
 	t0 := time.Now()
 	_, err = waiter.Run(context.Background(), sc, "fp", mustNotRun(t))
 	took := time.Since(t0)
-	require.ErrorIs(t, err, idem.ErrInFlight)
-	assert.GreaterOrEqual(t, took, lease-50*time.Millisecond, "the holder was live until its lease ended")
-	assert.Less(t, took, lease+time.Second, "the wait ended when the holder died, not at its maximum")
+	must.ErrorIs(t, err, idem.ErrInFlight)
+	check.GreaterOrEqual(t, took, lease-50*time.Millisecond, "the holder was live until its lease ended")
+	check.Less(t, took, lease+time.Second, "the wait ended when the holder died, not at its maximum")
 	rec, ok, err := waiter.Get(context.Background(), sc)
-	require.NoError(t, err)
-	require.True(t, ok)
-	assert.Equal(t, idem.StatusInProgress, rec.Status)
-	assert.Equal(t, claim.Lease.Token(), rec.LeaseToken, "not taken over inside the wait")
+	must.NoError(t, err)
+	must.True(t, ok)
+	check.Equal(t, idem.StatusInProgress, rec.Status)
+	check.Equal(t, claim.Lease.Token(), rec.LeaseToken, "not taken over inside the wait")
 
 	// The client's retry takes the key over and runs.
 	var runs atomic.Int64
@@ -233,9 +233,9 @@ func TestWaitEndsInFlightWhenTheHolderDies(t *testing.T) {
 		runs.Add(1)
 		return created("retry"), nil
 	})
-	require.NoError(t, err)
-	assert.Contains(t, []idem.Outcome{idem.OutcomeTakeover, idem.OutcomeExecuted}, res.Outcome)
-	assert.EqualValues(t, 1, runs.Load())
+	must.NoError(t, err)
+	check.Contains(t, []idem.Outcome{idem.OutcomeTakeover, idem.OutcomeExecuted}, res.Outcome)
+	check.EqualValues(t, 1, runs.Load())
 }
 
 // TestWithoutWaitInFlightAtOnce: without WithWait (or with a call's wait
@@ -247,8 +247,8 @@ func TestWithoutWaitInFlightAtOnce(t *testing.T) {
 	holder := newStore(t, env)
 	sc := scope(t, "no-wait")
 	claim, err := holder.Reserve(context.Background(), sc, "fp")
-	require.NoError(t, err)
-	require.NotNil(t, claim.Lease)
+	must.NoError(t, err)
+	must.NotNil(t, claim.Lease)
 
 	for name, tc := range map[string]struct {
 		opts []idem.Option
@@ -259,26 +259,26 @@ func TestWithoutWaitInFlightAtOnce(t *testing.T) {
 	} {
 		client, calls := env.NewClient(t)
 		s, err := idem.NewStore(client, env.Tables.Idempotency, tc.opts...)
-		require.NoError(t, err)
+		must.NoError(t, err)
 		res, err := s.Run(tc.ctx, sc, "fp", mustNotRun(t))
-		require.ErrorIs(t, err, idem.ErrInFlight, name)
-		assert.Equal(t, idem.OutcomeInFlight, res.Outcome, name)
-		assert.Equal(t, 1, calls.Get("PutItem"), name)
-		assert.LessOrEqual(t, calls.Total(), 2, "%s: %s", name, calls)
+		must.ErrorIs(t, err, idem.ErrInFlight, name)
+		check.Equal(t, idem.OutcomeInFlight, res.Outcome, name)
+		check.Equal(t, 1, calls.Get("PutItem"), name)
+		check.LessOrEqual(t, calls.Total(), 2, "%s: %s", name, calls)
 		res, err = s.Transact(tc.ctx, sc, "fp", effect(env))
-		require.ErrorIs(t, err, idem.ErrInFlight, name)
-		assert.Equal(t, idem.OutcomeInFlight, res.Outcome, name)
+		must.ErrorIs(t, err, idem.ErrInFlight, name)
+		check.Equal(t, idem.OutcomeInFlight, res.Outcome, name)
 	}
 
 	// A call's own wait, on a store without one.
 	s := newStore(t, env)
 	t0 := time.Now()
 	_, err = s.Run(callopt.WithWait(context.Background(), 300*time.Millisecond), sc, "fp", mustNotRun(t))
-	require.ErrorIs(t, err, idem.ErrInFlight)
-	assert.GreaterOrEqual(t, time.Since(t0), 300*time.Millisecond, "the call waited")
+	must.ErrorIs(t, err, idem.ErrInFlight)
+	check.GreaterOrEqual(t, time.Since(t0), 300*time.Millisecond, "the call waited")
 
 	_, err = idem.NewStore(env.Client, env.Tables.Idempotency, idem.WithWait(-time.Second))
-	require.Error(t, err, "a negative wait is refused")
+	must.Error(t, err, "a negative wait is refused")
 }
 
 // TestConcurrentWaitingDuplicatesRunOnce: 32 concurrent duplicates with
@@ -289,7 +289,7 @@ func TestConcurrentWaitingDuplicatesRunOnce(t *testing.T) {
 	env.concurrent(t)
 	client, calls := env.NewClient(t)
 	s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithWait(5*time.Second))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	sc := scope(t, "herd")
 	const n = 32
 	var runs atomic.Int64
@@ -309,13 +309,13 @@ func TestConcurrentWaitingDuplicatesRunOnce(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	require.EqualValues(t, 1, runs.Load(), "exactly one effect")
+	must.EqualValues(t, 1, runs.Load(), "exactly one effect")
 	outcomes := map[idem.Outcome]int{}
 	for i := range n {
-		require.NoError(t, errs[i], "caller %d", i)
+		must.NoError(t, errs[i], "caller %d", i)
 		outcomes[results[i].Outcome]++
-		assert.Equal(t, results[0].Response, results[i].Response, "caller %d has the winner's response", i)
+		check.Equal(t, results[0].Response, results[i].Response, "caller %d has the winner's response", i)
 	}
-	assert.Equal(t, map[idem.Outcome]int{idem.OutcomeExecuted: 1, idem.OutcomeReplayed: n - 1}, outcomes)
+	check.Equal(t, map[idem.Outcome]int{idem.OutcomeExecuted: 1, idem.OutcomeReplayed: n - 1}, outcomes)
 	t.Logf("%d callers, %d calls in all (%s), %.1f per waiting duplicate", n, calls.Total(), calls, float64(calls.Total()-2)/float64(n-1))
 }

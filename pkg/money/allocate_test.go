@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 	"github.com/idemlambda/idemlambda/pkg/money"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func cents(parts []money.Money) []int64 {
@@ -43,11 +43,11 @@ func TestAllocate(t *testing.T) {
 	for _, tt := range tests {
 		m := mustNew(t, tt.amount, money.EUR)
 		parts, err := m.Allocate(tt.ratios...)
-		require.NoError(t, err, "%d over %v", tt.amount, tt.ratios)
-		assert.Equal(t, tt.want, cents(parts), "%d over %v", tt.amount, tt.ratios)
+		must.NoError(t, err, "%d over %v", tt.amount, tt.ratios)
+		check.Equal(t, tt.want, cents(parts), "%d over %v", tt.amount, tt.ratios)
 		for _, p := range parts {
-			assert.True(t, p.IsValid())
-			assert.Equal(t, money.EUR, p.Currency())
+			check.True(t, p.IsValid())
+			check.Equal(t, money.EUR, p.Currency())
 		}
 	}
 }
@@ -67,8 +67,8 @@ func TestAllocateErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		parts, err := m.Allocate(tt.ratios...)
-		assert.ErrorIs(t, err, tt.want, tt.name)
-		assert.Nil(t, parts, tt.name)
+		check.ErrorIs(t, err, tt.want, tt.name)
+		check.Nil(t, parts, tt.name)
 	}
 }
 
@@ -86,45 +86,45 @@ func TestPropertyAllocateFair(t *testing.T) {
 			total.Add(total, big.NewInt(int64(x)))
 		}
 		if !total.IsUint64() {
-			require.ErrorIs(t, err, money.ErrOverflow)
+			must.ErrorIs(t, err, money.ErrOverflow)
 			continue
 		}
 		if total.Sign() == 0 {
-			require.ErrorIs(t, err, money.ErrValidation)
+			must.ErrorIs(t, err, money.ErrValidation)
 			continue
 		}
-		require.NoError(t, err, "%d over %v", amount, ratios)
-		require.Len(t, parts, len(ratios))
+		must.NoError(t, err, "%d over %v", amount, ratios)
+		must.Len(t, parts, len(ratios))
 
 		sum := new(big.Int)
 		rems := make([]*big.Int, len(parts))
 		up := make([]bool, len(parts))
 		for i, p := range parts {
-			require.Equal(t, money.USD, p.Currency())
+			must.Equal(t, money.USD, p.Currency())
 			sum.Add(sum, big.NewInt(p.Cents()))
 			share := new(big.Rat).SetFrac(new(big.Int).Mul(big.NewInt(amount), big.NewInt(int64(ratios[i]))), total)
 			floor := new(big.Int).Quo(share.Num(), share.Denom())
 			got := big.NewInt(p.Cents())
 			diff := new(big.Int).Sub(got, floor)
-			require.True(t, diff.Sign() >= 0 && diff.Cmp(big.NewInt(1)) <= 0,
+			must.True(t, diff.Sign() >= 0 && diff.Cmp(big.NewInt(1)) <= 0,
 				"part %d = %d, exact share %s (%d over %v)", i, p.Cents(), share.FloatString(3), amount, ratios)
 			rems[i] = new(big.Int).Mod(new(big.Int).Mul(big.NewInt(amount), big.NewInt(int64(ratios[i]))), total)
 			up[i] = diff.Sign() == 1
 			if share.IsInt() {
-				require.Zero(t, diff.Sign(), "exact share must not be rounded up")
+				must.Zero(t, diff.Sign(), "exact share must not be rounded up")
 			}
 			if ratios[i] == 0 {
-				require.Zero(t, p.Cents())
+				must.Zero(t, p.Cents())
 			}
 		}
-		require.Equal(t, big.NewInt(amount), sum, "%d over %v", amount, ratios)
+		must.Equal(t, big.NewInt(amount), sum, "%d over %v", amount, ratios)
 		// Largest remainder, lower index on ties: a rounded-up part beats
 		// every floored part.
 		for i := range parts {
 			for j := range parts {
 				if up[i] && !up[j] {
 					c := rems[i].Cmp(rems[j])
-					require.True(t, c > 0 || (c == 0 && i < j),
+					must.True(t, c > 0 || (c == 0 && i < j),
 						"part %d rounded up over part %d (%d over %v)", i, j, amount, ratios)
 				}
 			}

@@ -7,9 +7,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 	"github.com/idemlambda/idemlambda/pkg/money"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func avN(s string) types.AttributeValue { return &types.AttributeValueMemberN{Value: s} }
@@ -20,13 +20,13 @@ func avM(kv map[string]types.AttributeValue) types.AttributeValue {
 
 func TestMarshalDynamoDB(t *testing.T) {
 	av, err := mustNew(t, 1999, money.EUR).MarshalDynamoDBAttributeValue()
-	require.NoError(t, err)
-	assert.Equal(t, avM(map[string]types.AttributeValue{"cents": avN("1999"), "currency": avS("EUR")}), av)
+	must.NoError(t, err)
+	check.Equal(t, avM(map[string]types.AttributeValue{"cents": avN("1999"), "currency": avS("EUR")}), av)
 
 	_, err = money.Money{}.MarshalDynamoDBAttributeValue()
-	assert.ErrorIs(t, err, money.ErrValidation)
+	check.ErrorIs(t, err, money.ErrValidation)
 	_, err = attributevalue.MarshalMap(struct{ Price money.Money }{})
-	assert.ErrorIs(t, err, money.ErrValidation, "zero value inside an item must not encode")
+	check.ErrorIs(t, err, money.ErrValidation, "zero value inside an item must not encode")
 }
 
 // Round trip through the SDK's reflection-based codec, as the store uses it.
@@ -37,13 +37,13 @@ func TestDynamoDBItemRoundTrip(t *testing.T) {
 	}
 	in := item{Price: mustNew(t, math.MaxInt64, money.KWD)}
 	av, err := attributevalue.MarshalMap(in)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	var out item
-	require.NoError(t, attributevalue.UnmarshalMap(av, &out))
-	assert.Equal(t, in, out)
+	must.NoError(t, attributevalue.UnmarshalMap(av, &out))
+	check.Equal(t, in, out)
 
 	av["price"] = &types.AttributeValueMemberNULL{Value: true}
-	assert.ErrorIs(t, attributevalue.UnmarshalMap(av, &out), money.ErrValidation)
+	check.ErrorIs(t, attributevalue.UnmarshalMap(av, &out), money.ErrValidation)
 }
 
 func TestUnmarshalDynamoDB(t *testing.T) {
@@ -55,10 +55,10 @@ func TestUnmarshalDynamoDB(t *testing.T) {
 	}
 
 	var m money.Money
-	require.NoError(t, m.UnmarshalDynamoDBAttributeValue(good(avN("1999"), avS("EUR"))))
-	assert.Equal(t, mustNew(t, 1999, money.EUR), m)
-	require.NoError(t, m.UnmarshalDynamoDBAttributeValue(good(avN("9223372036854775807"), avS("JPY"))))
-	assert.Equal(t, mustNew(t, math.MaxInt64, money.JPY), m)
+	must.NoError(t, m.UnmarshalDynamoDBAttributeValue(good(avN("1999"), avS("EUR"))))
+	check.Equal(t, mustNew(t, 1999, money.EUR), m)
+	must.NoError(t, m.UnmarshalDynamoDBAttributeValue(good(avN("9223372036854775807"), avS("JPY"))))
+	check.Equal(t, mustNew(t, math.MaxInt64, money.JPY), m)
 
 	bad := []struct {
 		name     string
@@ -100,15 +100,15 @@ func TestUnmarshalDynamoDB(t *testing.T) {
 		before := mustNew(t, 42, money.GBP)
 		m := before
 		err := m.UnmarshalDynamoDBAttributeValue(tt.av)
-		assert.ErrorIs(t, err, money.ErrValidation, tt.name)
+		check.ErrorIs(t, err, money.ErrValidation, tt.name)
 		if tt.overflow {
-			assert.ErrorIs(t, err, money.ErrOverflow, tt.name)
+			check.ErrorIs(t, err, money.ErrOverflow, tt.name)
 		}
-		assert.Equal(t, before, m, "%s: target must be unchanged on error", tt.name)
+		check.Equal(t, before, m, "%s: target must be unchanged on error", tt.name)
 	}
 
 	var nilM *money.Money
-	assert.ErrorIs(t, nilM.UnmarshalDynamoDBAttributeValue(good(avN("1"), avS("EUR"))), money.ErrValidation)
+	check.ErrorIs(t, nilM.UnmarshalDynamoDBAttributeValue(good(avN("1"), avS("EUR"))), money.ErrValidation)
 }
 
 // fuzzAV builds an attribute value whose shape is chosen by the bits of
@@ -174,20 +174,20 @@ func FuzzUnmarshalDynamoDB(f *testing.F) {
 	f.Fuzz(func(t *testing.T, shape uint16, cents, cur string) {
 		var m money.Money
 		if err := m.UnmarshalDynamoDBAttributeValue(fuzzAV(shape, cents, cur)); err != nil {
-			require.ErrorIs(t, err, money.ErrValidation)
-			require.Equal(t, money.Money{}, m)
+			must.ErrorIs(t, err, money.ErrValidation)
+			must.Equal(t, money.Money{}, m)
 			return
 		}
-		require.True(t, m.IsValid())
-		require.Equal(t, string(m.Currency()), cur)
+		must.True(t, m.IsValid())
+		must.Equal(t, string(m.Currency()), cur)
 		want, err := strconv.ParseInt(cents, 10, 64)
-		require.NoError(t, err)
-		require.Equal(t, want, m.Cents())
+		must.NoError(t, err)
+		must.Equal(t, want, m.Cents())
 		av, err := m.MarshalDynamoDBAttributeValue()
-		require.NoError(t, err)
+		must.NoError(t, err)
 		var back money.Money
-		require.NoError(t, back.UnmarshalDynamoDBAttributeValue(av))
-		require.Equal(t, m, back)
+		must.NoError(t, back.UnmarshalDynamoDBAttributeValue(av))
+		must.Equal(t, m, back)
 	})
 }
 

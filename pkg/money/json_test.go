@@ -5,9 +5,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 	"github.com/idemlambda/idemlambda/pkg/money"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestMarshalJSON(t *testing.T) {
@@ -20,14 +20,14 @@ func TestMarshalJSON(t *testing.T) {
 		{mustNew(t, math.MaxInt64, money.KWD), `{"cents":9223372036854775807,"currency":"KWD"}`},
 	} {
 		b, err := json.Marshal(tt.m)
-		require.NoError(t, err)
-		assert.JSONEq(t, tt.want, string(b))
-		assert.Equal(t, tt.want, string(b))
+		must.NoError(t, err)
+		check.JSONEq(t, tt.want, string(b))
+		check.Equal(t, tt.want, string(b))
 	}
 	_, err := json.Marshal(money.Money{})
-	assert.ErrorIs(t, err, money.ErrValidation)
+	check.ErrorIs(t, err, money.ErrValidation)
 	_, err = json.Marshal(struct{ Price money.Money }{})
-	assert.ErrorIs(t, err, money.ErrValidation, "zero value inside a struct must not encode")
+	check.ErrorIs(t, err, money.ErrValidation, "zero value inside a struct must not encode")
 }
 
 func TestUnmarshalJSON(t *testing.T) {
@@ -43,8 +43,8 @@ func TestUnmarshalJSON(t *testing.T) {
 	}
 	for _, tt := range ok {
 		var m money.Money
-		require.NoError(t, json.Unmarshal([]byte(tt.in), &m), tt.in)
-		assert.Equal(t, tt.want, m, tt.in)
+		must.NoError(t, json.Unmarshal([]byte(tt.in), &m), tt.in)
+		check.Equal(t, tt.want, m, tt.in)
 	}
 
 	bad := []struct {
@@ -91,15 +91,15 @@ func TestUnmarshalJSON(t *testing.T) {
 		before := mustNew(t, 42, money.GBP)
 		m := before
 		err := m.UnmarshalJSON([]byte(tt.in))
-		assert.ErrorIs(t, err, money.ErrValidation, tt.in)
+		check.ErrorIs(t, err, money.ErrValidation, tt.in)
 		if tt.overflow {
-			assert.ErrorIs(t, err, money.ErrOverflow, tt.in)
+			check.ErrorIs(t, err, money.ErrOverflow, tt.in)
 		}
-		assert.Equal(t, before, m, "%s: target must be unchanged on error", tt.in)
+		check.Equal(t, before, m, "%s: target must be unchanged on error", tt.in)
 	}
 
 	var nilM *money.Money
-	assert.ErrorIs(t, nilM.UnmarshalJSON([]byte(`{"cents":1,"currency":"EUR"}`)), money.ErrValidation)
+	check.ErrorIs(t, nilM.UnmarshalJSON([]byte(`{"cents":1,"currency":"EUR"}`)), money.ErrValidation)
 }
 
 // Through encoding/json: null into a Money field is an error, into a *Money
@@ -109,14 +109,14 @@ func TestUnmarshalJSONInStruct(t *testing.T) {
 		Price money.Money  `json:"price"`
 		Old   *money.Money `json:"old"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(`{"price":{"cents":5,"currency":"SEK"},"old":null}`), &v))
-	assert.Equal(t, mustNew(t, 5, money.SEK), v.Price)
-	assert.Nil(t, v.Old)
+	must.NoError(t, json.Unmarshal([]byte(`{"price":{"cents":5,"currency":"SEK"},"old":null}`), &v))
+	check.Equal(t, mustNew(t, 5, money.SEK), v.Price)
+	check.Nil(t, v.Old)
 
 	err := json.Unmarshal([]byte(`{"price":null}`), &v)
-	assert.ErrorIs(t, err, money.ErrValidation)
+	check.ErrorIs(t, err, money.ErrValidation)
 	err = json.Unmarshal([]byte(`{"price":{"cents":1.5,"currency":"SEK"}}`), &v)
-	assert.ErrorIs(t, err, money.ErrValidation)
+	check.ErrorIs(t, err, money.ErrValidation)
 }
 
 func FuzzUnmarshalJSON(f *testing.F) {
@@ -132,21 +132,21 @@ func FuzzUnmarshalJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var m money.Money
 		if err := m.UnmarshalJSON(data); err != nil {
-			require.ErrorIs(t, err, money.ErrValidation)
-			require.Equal(t, money.Money{}, m)
+			must.ErrorIs(t, err, money.ErrValidation)
+			must.Equal(t, money.Money{}, m)
 			return
 		}
-		require.True(t, m.IsValid(), "decoded %q into invalid %v", data, m)
-		require.True(t, json.Valid(data), "accepted invalid JSON %q", data)
+		must.True(t, m.IsValid(), "decoded %q into invalid %v", data, m)
+		must.True(t, json.Valid(data), "accepted invalid JSON %q", data)
 		var generic map[string]any
-		require.NoError(t, json.Unmarshal(data, &generic))
-		require.Len(t, generic, 2)
+		must.NoError(t, json.Unmarshal(data, &generic))
+		must.Len(t, generic, 2)
 
 		out, err := json.Marshal(m)
-		require.NoError(t, err)
+		must.NoError(t, err)
 		var back money.Money
-		require.NoError(t, json.Unmarshal(out, &back))
-		require.Equal(t, m, back)
+		must.NoError(t, json.Unmarshal(out, &back))
+		must.Equal(t, m, back)
 	})
 }
 

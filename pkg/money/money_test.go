@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 	"github.com/idemlambda/idemlambda/pkg/money"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // propSeed is fixed so property tests are reproducible; it is logged so a
@@ -25,7 +25,7 @@ var currencies = []money.Currency{money.EUR, money.USD, money.GBP, money.CHF, mo
 func mustNew(t testing.TB, minor int64, c money.Currency) money.Money {
 	t.Helper()
 	m, err := money.New(minor, c)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	return m
 }
 
@@ -47,15 +47,15 @@ func TestNew(t *testing.T) {
 	for _, tt := range tests {
 		m, err := money.New(tt.minor, tt.c)
 		if tt.wantErr != nil {
-			assert.ErrorIs(t, err, tt.wantErr, "New(%d, %q)", tt.minor, tt.c)
-			assert.Equal(t, money.Money{}, m)
+			check.ErrorIs(t, err, tt.wantErr, "New(%d, %q)", tt.minor, tt.c)
+			check.Equal(t, money.Money{}, m)
 			continue
 		}
-		require.NoError(t, err)
-		assert.Equal(t, tt.minor, m.Cents())
-		assert.Equal(t, tt.c, m.Currency())
-		assert.True(t, m.IsValid())
-		assert.Equal(t, tt.minor == 0, m.IsZero())
+		must.NoError(t, err)
+		check.Equal(t, tt.minor, m.Cents())
+		check.Equal(t, tt.c, m.Currency())
+		check.True(t, m.IsValid())
+		check.Equal(t, tt.minor == 0, m.IsZero())
 	}
 }
 
@@ -76,35 +76,35 @@ func TestString(t *testing.T) {
 		{math.MaxInt64, money.EUR, "92233720368547758.07 EUR"},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, mustNew(t, tt.minor, tt.c).String())
+		check.Equal(t, tt.want, mustNew(t, tt.minor, tt.c).String())
 	}
 }
 
 func TestZeroValue(t *testing.T) {
 	var z money.Money
 	eur := mustNew(t, 100, money.EUR)
-	assert.False(t, z.IsValid())
-	assert.True(t, z.IsZero(), "zero value is IsZero but invalid")
-	assert.Equal(t, "0 <invalid>", z.String())
-	assert.Equal(t, money.Currency(""), z.Currency())
-	assert.Zero(t, z.Cents())
+	check.False(t, z.IsValid())
+	check.True(t, z.IsZero(), "zero value is IsZero but invalid")
+	check.Equal(t, "0 <invalid>", z.String())
+	check.Equal(t, money.Currency(""), z.Currency())
+	check.Zero(t, z.Cents())
 
 	_, err := z.Add(eur)
-	assert.ErrorIs(t, err, money.ErrValidation)
+	check.ErrorIs(t, err, money.ErrValidation)
 	_, err = eur.Add(z)
-	assert.ErrorIs(t, err, money.ErrValidation)
+	check.ErrorIs(t, err, money.ErrValidation)
 	_, err = z.Sub(z)
-	assert.ErrorIs(t, err, money.ErrValidation)
+	check.ErrorIs(t, err, money.ErrValidation)
 	_, err = z.Mul(2)
-	assert.ErrorIs(t, err, money.ErrValidation)
+	check.ErrorIs(t, err, money.ErrValidation)
 	_, err = eur.Cmp(z)
-	assert.ErrorIs(t, err, money.ErrValidation)
+	check.ErrorIs(t, err, money.ErrValidation)
 	_, err = z.Allocate(1, 1)
-	assert.ErrorIs(t, err, money.ErrValidation)
+	check.ErrorIs(t, err, money.ErrValidation)
 	_, err = z.MarshalJSON()
-	assert.ErrorIs(t, err, money.ErrValidation)
+	check.ErrorIs(t, err, money.ErrValidation)
 	_, err = z.MarshalDynamoDBAttributeValue()
-	assert.ErrorIs(t, err, money.ErrValidation)
+	check.ErrorIs(t, err, money.ErrValidation)
 }
 
 func TestArithmetic(t *testing.T) {
@@ -113,31 +113,31 @@ func TestArithmetic(t *testing.T) {
 	maxEUR := eur(math.MaxInt64)
 
 	sum, err := eur(1999).Add(eur(1))
-	require.NoError(t, err)
-	assert.Equal(t, eur(2000), sum)
+	must.NoError(t, err)
+	check.Equal(t, eur(2000), sum)
 	sum, err = maxEUR.Add(eur(0))
-	require.NoError(t, err)
-	assert.Equal(t, maxEUR, sum)
+	must.NoError(t, err)
+	check.Equal(t, maxEUR, sum)
 
 	diff, err := eur(2000).Sub(eur(1))
-	require.NoError(t, err)
-	assert.Equal(t, eur(1999), diff)
+	must.NoError(t, err)
+	check.Equal(t, eur(1999), diff)
 	diff, err = eur(5).Sub(eur(5))
-	require.NoError(t, err)
-	assert.True(t, diff.IsZero() && diff.IsValid())
+	must.NoError(t, err)
+	check.True(t, diff.IsZero() && diff.IsValid())
 
 	prod, err := eur(1999).Mul(3)
-	require.NoError(t, err)
-	assert.Equal(t, eur(5997), prod)
+	must.NoError(t, err)
+	check.Equal(t, eur(5997), prod)
 	prod, err = eur(1999).Mul(0)
-	require.NoError(t, err)
-	assert.Equal(t, eur(0), prod)
+	must.NoError(t, err)
+	check.Equal(t, eur(0), prod)
 	prod, err = eur(0).Mul(math.MaxInt64)
-	require.NoError(t, err)
-	assert.Equal(t, eur(0), prod)
+	must.NoError(t, err)
+	check.Equal(t, eur(0), prod)
 	prod, err = eur(1).Mul(math.MaxInt64)
-	require.NoError(t, err)
-	assert.Equal(t, maxEUR, prod)
+	must.NoError(t, err)
+	check.Equal(t, maxEUR, prod)
 
 	errTests := []struct {
 		name string
@@ -154,7 +154,7 @@ func TestArithmetic(t *testing.T) {
 		{"cmp mismatch", second(eur(1).Cmp(usd)), money.ErrCurrencyMismatch},
 	}
 	for _, tt := range errTests {
-		assert.ErrorIs(t, tt.err, tt.want, tt.name)
+		check.ErrorIs(t, tt.err, tt.want, tt.name)
 	}
 
 	for _, c := range []struct {
@@ -162,8 +162,8 @@ func TestArithmetic(t *testing.T) {
 		want int
 	}{{1, 2, -1}, {2, 2, 0}, {3, 2, 1}, {0, math.MaxInt64, -1}} {
 		got, err := eur(c.a).Cmp(eur(c.b))
-		require.NoError(t, err)
-		assert.Equal(t, c.want, got, "Cmp(%d, %d)", c.a, c.b)
+		must.NoError(t, err)
+		check.Equal(t, c.want, got, "Cmp(%d, %d)", c.a, c.b)
 	}
 }
 
@@ -171,8 +171,8 @@ func second[T any](_ T, err error) error { return err }
 
 func TestErrorsAreDistinct(t *testing.T) {
 	_, err := mustNew(t, 1, money.EUR).Add(mustNew(t, 1, money.USD))
-	assert.False(t, errors.Is(err, money.ErrValidation))
-	assert.False(t, errors.Is(err, money.ErrOverflow))
+	check.False(t, errors.Is(err, money.ErrValidation))
+	check.False(t, errors.Is(err, money.ErrOverflow))
 }
 
 // Property: for valid a, b of one currency, (a+b)-b == a whenever a+b fits,
@@ -184,16 +184,16 @@ func TestPropertyAddSubIdentity(t *testing.T) {
 		a, b := mustNew(t, randMinor(r), c), mustNew(t, randMinor(r), c)
 		sum, err := a.Add(b)
 		if a.Cents() > math.MaxInt64-b.Cents() {
-			require.ErrorIs(t, err, money.ErrOverflow)
+			must.ErrorIs(t, err, money.ErrOverflow)
 			continue
 		}
-		require.NoError(t, err)
+		must.NoError(t, err)
 		back, err := sum.Sub(b)
-		require.NoError(t, err)
-		require.Equal(t, a, back, "(%s + %s) - %s", a, b, b)
+		must.NoError(t, err)
+		must.Equal(t, a, back, "(%s + %s) - %s", a, b, b)
 		cmp, err := sum.Cmp(a)
-		require.NoError(t, err)
-		require.GreaterOrEqual(t, cmp, 0)
+		must.NoError(t, err)
+		must.GreaterOrEqual(t, cmp, 0)
 	}
 }
 

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 	"github.com/idemlambda/idemlambda/pkg/money"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestParse(t *testing.T) {
@@ -38,8 +38,8 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range ok {
 		m, err := money.Parse(tt.in, tt.c)
-		require.NoError(t, err, "Parse(%q, %s)", tt.in, tt.c)
-		assert.Equal(t, mustNew(t, tt.want, tt.c), m, "Parse(%q, %s)", tt.in, tt.c)
+		must.NoError(t, err, "Parse(%q, %s)", tt.in, tt.c)
+		check.Equal(t, mustNew(t, tt.want, tt.c), m, "Parse(%q, %s)", tt.in, tt.c)
 	}
 
 	bad := []struct {
@@ -87,11 +87,11 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range bad {
 		m, err := money.Parse(tt.in, tt.c)
-		assert.ErrorIs(t, err, money.ErrValidation, "Parse(%q, %s)", tt.in, tt.c)
+		check.ErrorIs(t, err, money.ErrValidation, "Parse(%q, %s)", tt.in, tt.c)
 		if tt.overflow {
-			assert.ErrorIs(t, err, money.ErrOverflow, "Parse(%q, %s)", tt.in, tt.c)
+			check.ErrorIs(t, err, money.ErrOverflow, "Parse(%q, %s)", tt.in, tt.c)
 		}
-		assert.Equal(t, money.Money{}, m)
+		check.Equal(t, money.Money{}, m)
 	}
 }
 
@@ -101,11 +101,11 @@ func TestPropertyParseStringRoundTrip(t *testing.T) {
 	for range 10000 {
 		m := mustNew(t, randMinor(r), currencies[r.IntN(len(currencies))])
 		amount, code, ok := strings.Cut(m.String(), " ")
-		require.True(t, ok)
-		require.Equal(t, string(m.Currency()), code)
+		must.True(t, ok)
+		must.Equal(t, string(m.Currency()), code)
 		back, err := money.Parse(amount, m.Currency())
-		require.NoError(t, err, "Parse(%q)", amount)
-		require.Equal(t, m, back)
+		must.NoError(t, err, "Parse(%q)", amount)
+		must.Equal(t, m, back)
 	}
 }
 
@@ -147,28 +147,28 @@ func FuzzParse(f *testing.F) {
 		}
 		m, err := money.Parse(s, c)
 		if c.Digits() < 0 {
-			require.ErrorIs(t, err, money.ErrValidation)
+			must.ErrorIs(t, err, money.ErrValidation)
 			return
 		}
 		want, syntaxOK, fits := refParse(s, c.Digits())
 		switch {
 		case !syntaxOK:
-			require.ErrorIs(t, err, money.ErrValidation, "Parse(%q, %s)", s, c)
-			require.Equal(t, money.Money{}, m)
+			must.ErrorIs(t, err, money.ErrValidation, "Parse(%q, %s)", s, c)
+			must.Equal(t, money.Money{}, m)
 			return
 		case !fits:
-			require.ErrorIs(t, err, money.ErrOverflow, "Parse(%q, %s)", s, c)
-			require.ErrorIs(t, err, money.ErrValidation, "Parse(%q, %s)", s, c)
+			must.ErrorIs(t, err, money.ErrOverflow, "Parse(%q, %s)", s, c)
+			must.ErrorIs(t, err, money.ErrValidation, "Parse(%q, %s)", s, c)
 			return
 		}
-		require.NoError(t, err, "Parse(%q, %s)", s, c)
-		require.True(t, m.IsValid())
-		require.Equal(t, want, m.Cents(), "Parse(%q, %s)", s, c)
-		require.Equal(t, c, m.Currency())
+		must.NoError(t, err, "Parse(%q, %s)", s, c)
+		must.True(t, m.IsValid())
+		must.Equal(t, want, m.Cents(), "Parse(%q, %s)", s, c)
+		must.Equal(t, c, m.Currency())
 		amount, _, _ := strings.Cut(m.String(), " ")
 		back, err := money.Parse(amount, c)
-		require.NoError(t, err)
-		require.Equal(t, m, back)
+		must.NoError(t, err)
+		must.Equal(t, m, back)
 	})
 }
 

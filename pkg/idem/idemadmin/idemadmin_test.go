@@ -9,13 +9,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemadmin"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 var layouts = map[string]idemtable.Layout{
@@ -33,9 +33,9 @@ func eachLayout(t *testing.T, f func(t *testing.T, db *dynamodb.Client, layout i
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := idemtest.New(t).Client()
-			require.NoError(t, idemtable.Create(context.Background(), db, "idempotency", layout))
+			must.NoError(t, idemtable.Create(context.Background(), db, "idempotency", layout))
 			store, err := idem.NewStore(db, "idempotency", idem.WithLayout(layout))
-			require.NoError(t, err)
+			must.NoError(t, err)
 			f(t, db, layout, store)
 		})
 	}
@@ -51,21 +51,21 @@ func TestLookup(t *testing.T) {
 		ctx := context.Background()
 		sc, _ := idem.NewScope("POST /orders", "user-1", "k-1")
 		_, err := idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
-		require.ErrorIs(t, err, idemadmin.ErrNotFound)
+		must.ErrorIs(t, err, idemadmin.ErrNotFound)
 
 		_, err = store.Run(ctx, sc, "fp-1", ok(201))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		rec, err := idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
-		require.NoError(t, err)
-		assert.Equal(t, "COMPLETED", rec.Status)
-		assert.Equal(t, "fp-1", rec.Fingerprint)
-		assert.Equal(t, 201, rec.ResponseStatus)
-		assert.Equal(t, sc.ID(), rec.ID)
-		assert.False(t, rec.LeaseLive)
-		assert.False(t, rec.Expired)
-		assert.False(t, rec.CreatedAt.IsZero())
-		assert.False(t, rec.CompletedAt.IsZero())
-		assert.WithinDuration(t, time.Now().Add(24*time.Hour), rec.ExpiresAt, time.Minute)
+		must.NoError(t, err)
+		check.Equal(t, "COMPLETED", rec.Status)
+		check.Equal(t, "fp-1", rec.Fingerprint)
+		check.Equal(t, 201, rec.ResponseStatus)
+		check.Equal(t, sc.ID(), rec.ID)
+		check.False(t, rec.LeaseLive)
+		check.False(t, rec.Expired)
+		check.False(t, rec.CreatedAt.IsZero())
+		check.False(t, rec.CompletedAt.IsZero())
+		check.WithinDuration(t, time.Now().Add(24*time.Hour), rec.ExpiresAt, time.Minute)
 	})
 }
 
@@ -75,30 +75,30 @@ func TestEvictACompletedKeyRunsAgain(t *testing.T) {
 		ctx := context.Background()
 		sc, _ := idem.NewScope("POST /orders", "user-1", "k-1")
 		_, err := store.Run(ctx, sc, "fp", ok(201))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		res, err := store.Run(ctx, sc, "fp", ok(500))
-		require.NoError(t, err)
-		require.Equal(t, idem.OutcomeReplayed, res.Outcome)
+		must.NoError(t, err)
+		must.Equal(t, idem.OutcomeReplayed, res.Outcome)
 
 		rec, err := idemadmin.Evict(ctx, db, "idempotency", layout, sc, false)
-		require.NoError(t, err)
-		assert.Equal(t, "COMPLETED", rec.Status)
+		must.NoError(t, err)
+		check.Equal(t, "COMPLETED", rec.Status)
 		_, err = idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
-		require.ErrorIs(t, err, idemadmin.ErrNotFound)
+		must.ErrorIs(t, err, idemadmin.ErrNotFound)
 
 		res, err = store.Run(ctx, sc, "another payload, even", ok(202))
-		require.NoError(t, err)
-		assert.Equal(t, idem.OutcomeExecuted, res.Outcome, "the key runs again")
-		assert.Equal(t, 202, res.Response.Status)
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeExecuted, res.Outcome, "the key runs again")
+		check.Equal(t, 202, res.Response.Status)
 
 		_, err = idemadmin.Evict(ctx, db, "idempotency", layout, mustScope(t, "absent"), false)
-		require.ErrorIs(t, err, idemadmin.ErrNotFound)
+		must.ErrorIs(t, err, idemadmin.ErrNotFound)
 	})
 }
 
 func mustScope(t *testing.T, key string) idem.Scope {
 	sc, err := idem.NewScope("POST /orders", "user-1", key)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	return sc
 }
 
@@ -112,37 +112,37 @@ func TestEvictALiveHolder(t *testing.T) {
 		sc := mustScope(t, "live")
 		res, err := store.Execute(ctx, sc, "fp", func(ctx context.Context) (idem.Effect, error) {
 			_, err := idemadmin.Evict(ctx, db, "idempotency", layout, sc, false)
-			require.ErrorIs(t, err, idemadmin.ErrLiveHolder)
+			must.ErrorIs(t, err, idemadmin.ErrLiveHolder)
 			rec, err := idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
-			require.NoError(t, err)
-			assert.Equal(t, "IN_PROGRESS", rec.Status, "the record stays")
-			assert.True(t, rec.LeaseLive)
+			must.NoError(t, err)
+			check.Equal(t, "IN_PROGRESS", rec.Status, "the record stays")
+			check.True(t, rec.LeaseLive)
 
 			rec, err = idemadmin.Evict(ctx, db, "idempotency", layout, sc, true)
-			require.NoError(t, err)
-			assert.Equal(t, "IN_PROGRESS", rec.Status)
+			must.NoError(t, err)
+			check.Equal(t, "IN_PROGRESS", rec.Status)
 
 			second, err := store.Run(ctx, sc, "fp", ok(201))
-			require.NoError(t, err)
-			assert.Equal(t, idem.OutcomeExecuted, second.Outcome, "a new claim wins at once")
+			must.NoError(t, err)
+			check.Equal(t, idem.OutcomeExecuted, second.Outcome, "a new claim wins at once")
 			return idem.Effect{Response: idem.Response{Status: 200}, Writes: []types.TransactWriteItem{}}, nil
 		})
-		require.ErrorIs(t, err, idem.ErrLeaseLost, "the old holder's completion is fenced out")
-		assert.Equal(t, idem.OutcomeLeaseLost, res.Outcome)
+		must.ErrorIs(t, err, idem.ErrLeaseLost, "the old holder's completion is fenced out")
+		check.Equal(t, idem.OutcomeLeaseLost, res.Outcome)
 
 		rec, err := idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
-		require.NoError(t, err)
-		assert.Equal(t, 201, rec.ResponseStatus, "the second holder's response stands")
+		must.NoError(t, err)
+		check.Equal(t, 201, rec.ResponseStatus, "the second holder's response stands")
 
 		// Run's effect outside DynamoDB: the completion fails the same way.
 		sc = mustScope(t, "live-run")
 		_, err = store.Run(ctx, sc, "fp", func(ctx context.Context) (idem.Response, error) {
 			_, err := idemadmin.Evict(ctx, db, "idempotency", layout, sc, true)
-			require.NoError(t, err)
+			must.NoError(t, err)
 			return idem.Response{Status: 200}, nil
 		})
-		require.ErrorIs(t, err, idem.ErrLeaseLost)
-		require.ErrorIs(t, err, idem.ErrNotRecorded)
+		must.ErrorIs(t, err, idem.ErrLeaseLost)
+		must.ErrorIs(t, err, idem.ErrNotRecorded)
 	})
 }
 
@@ -150,9 +150,9 @@ func TestInvalidScopeOrLayout(t *testing.T) {
 	t.Parallel()
 	db := idemtest.New(t).Client()
 	_, err := idemadmin.Lookup(context.Background(), db, "t", idemtable.Layout{}, idem.Scope{Key: "k"})
-	require.ErrorIs(t, err, idem.ErrInvalidKey)
+	must.ErrorIs(t, err, idem.ErrInvalidKey)
 	_, err = idemadmin.Evict(context.Background(), db, "t", idemtable.Layout{SortKey: "SK"}, mustScope(t, "k"), false)
-	require.Error(t, err)
+	must.Error(t, err)
 }
 
 // A lease that ended on this machine's clock less than ClockSkew ago may
@@ -162,7 +162,7 @@ func TestEvictTrustsTheClockOnlyBeyondItsSkew(t *testing.T) {
 	t.Parallel()
 	db := idemtest.New(t).Client()
 	ctx := context.Background()
-	require.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
+	must.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
 	put := func(key string, leaseEnd time.Time) idem.Scope {
 		sc := mustScope(t, key)
 		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("idempotency"), Item: map[string]types.AttributeValue{
@@ -174,17 +174,17 @@ func TestEvictTrustsTheClockOnlyBeyondItsSkew(t *testing.T) {
 			"expires_at":       &types.AttributeValueMemberN{Value: strconv.FormatInt(leaseEnd.Unix(), 10)},
 			"created_at":       &types.AttributeValueMemberS{Value: leaseEnd.Add(-time.Minute).UTC().Format(time.RFC3339)},
 		}})
-		require.NoError(t, err)
+		must.NoError(t, err)
 		return sc
 	}
 	recent := put("recent", time.Now().Add(-time.Second))
 	_, err := idemadmin.Evict(ctx, db, "idempotency", idemtable.Layout{}, recent, false)
-	require.ErrorIs(t, err, idemadmin.ErrLiveHolder, "ended 1 s ago here: maybe not on the holder's clock")
+	must.ErrorIs(t, err, idemadmin.ErrLiveHolder, "ended 1 s ago here: maybe not on the holder's clock")
 
 	old := put("old", time.Now().Add(-idemadmin.ClockSkew-time.Second))
 	rec, err := idemadmin.Evict(ctx, db, "idempotency", idemtable.Layout{}, old, false)
-	require.NoError(t, err)
-	assert.Equal(t, "IN_PROGRESS", rec.Status)
+	must.NoError(t, err)
+	check.Equal(t, "IN_PROGRESS", rec.Status)
 	_, err = idemadmin.Lookup(ctx, db, "idempotency", idemtable.Layout{}, old)
-	assert.ErrorIs(t, err, idemadmin.ErrNotFound)
+	check.ErrorIs(t, err, idemadmin.ErrNotFound)
 }

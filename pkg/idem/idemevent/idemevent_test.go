@@ -12,13 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemevent"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // shipOrder is a direct invocation's payload.
@@ -47,9 +46,9 @@ func newFixture(t *testing.T, opts ...idem.Option) *fixture {
 	srv := idemtest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(t, idemtable.Create(ctx, srv.Client(), "idempotency", idemtable.Layout{}))
+	must.NoError(t, idemtable.Create(ctx, srv.Client(), "idempotency", idemtable.Layout{}))
 	store, err := idem.NewStore(srv.Client(), "idempotency", opts...)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	srv.ResetCalls()
 	return &fixture{srv: srv, store: store}
 }
@@ -104,7 +103,7 @@ func (s *shipper) handle(ctx context.Context, e shipOrder) (shipment, error) {
 func wrap(t *testing.T, f *fixture, cfg idemevent.Config[shipOrder], s *shipper) func(context.Context, shipOrder) (shipment, error) {
 	t.Helper()
 	h, err := idemevent.Wrap(f.store, cfg, s.handle)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	return h
 }
 
@@ -140,38 +139,38 @@ func TestConcurrentDuplicatesRunTheHandlerOnce(t *testing.T) {
 	ops, total := f.calls()
 	t.Logf("32 concurrent duplicates: %s (%d calls, %.2f per caller)", ops, total, float64(total)/callers)
 
-	require.EqualValues(t, 1, s.runs.Load(), "exactly one effect")
+	must.EqualValues(t, 1, s.runs.Load(), "exactly one effect")
 	var winner []byte
 	answered, inFlight := 0, 0
 	for i := range callers {
 		if errs[i] != nil {
 			var ife *idem.InFlightError
-			require.ErrorAs(t, errs[i], &ife, "caller %d", i)
+			must.ErrorAs(t, errs[i], &ife, "caller %d", i)
 			// Unwrapped, so Lambda reports its type as "InFlightError"
 			// for a Step Functions Retry to match.
-			assert.IsType(t, &idem.InFlightError{}, errs[i])
-			assert.Positive(t, ife.RetryAfter)
+			check.IsType(t, &idem.InFlightError{}, errs[i])
+			check.Positive(t, ife.RetryAfter)
 			inFlight++
 			continue
 		}
 		got, err := json.Marshal(results[i])
-		require.NoError(t, err)
+		must.NoError(t, err)
 		if winner == nil {
 			winner = got
 		}
-		assert.JSONEq(t, string(winner), string(got), "caller %d", i)
+		check.JSONEq(t, string(winner), string(got), "caller %d", i)
 		answered++
 	}
 	t.Logf("answered with the result: %d, in flight: %d", answered, inFlight)
-	require.NotNil(t, winner, "the winner is answered")
-	assert.Equal(t, callers, answered+inFlight)
+	must.NotNil(t, winner, "the winner is answered")
+	check.Equal(t, callers, answered+inFlight)
 
 	// Every caller that was in flight gets the winner's result on its retry.
 	got, err := h(lambdaContext(t), event)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	j, _ := json.Marshal(got)
-	assert.JSONEq(t, string(winner), string(j))
-	assert.EqualValues(t, 1, s.runs.Load())
+	check.JSONEq(t, string(winner), string(j))
+	check.EqualValues(t, 1, s.runs.Load())
 }
 
 func TestFirstExecutionThenReplay(t *testing.T) {
@@ -182,31 +181,31 @@ func TestFirstExecutionThenReplay(t *testing.T) {
 	event := shipOrder{RequestID: "req-2", Tenant: "shop-1", OrderID: "o-2", Items: 1}
 
 	first, err := h(lambdaContext(t), event)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	ops, total := f.calls()
 	t.Logf("first execution: %s (%d calls)", ops, total)
-	assert.Equal(t, 2, total, "claim and completion")
+	check.Equal(t, 2, total, "claim and completion")
 
 	replay, err := h(lambdaContext(t), event)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	ops, total = f.calls()
 	t.Logf("replay: %s (%d calls: the failed claim returns the record)", ops, total)
-	assert.Equal(t, 1, total)
-	assert.Equal(t, first, replay, "the stored result, decoded")
-	assert.Equal(t, "trk-o-2-1", replay.TrackingID)
-	assert.EqualValues(t, 1, s.runs.Load())
+	check.Equal(t, 1, total)
+	check.Equal(t, first, replay, "the stored result, decoded")
+	check.Equal(t, "trk-o-2-1", replay.TrackingID)
+	check.EqualValues(t, 1, s.runs.Load())
 
 	// With the store's cache, a replay costs no call.
 	cached := newFixture(t, idem.WithCache(10, 0))
 	hc := wrap(t, cached, shipConfig, &shipper{})
 	_, err = hc(lambdaContext(t), event)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	cached.calls()
 	_, err = hc(lambdaContext(t), event)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	ops, total = cached.calls()
 	t.Logf("replay from the cache: %q (%d calls)", ops, total)
-	assert.Zero(t, total)
+	check.Zero(t, total)
 }
 
 func TestKeyReuseIsRefused(t *testing.T) {
@@ -215,15 +214,15 @@ func TestKeyReuseIsRefused(t *testing.T) {
 	s := &shipper{}
 	h := wrap(t, f, shipConfig, s)
 	_, err := h(lambdaContext(t), shipOrder{RequestID: "req-3", Tenant: "shop-1", OrderID: "o-3", Items: 1})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	_, err = h(lambdaContext(t), shipOrder{RequestID: "req-3", Tenant: "shop-1", OrderID: "o-3", Items: 2})
-	require.ErrorIs(t, err, idem.ErrKeyReuse)
-	assert.EqualValues(t, 1, s.runs.Load())
+	must.ErrorIs(t, err, idem.ErrKeyReuse)
+	check.EqualValues(t, 1, s.runs.Load())
 
 	// Another principal with the same key is another scope: it runs.
 	_, err = h(lambdaContext(t), shipOrder{RequestID: "req-3", Tenant: "shop-2", OrderID: "o-3", Items: 2})
-	require.NoError(t, err)
-	assert.EqualValues(t, 2, s.runs.Load())
+	must.NoError(t, err)
+	check.EqualValues(t, 2, s.runs.Load())
 }
 
 func TestMissingKey(t *testing.T) {
@@ -235,18 +234,18 @@ func TestMissingKey(t *testing.T) {
 		s := &shipper{}
 		h := wrap(t, f, shipConfig, s)
 		_, err := h(lambdaContext(t), noKey)
-		require.ErrorIs(t, err, idemevent.ErrNoKey)
-		assert.Contains(t, err.Error(), "request_id")
-		assert.Zero(t, s.runs.Load())
+		must.ErrorIs(t, err, idemevent.ErrNoKey)
+		check.Contains(t, err.Error(), "request_id")
+		check.Zero(t, s.runs.Load())
 		_, total := f.calls()
-		assert.Zero(t, total)
+		check.Zero(t, total)
 
 		// An empty key is no key either.
 		cfg := shipConfig
 		cfg.Key = func(e shipOrder) (string, error) { return e.RequestID, nil }
 		_, err = wrap(t, f, cfg, s)(lambdaContext(t), noKey)
-		require.ErrorIs(t, err, idemevent.ErrNoKey)
-		assert.Zero(t, s.runs.Load())
+		must.ErrorIs(t, err, idemevent.ErrNoKey)
+		check.Zero(t, s.runs.Load())
 	})
 	t.Run("runs unprotected when chosen", func(t *testing.T) {
 		f := newFixture(t)
@@ -256,17 +255,17 @@ func TestMissingKey(t *testing.T) {
 		cfg.Key = func(e shipOrder) (string, error) { return e.RequestID, nil }
 		h, err := idemevent.Wrap(f.store, cfg, func(ctx context.Context, e shipOrder) (shipment, error) {
 			_, ok := idemevent.ScopeFrom(ctx)
-			assert.False(t, ok, "no scope for an unprotected run")
+			check.False(t, ok, "no scope for an unprotected run")
 			return s.handle(ctx, e)
 		})
-		require.NoError(t, err)
+		must.NoError(t, err)
 		for range 2 {
 			_, err := h(lambdaContext(t), noKey)
-			require.NoError(t, err)
+			must.NoError(t, err)
 		}
-		assert.EqualValues(t, 2, s.runs.Load(), "at least once: every delivery runs")
+		check.EqualValues(t, 2, s.runs.Load(), "at least once: every delivery runs")
 		_, total := f.calls()
-		assert.Zero(t, total)
+		check.Zero(t, total)
 	})
 	t.Run("other key errors still fail", func(t *testing.T) {
 		f := newFixture(t)
@@ -276,8 +275,8 @@ func TestMissingKey(t *testing.T) {
 		bad := errors.New("malformed event")
 		cfg.Key = func(shipOrder) (string, error) { return "", bad }
 		_, err := wrap(t, f, cfg, s)(lambdaContext(t), noKey)
-		require.ErrorIs(t, err, bad)
-		assert.Zero(t, s.runs.Load())
+		must.ErrorIs(t, err, bad)
+		check.Zero(t, s.runs.Load())
 	})
 }
 
@@ -289,15 +288,15 @@ func TestAFailingHandlerReleasesTheKey(t *testing.T) {
 	h := wrap(t, f, shipConfig, s)
 	event := shipOrder{RequestID: "req-5", Tenant: "shop-1", OrderID: "o-5", Items: 1}
 	_, err := h(lambdaContext(t), event)
-	require.ErrorContains(t, err, "carrier down")
+	must.ErrorContains(t, err, "carrier down")
 	ops, total := f.calls()
 	t.Logf("failed execution: %s (%d calls)", ops, total)
 
 	s.fail.Store(false)
 	got, err := h(lambdaContext(t), event) // the retry runs at once, not in flight
-	require.NoError(t, err)
-	assert.Equal(t, "trk-o-5-2", got.TrackingID)
-	assert.EqualValues(t, 2, s.runs.Load())
+	must.NoError(t, err)
+	check.Equal(t, "trk-o-5-2", got.TrackingID)
+	check.EqualValues(t, 2, s.runs.Load())
 }
 
 func TestPrincipalIsRequired(t *testing.T) {
@@ -307,7 +306,7 @@ func TestPrincipalIsRequired(t *testing.T) {
 	cfg := shipConfig
 	cfg.Principal = nil
 	_, err := idemevent.Wrap(f.store, cfg, s.handle)
-	require.ErrorContains(t, err, "Principal is required")
+	must.ErrorContains(t, err, "Principal is required")
 	for _, broken := range []func(*idemevent.Config[shipOrder]){
 		func(c *idemevent.Config[shipOrder]) { c.Operation = "" },
 		func(c *idemevent.Config[shipOrder]) { c.Key = nil },
@@ -315,19 +314,19 @@ func TestPrincipalIsRequired(t *testing.T) {
 		cfg := shipConfig
 		broken(&cfg)
 		_, err := idemevent.Wrap(f.store, cfg, s.handle)
-		require.Error(t, err)
+		must.Error(t, err)
 	}
 	_, err = idemevent.Wrap(nil, shipConfig, s.handle)
-	require.Error(t, err)
+	must.Error(t, err)
 
 	// An empty principal is never "anonymous".
 	h := wrap(t, f, shipConfig, s)
 	_, err = h(lambdaContext(t), shipOrder{RequestID: "req-6", OrderID: "o-6"})
-	require.ErrorIs(t, err, idem.ErrInvalidKey)
-	require.ErrorContains(t, err, "empty principal")
-	assert.Zero(t, s.runs.Load())
+	must.ErrorIs(t, err, idem.ErrInvalidKey)
+	must.ErrorContains(t, err, "empty principal")
+	check.Zero(t, s.runs.Load())
 	_, total := f.calls()
-	assert.Zero(t, total)
+	check.Zero(t, total)
 }
 
 func TestHandlerSeesItsScopeAndTheHookItsOutcome(t *testing.T) {
@@ -344,16 +343,16 @@ func TestHandlerSeesItsScopeAndTheHookItsOutcome(t *testing.T) {
 		seen, _ = idemevent.ScopeFrom(ctx)
 		return "ok", nil
 	})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	event := shipOrder{RequestID: "req-7", Tenant: "shop-1"}
 	for range 2 {
 		_, err := h(lambdaContext(t), event)
-		require.NoError(t, err)
+		must.NoError(t, err)
 	}
-	assert.Equal(t, idem.Scope{Operation: "orders.ship", Principal: "shop-1", Key: "req-7"}, seen)
+	check.Equal(t, idem.Scope{Operation: "orders.ship", Principal: "shop-1", Key: "req-7"}, seen)
 	mu.Lock()
 	defer mu.Unlock()
-	assert.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed}, outcomes)
+	check.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed}, outcomes)
 }
 
 // A handler whose effect happened but whose result could not be recorded
@@ -377,13 +376,13 @@ func TestAnEffectWhoseCompletionWasNotRecordedIsNotRetried(t *testing.T) {
 		f.srv.Inject(idemtest.OpUpdateItem, idemtest.Throttled, 1000)
 		return out, err
 	})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	t.Cleanup(f.srv.ClearFaults)
 	got, err := h(lambdaContext(t), shipOrder{RequestID: "req-8", Tenant: "shop-1", OrderID: "o-8", Items: 2})
-	require.NoError(t, err, "the effect happened: the event must not be retried")
-	assert.Equal(t, "trk-o-8-1", got.TrackingID, "the handler's own result")
-	assert.EqualValues(t, 1, s.runs.Load())
+	must.NoError(t, err, "the effect happened: the event must not be retried")
+	check.Equal(t, "trk-o-8-1", got.TrackingID, "the handler's own result")
+	check.EqualValues(t, 1, s.runs.Load())
 	mu.Lock()
 	defer mu.Unlock()
-	assert.Equal(t, []idem.Outcome{idem.OutcomeNotRecorded}, outcomes, "the hook can count it")
+	check.Equal(t, []idem.Outcome{idem.OutcomeNotRecorded}, outcomes, "the hook can count it")
 }

@@ -10,13 +10,13 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // The tests of this file hold the middleware's defaults to what is safe
@@ -25,9 +25,9 @@ import (
 func bareMiddleware(t *testing.T, opts ...idem.Option) *idemhttp.Middleware {
 	t.Helper()
 	db := idemtest.New(t).Client()
-	require.NoError(t, idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}))
+	must.NoError(t, idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}))
 	store, err := idem.NewStore(db, "idempotency", opts...)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	return &idemhttp.Middleware{Store: store}
 }
 
@@ -65,10 +65,10 @@ func TestMiddlewareWithoutAWayToNameCallersRefuses(t *testing.T) {
 	h := mw.Handler(counting(&runs, http.StatusAccepted))
 	ada := postWith(t, h, `"k"`, map[string]string{"Authorization": "ada"}, `{}`)
 	bob := postWith(t, h, `"k"`, map[string]string{"Authorization": "bob"}, `{}`)
-	assert.NotContains(t, bob.Header().Values("Set-Cookie"), "session=ada", "bob got ada's cookie")
-	assert.Equal(t, http.StatusInternalServerError, ada.Code, "a configuration error")
-	assert.Equal(t, idemhttp.ContentTypeProblem, ada.Header().Get("Content-Type"))
-	assert.Zero(t, runs.Load(), "nothing runs in a shared scope")
+	check.NotContains(t, bob.Header().Values("Set-Cookie"), "session=ada", "bob got ada's cookie")
+	check.Equal(t, http.StatusInternalServerError, ada.Code, "a configuration error")
+	check.Equal(t, idemhttp.ContentTypeProblem, ada.Header().Get("Content-Type"))
+	check.Zero(t, runs.Load(), "nothing runs in a shared scope")
 
 	// On API Gateway: a route without an authorizer names no caller.
 	var v2runs atomic.Int64
@@ -77,9 +77,9 @@ func TestMiddlewareWithoutAWayToNameCallersRefuses(t *testing.T) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 202}, nil
 	})
 	resp, err := v2(context.Background(), emailRequest("k", `{}`))
-	require.NoError(t, err)
-	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode)
-	assert.Zero(t, v2runs.Load())
+	must.NoError(t, err)
+	check.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	check.Zero(t, v2runs.Load())
 }
 
 // 401, 403, 406, 412 and 415 depend on the request's headers, which a
@@ -99,9 +99,9 @@ func TestMiddlewareDoesNotStoreAnswersAboutHeaders(t *testing.T) {
 		}))
 		first := postWith(t, h, `"k"`, nil, `{}`)
 		again := postWith(t, h, `"k"`, nil, `{}`)
-		assert.Equal(t, status, first.Code)
-		assert.Equal(t, http.StatusAccepted, again.Code, "%d was replayed", status)
-		assert.EqualValues(t, 2, runs.Load(), "%d", status)
+		check.Equal(t, status, first.Code)
+		check.Equal(t, http.StatusAccepted, again.Code, "%d was replayed", status)
+		check.EqualValues(t, 2, runs.Load(), "%d", status)
 	}
 }
 
@@ -123,13 +123,13 @@ func TestMiddlewareFingerprintsContentType(t *testing.T) {
 	}))
 	wrong := postWith(t, h, `"k"`, map[string]string{"Content-Type": "text/plain"}, `{}`)
 	right := postWith(t, h, `"k"`, map[string]string{"Content-Type": "application/json"}, `{}`)
-	assert.Equal(t, http.StatusUnsupportedMediaType, wrong.Code)
-	assert.Equal(t, http.StatusAccepted, right.Code, "the corrected retry runs")
-	assert.Empty(t, right.Header().Get(idemhttp.HeaderReplayed))
+	check.Equal(t, http.StatusUnsupportedMediaType, wrong.Code)
+	check.Equal(t, http.StatusAccepted, right.Code, "the corrected retry runs")
+	check.Empty(t, right.Header().Get(idemhttp.HeaderReplayed))
 
 	other := postWith(t, h, `"k"`, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, `{}`)
-	assert.Equal(t, http.StatusUnprocessableEntity, other.Code, "another Content-Type is another request")
-	assert.EqualValues(t, 2, runs.Load())
+	check.Equal(t, http.StatusUnprocessableEntity, other.Code, "another Content-Type is another request")
+	check.EqualValues(t, 2, runs.Load())
 }
 
 // A response stored without its body replays without the headers that
@@ -153,25 +153,25 @@ func TestMiddlewareReplaysNoStaleBodyHeaders(t *testing.T) {
 	defer srv.Close()
 	post := func() (*http.Response, []byte, error) {
 		req, err := http.NewRequest(http.MethodPost, srv.URL+"/emails", strings.NewReader(`{}`))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		req.Header.Set("Idempotency-Key", `"big"`)
 		resp, err := srv.Client().Do(req)
-		require.NoError(t, err)
+		must.NoError(t, err)
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
 		return resp, b, err
 	}
 	_, body, err := post()
-	require.NoError(t, err)
-	assert.Equal(t, big, string(body))
+	must.NoError(t, err)
+	check.Equal(t, big, string(body))
 	resp, body, err := post()
-	require.NoError(t, err, "the replay's body must read cleanly")
-	assert.Empty(t, body)
-	assert.Equal(t, "true", resp.Header.Get(idemhttp.HeaderReplayed))
-	assert.Equal(t, "too large", resp.Header.Get(idemhttp.HeaderBodyOmitted))
-	assert.Equal(t, "r1", resp.Header.Get("X-Request-Id"), "headers about the response stay")
-	assert.Empty(t, resp.Header.Get("ETag"), "headers about the omitted body go")
-	assert.Empty(t, resp.Header.Get("Content-Type"))
+	must.NoError(t, err, "the replay's body must read cleanly")
+	check.Empty(t, body)
+	check.Equal(t, "true", resp.Header.Get(idemhttp.HeaderReplayed))
+	check.Equal(t, "too large", resp.Header.Get(idemhttp.HeaderBodyOmitted))
+	check.Equal(t, "r1", resp.Header.Get("X-Request-Id"), "headers about the response stay")
+	check.Empty(t, resp.Header.Get("ETag"), "headers about the omitted body go")
+	check.Empty(t, resp.Header.Get("Content-Type"))
 
 	// API Gateway: hop-by-hop headers, the ones Connection names, and
 	// Content-Length are never stored.
@@ -184,9 +184,9 @@ func TestMiddlewareReplaysNoStaleBodyHeaders(t *testing.T) {
 	})
 	for _, replayed := range []string{"", "true"} {
 		out, err := v2(context.Background(), emailRequest("hop", `{}`))
-		require.NoError(t, err)
-		assert.Equal(t, replayed, out.Headers[idemhttp.HeaderReplayed])
-		assert.Equal(t, map[string]string{"Content-Type": "text/plain"}, withoutReplayed(out.Headers))
+		must.NoError(t, err)
+		check.Equal(t, replayed, out.Headers[idemhttp.HeaderReplayed])
+		check.Equal(t, map[string]string{"Content-Type": "text/plain"}, withoutReplayed(out.Headers))
 	}
 }
 
@@ -213,21 +213,21 @@ func TestLambdaMiddlewareCapsTheBody(t *testing.T) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 202}, nil
 	})
 	resp, err := h(context.Background(), emailRequest("k", `{"to":"ada@example.com"}`))
-	require.NoError(t, err)
-	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
-	assert.Equal(t, "application/problem+json", resp.Headers["Content-Type"])
-	assert.Zero(t, runs.Load())
+	must.NoError(t, err)
+	check.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	check.Equal(t, "application/problem+json", resp.Headers["Content-Type"])
+	check.Zero(t, runs.Load())
 
 	// The limit is on the bytes, not on their base64 text.
 	req := emailRequest("k2", "eyJ0byI6ImFkYSJ9") // {"to":"ada"}, 12 bytes
 	req.IsBase64Encoded = true
 	resp, err = h(context.Background(), req)
-	require.NoError(t, err)
-	assert.Equal(t, http.StatusAccepted, resp.StatusCode)
+	must.NoError(t, err)
+	check.Equal(t, http.StatusAccepted, resp.StatusCode)
 	req = emailRequest("k3", "eyJ0byI6ImFkYUBleGFtcGxlLmNvbSJ9")
 	req.IsBase64Encoded = true
 	resp, err = h(context.Background(), req)
-	require.NoError(t, err)
-	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
-	assert.EqualValues(t, 1, runs.Load())
+	must.NoError(t, err)
+	check.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	check.EqualValues(t, 1, runs.Load())
 }

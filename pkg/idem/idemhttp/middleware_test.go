@@ -18,13 +18,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // mailer is a toy endpoint that is not a product: it "sends" an e-mail (an
@@ -76,9 +76,9 @@ func (m *mailer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func newMiddleware(t *testing.T, observed *outcomes) *idemhttp.Middleware {
 	t.Helper()
 	db := idemtest.New(t).Client()
-	require.NoError(t, idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}))
+	must.NoError(t, idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}))
 	store, err := idem.NewStore(db, "idempotency")
-	require.NoError(t, err)
+	must.NoError(t, err)
 	// Callers are told apart where a test is about that; elsewhere one
 	// scope is enough, and chosen explicitly.
 	return &idemhttp.Middleware{Store: store, Observe: observed.add, AllowAnonymous: true}
@@ -134,7 +134,7 @@ func TestLambdaMiddlewareConcurrentDuplicatesRunOnce(t *testing.T) {
 	wg.Go(func() {
 		var err error
 		first, err = h(ctx, req)
-		assert.NoError(t, err)
+		check.NoError(t, err)
 	})
 	<-m.started
 	// ...while 31 duplicates arrive at once: each is told 409, retry later.
@@ -143,22 +143,22 @@ func TestLambdaMiddlewareConcurrentDuplicatesRunOnce(t *testing.T) {
 	for i := range dups - 1 {
 		dwg.Go(func() {
 			resp, err := h(ctx, req)
-			assert.NoError(t, err)
+			check.NoError(t, err)
 			responses[i] = resp
 		})
 	}
 	dwg.Wait()
 	for i, r := range responses {
-		assert.Equal(t, http.StatusConflict, r.StatusCode, "duplicate %d: %s", i, r.Body)
-		assert.Equal(t, idemhttp.ContentTypeProblem, r.Headers["Content-Type"])
+		check.Equal(t, http.StatusConflict, r.StatusCode, "duplicate %d: %s", i, r.Body)
+		check.Equal(t, idemhttp.ContentTypeProblem, r.Headers["Content-Type"])
 		secs, err := strconv.Atoi(r.Headers["Retry-After"])
-		require.NoError(t, err, "Retry-After is whole seconds")
-		assert.GreaterOrEqual(t, secs, 1)
+		must.NoError(t, err, "Retry-After is whole seconds")
+		check.GreaterOrEqual(t, secs, 1)
 	}
 	close(m.gate)
 	wg.Wait()
-	require.Equal(t, http.StatusAccepted, first.StatusCode, first.Body)
-	assert.NotContains(t, first.Headers, idemhttp.HeaderReplayed)
+	must.Equal(t, http.StatusAccepted, first.StatusCode, first.Body)
+	check.NotContains(t, first.Headers, idemhttp.HeaderReplayed)
 
 	// Now every duplicate replays the first answer byte for byte.
 	var rwg sync.WaitGroup
@@ -166,31 +166,31 @@ func TestLambdaMiddlewareConcurrentDuplicatesRunOnce(t *testing.T) {
 	for i := range dups {
 		rwg.Go(func() {
 			resp, err := h(ctx, req)
-			assert.NoError(t, err)
+			check.NoError(t, err)
 			replays[i] = resp
 		})
 	}
 	rwg.Wait()
 	for _, r := range replays {
-		assert.Equal(t, first.StatusCode, r.StatusCode)
-		assert.Equal(t, first.Body, r.Body, "byte for byte")
-		assert.Equal(t, first.Cookies, r.Cookies, "cookies replay in order")
-		assert.Equal(t, "true", r.Headers[idemhttp.HeaderReplayed])
-		assert.Equal(t, "application/json", r.Headers["Content-Type"])
+		check.Equal(t, first.StatusCode, r.StatusCode)
+		check.Equal(t, first.Body, r.Body, "byte for byte")
+		check.Equal(t, first.Cookies, r.Cookies, "cookies replay in order")
+		check.Equal(t, "true", r.Headers[idemhttp.HeaderReplayed])
+		check.Equal(t, "application/json", r.Headers["Content-Type"])
 	}
-	assert.EqualValues(t, 1, m.sent.Load(), "one e-mail for 64 requests")
+	check.EqualValues(t, 1, m.sent.Load(), "one e-mail for 64 requests")
 	got := seen.get()
 	t.Logf("outcomes: %v", got)
-	assert.Equal(t, map[idem.Outcome]int{idem.OutcomeExecuted: 1, idem.OutcomeInFlight: dups - 1, idem.OutcomeReplayed: dups}, got)
+	check.Equal(t, map[idem.Outcome]int{idem.OutcomeExecuted: 1, idem.OutcomeInFlight: dups - 1, idem.OutcomeReplayed: dups}, got)
 
 	// Same key, another body: 422. No key: 400.
 	resp, err := h(ctx, emailRequest(`"mail-1"`, `{"to":"bob@example.com"}`))
-	require.NoError(t, err)
-	assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	must.NoError(t, err)
+	check.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 	resp, err = h(ctx, emailRequest("", `{"to":"bob@example.com"}`))
-	require.NoError(t, err)
-	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	assert.EqualValues(t, 1, m.sent.Load())
+	must.NoError(t, err)
+	check.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	check.EqualValues(t, 1, m.sent.Load())
 }
 
 func TestNetHTTPMiddlewareConcurrentDuplicatesRunOnce(t *testing.T) {
@@ -211,7 +211,7 @@ func TestNetHTTPMiddlewareConcurrentDuplicatesRunOnce(t *testing.T) {
 	defer srv.Close()
 	post := func(key, user, body string) *http.Response {
 		req, err := http.NewRequest(http.MethodPost, srv.URL+"/emails", strings.NewReader(body))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
 		if key != "" {
 			req.Header.Set(idemhttp.HeaderKey, key)
@@ -220,13 +220,13 @@ func TestNetHTTPMiddlewareConcurrentDuplicatesRunOnce(t *testing.T) {
 			req.Header.Set("X-User", user)
 		}
 		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
+		must.NoError(t, err)
 		return resp
 	}
 	read := func(r *http.Response) string {
 		defer r.Body.Close()
 		b, err := io.ReadAll(r.Body)
-		require.NoError(t, err)
+		must.NoError(t, err)
 		return string(b)
 	}
 	const dups = 32
@@ -244,43 +244,43 @@ func TestNetHTTPMiddlewareConcurrentDuplicatesRunOnce(t *testing.T) {
 	for range dups - 1 {
 		dwg.Go(func() {
 			r := post(`"mail-1"`, "ada", `{ "to" : "ada@example.com" }`) // same payload, other spacing
-			assert.Equal(t, http.StatusConflict, r.StatusCode)
-			assert.NotEmpty(t, r.Header.Get("Retry-After"))
-			assert.Equal(t, idemhttp.ContentTypeProblem, r.Header.Get("Content-Type"))
+			check.Equal(t, http.StatusConflict, r.StatusCode)
+			check.NotEmpty(t, r.Header.Get("Retry-After"))
+			check.Equal(t, idemhttp.ContentTypeProblem, r.Header.Get("Content-Type"))
 			_ = read(r)
 		})
 	}
 	dwg.Wait()
 	close(m.gate)
 	wg.Wait()
-	require.Equal(t, http.StatusAccepted, first.StatusCode, firstBody)
-	assert.Empty(t, first.Header.Get(idemhttp.HeaderReplayed))
+	must.Equal(t, http.StatusAccepted, first.StatusCode, firstBody)
+	check.Empty(t, first.Header.Get(idemhttp.HeaderReplayed))
 
 	var rwg sync.WaitGroup
 	for range dups {
 		rwg.Go(func() {
 			r := post(`"mail-1"`, "ada", body)
-			assert.Equal(t, http.StatusAccepted, r.StatusCode)
-			assert.Equal(t, "true", r.Header.Get(idemhttp.HeaderReplayed))
-			assert.Equal(t, first.Header.Values("Set-Cookie"), r.Header.Values("Set-Cookie"))
-			assert.Equal(t, firstBody, read(r), "byte for byte")
+			check.Equal(t, http.StatusAccepted, r.StatusCode)
+			check.Equal(t, "true", r.Header.Get(idemhttp.HeaderReplayed))
+			check.Equal(t, first.Header.Values("Set-Cookie"), r.Header.Values("Set-Cookie"))
+			check.Equal(t, firstBody, read(r), "byte for byte")
 		})
 	}
 	rwg.Wait()
-	assert.EqualValues(t, 1, m.sent.Load())
+	check.EqualValues(t, 1, m.sent.Load())
 
 	// Another caller's same key is another scope: it sends its own.
 	other := post(`"mail-1"`, "bob", body)
-	assert.Equal(t, http.StatusAccepted, other.StatusCode)
-	assert.NotEqual(t, firstBody, read(other))
-	assert.EqualValues(t, 2, m.sent.Load())
+	check.Equal(t, http.StatusAccepted, other.StatusCode)
+	check.NotEqual(t, firstBody, read(other))
+	check.EqualValues(t, 2, m.sent.Load())
 	// A caller the Principal func cannot name: 403, nothing sent.
 	anon := post(`"mail-2"`, "", body)
-	assert.Equal(t, http.StatusForbidden, anon.StatusCode)
+	check.Equal(t, http.StatusForbidden, anon.StatusCode)
 	_ = read(anon)
-	assert.EqualValues(t, 2, m.sent.Load())
+	check.EqualValues(t, 2, m.sent.Load())
 	t.Logf("outcomes: %v", seen.get())
-	assert.Equal(t, 1, seen.get()[idem.OutcomeRejected])
+	check.Equal(t, 1, seen.get()[idem.OutcomeRejected])
 }
 
 // A response the middleware must not store (a 5xx, a 429) is sent as it
@@ -305,22 +305,22 @@ func TestMiddlewareReleasesOnServerErrors(t *testing.T) {
 	ctx := context.Background()
 	req := emailRequest("k", `{}`)
 	r, err := h(ctx, req)
-	require.NoError(t, err)
-	assert.Equal(t, 503, r.StatusCode)
-	assert.Equal(t, "down", r.Body)
+	must.NoError(t, err)
+	check.Equal(t, 503, r.StatusCode)
+	check.Equal(t, "down", r.Body)
 	r, err = h(ctx, req)
-	require.NoError(t, err)
-	assert.Equal(t, 429, r.StatusCode)
+	must.NoError(t, err)
+	check.Equal(t, 429, r.StatusCode)
 	_, err = h(ctx, req)
-	require.EqualError(t, err, "handler crashed", "the handler's error goes back to Lambda unchanged")
+	must.EqualError(t, err, "handler crashed", "the handler's error goes back to Lambda unchanged")
 	r, err = h(ctx, req)
-	require.NoError(t, err)
-	assert.Equal(t, 200, r.StatusCode)
+	must.NoError(t, err)
+	check.Equal(t, 200, r.StatusCode)
 	r, err = h(ctx, req)
-	require.NoError(t, err)
-	assert.Equal(t, "true", r.Headers[idemhttp.HeaderReplayed])
-	assert.EqualValues(t, 4, calls.Load())
-	assert.Equal(t, map[idem.Outcome]int{idem.OutcomeReleased: 3, idem.OutcomeExecuted: 1, idem.OutcomeReplayed: 1}, seen.get())
+	must.NoError(t, err)
+	check.Equal(t, "true", r.Headers[idemhttp.HeaderReplayed])
+	check.EqualValues(t, 4, calls.Load())
+	check.Equal(t, map[idem.Outcome]int{idem.OutcomeReleased: 3, idem.OutcomeExecuted: 1, idem.OutcomeReplayed: 1}, seen.get())
 }
 
 func TestMiddlewareBinaryBodyAndOptionalKey(t *testing.T) {
@@ -335,22 +335,22 @@ func TestMiddlewareBinaryBodyAndOptionalKey(t *testing.T) {
 	})
 	ctx := context.Background()
 	first, err := h(ctx, emailRequest("img", ``))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	again, err := h(ctx, emailRequest("img", ``))
-	require.NoError(t, err)
-	assert.Equal(t, first.Body, again.Body)
-	assert.True(t, again.IsBase64Encoded, "binary bytes go out base64 again")
+	must.NoError(t, err)
+	check.Equal(t, first.Body, again.Body)
+	check.True(t, again.IsBase64Encoded, "binary bytes go out base64 again")
 	got, err := base64.StdEncoding.DecodeString(again.Body)
-	require.NoError(t, err)
-	assert.Equal(t, png, got, "the client gets the same bytes")
-	assert.EqualValues(t, 1, calls.Load())
+	must.NoError(t, err)
+	check.Equal(t, png, got, "the client gets the same bytes")
+	check.EqualValues(t, 1, calls.Load())
 
 	mw.Optional = true
 	_, err = h(ctx, emailRequest("", ``))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	_, err = h(ctx, emailRequest("", ``))
-	require.NoError(t, err)
-	assert.EqualValues(t, 3, calls.Load(), "without a key, the handler runs unprotected")
+	must.NoError(t, err)
+	check.EqualValues(t, 3, calls.Load(), "without a key, the handler runs unprotected")
 }
 
 func TestNetHTTPMiddlewareRejectsLargeBodiesAndTwoKeys(t *testing.T) {
@@ -361,22 +361,22 @@ func TestNetHTTPMiddlewareRejectsLargeBodiesAndTwoKeys(t *testing.T) {
 	h := mw.Handler(m)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/emails", bytes.NewReader(bytes.Repeat([]byte("x"), 17))))
-	assert.Equal(t, http.StatusBadRequest, rec.Code, "no key first")
+	check.Equal(t, http.StatusBadRequest, rec.Code, "no key first")
 
 	req := httptest.NewRequest(http.MethodPost, "/emails", bytes.NewReader(bytes.Repeat([]byte("x"), 17)))
 	req.Header.Set(idemhttp.HeaderKey, "k")
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
+	check.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
 
 	req = httptest.NewRequest(http.MethodPost, "/emails", strings.NewReader(`{}`))
 	req.Header.Add(idemhttp.HeaderKey, "a")
 	req.Header.Add(idemhttp.HeaderKey, "b")
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	assert.Equal(t, http.StatusBadRequest, rec.Code)
-	assert.Contains(t, rec.Body.String(), "send one")
-	assert.Zero(t, m.sent.Load())
+	check.Equal(t, http.StatusBadRequest, rec.Code)
+	check.Contains(t, rec.Body.String(), "send one")
+	check.Zero(t, m.sent.Load())
 }
 
 func TestLambdaMiddlewareLeaseFollowsTheInvocationDeadline(t *testing.T) {
@@ -391,11 +391,11 @@ func TestLambdaMiddlewareLeaseFollowsTheInvocationDeadline(t *testing.T) {
 	wg.Go(func() { _, _ = h(ctx, emailRequest("dl", `{"to":"a@b"}`)) })
 	<-m.started
 	resp, err := h(context.Background(), emailRequest("dl", `{"to":"a@b"}`))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	secs, err := strconv.Atoi(resp.Headers["Retry-After"])
-	require.NoError(t, err)
+	must.NoError(t, err)
 	// The holder's lease is its 5 s deadline plus the 2 s margin.
-	assert.True(t, secs >= 5 && secs <= 7, "Retry-After %d", secs)
+	check.True(t, secs >= 5 && secs <= 7, "Retry-After %d", secs)
 	close(m.gate)
 	wg.Wait()
 }
@@ -417,29 +417,29 @@ func TestMiddlewareLetsSafeMethodsThroughAndGivesTheHandlerItsScope(t *testing.T
 	for range 2 {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/emails", nil))
-		assert.Equal(t, http.StatusOK, rec.Code, "a GET needs no key")
+		check.Equal(t, http.StatusOK, rec.Code, "a GET needs no key")
 	}
-	assert.EqualValues(t, 2, gets.Load())
+	check.EqualValues(t, 2, gets.Load())
 
 	req := httptest.NewRequest(http.MethodPost, "/emails", strings.NewReader(`{}`))
 	req.Header.Set(idemhttp.HeaderKey, `"k-7"`)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	assert.Equal(t, http.StatusCreated, rec.Code, "103 then 201: the 201 is the response")
-	assert.Equal(t, "k-7", seen.Key, "the handler can pass the key downstream")
+	check.Equal(t, http.StatusCreated, rec.Code, "103 then 201: the 201 is the response")
+	check.Equal(t, "k-7", seen.Key, "the handler can pass the key downstream")
 	req = httptest.NewRequest(http.MethodPost, "/emails", strings.NewReader(`{}`))
 	req.Header.Set(idemhttp.HeaderKey, `"k-7"`)
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	assert.Equal(t, http.StatusCreated, rec.Code)
-	assert.Equal(t, "true", rec.Header().Get(idemhttp.HeaderReplayed))
+	check.Equal(t, http.StatusCreated, rec.Code)
+	check.Equal(t, "true", rec.Header().Get(idemhttp.HeaderReplayed))
 
 	var none idemhttp.Middleware
 	rec = httptest.NewRecorder()
 	req = httptest.NewRequest(http.MethodPost, "/emails", nil)
 	req.Header.Set(idemhttp.HeaderKey, "k")
 	none.Handler(http.NotFoundHandler()).ServeHTTP(rec, req)
-	assert.Equal(t, http.StatusInternalServerError, rec.Code, "a Middleware without a Store answers 500, never panics")
+	check.Equal(t, http.StatusInternalServerError, rec.Code, "a Middleware without a Store answers 500, never panics")
 }
 
 // A response too large to store still runs once: the replays get its
@@ -454,14 +454,14 @@ func TestMiddlewareRecordsATooLargeResponseWithoutItsBody(t *testing.T) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: strings.Repeat("x", 70<<10)}, nil
 	})
 	first, err := h(context.Background(), emailRequest("big", `{}`))
-	require.NoError(t, err)
-	assert.Len(t, first.Body, 70<<10)
+	must.NoError(t, err)
+	check.Len(t, first.Body, 70<<10)
 	again, err := h(context.Background(), emailRequest("big", `{}`))
-	require.NoError(t, err)
-	assert.Equal(t, 200, again.StatusCode)
-	assert.Equal(t, "too large", again.Headers[idemhttp.HeaderBodyOmitted])
-	assert.Equal(t, "true", again.Headers[idemhttp.HeaderReplayed])
-	assert.EqualValues(t, 1, runs.Load())
+	must.NoError(t, err)
+	check.Equal(t, 200, again.StatusCode)
+	check.Equal(t, "too large", again.Headers[idemhttp.HeaderBodyOmitted])
+	check.Equal(t, "true", again.Headers[idemhttp.HeaderReplayed])
+	check.EqualValues(t, 1, runs.Load())
 }
 
 func TestMiddlewareCustomPrincipalV2(t *testing.T) {
@@ -485,13 +485,13 @@ func TestMiddlewareCustomPrincipalV2(t *testing.T) {
 			req.RequestContext.Authorizer.Lambda = map[string]any{}
 		}
 		resp, err := h(context.Background(), req)
-		require.NoError(t, err)
+		must.NoError(t, err)
 		return resp
 	}
-	assert.Equal(t, "1", as("a").Body)
-	assert.Equal(t, "2", as("b").Body, "another tenant, another scope")
-	assert.Equal(t, "1", as("a").Body)
-	assert.Equal(t, http.StatusForbidden, as("").StatusCode)
+	check.Equal(t, "1", as("a").Body)
+	check.Equal(t, "2", as("b").Body, "another tenant, another scope")
+	check.Equal(t, "1", as("a").Body)
+	check.Equal(t, http.StatusForbidden, as("").StatusCode)
 }
 
 // TestMiddlewareWaitReplaysTheFirstResponse: with Wait, a duplicate that
@@ -514,26 +514,26 @@ func TestMiddlewareWaitReplaysTheFirstResponse(t *testing.T) {
 	wg.Go(func() {
 		var err error
 		first, err = h(ctx, req)
-		assert.NoError(t, err)
+		check.NoError(t, err)
 	})
 	<-m.started
 	time.AfterFunc(300*time.Millisecond, func() { close(m.gate) })
 	dup, err := h(ctx, req)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	wg.Wait()
-	require.Equal(t, http.StatusAccepted, first.StatusCode, first.Body)
-	assert.Equal(t, http.StatusAccepted, dup.StatusCode, "not 409: %s", dup.Body)
-	assert.Equal(t, "true", dup.Headers[idemhttp.HeaderReplayed])
-	assert.Equal(t, first.Body, dup.Body, "byte for byte")
-	assert.Equal(t, first.Cookies, dup.Cookies)
-	assert.EqualValues(t, 1, m.sent.Load())
-	assert.Equal(t, map[idem.Outcome]int{idem.OutcomeExecuted: 1, idem.OutcomeReplayed: 1}, seen.get())
+	must.Equal(t, http.StatusAccepted, first.StatusCode, first.Body)
+	check.Equal(t, http.StatusAccepted, dup.StatusCode, "not 409: %s", dup.Body)
+	check.Equal(t, "true", dup.Headers[idemhttp.HeaderReplayed])
+	check.Equal(t, first.Body, dup.Body, "byte for byte")
+	check.Equal(t, first.Cookies, dup.Cookies)
+	check.EqualValues(t, 1, m.sent.Load())
+	check.Equal(t, map[idem.Outcome]int{idem.OutcomeExecuted: 1, idem.OutcomeReplayed: 1}, seen.get())
 
 	// net/http, on a store that waits, with the middleware's Wait off.
 	db := idemtest.New(t).Client()
-	require.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
+	must.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
 	store, err := idem.NewStore(db, "idempotency", idem.WithWait(5*time.Second))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	off := &idemhttp.Middleware{Store: store, AllowAnonymous: true, Wait: -1}
 	m2 := newMailer()
 	m2.gate = make(chan struct{})
@@ -541,11 +541,11 @@ func TestMiddlewareWaitReplaysTheFirstResponse(t *testing.T) {
 	defer srv.Close()
 	post := func() *http.Response {
 		r, err := http.NewRequest(http.MethodPost, srv.URL+"/emails", strings.NewReader(`{"to":"ada@example.com"}`))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set(idemhttp.HeaderKey, `"mail-wait"`)
 		resp, err := http.DefaultClient.Do(r)
-		require.NoError(t, err)
+		must.NoError(t, err)
 		return resp
 	}
 	var firstHTTP *http.Response
@@ -554,12 +554,12 @@ func TestMiddlewareWaitReplaysTheFirstResponse(t *testing.T) {
 	t0 := time.Now()
 	busy := post()
 	_ = busy.Body.Close()
-	assert.Equal(t, http.StatusConflict, busy.StatusCode, "Wait -1: 409 at once")
-	assert.Less(t, time.Since(t0), time.Second)
+	check.Equal(t, http.StatusConflict, busy.StatusCode, "Wait -1: 409 at once")
+	check.Less(t, time.Since(t0), time.Second)
 	close(m2.gate)
 	wg.Wait()
 	_ = firstHTTP.Body.Close()
-	assert.Equal(t, http.StatusAccepted, firstHTTP.StatusCode)
+	check.Equal(t, http.StatusAccepted, firstHTTP.StatusCode)
 
 	// The same middleware with Wait: a duplicate during a slow first
 	// request replays it.
@@ -570,14 +570,14 @@ func TestMiddlewareWaitReplaysTheFirstResponse(t *testing.T) {
 	defer srv3.Close()
 	post3 := func() (*http.Response, string) {
 		r, err := http.NewRequest(http.MethodPost, srv3.URL+"/emails", strings.NewReader(`{"to":"bob@example.com"}`))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set(idemhttp.HeaderKey, `"mail-wait-3"`)
 		resp, err := http.DefaultClient.Do(r)
-		require.NoError(t, err)
+		must.NoError(t, err)
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
+		must.NoError(t, err)
 		return resp, string(b)
 	}
 	var r1 *http.Response
@@ -587,11 +587,11 @@ func TestMiddlewareWaitReplaysTheFirstResponse(t *testing.T) {
 	time.AfterFunc(300*time.Millisecond, func() { close(m3.gate) })
 	r2, b2 := post3()
 	wg.Wait()
-	assert.Equal(t, http.StatusAccepted, r1.StatusCode)
-	assert.Equal(t, http.StatusAccepted, r2.StatusCode, "not 409: %s", b2)
-	assert.Equal(t, "true", r2.Header.Get(idemhttp.HeaderReplayed))
-	assert.Equal(t, b1, b2, "byte for byte")
-	assert.EqualValues(t, 1, m3.sent.Load())
+	check.Equal(t, http.StatusAccepted, r1.StatusCode)
+	check.Equal(t, http.StatusAccepted, r2.StatusCode, "not 409: %s", b2)
+	check.Equal(t, "true", r2.Header.Get(idemhttp.HeaderReplayed))
+	check.Equal(t, b1, b2, "byte for byte")
+	check.EqualValues(t, 1, m3.sent.Load())
 }
 
 // A principal function that names no caller (no session: "") answers 403
@@ -616,30 +616,30 @@ func TestMiddlewareRefusesAnEmptyPrincipal(t *testing.T) {
 			var bodies []string
 			for range 2 { // two sessionless callers, one key
 				resp, err := lambda(context.Background(), emailRequest(`"k-1"`, `{"to":"a@example.com"}`))
-				require.NoError(t, err)
+				must.NoError(t, err)
 				rec := httptest.NewRecorder()
 				r := httptest.NewRequest(http.MethodPost, "/emails", strings.NewReader(`{"to":"b@example.com"}`))
 				r.Header.Set("Idempotency-Key", `"k-2"`)
 				netHTTP.ServeHTTP(rec, r)
 				if !allow {
-					assert.Equal(t, http.StatusForbidden, resp.StatusCode, "API Gateway")
-					assert.Equal(t, "application/problem+json", resp.Headers["Content-Type"])
-					assert.Equal(t, http.StatusForbidden, rec.Code, "net/http")
-					assert.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
+					check.Equal(t, http.StatusForbidden, resp.StatusCode, "API Gateway")
+					check.Equal(t, "application/problem+json", resp.Headers["Content-Type"])
+					check.Equal(t, http.StatusForbidden, rec.Code, "net/http")
+					check.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
 					continue
 				}
 				bodies = append(bodies, resp.Body, rec.Body.String())
 			}
 			if !allow {
-				assert.Zero(t, m.sent.Load(), "nothing ran")
-				assert.Equal(t, 4, observed.get()[idem.OutcomeRejected])
+				check.Zero(t, m.sent.Load(), "nothing ran")
+				check.Equal(t, 4, observed.get()[idem.OutcomeRejected])
 				return
 			}
 			// Chosen explicitly: one shared scope, so the second caller
 			// replays the first's response.
-			assert.Equal(t, bodies[0], bodies[2])
-			assert.Equal(t, bodies[1], bodies[3])
-			assert.EqualValues(t, 2, m.sent.Load())
+			check.Equal(t, bodies[0], bodies[2])
+			check.Equal(t, bodies[1], bodies[3])
+			check.EqualValues(t, 2, m.sent.Load())
 		})
 	}
 }

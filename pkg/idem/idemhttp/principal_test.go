@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 func TestPrincipalV2(t *testing.T) {
@@ -39,8 +39,8 @@ func TestPrincipalV2(t *testing.T) {
 		"empty authorize": {events.APIGatewayV2HTTPRequestContext{Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{}}, "anonymous"},
 	} {
 		got, err := idemhttp.PrincipalV2(tc.rc)
-		require.NoError(t, err, name)
-		assert.Equal(t, tc.want, got, name)
+		must.NoError(t, err, name)
+		check.Equal(t, tc.want, got, name)
 	}
 	// An authorizer that names no caller is refused, never anonymous:
 	// its callers would share one scope.
@@ -51,10 +51,10 @@ func TestPrincipalV2(t *testing.T) {
 		"lambda, id not a string": lambda(map[string]any{"principalId": 42}),
 	} {
 		_, err := idemhttp.PrincipalV2(rc)
-		assert.ErrorIs(t, err, idemhttp.ErrNoSubject, name)
+		check.ErrorIs(t, err, idemhttp.ErrNoSubject, name)
 	}
 	// Two issuers with the same subject are two callers.
 	a, _ := idemhttp.PrincipalV2(jwt(map[string]string{"iss": "a", "sub": "x"}))
 	b, _ := idemhttp.PrincipalV2(jwt(map[string]string{"iss": "b", "sub": "x"}))
-	assert.NotEqual(t, a, b)
+	check.NotEqual(t, a, b)
 }

@@ -13,11 +13,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // TestProblemFor is the error-to-status table, with no store behind it:
@@ -50,33 +50,33 @@ func TestProblemFor(t *testing.T) {
 		{wrap(&types.ResourceNotFoundException{Message: new(string)}), 500, "internal", ""},
 	} {
 		p := idemhttp.ProblemFor(tc.err, typeBase)
-		assert.Equal(t, tc.status, p.Status, "%v", tc.err)
-		assert.Equal(t, typeBase+tc.kind, p.Type, "%v", tc.err)
+		check.Equal(t, tc.status, p.Status, "%v", tc.err)
+		check.Equal(t, typeBase+tc.kind, p.Type, "%v", tc.err)
 		blank := idemhttp.ProblemFor(tc.err, "")
-		assert.Equal(t, "about:blank", blank.Type, "no base: RFC 9457's default type")
-		assert.Equal(t, http.StatusText(tc.status), blank.Title, "about:blank's title is the status phrase")
-		assert.Equal(t, p.Detail, blank.Detail)
-		assert.Equal(t, tc.retryAfter, p.Headers["Retry-After"], "%v", tc.err)
-		assert.NotEmpty(t, p.Title)
-		assert.NotEmpty(t, p.Detail)
+		check.Equal(t, "about:blank", blank.Type, "no base: RFC 9457's default type")
+		check.Equal(t, http.StatusText(tc.status), blank.Title, "about:blank's title is the status phrase")
+		check.Equal(t, p.Detail, blank.Detail)
+		check.Equal(t, tc.retryAfter, p.Headers["Retry-After"], "%v", tc.err)
+		check.NotEmpty(t, p.Title)
+		check.NotEmpty(t, p.Detail)
 		if tc.status >= 500 {
-			assert.NotContains(t, p.Detail, "products-x", "no internal detail in a 5xx")
+			check.NotContains(t, p.Detail, "products-x", "no internal detail in a 5xx")
 		}
 
 		// Both renderings carry the same problem+json.
 		v2 := p.APIGatewayV2()
-		assert.Equal(t, tc.status, v2.StatusCode)
-		assert.Equal(t, idemhttp.ContentTypeProblem, v2.Headers["Content-Type"])
+		check.Equal(t, tc.status, v2.StatusCode)
+		check.Equal(t, idemhttp.ContentTypeProblem, v2.Headers["Content-Type"])
 		rec := httptest.NewRecorder()
 		p.Write(rec)
-		assert.Equal(t, tc.status, rec.Code)
-		assert.Equal(t, idemhttp.ContentTypeProblem, rec.Header().Get("Content-Type"))
-		assert.Equal(t, tc.retryAfter, rec.Header().Get("Retry-After"))
-		assert.JSONEq(t, v2.Body, rec.Body.String())
+		check.Equal(t, tc.status, rec.Code)
+		check.Equal(t, idemhttp.ContentTypeProblem, rec.Header().Get("Content-Type"))
+		check.Equal(t, tc.retryAfter, rec.Header().Get("Retry-After"))
+		check.JSONEq(t, v2.Body, rec.Body.String())
 		var body map[string]any
-		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
-		assert.ElementsMatch(t, []string{"type", "title", "status", "detail"}, keys(body))
-		assert.EqualValues(t, tc.status, body["status"])
+		must.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+		check.ElementsMatch(t, []string{"type", "title", "status", "detail"}, keys(body))
+		check.EqualValues(t, tc.status, body["status"])
 	}
 }
 
@@ -94,16 +94,16 @@ func TestRequestFingerprint(t *testing.T) {
 	t.Parallel()
 	fp := idemhttp.RequestFingerprint
 	a := fp("POST", "/emails", "", []byte(`{"to":"a","cc":["b"]}`))
-	assert.Equal(t, a, fp("POST", "/emails", "", []byte(` { "cc" : ["b"], "to":"a" } `)), "JSON counts by its canonical form")
-	assert.NotEqual(t, a, fp("POST", "/emails", "", []byte(`{"to":"a","cc":["c"]}`)))
-	assert.NotEqual(t, a, fp("PUT", "/emails", "", []byte(`{"to":"a","cc":["b"]}`)))
-	assert.NotEqual(t, a, fp("POST", "/emails/1", "", []byte(`{"to":"a","cc":["b"]}`)))
-	assert.NotEqual(t, a, fp("POST", "/emails", "x=1", []byte(`{"to":"a","cc":["b"]}`)))
+	check.Equal(t, a, fp("POST", "/emails", "", []byte(` { "cc" : ["b"], "to":"a" } `)), "JSON counts by its canonical form")
+	check.NotEqual(t, a, fp("POST", "/emails", "", []byte(`{"to":"a","cc":["c"]}`)))
+	check.NotEqual(t, a, fp("PUT", "/emails", "", []byte(`{"to":"a","cc":["b"]}`)))
+	check.NotEqual(t, a, fp("POST", "/emails/1", "", []byte(`{"to":"a","cc":["b"]}`)))
+	check.NotEqual(t, a, fp("POST", "/emails", "x=1", []byte(`{"to":"a","cc":["b"]}`)))
 	// Length prefixes: moving bytes between parts changes the fingerprint.
-	assert.NotEqual(t, fp("POST", "/a", "b", nil), fp("POST", "/ab", "", nil))
-	assert.Equal(t, fp("POST", "/f", "", []byte("not json  ")), fp("POST", "/f", "", []byte("not json  ")))
-	assert.NotEqual(t, fp("POST", "/f", "", []byte("not json")), fp("POST", "/f", "", []byte("not json  ")), "other bodies count byte for byte")
-	assert.Len(t, a, 64)
+	check.NotEqual(t, fp("POST", "/a", "b", nil), fp("POST", "/ab", "", nil))
+	check.Equal(t, fp("POST", "/f", "", []byte("not json  ")), fp("POST", "/f", "", []byte("not json  ")))
+	check.NotEqual(t, fp("POST", "/f", "", []byte("not json")), fp("POST", "/f", "", []byte("not json  ")), "other bodies count byte for byte")
+	check.Len(t, a, 64)
 }
 
 // TestRequestFingerprintIsStrict: bodies encoding/json reads as one value
@@ -117,6 +117,6 @@ func TestRequestFingerprintIsStrict(t *testing.T) {
 		{"\"\xff\"", `"\ufffd"`},
 		{`"\ud800"`, `"\ufffd"`},
 	} {
-		assert.NotEqual(t, fp(pair[0]), fp(pair[1]), "%q and %q", pair[0], pair[1])
+		check.NotEqual(t, fp(pair[0]), fp(pair[1]), "%q and %q", pair[0], pair[1])
 	}
 }

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 func TestAPIGatewayV2RoundTrip(t *testing.T) {
@@ -24,31 +24,31 @@ func TestAPIGatewayV2RoundTrip(t *testing.T) {
 		Body:              `{"id":1}`,
 	}
 	stored, err := idemhttp.FromAPIGatewayV2(in)
-	require.NoError(t, err)
-	assert.Equal(t, 201, stored.Status)
-	assert.Equal(t, "Accept, Origin", stored.Headers["Vary"])
-	assert.NotContains(t, stored.Headers, idemhttp.HeaderReplayed, "a replay marker is never stored")
+	must.NoError(t, err)
+	check.Equal(t, 201, stored.Status)
+	check.Equal(t, "Accept, Origin", stored.Headers["Vary"])
+	check.NotContains(t, stored.Headers, idemhttp.HeaderReplayed, "a replay marker is never stored")
 
 	out := idemhttp.ToAPIGatewayV2(stored, true)
-	assert.Equal(t, in.Body, out.Body)
-	assert.Equal(t, []string{"z=0", "a=1; Path=/", "b=2, c; Path=/"}, out.Cookies, "cookies from a header and from Cookies, commas and order kept")
-	assert.NotContains(t, out.Headers, "set-cookie")
-	assert.Equal(t, "true", out.Headers[idemhttp.HeaderReplayed])
-	assert.Equal(t, "/x/1", out.Headers["Location"])
-	assert.False(t, out.IsBase64Encoded)
-	assert.NotContains(t, idemhttp.ToAPIGatewayV2(stored, false).Headers, idemhttp.HeaderReplayed)
+	check.Equal(t, in.Body, out.Body)
+	check.Equal(t, []string{"z=0", "a=1; Path=/", "b=2, c; Path=/"}, out.Cookies, "cookies from a header and from Cookies, commas and order kept")
+	check.NotContains(t, out.Headers, "set-cookie")
+	check.Equal(t, "true", out.Headers[idemhttp.HeaderReplayed])
+	check.Equal(t, "/x/1", out.Headers["Location"])
+	check.False(t, out.IsBase64Encoded)
+	check.NotContains(t, idemhttp.ToAPIGatewayV2(stored, false).Headers, idemhttp.HeaderReplayed)
 
 	bin := []byte{0xff, 0x00, 0xfe}
 	stored, err = idemhttp.FromAPIGatewayV2(events.APIGatewayV2HTTPResponse{Body: base64.StdEncoding.EncodeToString(bin), IsBase64Encoded: true})
-	require.NoError(t, err)
-	assert.Equal(t, bin, stored.Body)
-	assert.Equal(t, 200, stored.Status, "API Gateway's default status")
+	must.NoError(t, err)
+	check.Equal(t, bin, stored.Body)
+	check.Equal(t, 200, stored.Status, "API Gateway's default status")
 	out = idemhttp.ToAPIGatewayV2(stored, false)
-	assert.True(t, out.IsBase64Encoded)
-	assert.Equal(t, base64.StdEncoding.EncodeToString(bin), out.Body)
+	check.True(t, out.IsBase64Encoded)
+	check.Equal(t, base64.StdEncoding.EncodeToString(bin), out.Body)
 
 	_, err = idemhttp.FromAPIGatewayV2(events.APIGatewayV2HTTPResponse{Body: "!!", IsBase64Encoded: true})
-	assert.Error(t, err)
+	check.Error(t, err)
 }
 
 func TestNetHTTPResponsesStoreAndReplayEveryHeader(t *testing.T) {
@@ -72,11 +72,11 @@ func TestNetHTTPResponsesStoreAndReplayEveryHeader(t *testing.T) {
 	}
 	first, replay := send(), send()
 	for _, rec := range []*httptest.ResponseRecorder{first, replay} {
-		assert.Equal(t, http.StatusCreated, rec.Code)
-		assert.Equal(t, []string{"a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT", "b=2"}, rec.Header().Values("Set-Cookie"), "cookies with commas survive")
-		assert.Equal(t, "Accept, Origin", rec.Header().Get("Vary"))
-		assert.Equal(t, "v", rec.Header().Get("X-Lower"))
-		assert.Equal(t, "ok", rec.Body.String())
+		check.Equal(t, http.StatusCreated, rec.Code)
+		check.Equal(t, []string{"a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT", "b=2"}, rec.Header().Values("Set-Cookie"), "cookies with commas survive")
+		check.Equal(t, "Accept, Origin", rec.Header().Get("Vary"))
+		check.Equal(t, "v", rec.Header().Get("X-Lower"))
+		check.Equal(t, "ok", rec.Body.String())
 	}
-	assert.Equal(t, "true", replay.Header().Get(idemhttp.HeaderReplayed))
+	check.Equal(t, "true", replay.Header().Get(idemhttp.HeaderReplayed))
 }

@@ -16,13 +16,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemsqs"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // deposit is what a message asks for: cents to an account.
@@ -93,11 +93,11 @@ func newFixture(t *testing.T) *fixture {
 	server := idemtest.New(t)
 	db := server.Client()
 	ctx := context.Background()
-	require.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
+	must.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
 	_, err := db.CreateTable(ctx, idemtable.Input("accounts", idemtable.Layout{}))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	store, err := idem.NewStore(db, "idempotency", idem.WithConflictAttempts(10))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	return &fixture{server: server, db: db, store: store}
 }
 
@@ -107,11 +107,11 @@ func (f *fixture) account(t *testing.T, id string) (total, deposits int64) {
 		TableName: aws.String("accounts"), ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: id}},
 	})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	get := func(name string) int64 {
 		if v, ok := out.Item[name].(*types.AttributeValueMemberN); ok {
 			n, err := strconv.ParseInt(v.Value, 10, 64)
-			require.NoError(t, err)
+			must.NoError(t, err)
 			return n
 		}
 		return 0
@@ -167,7 +167,7 @@ func TestTransactHoldsTheTruthUnderRedelivery(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				resp, results := idemsqs.Transact(ctx, f.store, events.SQSEvent{Records: batch}, "deposit", decode, shared("accounts"))
 				cancel()
-				require.Len(t, results, len(batch))
+				must.Len(t, results, len(batch))
 				q.settle(batch, resp)
 			}
 		})
@@ -180,12 +180,12 @@ func TestTransactHoldsTheTruthUnderRedelivery(t *testing.T) {
 	t.Logf("%d messages (480 events) in %d receives: %d DynamoDB calls, %.2f per event; redelivered %d", len(msgs), q.receives, calls, float64(calls)/480, q.redelivered)
 	for a, want := range truth {
 		total, n := f.account(t, a)
-		assert.Equal(t, want, total, "account %s's total is the sum of its distinct deposits", a)
-		assert.Equal(t, counts[a], n, "account %s's deposits are counted once each", a)
+		check.Equal(t, want, total, "account %s's total is the sum of its distinct deposits", a)
+		check.Equal(t, counts[a], n, "account %s's deposits are counted once each", a)
 	}
-	assert.Len(t, q.dead, 20, "only the poison reaches the dead-letter queue")
+	check.Len(t, q.dead, 20, "only the poison reaches the dead-letter queue")
 	for _, m := range q.dead {
-		assert.Equal(t, "not a deposit", m.Body)
+		check.Equal(t, "not a deposit", m.Body)
 	}
 }
 
@@ -263,13 +263,13 @@ func TestRunAppliesAnExternalEffectOnce(t *testing.T) {
 			switch r := results[0]; {
 			case r.Err == nil && r.Outcome == idem.OutcomeExecuted:
 				applied.Add(1)
-				assert.Empty(t, resp.BatchItemFailures)
+				check.Empty(t, resp.BatchItemFailures)
 			case r.Err == nil && r.Outcome == idem.OutcomeReplayed:
 				duplicate.Add(1)
-				assert.Empty(t, resp.BatchItemFailures)
+				check.Empty(t, resp.BatchItemFailures)
 			case errors.Is(r.Err, idem.ErrInFlight):
 				inflight.Add(1)
-				assert.Len(t, resp.BatchItemFailures, 1, "in flight: the queue redelivers it")
+				check.Len(t, resp.BatchItemFailures, 1, "in flight: the queue redelivers it")
 			default:
 				t.Errorf("unexpected result %+v", r)
 			}
@@ -277,15 +277,15 @@ func TestRunAppliesAnExternalEffectOnce(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("32 concurrent deliveries: %d applied, %d duplicates, %d in flight", applied.Load(), duplicate.Load(), inflight.Load())
-	assert.EqualValues(t, 1, effects.Load(), "the effect ran once")
-	assert.EqualValues(t, 1, applied.Load())
-	assert.EqualValues(t, 32, applied.Load()+duplicate.Load()+inflight.Load())
+	check.EqualValues(t, 1, effects.Load(), "the effect ran once")
+	check.EqualValues(t, 1, applied.Load())
+	check.EqualValues(t, 32, applied.Load()+duplicate.Load()+inflight.Load())
 
 	// The in-flight ones' redeliveries replay.
 	_, results := idemsqs.Run(context.Background(), f.store, events.SQSEvent{Records: []events.SQSMessage{message("m-again", "ev-1 acct-1 500")}}, "email", decode, effect)
-	assert.Equal(t, idem.OutcomeReplayed, results[0].Outcome)
-	assert.NoError(t, results[0].Err)
-	assert.EqualValues(t, 1, effects.Load())
+	check.Equal(t, idem.OutcomeReplayed, results[0].Outcome)
+	check.NoError(t, results[0].Err)
+	check.EqualValues(t, 1, effects.Load())
 }
 
 // A failed effect releases its key: the redelivery runs it; poison and
@@ -309,24 +309,24 @@ func TestRunReportsOnlyWhatFailed(t *testing.T) {
 		message("d", "ev-d acct 300"),
 	}
 	resp, results := idemsqs.Run(context.Background(), f.store, events.SQSEvent{Records: batch}, "email", decode, effect)
-	assert.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "b"}, {ItemIdentifier: "c"}}, resp.BatchItemFailures)
-	assert.ErrorIs(t, results[2].Err, errPoison)
-	assert.EqualValues(t, 3, runs.Load())
+	check.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "b"}, {ItemIdentifier: "c"}}, resp.BatchItemFailures)
+	check.ErrorIs(t, results[2].Err, errPoison)
+	check.EqualValues(t, 3, runs.Load())
 
 	fail = false
 	_, results = idemsqs.Run(context.Background(), f.store, events.SQSEvent{Records: []events.SQSMessage{message("b2", "ev-b flaky 200"), message("a2", "ev-a acct 999")}}, "email", decode, effect)
-	assert.Equal(t, idem.OutcomeExecuted, results[0].Outcome, "the failed effect's key was released: its redelivery runs")
-	assert.ErrorIs(t, results[1].Err, idem.ErrKeyReuse, "the same event id with another payload")
-	assert.EqualValues(t, 4, runs.Load())
+	check.Equal(t, idem.OutcomeExecuted, results[0].Outcome, "the failed effect's key was released: its redelivery runs")
+	check.ErrorIs(t, results[1].Err, idem.ErrKeyReuse, "the same event id with another payload")
+	check.EqualValues(t, 4, runs.Load())
 
 	fifo := []events.SQSMessage{message("f1", "ev-f1 acct 1"), message("f2", "garbage"), message("f3", "ev-f3 acct 3")}
 	for i := range fifo {
 		fifo[i].EventSourceARN = "arn:aws:sqs:eu-west-1:123456789012:deposits.fifo"
 	}
 	resp, results = idemsqs.Run(context.Background(), f.store, events.SQSEvent{Records: fifo}, "email", decode, effect)
-	assert.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "f2"}, {ItemIdentifier: "f3"}}, resp.BatchItemFailures)
-	assert.ErrorIs(t, results[2].Err, idemsqs.ErrSkipped)
-	assert.EqualValues(t, 5, runs.Load(), "f3 was not tried")
+	check.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "f2"}, {ItemIdentifier: "f3"}}, resp.BatchItemFailures)
+	check.ErrorIs(t, results[2].Err, idemsqs.ErrSkipped)
+	check.EqualValues(t, 5, runs.Load(), "f3 was not tried")
 }
 
 // A batch of 9 duplicates and 1 new message: one transaction, or two; the
@@ -338,25 +338,25 @@ func TestTransactAcknowledgesDuplicates(t *testing.T) {
 		first = append(first, message(fmt.Sprintf("m-%d", i), fmt.Sprintf("ev-%d acct 10", i)))
 	}
 	resp, _ := idemsqs.Transact(context.Background(), f.store, events.SQSEvent{Records: first}, "deposit", decode, shared("accounts"))
-	require.Empty(t, resp.BatchItemFailures)
+	must.Empty(t, resp.BatchItemFailures)
 	f.server.ResetCalls()
 	batch := append(append([]events.SQSMessage(nil), first...), message("new", "ev-new acct 5"), message("reuse", "ev-0 acct 11"))
 	for i := range 9 {
 		batch[i].MessageId += "-again"
 	}
 	resp, results := idemsqs.Transact(context.Background(), f.store, events.SQSEvent{Records: batch}, "deposit", decode, shared("accounts"))
-	assert.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "reuse"}}, resp.BatchItemFailures)
+	check.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "reuse"}}, resp.BatchItemFailures)
 	for _, r := range results[:9] {
-		assert.Equal(t, idem.OutcomeReplayed, r.Outcome)
+		check.Equal(t, idem.OutcomeReplayed, r.Outcome)
 	}
-	assert.Equal(t, idem.OutcomeExecuted, results[9].Outcome)
-	assert.ErrorIs(t, results[10].Err, idem.ErrKeyReuse)
+	check.Equal(t, idem.OutcomeExecuted, results[9].Outcome)
+	check.ErrorIs(t, results[10].Err, idem.ErrKeyReuse)
 	tx := f.server.Calls(idemtest.OpTransactWriteItems)
-	assert.LessOrEqual(t, tx, 2, "the new message applies in at most 2 transactions")
+	check.LessOrEqual(t, tx, 2, "the new message applies in at most 2 transactions")
 	t.Logf("9 duplicates + 1 new + 1 reuse: %v", f.server.CallCounts())
 	total, n := f.account(t, "acct")
-	assert.EqualValues(t, 95, total)
-	assert.EqualValues(t, 10, n)
+	check.EqualValues(t, 95, total)
+	check.EqualValues(t, 10, n)
 }
 
 // On a FIFO queue, Transact applies nothing after a failed message: a
@@ -368,13 +368,13 @@ func TestTransactKeepsFIFOOrder(t *testing.T) {
 		fifo[i].EventSourceARN = "arn:aws:sqs:eu-west-1:123456789012:deposits.fifo"
 	}
 	resp, results := idemsqs.Transact(context.Background(), f.store, events.SQSEvent{Records: fifo}, "deposit", decode, shared("accounts"))
-	assert.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "f2"}, {ItemIdentifier: "f3"}}, resp.BatchItemFailures)
-	assert.Equal(t, idem.OutcomeExecuted, results[0].Outcome)
-	assert.ErrorIs(t, results[2].Err, idemsqs.ErrSkipped)
-	assert.Equal(t, idem.OutcomeRejected, results[2].Outcome, "skipped: never tried")
+	check.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "f2"}, {ItemIdentifier: "f3"}}, resp.BatchItemFailures)
+	check.Equal(t, idem.OutcomeExecuted, results[0].Outcome)
+	check.ErrorIs(t, results[2].Err, idemsqs.ErrSkipped)
+	check.Equal(t, idem.OutcomeRejected, results[2].Outcome, "skipped: never tried")
 	total, n := f.account(t, "acct")
-	assert.EqualValues(t, 1, total, "f3 did not land before f2")
-	assert.EqualValues(t, 1, n)
+	check.EqualValues(t, 1, total, "f3 did not land before f2")
+	check.EqualValues(t, 1, n)
 }
 
 // A value larger than the store's response limit is applied once and its
@@ -382,7 +382,7 @@ func TestTransactKeepsFIFOOrder(t *testing.T) {
 func TestAValueOfAnySizeIsAppliedOnce(t *testing.T) {
 	f := newFixture(t)
 	store, err := idem.NewStore(f.db, "idempotency", idem.WithMaxResponseBytes(200))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	big := func(m events.SQSMessage) (idemsqs.Entry[string], error) {
 		return idemsqs.Entry[string]{Principal: "p", Key: m.Body, Value: strings.Repeat("x", 1000)}, nil
 	}
@@ -390,14 +390,14 @@ func TestAValueOfAnySizeIsAppliedOnce(t *testing.T) {
 	for range 2 {
 		_, results := idemsqs.Run(context.Background(), store, events.SQSEvent{Records: []events.SQSMessage{message("m", "run-1")}}, "big", big,
 			func(context.Context, string) error { runs.Add(1); return nil })
-		require.NoError(t, results[0].Err)
+		must.NoError(t, results[0].Err)
 	}
-	assert.EqualValues(t, 1, runs.Load())
+	check.EqualValues(t, 1, runs.Load())
 	for i := range 2 {
 		_, results := idemsqs.Transact(context.Background(), store, events.SQSEvent{Records: []events.SQSMessage{message("m", "tx-1")}}, "big", big,
 			func([]string) ([]types.TransactWriteItem, error) { return nil, nil })
-		require.NoError(t, results[0].Err)
-		assert.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed}[i], results[0].Outcome)
+		must.NoError(t, results[0].Err)
+		check.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed}[i], results[0].Outcome)
 	}
 }
 
@@ -411,7 +411,7 @@ func TestRunAcknowledgesAnEffectWhoseCompletionWasNotRecorded(t *testing.T) {
 	// A completion gets this long, throttled attempts and their backoff
 	// included, before it is reported not recorded.
 	store, err := idem.NewStore(f.db, "idempotency", idem.WithReleaseTimeout(300*time.Millisecond))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	var effects atomic.Int64
 	// The effect happens, then every completion attempt is throttled.
 	throttled := func(_ context.Context, d deposit) error {
@@ -425,12 +425,12 @@ func TestRunAcknowledgesAnEffectWhoseCompletionWasNotRecorded(t *testing.T) {
 	t.Cleanup(f.server.ClearFaults)
 	ev := events.SQSEvent{Records: []events.SQSMessage{message("m-1", "ev-1 throttled 500")}}
 	resp, results := idemsqs.Run(context.Background(), store, ev, "email", decode, throttled)
-	require.Len(t, results, 1)
-	assert.Equal(t, idem.OutcomeNotRecorded, results[0].Outcome)
-	assert.ErrorIs(t, results[0].Err, idem.ErrNotRecorded, "the caller can still log why")
-	assert.False(t, results[0].Redeliver())
-	assert.Empty(t, resp.BatchItemFailures, "the effect happened: no redelivery")
-	assert.EqualValues(t, 1, effects.Load())
+	must.Len(t, results, 1)
+	check.Equal(t, idem.OutcomeNotRecorded, results[0].Outcome)
+	check.ErrorIs(t, results[0].Err, idem.ErrNotRecorded, "the caller can still log why")
+	check.False(t, results[0].Redeliver())
+	check.Empty(t, resp.BatchItemFailures, "the effect happened: no redelivery")
+	check.EqualValues(t, 1, effects.Load())
 
 	// On a FIFO queue the next message goes on: this one was applied.
 	fifo := events.SQSEvent{Records: []events.SQSMessage{
@@ -438,10 +438,10 @@ func TestRunAcknowledgesAnEffectWhoseCompletionWasNotRecorded(t *testing.T) {
 		{MessageId: "f-2", Body: "ev-3 acct-1 1", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:q.fifo"},
 	}}
 	resp, results = idemsqs.Run(context.Background(), store, fifo, "email", decode, throttled)
-	assert.Empty(t, resp.BatchItemFailures)
-	assert.Equal(t, idem.OutcomeNotRecorded, results[0].Outcome)
-	assert.Equal(t, idem.OutcomeExecuted, results[1].Outcome)
-	assert.EqualValues(t, 3, effects.Load())
+	check.Empty(t, resp.BatchItemFailures)
+	check.Equal(t, idem.OutcomeNotRecorded, results[0].Outcome)
+	check.Equal(t, idem.OutcomeExecuted, results[1].Outcome)
+	check.EqualValues(t, 3, effects.Load())
 }
 
 // A message whose producer names no principal is refused, never put in a
@@ -457,8 +457,8 @@ func TestAnEmptyPrincipalIsRefused(t *testing.T) {
 	effect := func(context.Context, deposit) error { effects.Add(1); return nil }
 	ev := events.SQSEvent{Records: []events.SQSMessage{message("m-1", "ev-1 acct-1 500")}}
 	_, results := idemsqs.Run(context.Background(), f.store, ev, "email", anon, effect)
-	assert.ErrorIs(t, results[0].Err, idem.ErrInvalidKey)
+	check.ErrorIs(t, results[0].Err, idem.ErrInvalidKey)
 	_, results = idemsqs.Transact(context.Background(), f.store, ev, "deposits", anon, shared("accounts"))
-	assert.ErrorIs(t, results[0].Err, idem.ErrInvalidKey)
-	assert.Zero(t, effects.Load())
+	check.ErrorIs(t, results[0].Err, idem.ErrInvalidKey)
+	check.Zero(t, effects.Load())
 }

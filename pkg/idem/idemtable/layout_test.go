@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 func TestLayoutValidate(t *testing.T) {
@@ -20,7 +20,7 @@ func TestLayoutValidate(t *testing.T) {
 		{Attributes: idemtable.Attributes{Status: "state", ExpiresAt: "ttl"}},
 	}
 	for _, l := range ok {
-		assert.NoError(t, l.Validate(), "%+v", l)
+		check.NoError(t, l.Validate(), "%+v", l)
 	}
 	bad := map[string]idemtable.Layout{
 		"sort key without partition value": {SortKey: "SK"},
@@ -34,7 +34,7 @@ func TestLayoutValidate(t *testing.T) {
 		"name with spaces":                 {PartitionKey: " id"},
 	}
 	for name, l := range bad {
-		assert.Error(t, l.Validate(), name)
+		check.Error(t, l.Validate(), name)
 	}
 }
 
@@ -47,39 +47,39 @@ func TestLayoutKeyAndIDInvertEachOther(t *testing.T) {
 	} {
 		key := l.Key(id)
 		got, ok := l.ID(key)
-		require.True(t, ok, "%+v", l)
-		assert.Equal(t, id, got)
+		must.True(t, ok, "%+v", l)
+		check.Equal(t, id, got)
 	}
 	single := idemtable.Layout{PartitionKey: "PK", SortKey: "SK", PartitionValue: "IDEMPOTENCY"}
 	_, ok := single.ID(map[string]types.AttributeValue{
 		"PK": &types.AttributeValueMemberS{Value: "ORDER"}, "SK": &types.AttributeValueMemberS{Value: id},
 	})
-	assert.False(t, ok, "another partition's item is no record")
+	check.False(t, ok, "another partition's item is no record")
 	_, ok = idemtable.Layout{KeyPrefix: "IDEMPOTENCY#"}.ID(map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: id}})
-	assert.False(t, ok, "an id without the prefix is no record")
+	check.False(t, ok, "an id without the prefix is no record")
 }
 
 func TestLayoutLimitsAndLeadingKeys(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, 2048, idemtable.Layout{}.MaxIDLength())
-	assert.Equal(t, 2048-12, idemtable.Layout{KeyPrefix: "IDEMPOTENCY#"}.MaxIDLength())
-	assert.Equal(t, 1024, idemtable.Layout{SortKey: "SK", PartitionValue: "I"}.MaxIDLength())
+	check.Equal(t, 2048, idemtable.Layout{}.MaxIDLength())
+	check.Equal(t, 2048-12, idemtable.Layout{KeyPrefix: "IDEMPOTENCY#"}.MaxIDLength())
+	check.Equal(t, 1024, idemtable.Layout{SortKey: "SK", PartitionValue: "I"}.MaxIDLength())
 
-	assert.Equal(t, idemtable.LeadingKeyPrefix("POST /p"), idemtable.Layout{}.LeadingKeyPrefix("POST /p"))
-	assert.Equal(t, "IDEMPOTENCY#v1|7:POST /p|", idemtable.Layout{KeyPrefix: "IDEMPOTENCY#"}.LeadingKeyPrefix("POST /p"))
-	assert.Equal(t, "IDEMPOTENCY", idemtable.Layout{PartitionKey: "PK", SortKey: "SK", PartitionValue: "IDEMPOTENCY"}.LeadingKeyPrefix("POST /p"),
+	check.Equal(t, idemtable.LeadingKeyPrefix("POST /p"), idemtable.Layout{}.LeadingKeyPrefix("POST /p"))
+	check.Equal(t, "IDEMPOTENCY#v1|7:POST /p|", idemtable.Layout{KeyPrefix: "IDEMPOTENCY#"}.LeadingKeyPrefix("POST /p"))
+	check.Equal(t, "IDEMPOTENCY", idemtable.Layout{PartitionKey: "PK", SortKey: "SK", PartitionValue: "IDEMPOTENCY"}.LeadingKeyPrefix("POST /p"),
 		"a static partition: LeadingKeys cannot tell operations apart")
 }
 
 func TestInputFollowsTheLayout(t *testing.T) {
 	t.Parallel()
 	in := idemtable.Input("t", idemtable.Layout{PartitionKey: "PK", SortKey: "SK", PartitionValue: "I"})
-	require.Len(t, in.KeySchema, 2)
-	assert.Equal(t, "PK", *in.KeySchema[0].AttributeName)
-	assert.Equal(t, types.KeyTypeHash, in.KeySchema[0].KeyType)
-	assert.Equal(t, "SK", *in.KeySchema[1].AttributeName)
-	assert.Equal(t, types.KeyTypeRange, in.KeySchema[1].KeyType)
+	must.Len(t, in.KeySchema, 2)
+	check.Equal(t, "PK", *in.KeySchema[0].AttributeName)
+	check.Equal(t, types.KeyTypeHash, in.KeySchema[0].KeyType)
+	check.Equal(t, "SK", *in.KeySchema[1].AttributeName)
+	check.Equal(t, types.KeyTypeRange, in.KeySchema[1].KeyType)
 	def := idemtable.Input("t", idemtable.Layout{})
-	require.Len(t, def.KeySchema, 1)
-	assert.Equal(t, idemtable.KeyAttribute, *def.KeySchema[0].AttributeName)
+	must.Len(t, def.KeySchema, 1)
+	check.Equal(t, idemtable.KeyAttribute, *def.KeySchema[0].AttributeName)
 }

@@ -5,16 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 func TestLeadingKeyPrefixConfinesOneOperation(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, "v1|14:POST /products|", idemtable.LeadingKeyPrefix("POST /products"))
+	check.Equal(t, "v1|14:POST /products|", idemtable.LeadingKeyPrefix("POST /products"))
 	// Property: every id of an operation begins with its prefix, and no id
 	// of another operation does, even one that extends it ("POST /p" and
 	// "POST /p|1:x") or that a principal could imitate.
@@ -30,10 +29,10 @@ func TestLeadingKeyPrefixConfinesOneOperation(t *testing.T) {
 	for range 20000 {
 		op, other := part(), part()
 		sc, err := idem.NewScope(op, part(), part())
-		require.NoError(t, err)
-		require.True(t, strings.HasPrefix(sc.ID(), idemtable.LeadingKeyPrefix(op)), "%q lacks its prefix", sc.ID())
+		must.NoError(t, err)
+		must.True(t, strings.HasPrefix(sc.ID(), idemtable.LeadingKeyPrefix(op)), "%q lacks its prefix", sc.ID())
 		if other != op {
-			require.False(t, strings.HasPrefix(sc.ID(), idemtable.LeadingKeyPrefix(other)),
+			must.False(t, strings.HasPrefix(sc.ID(), idemtable.LeadingKeyPrefix(other)),
 				"%q (operation %q) begins with the prefix of %q", sc.ID(), op, other)
 		}
 	}

@@ -8,10 +8,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // sized is an item of exactly size bytes (id "a"... plus v).
@@ -40,63 +40,63 @@ func TestConsumedCapacity(t *testing.T) {
 	total := types.ReturnConsumedCapacityTotal
 
 	out, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: sized("a", 1024)})
-	require.NoError(t, err)
-	assert.Nil(t, out.ConsumedCapacity, "NONE is the default")
+	must.NoError(t, err)
+	check.Nil(t, out.ConsumedCapacity, "NONE is the default")
 	out, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: sized("a", 1025), ReturnConsumedCapacity: total})
-	require.NoError(t, err)
-	assert.Equal(t, 2.0, units(out.ConsumedCapacity), "1025 bytes are 2 KB")
-	assert.Equal(t, "t", aws.ToString(out.ConsumedCapacity.TableName))
-	assert.Equal(t, 2.0, aws.ToFloat64(out.ConsumedCapacity.WriteCapacityUnits))
+	must.NoError(t, err)
+	check.Equal(t, 2.0, units(out.ConsumedCapacity), "1025 bytes are 2 KB")
+	check.Equal(t, "t", aws.ToString(out.ConsumedCapacity.TableName))
+	check.Equal(t, 2.0, aws.ToFloat64(out.ConsumedCapacity.WriteCapacityUnits))
 
 	// An update counts the larger of the item before and after.
 	up, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String("t"), Key: key("a"), UpdateExpression: aws.String("REMOVE v"), ReturnConsumedCapacity: total})
-	require.NoError(t, err)
-	assert.Equal(t, 2.0, units(up.ConsumedCapacity))
+	must.NoError(t, err)
+	check.Equal(t, 2.0, units(up.ConsumedCapacity))
 	// A failed condition still consumes (at least 1).
 	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: key("a"), ConditionExpression: aws.String("attribute_not_exists(id)")})
-	require.Error(t, err)
+	must.Error(t, err)
 
 	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: sized("r", 4097)})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	for _, tc := range []struct {
 		consistent bool
 		want       float64
 	}{{false, 1}, {true, 2}} {
 		got, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("r"), ConsistentRead: aws.Bool(tc.consistent), ReturnConsumedCapacity: total})
-		require.NoError(t, err)
-		assert.Equal(t, tc.want, units(got.ConsumedCapacity), "4097 bytes are 8 KB; consistent %v", tc.consistent)
-		assert.Equal(t, tc.want, aws.ToFloat64(got.ConsumedCapacity.ReadCapacityUnits))
+		must.NoError(t, err)
+		check.Equal(t, tc.want, units(got.ConsumedCapacity), "4097 bytes are 8 KB; consistent %v", tc.consistent)
+		check.Equal(t, tc.want, aws.ToFloat64(got.ConsumedCapacity.ReadCapacityUnits))
 	}
 	missing, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("nothing"), ReturnConsumedCapacity: total})
-	require.NoError(t, err)
-	assert.Equal(t, 0.5, units(missing.ConsumedCapacity), "a read of no item consumes the minimum")
+	must.NoError(t, err)
+	check.Equal(t, 0.5, units(missing.ConsumedCapacity), "a read of no item consumes the minimum")
 
 	tx, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{ReturnConsumedCapacity: total, TransactItems: []types.TransactWriteItem{
 		txPut(sized("b", 1500), ""),
 		{ConditionCheck: &types.ConditionCheck{TableName: aws.String("t"), Key: key("r"), ConditionExpression: aws.String("attribute_exists(id)")}},
 	}})
-	require.NoError(t, err)
-	require.Len(t, tx.ConsumedCapacity, 1)
-	assert.Equal(t, 2*2.0+2*5.0, units(&tx.ConsumedCapacity[0]), "a transaction doubles each item's units: 2 KB and the 5 KB checked item")
+	must.NoError(t, err)
+	must.Len(t, tx.ConsumedCapacity, 1)
+	check.Equal(t, 2*2.0+2*5.0, units(&tx.ConsumedCapacity[0]), "a transaction doubles each item's units: 2 KB and the 5 KB checked item")
 	tg, err := db.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{ReturnConsumedCapacity: total, TransactItems: []types.TransactGetItem{
 		{Get: &types.Get{TableName: aws.String("t"), Key: key("r")}}, {Get: &types.Get{TableName: aws.String("t"), Key: key("b")}},
 	}})
-	require.NoError(t, err)
-	assert.Equal(t, 2*2.0+2*1.0, units(&tg.ConsumedCapacity[0]), "transactional reads: two units per 4 KB")
+	must.NoError(t, err)
+	check.Equal(t, 2*2.0+2*1.0, units(&tg.ConsumedCapacity[0]), "transactional reads: two units per 4 KB")
 
 	// A Scan adds the item sizes up, then rounds once: 1025+? bytes.
 	sc, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("t"), ConsistentRead: aws.Bool(true), ReturnConsumedCapacity: total})
-	require.NoError(t, err)
-	assert.Equal(t, 2.0, units(sc.ConsumedCapacity), "a (4+), r (4097) and b (1500) bytes: 2 units of 4 KB")
+	must.NoError(t, err)
+	check.Equal(t, 2.0, units(sc.ConsumedCapacity), "a (4+), r (4097) and b (1500) bytes: 2 units of 4 KB")
 
 	c := srv.Consumed()
-	assert.Equal(t, idemtest.Units{Write: 1 + 2 + 2 + 1 + 5, Requests: 5}, c["t"][idemtest.OpPutItem].Plus(c["t"][idemtest.OpUpdateItem]),
+	check.Equal(t, idemtest.Units{Write: 1 + 2 + 2 + 1 + 5, Requests: 5}, c["t"][idemtest.OpPutItem].Plus(c["t"][idemtest.OpUpdateItem]),
 		"puts of 1, 2 and 5 KB, the failed condition (1), the update (2)")
-	assert.Equal(t, 14.0, c.Op(idemtest.OpTransactWriteItems).Write)
-	assert.Equal(t, 1+2+0.5, c.Op(idemtest.OpGetItem).Read)
-	assert.Equal(t, 3, c.Op(idemtest.OpGetItem).Requests)
+	check.Equal(t, 14.0, c.Op(idemtest.OpTransactWriteItems).Write)
+	check.Equal(t, 1+2+0.5, c.Op(idemtest.OpGetItem).Read)
+	check.Equal(t, 3, c.Op(idemtest.OpGetItem).Requests)
 	srv.ResetConsumed()
-	assert.Zero(t, srv.Consumed().Total())
+	check.Zero(t, srv.Consumed().Total())
 }
 
 // ReturnConsumedCapacity INDEXES breaks the units down by table and
@@ -118,26 +118,26 @@ func TestConsumedCapacityIndexes(t *testing.T) {
 	}
 	put := func(it map[string]types.AttributeValue) *types.ConsumedCapacity {
 		out, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("r"), Item: it, ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes})
-		require.NoError(t, err)
+		must.NoError(t, err)
 		return out.ConsumedCapacity
 	}
 	cc := put(item(""))
-	assert.Equal(t, 2.0, units(cc), "not in the index")
-	assert.Equal(t, 2.0, units(ptr(*cc.Table)))
-	assert.Empty(t, cc.GlobalSecondaryIndexes)
+	check.Equal(t, 2.0, units(cc), "not in the index")
+	check.Equal(t, 2.0, units(ptr(*cc.Table)))
+	check.Empty(t, cc.GlobalSecondaryIndexes)
 	cc = put(item("x"))
-	assert.Equal(t, 4.0, units(cc), "the table and the new index entry")
-	assert.Equal(t, 2.0, units(ptr(*cc.Table)))
-	assert.Equal(t, 2.0, units(ptr(cc.GlobalSecondaryIndexes["gsi"])))
+	check.Equal(t, 4.0, units(cc), "the table and the new index entry")
+	check.Equal(t, 2.0, units(ptr(*cc.Table)))
+	check.Equal(t, 2.0, units(ptr(cc.GlobalSecondaryIndexes["gsi"])))
 	cc = put(item("y"))
-	assert.Equal(t, 2.0+4.0, units(cc), "the index key changed: an entry deleted and one written")
+	check.Equal(t, 2.0+4.0, units(cc), "the index key changed: an entry deleted and one written")
 
 	q, err := db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("r"), IndexName: aws.String("gsi"), KeyConditionExpression: aws.String("g = :g"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":g": s("y")}, ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes})
-	require.NoError(t, err)
-	assert.Equal(t, 0.5, units(q.ConsumedCapacity), "an index read is eventually consistent")
-	assert.Equal(t, 0.5, units(ptr(q.ConsumedCapacity.GlobalSecondaryIndexes["gsi"])))
-	assert.Equal(t, 6.0+4.0+2.0, srv.Consumed().Table("r").Write)
+	must.NoError(t, err)
+	check.Equal(t, 0.5, units(q.ConsumedCapacity), "an index read is eventually consistent")
+	check.Equal(t, 0.5, units(ptr(q.ConsumedCapacity.GlobalSecondaryIndexes["gsi"])))
+	check.Equal(t, 6.0+4.0+2.0, srv.Consumed().Table("r").Write)
 }
 
 func ptr(c types.Capacity) *types.ConsumedCapacity {
@@ -156,18 +156,18 @@ func TestConsumedCapacityBatchesAndDeletes(t *testing.T) {
 	bw, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{ReturnConsumedCapacity: total, RequestItems: map[string][]types.WriteRequest{
 		"t": {{PutRequest: &types.PutRequest{Item: sized("a", 1500)}}, {PutRequest: &types.PutRequest{Item: sized("b", 100)}}},
 	}})
-	require.NoError(t, err)
-	require.Len(t, bw.ConsumedCapacity, 1)
-	assert.Equal(t, 2.0+1.0, units(&bw.ConsumedCapacity[0]))
+	must.NoError(t, err)
+	must.Len(t, bw.ConsumedCapacity, 1)
+	check.Equal(t, 2.0+1.0, units(&bw.ConsumedCapacity[0]))
 	bg, err := db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{ReturnConsumedCapacity: total, RequestItems: map[string]types.KeysAndAttributes{
 		"t": {Keys: []map[string]types.AttributeValue{key("a"), key("b")}, ConsistentRead: aws.Bool(true)},
 	}})
-	require.NoError(t, err)
-	require.Len(t, bg.Responses["t"], 2)
-	assert.Equal(t, 1.0+1.0, units(&bg.ConsumedCapacity[0]), "each item rounded up to 4 KB on its own")
+	must.NoError(t, err)
+	must.Len(t, bg.Responses["t"], 2)
+	check.Equal(t, 1.0+1.0, units(&bg.ConsumedCapacity[0]), "each item rounded up to 4 KB on its own")
 	del, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String("t"), Key: key("a"), ReturnConsumedCapacity: total})
-	require.NoError(t, err)
-	assert.Equal(t, 2.0, units(del.ConsumedCapacity), "the deleted item's size")
-	assert.Equal(t, 3.0, srv.Consumed().Op(idemtest.OpBatchWriteItem).Write)
-	assert.Equal(t, 2.0, srv.Consumed().Op(idemtest.OpBatchGetItem).Read)
+	must.NoError(t, err)
+	check.Equal(t, 2.0, units(del.ConsumedCapacity), "the deleted item's size")
+	check.Equal(t, 3.0, srv.Consumed().Op(idemtest.OpBatchWriteItem).Write)
+	check.Equal(t, 2.0, srv.Consumed().Op(idemtest.OpBatchGetItem).Read)
 }

@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // fastRetries is the SDK's standard retryer (3 attempts) with backoffs
@@ -46,26 +46,26 @@ func TestInjectCancellation(t *testing.T) {
 	for _, code := range []string{"ThrottlingError", "ProvisionedThroughputExceeded", "ValidationError", "TransactionConflict", "ItemCollectionSizeLimitExceeded"} {
 		srv.InjectCancellation(code, 1, 1)
 		_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: three})
-		assert.Equal(t, []string{"None", code, "None"}, reasons(t, err), code)
+		check.Equal(t, []string{"None", code, "None"}, reasons(t, err), code)
 		var tce *types.TransactionCanceledException
-		require.ErrorAs(t, err, &tce)
-		assert.Equal(t, "Transaction cancelled, please refer cancellation reasons for specific reasons [None, "+code+", None]", tce.ErrorMessage())
-		assert.NotEmpty(t, aws.ToString(tce.CancellationReasons[1].Message))
+		must.ErrorAs(t, err, &tce)
+		check.Equal(t, "Transaction cancelled, please refer cancellation reasons for specific reasons [None, "+code+", None]", tce.ErrorMessage())
+		check.NotEmpty(t, aws.ToString(tce.CancellationReasons[1].Message))
 	}
-	assert.Equal(t, 5, srv.Calls(idemtest.OpTransactWriteItems), "the SDK does not retry a cancelled transaction")
+	check.Equal(t, 5, srv.Calls(idemtest.OpTransactWriteItems), "the SDK does not retry a cancelled transaction")
 
 	srv.InjectCancellation("ThrottlingError", 7, 2)
 	for range 2 {
 		_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: three})
-		assert.Equal(t, []string{"None", "None", "ThrottlingError"}, reasons(t, err), "an index past the items falls on the last")
+		check.Equal(t, []string{"None", "None", "ThrottlingError"}, reasons(t, err), "an index past the items falls on the last")
 	}
 	got, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("a"), ConsistentRead: aws.Bool(true)})
-	require.NoError(t, err)
-	assert.Empty(t, got.Item, "a cancelled transaction writes nothing")
+	must.NoError(t, err)
+	check.Empty(t, got.Item, "a cancelled transaction writes nothing")
 	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: three})
-	require.NoError(t, err, "spent after times transactions")
+	must.NoError(t, err, "spent after times transactions")
 
-	assert.PanicsWithValue(t,
+	check.PanicsWithValue(t,
 		`idemtest: InjectCancellation("ConditionalCheckFailed"): want ThrottlingError, ProvisionedThroughputExceeded, ValidationError, TransactionConflict or ItemCollectionSizeLimitExceeded (a ConditionalCheckFailed needs a real condition)`,
 		func() { srv.InjectCancellation("ConditionalCheckFailed", 0, 1) })
 }
@@ -87,36 +87,36 @@ func TestThrottledPastRetries(t *testing.T) {
 	srv.Inject(idemtest.OpPutItem, idemtest.ThrottledPastRetries, 2)
 	for range 2 {
 		err := put("a")
-		assert.Equal(t, "ThrottlingException", errorCode(err))
+		check.Equal(t, "ThrottlingException", errorCode(err))
 		var exhausted *retry.MaxAttemptsError
-		assert.ErrorAs(t, err, &exhausted, "the SDK gave up")
+		check.ErrorAs(t, err, &exhausted, "the SDK gave up")
 	}
-	assert.Equal(t, 6, srv.Calls(idemtest.OpPutItem), "2 calls of 3 attempts each")
+	check.Equal(t, 6, srv.Calls(idemtest.OpPutItem), "2 calls of 3 attempts each")
 	got, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("a"), ConsistentRead: aws.Bool(true)})
-	require.NoError(t, err)
-	assert.Empty(t, got.Item, "nothing was written")
-	require.NoError(t, put("a"), "spent after 2 calls")
+	must.NoError(t, err)
+	check.Empty(t, got.Item, "nothing was written")
+	must.NoError(t, put("a"), "spent after 2 calls")
 
 	srv.Inject(idemtest.OpGetItem, idemtest.ThrottledPastRetries, 1)
 	_, err = db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("a")})
-	assert.Equal(t, "ThrottlingException", errorCode(err))
+	check.Equal(t, "ThrottlingException", errorCode(err))
 
 	srv.ResetCalls()
 	srv.Inject(idemtest.OpTransactWriteItems, idemtest.ThrottledPastRetries, 1)
 	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{txPut(key("b"), ""), txPut(key("c"), "")}})
-	assert.Equal(t, []string{"ThrottlingError", "ThrottlingError"}, reasons(t, err))
-	assert.Equal(t, 1, srv.Calls(idemtest.OpTransactWriteItems))
+	check.Equal(t, []string{"ThrottlingError", "ThrottlingError"}, reasons(t, err))
+	check.Equal(t, 1, srv.Calls(idemtest.OpTransactWriteItems))
 
 	// A request without the SDK's invocation header is a call of its own.
 	srv.Inject(idemtest.OpPutItem, idemtest.ThrottledPastRetries, 1)
 	req, err := http.NewRequest(http.MethodPost, srv.URL(), strings.NewReader(`{"TableName":"t","Item":{"id":{"S":"raw"}}}`))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.PutItem")
 	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	must.NoError(t, err)
 	resp.Body.Close()
-	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	require.NoError(t, put("d"), "the raw request spent the fault")
+	check.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	must.NoError(t, put("d"), "the raw request spent the fault")
 }
 
 // HandlerClient serves a store inside a testing/synctest bubble: a 5 s
@@ -128,7 +128,7 @@ func TestHandlerClientInSynctest(t *testing.T) {
 		srv := idemtest.NewServer(idemtest.WithTransactionLatency(5 * time.Second))
 		db := srv.HandlerClient()
 		ctx := context.Background()
-		require.NoError(t, createTable(ctx, db, "t"))
+		must.NoError(t, createTable(ctx, db, "t"))
 
 		began := time.Now()
 		done := make(chan error, 1)
@@ -139,11 +139,11 @@ func TestHandlerClientInSynctest(t *testing.T) {
 		synctest.Wait() // the transaction sleeps, holding its item
 		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: key("a")})
 		var conflict *types.TransactionConflictException
-		assert.ErrorAs(t, err, &conflict)
+		check.ErrorAs(t, err, &conflict)
 		_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{txPut(key("b"), ""), txPut(key("a"), "")}})
-		assert.Equal(t, []string{"None", "TransactionConflict"}, reasons(t, err))
-		require.NoError(t, <-done)
-		assert.Equal(t, 5*time.Second, time.Since(began), "fake time")
+		check.Equal(t, []string{"None", "TransactionConflict"}, reasons(t, err))
+		must.NoError(t, <-done)
+		check.Equal(t, 5*time.Second, time.Since(began), "fake time")
 
 		// InjectLatency: a slow single-item write holds its item meanwhile.
 		srv.InjectLatency(idemtest.OpTransactWriteItems, time.Hour, 1)
@@ -153,11 +153,11 @@ func TestHandlerClientInSynctest(t *testing.T) {
 		}()
 		synctest.Wait()
 		_, err = db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String("t"), Key: key("c")})
-		assert.ErrorAs(t, err, &conflict, "the slow transaction still holds its item")
-		require.NoError(t, <-done)
-		assert.Equal(t, time.Hour+10*time.Second, time.Since(began), "the injected hour and the store's 5 s latency")
+		check.ErrorAs(t, err, &conflict, "the slow transaction still holds its item")
+		must.NoError(t, <-done)
+		check.Equal(t, time.Hour+10*time.Second, time.Since(began), "the injected hour and the store's 5 s latency")
 	})
-	assert.Less(t, time.Since(start), 5*time.Second, "no real waiting")
+	check.Less(t, time.Since(start), 5*time.Second, "no real waiting")
 }
 
 // InjectLatency on a read answers it later; on a single-item write it
@@ -167,27 +167,27 @@ func TestInjectLatency(t *testing.T) {
 		srv := idemtest.NewServer()
 		db := srv.HandlerClient()
 		ctx := context.Background()
-		require.NoError(t, createTable(ctx, db, "t"))
+		must.NoError(t, createTable(ctx, db, "t"))
 		began := time.Now()
 		srv.InjectLatency(idemtest.OpGetItem, 3*time.Second, 1)
 		_, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("a")})
-		require.NoError(t, err)
-		assert.Equal(t, 3*time.Second, time.Since(began))
+		must.NoError(t, err)
+		check.Equal(t, 3*time.Second, time.Since(began))
 
 		srv.InjectLatency(idemtest.OpPutItem, 2*time.Second, 1)
 		first := make(chan time.Duration)
 		go func() {
 			_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr("a", "v", "first")})
-			assert.NoError(t, err)
+			check.NoError(t, err)
 			first <- time.Since(began)
 		}()
 		synctest.Wait()
 		_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr("a", "v", "second")})
-		require.NoError(t, err)
-		assert.Equal(t, 5*time.Second, time.Since(began), "the second write waited for the first")
-		assert.Equal(t, 5*time.Second, <-first)
+		must.NoError(t, err)
+		check.Equal(t, 5*time.Second, time.Since(began), "the second write waited for the first")
+		check.Equal(t, 5*time.Second, <-first)
 		got, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("a"), ConsistentRead: aws.Bool(true)})
-		require.NoError(t, err)
-		assert.Equal(t, s("second"), got.Item["v"])
+		must.NoError(t, err)
+		check.Equal(t, s("second"), got.Item["v"])
 	})
 }

@@ -9,10 +9,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // createNumberTable creates table name with a string partition key pk, a
@@ -39,7 +39,7 @@ func createNumberTable(ctx context.Context, t *testing.T, db *dynamodb.Client, n
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: []string{"v"}},
 		}},
 	})
-	require.NoError(t, err)
+	must.NoError(t, err)
 }
 
 func vals(kv ...any) map[string]types.AttributeValue {
@@ -79,10 +79,10 @@ func TestQueryOrdersAndLimitsTheSortKey(t *testing.T) {
 	for i, sk := range sks {
 		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("nums"),
 			Item: vals("pk", s("p"), "sk", n(sk), "g", s("g"), "n", n(fmt.Sprint(i)), "v", s("v"+sk), "w", s("w"))})
-		require.NoError(t, err)
+		must.NoError(t, err)
 	}
 	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("nums"), Item: vals("pk", s("other"), "sk", n("1"))})
-	require.NoError(t, err)
+	must.NoError(t, err)
 
 	query := func(cond string, v map[string]types.AttributeValue, mod ...func(*dynamodb.QueryInput)) []string {
 		t.Helper()
@@ -91,39 +91,39 @@ func TestQueryOrdersAndLimitsTheSortKey(t *testing.T) {
 			m(in)
 		}
 		out, err := db.Query(ctx, in)
-		require.NoError(t, err, cond)
-		assert.Equal(t, len(out.Items), int(out.Count))
+		must.NoError(t, err, cond)
+		check.Equal(t, len(out.Items), int(out.Count))
 		return column(out.Items, "sk")
 	}
 	p := vals(":p", s("p"))
 	with := func(kv ...any) map[string]types.AttributeValue { return vals(append([]any{":p", s("p")}, kv...)...) }
 	all := []string{"-1.5", "0.000000000000000000001", "2", "9", "10", "100", "12345678901234567890", "12345678901234567891"}
-	assert.Equal(t, all, query("pk = :p", p))
-	assert.Equal(t, all, query(":p = pk", p), "the value may come first")
-	assert.Equal(t, []string{"12345678901234567891", "12345678901234567890", "100", "10", "9", "2", "0.000000000000000000001", "-1.5"},
+	check.Equal(t, all, query("pk = :p", p))
+	check.Equal(t, all, query(":p = pk", p), "the value may come first")
+	check.Equal(t, []string{"12345678901234567891", "12345678901234567890", "100", "10", "9", "2", "0.000000000000000000001", "-1.5"},
 		query("pk = :p", p, func(in *dynamodb.QueryInput) { in.ScanIndexForward = aws.Bool(false) }))
-	assert.Equal(t, []string{"10"}, query("pk = :p AND sk = :v", with(":v", n("10.0"))), "equal by value")
-	assert.Equal(t, []string{"-1.5", "0.000000000000000000001", "2", "9"}, query("pk = :p AND sk < :v", with(":v", n("10"))))
-	assert.Equal(t, []string{"-1.5", "0.000000000000000000001", "2", "9", "10"}, query("pk = :p AND sk <= :v", with(":v", n("1E1"))))
-	assert.Equal(t, []string{"12345678901234567891"}, query("pk = :p AND sk > :v", with(":v", n("12345678901234567890"))), "beyond float64")
-	assert.Equal(t, []string{"100", "12345678901234567890", "12345678901234567891"}, query("pk = :p AND sk >= :v", with(":v", n("100"))))
-	assert.Equal(t, []string{"0.000000000000000000001", "2", "9", "10"}, query("(pk = :p) AND (sk BETWEEN :a AND :b)", with(":a", n("0"), ":b", n("10"))))
-	assert.Equal(t, []string{"12345678901234567891"}, query("pk = :p AND :v < sk", with(":v", n("12345678901234567890"))), "a value first turns the comparison around")
-	assert.Equal(t, []string{}, query("pk = :p", vals(":p", s("nobody"))))
+	check.Equal(t, []string{"10"}, query("pk = :p AND sk = :v", with(":v", n("10.0"))), "equal by value")
+	check.Equal(t, []string{"-1.5", "0.000000000000000000001", "2", "9"}, query("pk = :p AND sk < :v", with(":v", n("10"))))
+	check.Equal(t, []string{"-1.5", "0.000000000000000000001", "2", "9", "10"}, query("pk = :p AND sk <= :v", with(":v", n("1E1"))))
+	check.Equal(t, []string{"12345678901234567891"}, query("pk = :p AND sk > :v", with(":v", n("12345678901234567890"))), "beyond float64")
+	check.Equal(t, []string{"100", "12345678901234567890", "12345678901234567891"}, query("pk = :p AND sk >= :v", with(":v", n("100"))))
+	check.Equal(t, []string{"0.000000000000000000001", "2", "9", "10"}, query("(pk = :p) AND (sk BETWEEN :a AND :b)", with(":a", n("0"), ":b", n("10"))))
+	check.Equal(t, []string{"12345678901234567891"}, query("pk = :p AND :v < sk", with(":v", n("12345678901234567890"))), "a value first turns the comparison around")
+	check.Equal(t, []string{}, query("pk = :p", vals(":p", s("nobody"))))
 
 	// begins_with on a string sort key; strings by their UTF-8 bytes.
 	createRangeTable(ctx, t, db, "strs")
 	for _, sk := range []string{"b", "a#2", "a#10", "ä", "Z", "a"} {
 		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("strs"), Item: vals("pk", s("p"), "sk", s(sk))})
-		require.NoError(t, err)
+		must.NoError(t, err)
 	}
 	out, err := db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("strs"), KeyConditionExpression: aws.String("pk = :p"), ExpressionAttributeValues: p})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"Z", "a", "a#10", "a#2", "b", "ä"}, column(out.Items, "sk"))
+	must.NoError(t, err)
+	check.Equal(t, []string{"Z", "a", "a#10", "a#2", "b", "ä"}, column(out.Items, "sk"))
 	out, err = db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("strs"), KeyConditionExpression: aws.String("pk = :p AND begins_with(sk, :a)"),
 		ExpressionAttributeValues: with(":a", s("a#"))})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"a#10", "a#2"}, column(out.Items, "sk"))
+	must.NoError(t, err)
+	check.Equal(t, []string{"a#10", "a#2"}, column(out.Items, "sk"))
 }
 
 // Filter, projection, Select COUNT, Limit and pagination, on a table and
@@ -137,7 +137,7 @@ func TestQueryPagesFiltersAndProjects(t *testing.T) {
 	for i := range 10 {
 		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("nums"),
 			Item: vals("pk", s("p"), "sk", n(fmt.Sprint(i)), "g", s(fmt.Sprint("g", i%2)), "n", n(fmt.Sprint(100-i)), "v", s(fmt.Sprint("v", i)), "w", n(fmt.Sprint(i%3)))})
-		require.NoError(t, err)
+		must.NoError(t, err)
 	}
 	p := vals(":p", s("p"))
 
@@ -150,36 +150,36 @@ func TestQueryPagesFiltersAndProjects(t *testing.T) {
 		out, err := db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("nums"), KeyConditionExpression: aws.String("pk = :p"),
 			FilterExpression: aws.String("w = :zero"), ExpressionAttributeValues: vals(":p", s("p"), ":zero", n("0")),
 			Limit: aws.Int32(3), ExclusiveStartKey: start})
-		require.NoError(t, err)
+		must.NoError(t, err)
 		pages++
 		got = append(got, column(out.Items, "sk")...)
-		assert.LessOrEqual(t, out.ScannedCount, int32(3))
+		check.LessOrEqual(t, out.ScannedCount, int32(3))
 		if start = out.LastEvaluatedKey; start == nil {
 			break
 		}
-		assert.Equal(t, vals("pk", s("p"), "sk", out.LastEvaluatedKey["sk"]), start, "the table's key")
+		check.Equal(t, vals("pk", s("p"), "sk", out.LastEvaluatedKey["sk"]), start, "the table's key")
 	}
-	assert.Equal(t, []string{"0", "3", "6", "9"}, got)
-	assert.Equal(t, 4, pages, "3 full pages, and a page after the last: a full last page still has a LastEvaluatedKey")
+	check.Equal(t, []string{"0", "3", "6", "9"}, got)
+	check.Equal(t, 4, pages, "3 full pages, and a page after the last: a full last page still has a LastEvaluatedKey")
 
 	out, err := db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("nums"), KeyConditionExpression: aws.String("pk = :p"),
 		FilterExpression: aws.String("w = :zero"), ExpressionAttributeValues: vals(":p", s("p"), ":zero", n("0")), Select: types.SelectCount})
-	require.NoError(t, err)
-	assert.Nil(t, out.Items)
-	assert.Equal(t, int32(4), out.Count)
-	assert.Equal(t, int32(10), out.ScannedCount)
+	must.NoError(t, err)
+	check.Nil(t, out.Items)
+	check.Equal(t, int32(4), out.Count)
+	check.Equal(t, int32(10), out.ScannedCount)
 
 	out, err = db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("nums"), KeyConditionExpression: aws.String("pk = :p AND sk < :three"),
 		ProjectionExpression: aws.String("v, nope"), ExpressionAttributeValues: vals(":p", s("p"), ":three", n("3"))})
-	require.NoError(t, err)
-	assert.Equal(t, []map[string]types.AttributeValue{{"v": s("v0")}, {"v": s("v1")}, {"v": s("v2")}}, out.Items)
+	must.NoError(t, err)
+	check.Equal(t, []map[string]types.AttributeValue{{"v": s("v0")}, {"v": s("v1")}, {"v": s("v2")}}, out.Items)
 
 	// The global index, KEYS_ONLY: the table's and the index's keys, in the
 	// index's sort key order.
 	out, err = db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("nums"), IndexName: aws.String("byg"),
 		KeyConditionExpression: aws.String("g = :g AND n > :n"), ExpressionAttributeValues: vals(":g", s("g1"), ":n", n("94"))})
-	require.NoError(t, err)
-	assert.Equal(t, []map[string]types.AttributeValue{
+	must.NoError(t, err)
+	check.Equal(t, []map[string]types.AttributeValue{
 		vals("pk", s("p"), "sk", n("5"), "g", s("g1"), "n", n("95")),
 		vals("pk", s("p"), "sk", n("3"), "g", s("g1"), "n", n("97")),
 		vals("pk", s("p"), "sk", n("1"), "g", s("g1"), "n", n("99")),
@@ -187,27 +187,27 @@ func TestQueryPagesFiltersAndProjects(t *testing.T) {
 	// A page of an index stops with the index's key and the table's.
 	out, err = db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("nums"), IndexName: aws.String("byg"),
 		KeyConditionExpression: aws.String("g = :g"), ExpressionAttributeValues: vals(":g", s("g1")), Limit: aws.Int32(1)})
-	require.NoError(t, err)
-	assert.Equal(t, vals("pk", s("p"), "sk", n("9"), "g", s("g1"), "n", n("91")), out.LastEvaluatedKey)
+	must.NoError(t, err)
+	check.Equal(t, vals("pk", s("p"), "sk", n("9"), "g", s("g1"), "n", n("91")), out.LastEvaluatedKey)
 	next, err := db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("nums"), IndexName: aws.String("byg"),
 		KeyConditionExpression: aws.String("g = :g"), ExpressionAttributeValues: vals(":g", s("g1")), ExclusiveStartKey: out.LastEvaluatedKey})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"7", "5", "3", "1"}, column(next.Items, "sk"))
+	must.NoError(t, err)
+	check.Equal(t, []string{"7", "5", "3", "1"}, column(next.Items, "sk"))
 
 	// The local index projects v; ALL_ATTRIBUTES reads the rest from the
 	// table, and so does a filter on an attribute it does not project.
 	out, err = db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("nums"), IndexName: aws.String("byn"),
 		KeyConditionExpression: aws.String("pk = :p AND n <= :n"), ExpressionAttributeValues: vals(":p", s("p"), ":n", n("92"))})
-	require.NoError(t, err)
-	assert.Equal(t, []map[string]types.AttributeValue{
+	must.NoError(t, err)
+	check.Equal(t, []map[string]types.AttributeValue{
 		vals("pk", s("p"), "sk", n("9"), "n", n("91"), "v", s("v9")),
 		vals("pk", s("p"), "sk", n("8"), "n", n("92"), "v", s("v8")),
 	}, out.Items)
 	out, err = db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("nums"), IndexName: aws.String("byn"), Select: types.SelectAllAttributes,
 		KeyConditionExpression: aws.String("pk = :p AND n = :n"), FilterExpression: aws.String("w = :w"), ExpressionAttributeValues: vals(":p", s("p"), ":n", n("91"), ":w", n("0"))})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"g1"}, column(out.Items, "g"))
-	assert.Equal(t, p[":p"], out.Items[0]["pk"])
+	must.NoError(t, err)
+	check.Equal(t, []string{"g1"}, column(out.Items, "g"))
+	check.Equal(t, p[":p"], out.Items[0]["pk"])
 }
 
 // What DynamoDB refuses in a Query or Scan, with its words.
@@ -264,8 +264,8 @@ func TestQueryAndScanRefuse(t *testing.T) {
 	in.TableName = aws.String("missing")
 	err := query(in)
 	var notFound *types.ResourceNotFoundException
-	require.ErrorAs(t, err, &notFound)
-	assert.Equal(t, "Requested resource not found", aws.ToString(notFound.Message))
+	must.ErrorAs(t, err, &notFound)
+	check.Equal(t, "Requested resource not found", aws.ToString(notFound.Message))
 
 	scan := func(in *dynamodb.ScanInput) error {
 		in.TableName = aws.String("nums")
@@ -290,14 +290,14 @@ func TestScanPagesAndSegments(t *testing.T) {
 		id := fmt.Sprintf("%03d", i)
 		want = append(want, id)
 		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr(id, "v", fmt.Sprint(i%2))})
-		require.NoError(t, err)
+		must.NoError(t, err)
 	}
 	scanAll := func(in dynamodb.ScanInput) (ids []string, pages int) {
 		t.Helper()
 		in.TableName = aws.String("t")
 		for {
 			out, err := db.Scan(ctx, &in)
-			require.NoError(t, err)
+			must.NoError(t, err)
 			pages++
 			ids = append(ids, column(out.Items, "id")...)
 			if out.LastEvaluatedKey == nil {
@@ -307,27 +307,27 @@ func TestScanPagesAndSegments(t *testing.T) {
 		}
 	}
 	one, pages := scanAll(dynamodb.ScanInput{})
-	assert.Equal(t, 1, pages)
-	assert.False(t, sort.StringsAreSorted(one), "a Scan is in hash order, not key order")
+	check.Equal(t, 1, pages)
+	check.False(t, sort.StringsAreSorted(one), "a Scan is in hash order, not key order")
 	paged, pages := scanAll(dynamodb.ScanInput{Limit: aws.Int32(7)})
-	assert.Equal(t, one, paged, "pages read on where the last stopped")
-	assert.Equal(t, 9, pages)
+	check.Equal(t, one, paged, "pages read on where the last stopped")
+	check.Equal(t, 9, pages)
 	var segmented []string
 	for seg := range 4 {
 		ids, _ := scanAll(dynamodb.ScanInput{Segment: aws.Int32(int32(seg)), TotalSegments: aws.Int32(4), Limit: aws.Int32(5)})
-		assert.NotEmpty(t, ids, "segment %d", seg)
+		check.NotEmpty(t, ids, "segment %d", seg)
 		segmented = append(segmented, ids...)
 	}
 	sort.Strings(segmented)
-	assert.Equal(t, want, segmented, "the segments share the items, each once")
+	check.Equal(t, want, segmented, "the segments share the items, each once")
 
 	out, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("t"), FilterExpression: aws.String("v = :one"),
 		ExpressionAttributeValues: vals(":one", s("1")), Limit: aws.Int32(10)})
-	require.NoError(t, err)
-	assert.Equal(t, int32(10), out.ScannedCount)
-	assert.Equal(t, int(out.Count), len(out.Items))
+	must.NoError(t, err)
+	check.Equal(t, int32(10), out.ScannedCount)
+	check.Equal(t, int(out.Count), len(out.Items))
 	for _, it := range out.Items {
-		assert.Equal(t, s("1"), it["v"])
+		check.Equal(t, s("1"), it["v"])
 	}
 }
 
@@ -341,26 +341,26 @@ func TestTables(t *testing.T) {
 	ctx := context.Background()
 	err := createTable(ctx, db, "t")
 	var inUse *types.ResourceInUseException
-	require.ErrorAs(t, err, &inUse)
-	assert.Equal(t, "Table already exists: t", aws.ToString(inUse.Message))
+	must.ErrorAs(t, err, &inUse)
+	check.Equal(t, "Table already exists: t", aws.ToString(inUse.Message))
 
 	_, err = db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("missing")})
 	var notFound *types.ResourceNotFoundException
-	require.ErrorAs(t, err, &notFound)
-	assert.Equal(t, "Requested resource not found: Table: missing not found", aws.ToString(notFound.Message))
+	must.ErrorAs(t, err, &notFound)
+	check.Equal(t, "Requested resource not found: Table: missing not found", aws.ToString(notFound.Message))
 	_, err = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String("missing")})
-	require.ErrorAs(t, err, &notFound)
+	must.ErrorAs(t, err, &notFound)
 
 	for _, id := range []string{"a", "b", "c"} {
 		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr(id, "g", "x"+id)})
-		require.NoError(t, err)
+		must.NoError(t, err)
 	}
 	d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("t")})
-	require.NoError(t, err)
-	assert.Equal(t, types.TableStatusActive, d.Table.TableStatus)
-	assert.Equal(t, int64(3), aws.ToInt64(d.Table.ItemCount))
-	assert.Equal(t, types.BillingModePayPerRequest, d.Table.BillingModeSummary.BillingMode)
-	assert.Equal(t, "id", aws.ToString(d.Table.KeySchema[0].AttributeName))
+	must.NoError(t, err)
+	check.Equal(t, types.TableStatusActive, d.Table.TableStatus)
+	check.Equal(t, int64(3), aws.ToInt64(d.Table.ItemCount))
+	check.Equal(t, types.BillingModePayPerRequest, d.Table.BillingModeSummary.BillingMode)
+	check.Equal(t, "id", aws.ToString(d.Table.KeySchema[0].AttributeName))
 
 	_, err = db.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("t"),
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("g"), AttributeType: types.ScalarAttributeTypeS}},
@@ -368,32 +368,32 @@ func TestTables(t *testing.T) {
 			IndexName: aws.String("byg"), KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("g"), KeyType: types.KeyTypeHash}},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
 		}}}})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	q, err := db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("t"), IndexName: aws.String("byg"), KeyConditionExpression: aws.String("g = :g"),
 		ExpressionAttributeValues: vals(":g", s("xb"))})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"b"}, column(q.Items, "id"))
+	must.NoError(t, err)
+	check.Equal(t, []string{"b"}, column(q.Items, "id"))
 
 	for i := range 3 {
-		require.NoError(t, createTable(ctx, db, fmt.Sprint("list-", i)))
+		must.NoError(t, createTable(ctx, db, fmt.Sprint("list-", i)))
 	}
 	l, err := db.ListTables(ctx, &dynamodb.ListTablesInput{Limit: aws.Int32(2)})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"list-0", "list-1"}, l.TableNames)
+	must.NoError(t, err)
+	check.Equal(t, []string{"list-0", "list-1"}, l.TableNames)
 	l, err = db.ListTables(ctx, &dynamodb.ListTablesInput{ExclusiveStartTableName: l.LastEvaluatedTableName})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"list-2", "t"}, l.TableNames)
-	assert.Nil(t, l.LastEvaluatedTableName)
+	must.NoError(t, err)
+	check.Equal(t, []string{"list-2", "t"}, l.TableNames)
+	check.Nil(t, l.LastEvaluatedTableName)
 
 	_, err = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String("t")})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	_, err = db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("a")})
-	require.ErrorAs(t, err, &notFound)
-	require.NoError(t, createTable(ctx, db, "t"))
+	must.ErrorAs(t, err, &notFound)
+	must.NoError(t, createTable(ctx, db, "t"))
 	sc, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("t")})
-	require.NoError(t, err)
-	assert.Empty(t, sc.Items, "a table created again starts empty")
-	assert.Equal(t, 0, srv.Stats().ConflictExceptions)
+	must.NoError(t, err)
+	check.Empty(t, sc.Items, "a table created again starts empty")
+	check.Equal(t, 0, srv.Stats().ConflictExceptions)
 
 	_, err = db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String("bad"), BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS},
@@ -407,7 +407,7 @@ func TestTables(t *testing.T) {
 	_, err = db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(""), BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}}})
-	require.Error(t, err, "a table needs a name")
+	must.Error(t, err, "a table needs a name")
 }
 
 // Query and Scan see a transaction whole or not at all: they read under
@@ -437,14 +437,14 @@ func TestScanNeverSeesHalfATransaction(t *testing.T) {
 		default:
 		}
 		out, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("t"), ConsistentRead: aws.Bool(true)})
-		require.NoError(t, err)
+		must.NoError(t, err)
 		if len(out.Items) == 0 {
 			continue
 		}
-		require.Len(t, out.Items, 2)
-		assert.Equal(t, out.Items[0]["v"], out.Items[1]["v"], "scan %d", scans)
+		must.Len(t, out.Items, 2)
+		check.Equal(t, out.Items[0]["v"], out.Items[1]["v"], "scan %d", scans)
 	}
-	assert.Equal(t, scans, srv.Calls(idemtest.OpScan))
+	check.Equal(t, scans, srv.Calls(idemtest.OpScan))
 }
 
 // A page holds at most 1 MB of items read: a Scan of four items of
@@ -455,14 +455,14 @@ func TestScanPageStopsAtOneMegabyte(t *testing.T) {
 	ctx := context.Background()
 	for _, id := range []string{"a", "b", "c", "d"} {
 		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: sized(id, 400*1024)})
-		require.NoError(t, err)
+		must.NoError(t, err)
 	}
 	out, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("t")})
-	require.NoError(t, err)
-	assert.Len(t, out.Items, 3)
-	require.NotNil(t, out.LastEvaluatedKey)
+	must.NoError(t, err)
+	check.Len(t, out.Items, 3)
+	must.NotNil(t, out.LastEvaluatedKey)
 	rest, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("t"), ExclusiveStartKey: out.LastEvaluatedKey})
-	require.NoError(t, err)
-	assert.Len(t, rest.Items, 1)
-	assert.Nil(t, rest.LastEvaluatedKey)
+	must.NoError(t, err)
+	check.Len(t, rest.Items, 1)
+	check.Nil(t, rest.LastEvaluatedKey)
 }

@@ -12,17 +12,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 func setup(t *testing.T, opts ...idemtest.Option) (*idemtest.Server, *dynamodb.Client) {
 	t.Helper()
 	s := idemtest.New(t, opts...)
 	db := s.Client()
-	require.NoError(t, createTable(context.Background(), db, "t"))
+	must.NoError(t, createTable(context.Background(), db, "t"))
 	s.ResetCalls()
 	return s, db
 }
@@ -46,7 +46,7 @@ func txPut(it map[string]types.AttributeValue, cond string) types.TransactWriteI
 func reasons(t *testing.T, err error) []string {
 	t.Helper()
 	var tce *types.TransactionCanceledException
-	require.ErrorAs(t, err, &tce)
+	must.ErrorAs(t, err, &tce)
 	out := make([]string, len(tce.CancellationReasons))
 	for i, r := range tce.CancellationReasons {
 		out[i] = aws.ToString(r.Code)
@@ -62,7 +62,7 @@ func TestRunningTransactionHoldsItsItems(t *testing.T) {
 	srv, db := setup(t)
 	ctx := context.Background()
 	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr("a", "v", "committed")})
-	require.NoError(t, err)
+	must.NoError(t, err)
 
 	hold := srv.Hold(idemtest.OpTransactWriteItems)
 	done := make(chan error, 1)
@@ -77,35 +77,35 @@ func TestRunningTransactionHoldsItsItems(t *testing.T) {
 
 	var conflict *types.TransactionConflictException
 	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: key("a")})
-	assert.ErrorAs(t, err, &conflict, "PutItem")
+	check.ErrorAs(t, err, &conflict, "PutItem")
 	_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String("t"), Key: key("b"),
 		UpdateExpression: aws.String("SET v = :v"), ExpressionAttributeValues: map[string]types.AttributeValue{":v": s("x")}})
-	assert.ErrorAs(t, err, &conflict, "UpdateItem")
+	check.ErrorAs(t, err, &conflict, "UpdateItem")
 	_, err = db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String("t"), Key: key("a")})
-	assert.ErrorAs(t, err, &conflict, "DeleteItem")
-	assert.Equal(t, 1, srv.Calls(idemtest.OpPutItem), "the SDK does not retry TransactionConflictException")
+	check.ErrorAs(t, err, &conflict, "DeleteItem")
+	check.Equal(t, 1, srv.Calls(idemtest.OpPutItem), "the SDK does not retry TransactionConflictException")
 
 	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		txPut(key("c"), ""), txPut(key("a"), ""),
 	}})
-	assert.Equal(t, []string{"None", "TransactionConflict"}, reasons(t, err))
+	check.Equal(t, []string{"None", "TransactionConflict"}, reasons(t, err))
 	_, err = db.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
 		{Get: &types.Get{TableName: aws.String("t"), Key: key("a")}},
 	}})
-	assert.Equal(t, []string{"TransactionConflict"}, reasons(t, err))
+	check.Equal(t, []string{"TransactionConflict"}, reasons(t, err))
 
 	got, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("a"), ConsistentRead: aws.Bool(true)})
-	require.NoError(t, err)
-	assert.Equal(t, s("committed"), got.Item["v"], "a read sees the last committed value")
-	assert.Equal(t, idemtest.Stats{ConflictExceptions: 3, ConflictCancellations: 2}, srv.Stats())
+	must.NoError(t, err)
+	check.Equal(t, s("committed"), got.Item["v"], "a read sees the last committed value")
+	check.Equal(t, idemtest.Stats{ConflictExceptions: 3, ConflictCancellations: 2}, srv.Stats())
 
 	hold.Release()
-	require.NoError(t, <-done)
+	must.NoError(t, <-done)
 	got, err = db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("a"), ConsistentRead: aws.Bool(true)})
-	require.NoError(t, err)
-	assert.Equal(t, s("running"), got.Item["v"])
+	must.NoError(t, err)
+	check.Equal(t, s("running"), got.Item["v"])
 	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: key("a")})
-	assert.NoError(t, err, "the item is free once the transaction commits")
+	check.NoError(t, err, "the item is free once the transaction commits")
 }
 
 // Racing transactions on one item: exactly one claim wins, the rest are
@@ -144,10 +144,10 @@ func TestConcurrentTransactionsAreIsolated(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	assert.Equal(t, 1, wins)
-	assert.Equal(t, n, wins+failed+conflicts)
-	assert.Positive(t, conflicts, "with 5 ms transactions some racers meet a running one")
-	assert.Equal(t, conflicts, srv.Stats().ConflictCancellations)
+	check.Equal(t, 1, wins)
+	check.Equal(t, n, wins+failed+conflicts)
+	check.Positive(t, conflicts, "with 5 ms transactions some racers meet a running one")
+	check.Equal(t, conflicts, srv.Stats().ConflictCancellations)
 
 	// Counters: each increment retried until it lands; none is lost.
 	const adds = 40
@@ -168,15 +168,15 @@ func TestConcurrentTransactionsAreIsolated(t *testing.T) {
 					mu.Unlock()
 					return
 				}
-				require.Equal(t, []string{"TransactionConflict"}, reasons(t, err))
+				must.Equal(t, []string{"TransactionConflict"}, reasons(t, err))
 			}
 		}()
 	}
 	wg.Wait()
 	got, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("counter"), ConsistentRead: aws.Bool(true)})
-	require.NoError(t, err)
-	assert.Equal(t, adds, landed)
-	assert.Equal(t, &types.AttributeValueMemberN{Value: "40"}, got.Item["n"])
+	must.NoError(t, err)
+	check.Equal(t, adds, landed)
+	check.Equal(t, &types.AttributeValueMemberN{Value: "40"}, got.Item["n"])
 }
 
 // ALL_OLD as DynamoDB answers it: the item that failed a condition, on
@@ -187,43 +187,43 @@ func TestAllOld(t *testing.T) {
 	_, db := setup(t)
 	ctx := context.Background()
 	out, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr("a", "v", "1"), ReturnValues: types.ReturnValueAllOld})
-	require.NoError(t, err)
-	assert.Empty(t, out.Attributes, "nothing replaced")
+	must.NoError(t, err)
+	check.Empty(t, out.Attributes, "nothing replaced")
 	out, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr("a", "v", "2"), ReturnValues: types.ReturnValueAllOld})
-	require.NoError(t, err)
-	assert.Equal(t, s("1"), out.Attributes["v"], "the replaced item, not the new one")
+	must.NoError(t, err)
+	check.Equal(t, s("1"), out.Attributes["v"], "the replaced item, not the new one")
 
 	notExists := aws.String("attribute_not_exists(id)")
 	var ccf *types.ConditionalCheckFailedException
 	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: key("a"), ConditionExpression: notExists,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
-	require.ErrorAs(t, err, &ccf)
-	assert.Equal(t, s("2"), ccf.Item["v"], "PutItem")
+	must.ErrorAs(t, err, &ccf)
+	check.Equal(t, s("2"), ccf.Item["v"], "PutItem")
 	_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String("t"), Key: key("a"), ConditionExpression: notExists,
 		UpdateExpression: aws.String("SET w = :w"), ExpressionAttributeValues: map[string]types.AttributeValue{":w": s("x")},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
-	require.ErrorAs(t, err, &ccf)
-	assert.Equal(t, s("2"), ccf.Item["v"], "UpdateItem")
+	must.ErrorAs(t, err, &ccf)
+	check.Equal(t, s("2"), ccf.Item["v"], "UpdateItem")
 	_, err = db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String("t"), Key: key("a"), ConditionExpression: notExists,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
-	require.ErrorAs(t, err, &ccf)
-	assert.Equal(t, s("2"), ccf.Item["v"], "DeleteItem")
+	must.ErrorAs(t, err, &ccf)
+	check.Equal(t, s("2"), ccf.Item["v"], "DeleteItem")
 
 	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr("b", "v", "b")})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	noOld := txPut(key("b"), "attribute_not_exists(id)")
 	noOld.Put.ReturnValuesOnConditionCheckFailure = ""
 	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		txPut(key("a"), "attribute_not_exists(id)"), txPut(key("c"), "attribute_not_exists(id)"), noOld,
 	}})
 	var tce *types.TransactionCanceledException
-	require.ErrorAs(t, err, &tce)
-	assert.Equal(t, []string{"ConditionalCheckFailed", "None", "ConditionalCheckFailed"}, reasons(t, err))
-	assert.Equal(t, s("2"), tce.CancellationReasons[0].Item["v"], "a Put's reason carries the item")
-	assert.Empty(t, tce.CancellationReasons[2].Item, "no item where ALL_OLD was not asked for")
+	must.ErrorAs(t, err, &tce)
+	check.Equal(t, []string{"ConditionalCheckFailed", "None", "ConditionalCheckFailed"}, reasons(t, err))
+	check.Equal(t, s("2"), tce.CancellationReasons[0].Item["v"], "a Put's reason carries the item")
+	check.Empty(t, tce.CancellationReasons[2].Item, "no item where ALL_OLD was not asked for")
 	got, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("c"), ConsistentRead: aws.Bool(true)})
-	require.NoError(t, err)
-	assert.Empty(t, got.Item, "a cancelled transaction writes nothing")
+	must.NoError(t, err)
+	check.Empty(t, got.Item, "a cancelled transaction writes nothing")
 }
 
 // Each injected fault answers as DynamoDB's failure does, and the SDK
@@ -242,33 +242,33 @@ func TestFaults(t *testing.T) {
 		})
 		srv.Inject(idemtest.OpPutItem, idemtest.Throttled, 1)
 		srv.Inject(idemtest.OpPutItem, idemtest.ServerError, 1)
-		require.NoError(t, put(db, "a"))
-		assert.Equal(t, 3, srv.Calls(idemtest.OpPutItem))
+		must.NoError(t, put(db, "a"))
+		check.Equal(t, 3, srv.Calls(idemtest.OpPutItem))
 		srv.Inject(idemtest.OpPutItem, idemtest.Throttled, 10)
 		err := put(db, "b")
 		var throttled interface{ ErrorCode() string }
-		require.ErrorAs(t, err, &throttled)
-		assert.Equal(t, "ThrottlingException", throttled.ErrorCode())
+		must.ErrorAs(t, err, &throttled)
+		check.Equal(t, "ThrottlingException", throttled.ErrorCode())
 		srv.ClearFaults()
-		require.NoError(t, put(db, "b"), "nothing was written by the throttled attempts")
+		must.NoError(t, put(db, "b"), "nothing was written by the throttled attempts")
 	})
 	t.Run("conflict", func(t *testing.T) {
 		srv, db := setup(t)
 		srv.Inject(idemtest.OpPutItem, idemtest.Conflict, 1)
 		srv.Inject(idemtest.OpTransactWriteItems, idemtest.Conflict, 1)
 		var conflict *types.TransactionConflictException
-		assert.ErrorAs(t, put(db, "a"), &conflict)
+		check.ErrorAs(t, put(db, "a"), &conflict)
 		_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{txPut(key("a"), ""), txPut(key("b"), "")}})
-		assert.Equal(t, []string{"TransactionConflict", "None"}, reasons(t, err))
-		assert.Equal(t, 1, srv.Calls(idemtest.OpTransactWriteItems), "the SDK does not retry a cancelled transaction")
-		require.NoError(t, put(db, "a"))
+		check.Equal(t, []string{"TransactionConflict", "None"}, reasons(t, err))
+		check.Equal(t, 1, srv.Calls(idemtest.OpTransactWriteItems), "the SDK does not retry a cancelled transaction")
+		must.NoError(t, put(db, "a"))
 	})
 	t.Run("a lost answer hides a write that landed", func(t *testing.T) {
 		srv, db := setup(t)
 		srv.Inject(idemtest.OpPutItem, idemtest.LostAnswer, 1)
 		var ccf *types.ConditionalCheckFailedException
-		assert.ErrorAs(t, put(db, "a"), &ccf, "the SDK's retry meets the first attempt's item")
-		assert.Equal(t, 2, srv.Calls(idemtest.OpPutItem))
+		check.ErrorAs(t, put(db, "a"), &ccf, "the SDK's retry meets the first attempt's item")
+		check.Equal(t, 2, srv.Calls(idemtest.OpPutItem))
 	})
 	t.Run("a lost transaction answer is repaired by its ClientRequestToken", func(t *testing.T) {
 		srv, db := setup(t)
@@ -276,16 +276,16 @@ func TestFaults(t *testing.T) {
 		_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 			txPut(key("a"), "attribute_not_exists(id)"),
 		}})
-		require.NoError(t, err, "DynamoDB answers the retry from its token: success, no second write")
-		assert.Equal(t, 2, srv.Calls(idemtest.OpTransactWriteItems))
+		must.NoError(t, err, "DynamoDB answers the retry from its token: success, no second write")
+		check.Equal(t, 2, srv.Calls(idemtest.OpTransactWriteItems))
 
 		in := &dynamodb.TransactWriteItemsInput{ClientRequestToken: aws.String("tok"), TransactItems: []types.TransactWriteItem{txPut(key("b"), "")}}
 		_, err = db.TransactWriteItems(ctx, in)
-		require.NoError(t, err)
+		must.NoError(t, err)
 		in.TransactItems = []types.TransactWriteItem{txPut(key("c"), "")}
 		_, err = db.TransactWriteItems(ctx, in)
 		var mismatch *types.IdempotentParameterMismatchException
-		assert.ErrorAs(t, err, &mismatch)
+		check.ErrorAs(t, err, &mismatch)
 	})
 }
 
@@ -301,18 +301,18 @@ func TestPutHook(t *testing.T) {
 	}))
 	db := srv.Client()
 	ctx := context.Background()
-	require.NoError(t, createTable(ctx, db, "t"))
+	must.NoError(t, createTable(ctx, db, "t"))
 	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: key("a")})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{txPut(key("b"), "")}})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	_, err = db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
 		"t": {{PutRequest: &types.PutRequest{Item: key("c")}}},
 	}})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{txPut(key("a"), "attribute_not_exists(id)")}})
-	require.Error(t, err)
-	assert.Equal(t, []string{`t {"id":{"S":"a"}}`, `t {"id":{"S":"b"}}`, `t {"id":{"S":"c"}}`}, got)
+	must.Error(t, err)
+	check.Equal(t, []string{`t {"id":{"S":"a"}}`, `t {"id":{"S":"b"}}`, `t {"id":{"S":"c"}}`}, got)
 }
 
 // BatchWriteItem: a request DynamoDB refuses holds nothing, duplicate keys
@@ -328,18 +328,18 @@ func TestBatchWriteNeverWedgesAnItem(t *testing.T) {
 	_, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
 		"t": {put(key("a")), put(map[string]types.AttributeValue{"x": s("no key")})},
 	}})
-	require.Error(t, err, "a request without its key is refused")
+	must.Error(t, err, "a request without its key is refused")
 	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: key("a")})
-	require.NoError(t, err, "and holds nothing")
+	must.NoError(t, err, "and holds nothing")
 
 	_, err = db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
 		"t": {put(key("b")), put(key("b"))},
 	}})
 	var validation interface{ ErrorCode() string }
-	require.ErrorAs(t, err, &validation)
-	assert.Equal(t, "ValidationException", validation.ErrorCode(), "duplicate keys in one request")
+	must.ErrorAs(t, err, &validation)
+	check.Equal(t, "ValidationException", validation.ErrorCode(), "duplicate keys in one request")
 	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: key("b")})
-	require.NoError(t, err)
+	must.NoError(t, err)
 
 	var wg sync.WaitGroup
 	for i := range 40 {
@@ -353,11 +353,11 @@ func TestBatchWriteNeverWedgesAnItem(t *testing.T) {
 				reqs[j] = put(key(id))
 			}
 			_, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{"t": reqs}})
-			assert.NoError(t, err)
+			check.NoError(t, err)
 		})
 	}
 	wg.Wait()
-	require.NoError(t, ctx.Err(), "batches over the same items in opposite orders all finished")
+	must.NoError(t, ctx.Err(), "batches over the same items in opposite orders all finished")
 }
 
 // A repeated ClientRequestToken with the same parameters succeeds however
@@ -372,7 +372,7 @@ func TestClientRequestTokenComparesParameters(t *testing.T) {
 	in := &dynamodb.TransactWriteItemsInput{ClientRequestToken: aws.String("same"), TransactItems: []types.TransactWriteItem{txPut(it, "")}}
 	for range 20 {
 		_, err := db.TransactWriteItems(ctx, in)
-		require.NoError(t, err)
+		must.NoError(t, err)
 	}
 }
 
@@ -411,7 +411,7 @@ func TestTablesCreatedWhileTransactionsRun(t *testing.T) {
 		})
 	}
 	for i := range 30 {
-		require.NoError(t, createTable(ctx, db, fmt.Sprintf("created-%d", i)))
+		must.NoError(t, createTable(ctx, db, fmt.Sprintf("created-%d", i)))
 	}
 	close(stop)
 	wg.Wait()
@@ -419,5 +419,5 @@ func TestTablesCreatedWhileTransactionsRun(t *testing.T) {
 	txs.Range(func(any, any) bool { n++; return true })
 	failed.Range(func(k, v any) bool { t.Errorf("transaction %v: %v", k, v); return true })
 	t.Logf("30 tables created while %d transactions ran", n)
-	assert.Positive(t, n)
+	check.Positive(t, n)
 }

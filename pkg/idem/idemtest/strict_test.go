@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 func n(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
@@ -24,9 +24,9 @@ func n(v string) types.AttributeValue { return &types.AttributeValueMemberN{Valu
 // refused asserts err is a ValidationException whose message contains msg.
 func refused(t *testing.T, err error, msg string) {
 	t.Helper()
-	require.Error(t, err)
-	assert.Equal(t, "ValidationException", errorCode(err), "%v", err)
-	assert.Contains(t, err.Error(), msg)
+	must.Error(t, err)
+	check.Equal(t, "ValidationException", errorCode(err), "%v", err)
+	check.Contains(t, err.Error(), msg)
 }
 
 // createRangeTable creates table with a string partition key pk, a string
@@ -52,7 +52,7 @@ func createRangeTable(ctx context.Context, t *testing.T, db *dynamodb.Client, na
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
 		}},
 	})
-	require.NoError(t, err)
+	must.NoError(t, err)
 }
 
 // Point 1 of issue 27: DynamoDB's size limits. "Service, account, and
@@ -72,7 +72,7 @@ func TestSizeLimits(t *testing.T) {
 		return withAttr(id, "v", strings.Repeat("x", size))
 	}
 	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: big("a", room)})
-	require.NoError(t, err, "400 KB exactly is allowed")
+	must.NoError(t, err, "400 KB exactly is allowed")
 	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: big("a", room+1)})
 	refused(t, err, "Item size has exceeded the maximum allowed size")
 	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{txPut(big("b", room+1), "")}})
@@ -96,7 +96,7 @@ func TestSizeLimits(t *testing.T) {
 		txPut(key("c"), ""),
 		{Update: &types.Update{TableName: grow.TableName, Key: grow.Key, UpdateExpression: grow.UpdateExpression, ExpressionAttributeValues: grow.ExpressionAttributeValues}},
 	}})
-	assert.Equal(t, []string{"None", "ValidationError"}, reasons(t, err))
+	check.Equal(t, []string{"None", "ValidationError"}, reasons(t, err))
 
 	// 100 actions at most.
 	var items []types.TransactWriteItem
@@ -106,7 +106,7 @@ func TestSizeLimits(t *testing.T) {
 	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	refused(t, err, "Member must have length less than or equal to 100")
 	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items[:100]})
-	require.NoError(t, err)
+	must.NoError(t, err)
 
 	// 4 MB of items at most: 11 items of 390 KB.
 	items = nil
@@ -116,15 +116,15 @@ func TestSizeLimits(t *testing.T) {
 	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	refused(t, err, "4 MB")
 	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items[:10]})
-	require.NoError(t, err)
+	must.NoError(t, err)
 
 	// Key values: 2048 bytes of partition key, 1024 of sort key.
-	require.NoError(t, createRangeTableErr(ctx, db, "r"))
+	must.NoError(t, createRangeTableErr(ctx, db, "r"))
 	rk := func(pk, sk int) map[string]types.AttributeValue {
 		return map[string]types.AttributeValue{"pk": s(strings.Repeat("p", pk)), "sk": s(strings.Repeat("s", sk))}
 	}
 	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("r"), Item: rk(2048, 1024)})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("r"), Item: rk(2049, 1)})
 	refused(t, err, "Size of hashkey has exceeded the maximum size limit of 2048 bytes")
 	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("r"), Item: rk(1, 1025)})
@@ -165,7 +165,7 @@ func TestRequestsDynamoDBRefuses(t *testing.T) {
 	_, db := setup(t)
 	ctx := context.Background()
 	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr("a", "v", "1")})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	put := func(in *dynamodb.PutItemInput) error {
 		in.TableName = aws.String("t")
 		if in.Item == nil {
@@ -197,7 +197,7 @@ func TestRequestsDynamoDBRefuses(t *testing.T) {
 		"Invalid ConditionExpression: Syntax error")
 	refused(t, put(&dynamodb.PutItemInput{ConditionExpression: aws.String("attribute_exits(v)")}), "Invalid function name")
 	refused(t, put(&dynamodb.PutItemInput{Item: key("")}), "An AttributeValue may not contain an empty string")
-	require.NoError(t, put(&dynamodb.PutItemInput{Item: withAttr("a", "v", "")}), "a non-key attribute may be empty (since 2020)")
+	must.NoError(t, put(&dynamodb.PutItemInput{Item: withAttr("a", "v", "")}), "a non-key attribute may be empty (since 2020)")
 	refused(t, put(&dynamodb.PutItemInput{Item: map[string]types.AttributeValue{"id": s("a"), "set": &types.AttributeValueMemberSS{Value: []string{}}}}),
 		"may not be empty")
 	refused(t, put(&dynamodb.PutItemInput{Item: map[string]types.AttributeValue{"id": s("a"), "set": &types.AttributeValueMemberSS{Value: []string{"x", "x"}}}}),
@@ -220,7 +220,7 @@ func TestRequestsDynamoDBRefuses(t *testing.T) {
 	}})
 	refused(t, err, "attribute value: :nope")
 
-	require.NoError(t, createRangeTableErr(ctx, db, "plain"))
+	must.NoError(t, createRangeTableErr(ctx, db, "plain"))
 	createRangeTable(ctx, t, db, "r")
 	_, err = db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("r"), IndexName: aws.String("gsi"), ConsistentRead: aws.Bool(true),
 		KeyConditionExpression: aws.String("g = :g"), ExpressionAttributeValues: vals(":g", "x")})
@@ -247,7 +247,7 @@ func TestConditionsEvaluate(t *testing.T) {
 		"m":    &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"l": &types.AttributeValueMemberL{Value: []types.AttributeValue{n("1"), s("two")}}}},
 	}
 	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: it})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	for cond, want := range map[string]bool{
 		"n = :ten":                                true,
 		"n <> :ten":                               false,
@@ -290,10 +290,10 @@ func TestConditionsEvaluate(t *testing.T) {
 		}
 		_, err := db.UpdateItem(ctx, in)
 		if want {
-			assert.NoError(t, err, cond)
+			check.NoError(t, err, cond)
 		} else {
 			var ccf *types.ConditionalCheckFailedException
-			assert.ErrorAs(t, err, &ccf, cond)
+			check.ErrorAs(t, err, &ccf, cond)
 		}
 	}
 }
@@ -308,7 +308,7 @@ func TestUpdatesThatCannotApply(t *testing.T) {
 	_, db := setup(t)
 	ctx := context.Background()
 	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr("a", "v", "text")})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	up := func(expr string, vals map[string]types.AttributeValue) *types.Update {
 		return &types.Update{TableName: aws.String("t"), Key: key("a"), UpdateExpression: aws.String(expr), ExpressionAttributeValues: vals}
 	}
@@ -320,7 +320,7 @@ func TestUpdatesThatCannotApply(t *testing.T) {
 	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		txPut(key("b"), ""), {Update: up("ADD v :one", one)},
 	}})
-	assert.Equal(t, []string{"None", "ValidationError"}, reasons(t, err))
+	check.Equal(t, []string{"None", "ValidationError"}, reasons(t, err))
 }
 
 // Point 4 of issue 27: TransactGetItems never returns half a transaction
@@ -336,7 +336,7 @@ func TestTransactGetItemsIsNeverTorn(t *testing.T) {
 		it := key(id)
 		it["n"] = n("50")
 		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: it})
-		require.NoError(t, err)
+		must.NoError(t, err)
 	}
 	move := func(from, to string) []types.TransactWriteItem {
 		minus := map[string]types.AttributeValue{":d": n("-1")}
@@ -369,7 +369,7 @@ func TestTransactGetItemsIsNeverTorn(t *testing.T) {
 			{Get: &types.Get{TableName: aws.String("t"), Key: key("y")}},
 		}})
 		if err != nil {
-			assert.Contains(t, reasons(t, err), "TransactionConflict")
+			check.Contains(t, reasons(t, err), "TransactionConflict")
 			cancelled++
 			continue
 		}
@@ -379,12 +379,12 @@ func TestTransactGetItemsIsNeverTorn(t *testing.T) {
 		var a, b int
 		fmt.Sscan(x, &a)
 		fmt.Sscan(y, &b)
-		require.Equal(t, 100, a+b, "a torn read: x=%s y=%s", x, y)
+		must.Equal(t, 100, a+b, "a torn read: x=%s y=%s", x, y)
 	}
 	stop.Store(true)
 	wg.Wait()
 	t.Logf("%d consistent reads, %d cancelled, %d transactions committed meanwhile", reads, cancelled, moved.Load())
-	assert.Positive(t, moved.Load())
+	check.Positive(t, moved.Load())
 }
 
 // Point 5 of issue 27: numbers are exact ("Supported data types and
@@ -402,37 +402,37 @@ func TestNumbersAreExact(t *testing.T) {
 	}
 	get := func(id string) string {
 		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key(id), ConsistentRead: aws.Bool(true)})
-		require.NoError(t, err)
+		must.NoError(t, err)
 		return out.Item["n"].(*types.AttributeValueMemberN).Value
 	}
-	require.NoError(t, add("money", "0.2"))
-	require.NoError(t, add("money", "0.1"))
-	assert.Equal(t, "0.3", get("money"))
-	require.NoError(t, add("big", "9007199254740993"))
-	require.NoError(t, add("big", "1"))
-	assert.Equal(t, "9007199254740994", get("big"))
+	must.NoError(t, add("money", "0.2"))
+	must.NoError(t, add("money", "0.1"))
+	check.Equal(t, "0.3", get("money"))
+	must.NoError(t, add("big", "9007199254740993"))
+	must.NoError(t, add("big", "1"))
+	check.Equal(t, "9007199254740994", get("big"))
 	_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String("t"), Key: key("big"), UpdateExpression: aws.String("SET n = n - :v"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":v": n("0.000000000000000000001")}})
-	require.NoError(t, err)
-	assert.Equal(t, "9007199254740993.999999999999999999999", get("big"))
+	must.NoError(t, err)
+	check.Equal(t, "9007199254740993.999999999999999999999", get("big"))
 
 	it := key("c")
 	it["n"] = n("9007199254740993")
 	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: it})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	cond := func(v string) error {
 		_, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String("t"), Key: key("c"), ConditionExpression: aws.String("n = :v"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":v": n(v)}})
 		return err
 	}
 	var ccf *types.ConditionalCheckFailedException
-	assert.ErrorAs(t, cond("9007199254740992"), &ccf, "2^53 is not 2^53+1")
+	check.ErrorAs(t, cond("9007199254740992"), &ccf, "2^53 is not 2^53+1")
 
 	refused(t, add("x", "1"+strings.Repeat("0", 37)+"1"), "Attempting to store more than 38 significant digits in a Number")
-	require.NoError(t, add("x", "1"+strings.Repeat("0", 36)+"1"), "38 digits")
+	must.NoError(t, add("x", "1"+strings.Repeat("0", 36)+"1"), "38 digits")
 	refused(t, add("y", "1E+126"), "Number overflow")
 	refused(t, add("y", "1E-131"), "Number underflow")
-	require.NoError(t, add("y", "9.9999999999999999999999999999999999999E+125"))
+	must.NoError(t, add("y", "9.9999999999999999999999999999999999999E+125"))
 	refused(t, add("y", "9.9999999999999999999999999999999999999E+125"), "Number overflow")
 	refused(t, add("y", "abc"), "cannot be converted into a number")
 }
@@ -446,31 +446,31 @@ func TestStaleReads(t *testing.T) {
 		srv := idemtest.NewServer(idemtest.WithStaleReads(time.Second))
 		db := srv.HandlerClient()
 		ctx := context.Background()
-		require.NoError(t, createTable(ctx, db, "t"))
+		must.NoError(t, createTable(ctx, db, "t"))
 		read := func(consistent bool) types.AttributeValue {
 			out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("a"), ConsistentRead: aws.Bool(consistent)})
-			require.NoError(t, err)
+			must.NoError(t, err)
 			return out.Item["v"]
 		}
 		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr("a", "v", "1")})
-		require.NoError(t, err)
-		assert.Nil(t, read(false), "the write is not seen yet")
-		assert.Equal(t, s("1"), read(true))
+		must.NoError(t, err)
+		check.Nil(t, read(false), "the write is not seen yet")
+		check.Equal(t, s("1"), read(true))
 		time.Sleep(time.Second)
-		assert.Equal(t, s("1"), read(false))
+		check.Equal(t, s("1"), read(false))
 		_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr("a", "v", "2")})
-		require.NoError(t, err)
-		assert.Equal(t, s("1"), read(false), "the older version")
-		assert.Equal(t, s("2"), read(true))
+		must.NoError(t, err)
+		check.Equal(t, s("1"), read(false), "the older version")
+		check.Equal(t, s("2"), read(true))
 		time.Sleep(time.Second)
-		assert.Equal(t, s("2"), read(false))
+		check.Equal(t, s("2"), read(false))
 	})
 	// Off by default: every read sees the last committed value.
 	_, db := setup(t)
 	ctx := context.Background()
 	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr("a", "v", "1")})
-	require.NoError(t, err)
+	must.NoError(t, err)
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: key("a")})
-	require.NoError(t, err)
-	assert.Equal(t, s("1"), out.Item["v"])
+	must.NoError(t, err)
+	check.Equal(t, s("1"), out.Item["v"])
 }

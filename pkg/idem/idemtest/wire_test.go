@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 func TestResponsesCarryDynamoDBCRC32(t *testing.T) {
@@ -24,17 +23,17 @@ func TestResponsesCarryDynamoDBCRC32(t *testing.T) {
 		{"DynamoDB_20120810.GetItem", `{"TableName":"missing","Key":{"id":{"S":"x"}}}`}, // an error response
 	} {
 		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(tc.body))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		req.Header.Set("X-Amz-Target", tc.target)
 		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
 		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
+		must.NoError(t, err)
 		body, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
+		must.NoError(t, err)
 		resp.Body.Close()
-		require.NotEmpty(t, body)
-		assert.Equal(t, strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10), resp.Header.Get("X-Amz-Crc32"), tc.target)
-		assert.Equal(t, strconv.Itoa(len(body)), resp.Header.Get("Content-Length"))
+		must.NotEmpty(t, body)
+		check.Equal(t, strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10), resp.Header.Get("X-Amz-Crc32"), tc.target)
+		check.Equal(t, strconv.Itoa(len(body)), resp.Header.Get("Content-Length"))
 	}
 }
 
@@ -44,23 +43,23 @@ func TestTimeToLiveIsRecordedAndDescribed(t *testing.T) {
 	defer srv.Close()
 	call := func(op, body string) (int, string) {
 		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
-		require.NoError(t, err)
+		must.NoError(t, err)
 		req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
 		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
+		must.NoError(t, err)
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
+		must.NoError(t, err)
 		return resp.StatusCode, string(b)
 	}
 	status, body := call("DescribeTimeToLive", `{"TableName":"t"}`)
-	assert.Equal(t, 200, status)
-	assert.JSONEq(t, `{"TimeToLiveDescription":{"TimeToLiveStatus":"DISABLED"}}`, body)
+	check.Equal(t, 200, status)
+	check.JSONEq(t, `{"TimeToLiveDescription":{"TimeToLiveStatus":"DISABLED"}}`, body)
 	status, _ = call("UpdateTimeToLive", `{"TableName":"t","TimeToLiveSpecification":{"AttributeName":"expires_at","Enabled":true}}`)
-	assert.Equal(t, 200, status)
+	check.Equal(t, 200, status)
 	_, body = call("DescribeTimeToLive", `{"TableName":"t"}`)
-	assert.JSONEq(t, `{"TimeToLiveDescription":{"TimeToLiveStatus":"ENABLED","AttributeName":"expires_at"}}`, body)
+	check.JSONEq(t, `{"TimeToLiveDescription":{"TimeToLiveStatus":"ENABLED","AttributeName":"expires_at"}}`, body)
 	status, body = call("UpdateTimeToLive", `{"TableName":"t"}`)
-	assert.Equal(t, 400, status)
-	assert.Contains(t, body, "ValidationException")
+	check.Equal(t, 400, status)
+	check.Contains(t, body, "ValidationException")
 }
