@@ -71,6 +71,10 @@ lint: ## staticcheck (pinned as a tool in the application's go.mod) on every mod
 tidy-check: ## Fail if go mod tidy would change any module's go.mod or go.sum.
 	@for m in $(MODULES); do echo "tidy $$m"; (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy would change $$m"; exit 1; }; done
 
+.PHONY: graph-check
+graph-check: ## Resolve a throwaway adopter of the library (go mod tidy, only this repository's modules replaced): no test-only module, go.sum no longer than the bare third-party packages'.
+	GO=$(GO) scripts/graph-check.sh
+
 .PHONY: test
 test: vet ## go vet, then every test with -race on $(DYNAMODB_TEST_BACKEND) (default embedded); skips say why.
 	scripts/test.sh
@@ -101,7 +105,7 @@ sweep-sellers: ## Measure one hot seller's cost at 1, 2, 5 and 10 concurrent con
 	SELLERS_SWEEP=1 $(GO) test -race -count=1 -run 'TestHotSellerConcurrencySweep' -v ./internal/sellers/ | grep -v '^{'
 
 .PHONY: ci
-ci: fmt-check tidy-check lint test cover e2e api-fuzz validate fuzz ## Everything CI runs but its Docker steps (sam-test, container-test: .ci/run starts Docker for them).
+ci: fmt-check tidy-check graph-check lint test cover e2e api-fuzz validate fuzz ## Everything CI runs but its Docker steps (sam-test, container-test: .ci/run starts Docker for them).
 
 .PHONY: clean
 clean: ## Remove build output.

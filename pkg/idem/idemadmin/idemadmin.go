@@ -1,6 +1,6 @@
 // Package idemadmin is for operators: look up the record of one scope
 // (operation, principal, key) in an idempotency table, and evict it so
-// the key can run again. cmd/idemctl is its command line.
+// the key can run again. pkg/cmd/idemctl is its command line.
 //
 // Evict deletes a completed or expired record, or one whose holder's lease
 // has ended, with one conditional DeleteItem: never check-then-write. A

@@ -14,6 +14,11 @@
 // -attr expires_at=ttl). AWS configuration is the SDK's usual one
 // (environment, profile, role); AWS_ENDPOINT_URL_DYNAMODB points it at a
 // local store.
+//
+// It is part of the library's module; install it at the library's
+// version:
+//
+//	go install github.com/idemlambda/idemlambda/pkg/cmd/idemctl@latest
 package main
 
 import (

@@ -7,12 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
 // cli runs the command in-process, configured by the environment as a
@@ -42,13 +41,13 @@ func TestIdemctlAgainstTheEmbeddedStore(t *testing.T) {
 		Attributes: idemtable.Attributes{ExpiresAt: "ttl"},
 	}
 	db := srv.Client()
-	require.NoError(t, idemtable.Create(ctx, db, "app", layout))
+	must.NoError(t, idemtable.Create(ctx, db, "app", layout))
 	store, err := idem.NewStore(db, "app", idem.WithLayout(layout))
-	require.NoError(t, err)
+	must.NoError(t, err)
 	sc, err := idem.NewScope("POST /orders", "user-1", "k-1")
-	require.NoError(t, err)
+	must.NoError(t, err)
 	_, err = store.Run(ctx, sc, "fp-1", func(context.Context) (idem.Response, error) { return idem.Response{Status: 201}, nil })
-	require.NoError(t, err)
+	must.NoError(t, err)
 
 	flagsFor := func(key string) []string {
 		return []string{"-table", "app", "-operation", "POST /orders", "-principal", "user-1", "-key", key,
@@ -57,42 +56,42 @@ func TestIdemctlAgainstTheEmbeddedStore(t *testing.T) {
 	flags := flagsFor("k-1")
 
 	code, stdout, stderr := cli(append([]string{"lookup"}, flags...)...)
-	require.Equal(t, 0, code, stderr)
+	must.Equal(t, 0, code, stderr)
 	var rec map[string]any
-	require.NoError(t, json.Unmarshal([]byte(stdout), &rec), stdout)
-	assert.Equal(t, "COMPLETED", rec["status"])
-	assert.Equal(t, "fp-1", rec["fingerprint"])
-	assert.EqualValues(t, 201, rec["response_status"])
-	assert.Equal(t, sc.ID(), rec["id"])
-	assert.Equal(t, false, rec["expired"])
-	assert.NotEmpty(t, rec["expires_at"])
+	must.NoError(t, json.Unmarshal([]byte(stdout), &rec), stdout)
+	check.Equal(t, "COMPLETED", rec["status"])
+	check.Equal(t, "fp-1", rec["fingerprint"])
+	check.EqualValues(t, 201, rec["response_status"])
+	check.Equal(t, sc.ID(), rec["id"])
+	check.Equal(t, false, rec["expired"])
+	check.NotEmpty(t, rec["expires_at"])
 
 	code, stdout, stderr = cli(append([]string{"evict"}, flags...)...)
-	require.Equal(t, 0, code, stderr)
+	must.Equal(t, 0, code, stderr)
 	var ev struct{ Evicted map[string]any }
-	require.NoError(t, json.Unmarshal([]byte(stdout), &ev), stdout)
-	assert.Equal(t, "COMPLETED", ev.Evicted["status"])
+	must.NoError(t, json.Unmarshal([]byte(stdout), &ev), stdout)
+	check.Equal(t, "COMPLETED", ev.Evicted["status"])
 
 	code, stdout, stderr = cli(append([]string{"lookup"}, flags...)...)
-	assert.Equal(t, 1, code)
-	assert.Empty(t, stdout)
-	assert.Contains(t, stderr, "no record for this scope")
+	check.Equal(t, 1, code)
+	check.Empty(t, stdout)
+	check.Contains(t, stderr, "no record for this scope")
 
 	// A live holder: refused without -force, evicted with it.
 	sc2, _ := idem.NewScope("POST /orders", "user-1", "k-2")
 	claim, err := store.Run(ctx, sc2, "fp", func(context.Context) (idem.Response, error) {
 		live := append([]string{"evict"}, flagsFor("k-2")...)
 		code, stdout, stderr := cli(live...)
-		assert.Equal(t, 1, code)
-		assert.Empty(t, stdout)
-		assert.Contains(t, stderr, "live holder")
+		check.Equal(t, 1, code)
+		check.Empty(t, stdout)
+		check.Contains(t, stderr, "live holder")
 		code, stdout, stderr = cli(append(live, "-force")...)
-		assert.Equal(t, 0, code, stderr)
-		assert.Contains(t, stdout, `"IN_PROGRESS"`)
+		check.Equal(t, 0, code, stderr)
+		check.Contains(t, stdout, `"IN_PROGRESS"`)
 		return idem.Response{Status: 200}, nil
 	})
-	require.ErrorIs(t, err, idem.ErrLeaseLost, "the evicted holder's completion is fenced out")
-	assert.Equal(t, idem.OutcomeNotRecorded, claim.Outcome, "its effect ran; its completion did not land")
+	must.ErrorIs(t, err, idem.ErrLeaseLost, "the evicted holder's completion is fenced out")
+	check.Equal(t, idem.OutcomeNotRecorded, claim.Outcome, "its effect ran; its completion did not land")
 }
 
 func TestIdemctlUsage(t *testing.T) {
@@ -106,8 +105,8 @@ func TestIdemctlUsage(t *testing.T) {
 		{"lookup", "-table", "t", "-operation", "O", "-key", "bad key"},
 	} {
 		code, stdout, stderr := cli(args...)
-		assert.Equal(t, 2, code, "%q", args)
-		assert.Empty(t, stdout)
-		assert.NotEmpty(t, stderr)
+		check.Equal(t, 2, code, "%q", args)
+		check.Empty(t, stdout)
+		check.NotEmpty(t, stderr)
 	}
 }
