@@ -243,9 +243,9 @@ func TestAFailedTransactionReportsOnlyItsMessage(t *testing.T) {
 // A seller's statistics are spread over sellers.Shards items, each capped
 // at the limit divided by their number so that their sum fits: an event
 // is refused only when no shard can take it. On a backend with exact
-// numbers (DynamoDB, moto: make e2e) the test uses int64's own limit; the
-// embedded store keeps numbers as float64, so there the counter's limit is
-// lowered to one it compares exactly.
+// numbers (DynamoDB, moto: make e2e, the embedded store) the test uses
+// int64's own limit; on one that keeps numbers as float64 the counter's
+// limit is lowered to one it compares exactly.
 func TestATotalThatWouldOverflowIsRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

@@ -47,9 +47,6 @@ var errNoDocker = errors.New("no Docker engine is reachable")
 type containerServer struct {
 	url   string
 	image string
-	// exactNumbers is Env.ExactNumbers for the server in it: DynamoDB
-	// Local's 38 digits, not the embedded store's float64.
-	exactNumbers bool
 }
 
 // sharedContainer starts one server container per test binary: a container
@@ -128,25 +125,11 @@ func startContainer(image string) (srv containerServer, err error) {
 	// binary exits; there is no per-test cleanup for a shared container.
 	// Where Ryuk is off (TESTCONTAINERS_RYUK_DISABLED=true, as in
 	// `make container-test`), the caller removes containers by LabelContainer.
-	info, err := ctr.Inspect(ctx)
-	if err != nil {
-		return srv, fmt.Errorf("inspect %s: %w", image, err)
-	}
-	var labels map[string]string
-	if info.Config != nil {
-		labels = info.Config.Labels
-	}
 	endpoint, err := ctr.PortEndpoint(ctx, "8000/tcp", "http")
 	if err != nil {
 		return srv, fmt.Errorf("container endpoint: %w", err)
 	}
-	return containerServer{
-		url:   endpoint,
-		image: image,
-		// DynamoDB Local answers ALL_OLD on PutItem as DynamoDB does; the
-		// embedded store does not (see the embedded backend in New).
-		exactNumbers: labels[LabelServer] != LabelServerEmbedded,
-	}, nil
+	return containerServer{url: endpoint, image: image}, nil
 }
 
 // isDynamoDBLocal reports whether image is one of amazon/dynamodb-local's.

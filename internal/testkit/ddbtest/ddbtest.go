@@ -78,9 +78,10 @@ type Env struct {
 	// passes it only for Update and ConditionCheck). pkg/idem's transact
 	// mode then reads the record with one consistent GetItem.
 	TransactPutReturnsOldItem bool
-	// ExactNumbers is false where the backend keeps numbers as float64
-	// (minidyn), so integers above 2^53 lose precision; DynamoDB keeps 38
-	// digits. Pinned by TestConformanceNumbersAreExact.
+	// ExactNumbers is false where the backend keeps numbers as float64,
+	// so integers above 2^53 lose precision; DynamoDB keeps 38 digits, and
+	// so do the strict store and DynamoDB Local. Pinned by
+	// TestConformanceNumbersAreExact.
 	ExactNumbers bool
 }
 
@@ -121,11 +122,11 @@ func Connect(tb testing.TB) *Env {
 		srv := httptest.NewServer(store)
 		tb.Cleanup(srv.Close)
 		env.URL = srv.URL
-		// The strict store answers ALL_OLD as DynamoDB does; minidyn
-		// under it keeps numbers as float64.
+		// The strict store answers ALL_OLD as DynamoDB does and keeps
+		// numbers exact (38 digits), as DynamoDB does.
 		env.PutItemReturnsOldItem = true
 		env.TransactPutReturnsOldItem = true
-		env.ExactNumbers = false
+		env.ExactNumbers = true
 		env.Client = staticClient(tb, env.URL, env.Counter.Option)
 	case Endpoint:
 		env.URL = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
@@ -144,12 +145,11 @@ func Connect(tb testing.TB) *Env {
 		}
 		env.URL = srv.url
 		env.Image = srv.image
-		// DynamoDB Local's answers, or the embedded store's when the image
-		// says it runs that (LabelServer).
-		// DynamoDB Local and the embedded store both answer ALL_OLD.
+		// DynamoDB Local and the embedded store (an image labelled
+		// LabelServer) both answer ALL_OLD and keep numbers exact.
 		env.PutItemReturnsOldItem = true
 		env.TransactPutReturnsOldItem = true
-		env.ExactNumbers = srv.exactNumbers
+		env.ExactNumbers = true
 		env.Client = staticClient(tb, srv.url, env.Counter.Option)
 	}
 	return env

@@ -41,7 +41,7 @@ func ExampleLayout() {
 		log.Fatal(err)
 	}
 
-	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("app"), Key: layout.Key(scope.ID())})
+	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("app"), Key: layout.Key(scope.ID()), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -34,6 +34,7 @@ func units(cc *types.ConsumedCapacity) float64 {
 // transaction; a read unit per 4 KB, half for an eventually consistent
 // read, two for a transactional one; ConsumedCapacity only when asked.
 func TestConsumedCapacity(t *testing.T) {
+	t.Parallel()
 	srv, db := setup(t)
 	ctx := context.Background()
 	total := types.ReturnConsumedCapacityTotal
@@ -103,6 +104,7 @@ func TestConsumedCapacity(t *testing.T) {
 // (read-write-operations.html; "Provisioned throughput considerations for
 // global secondary indexes", GSI.ThroughputConsiderations.html).
 func TestConsumedCapacityIndexes(t *testing.T) {
+	t.Parallel()
 	srv := idemtest.New(t)
 	db := srv.Client()
 	ctx := context.Background()

@@ -1,19 +1,39 @@
-// Package idemtest is a DynamoDB-compatible store for tests that behaves
-// as DynamoDB does under concurrency, where other local stores are kinder.
+// Package idemtest is a DynamoDB-compatible store for tests that refuses
+// what DynamoDB refuses and behaves as DynamoDB does under concurrency,
+// where other local stores are kinder.
 //
-// It serves the DynamoDB JSON API over real HTTP on loopback, so the real
-// AWS SDK, its retryer and its error types are exercised; the items live
-// in github.com/truora/minidyn. Around it, the store models what DynamoDB
-// does and minidyn does not:
+// It serves the DynamoDB JSON API over real HTTP on loopback (Start,
+// New), or in-process through HandlerClient (no listener: usable inside a
+// testing/synctest bubble), so the real AWS SDK, its retryer and its
+// error types are exercised; the items live in github.com/truora/minidyn,
+// which also serves Query and Scan. Around it, the store models what
+// DynamoDB does and minidyn does not:
 //
+//   - Validation. Every expression is tokenized and parsed (condition,
+//     update, projection, key condition, filter); a syntax error, a
+//     placeholder undefined or unused, a reserved word as a name, an
+//     empty key string, an empty or duplicate set, a number DynamoDB
+//     cannot store (over 38 digits, beyond 1E+125 or below 1E-130), an
+//     item over 400 KB, a key over 2048 (partition) or 1024 (sort) bytes,
+//     a transaction over 100 actions or 4 MB: each is refused with
+//     ValidationException, as DynamoDB refuses it, before anything is
+//     written.
+//   - Exact evaluation. Holding the item, the store reads it, evaluates
+//     the condition and computes the new item itself, numbers in exact
+//     decimals, and hands minidyn only unconditional puts and deletes, a
+//     request's all at once. An update that cannot apply to the item it
+//     meets (an operand of the wrong type, a missing attribute, an item
+//     grown past 400 KB) is refused; in a transaction it cancels it with
+//     reason ValidationError.
 //   - Transaction isolation. A running TransactWriteItems holds its items
 //     until it commits. A PutItem, UpdateItem or DeleteItem on a held item
 //     is refused with TransactionConflictException (HTTP 400; the SDK's
 //     standard retryer does not retry it); a transaction touching a held
 //     item is cancelled with reason TransactionConflict at that item's
-//     index and None elsewhere; reads see the last committed value.
-//     WithTransactionLatency keeps transactions running longer, to widen
-//     that window in tests.
+//     index and None elsewhere; reads see the last committed value, and a
+//     TransactGetItems reads all its items at one instant (or is
+//     cancelled where a write holds one). WithTransactionLatency keeps
+//     transactions running longer, to widen that window in tests.
 //   - Condition failures that say why. ReturnValuesOnConditionCheckFailure
 //     ALL_OLD returns the item with a failed PutItem, UpdateItem or
 //     DeleteItem, and in each cancellation reason of a transaction; every
@@ -23,15 +43,23 @@
 //     ClientRequestToken within ten minutes succeeds without writing again
 //     (the SDK's retry of a transaction whose answer was lost), a changed
 //     request under the same token gets IdempotentParameterMismatch.
+//   - Consumed capacity, counted as DynamoDB documents it for on-demand
+//     tables: returned at the level ReturnConsumedCapacity asks, and
+//     totalled per table and operation (Consumed).
+//   - Stale reads, when asked for (WithStaleReads): an eventually
+//     consistent GetItem or BatchGetItem may return an older version.
 //   - The TTL API (UpdateTimeToLive, DescribeTimeToLive). Like DynamoDB,
 //     which deletes expired items within days, it never deletes them.
 //
 // Faults can be injected per operation (Inject: a lost answer, throttling,
-// a 5xx, a transaction conflict), a request can be parked while it holds
-// its items (Hold), and requests are counted per operation (Calls).
+// throttling past the SDK's retries, a 5xx, a transaction conflict), a
+// transaction cancelled with any reason at any item (InjectCancellation),
+// a request slowed while it holds its items (InjectLatency) or parked
+// until released (Hold), and requests are counted per operation (Calls).
 //
-// What it does not model: capacity and throttling by load, item
-// collections, global tables, Streams (WithPutHook stands in), and
-// numbers beyond float64 precision (minidyn keeps numbers as float64;
-// DynamoDB keeps 38 digits).
+// What it does not model: capacity limits and throttling by load, item
+// collections, global tables, Streams (WithPutHook stands in), the legacy
+// request parameters (Expected, AttributeUpdates, KeyConditions, ...:
+// refused), and exact numbers inside Query and Scan key conditions and
+// filters, which minidyn evaluates in float64.
 package idemtest

@@ -331,7 +331,6 @@ func (s *Server) search(c *call) answer {
 	}
 	// The units: the items read, before the filter and the projection.
 	var read struct{ Items []item }
-	body := c.body
 	if in.FilterExpression != nil || in.ProjectionExpression != nil || in.Select == "COUNT" {
 		var req map[string]json.RawMessage
 		_ = json.Unmarshal(c.body, &req)
@@ -358,7 +357,7 @@ func (s *Server) search(c *call) answer {
 		if len(values) > 0 {
 			req["ExpressionAttributeValues"], _ = json.Marshal(values)
 		}
-		body, _ = json.Marshal(req)
+		body, _ := json.Marshal(req)
 		_ = json.Unmarshal(s.forward(c.op, body).body, &read)
 	} else {
 		_ = json.Unmarshal(a.body, &read)

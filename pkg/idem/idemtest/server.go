@@ -211,18 +211,6 @@ type answer struct {
 
 func (a answer) ok() bool { return a.status == http.StatusOK }
 
-// errorType is the exception name of an error answer ("" for success).
-func (a answer) errorType() string {
-	if a.ok() {
-		return ""
-	}
-	var e struct {
-		Type string `json:"__type"`
-	}
-	_ = json.Unmarshal(a.body, &e)
-	return e.Type[strings.LastIndexByte(e.Type, '#')+1:]
-}
-
 func answerJSON(v any) answer {
 	b, err := json.Marshal(v)
 	if err != nil {

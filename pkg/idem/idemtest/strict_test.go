@@ -63,6 +63,7 @@ func createRangeTable(ctx context.Context, t *testing.T, db *dynamodb.Client, na
 // attribute names and values ("DynamoDB item sizes and formats",
 // CapacityUnitCalculations.html).
 func TestSizeLimits(t *testing.T) {
+	t.Parallel()
 	_, db := setup(t)
 	ctx := context.Background()
 	// id (2) + "a" (1) + v (1) + the string: 400 KB exactly.
@@ -160,6 +161,7 @@ func createRangeTableErr(ctx context.Context, db *dynamodb.Client, name string) 
 // ReturnValues is NONE or ALL_OLD; Query: ConsistentRead is not
 // supported on a global secondary index.
 func TestRequestsDynamoDBRefuses(t *testing.T) {
+	t.Parallel()
 	_, db := setup(t)
 	ctx := context.Background()
 	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr("a", "v", "1")})
@@ -234,6 +236,7 @@ func TestRequestsDynamoDBRefuses(t *testing.T) {
 // expressions, operators, and functions",
 // Expressions.OperatorsAndFunctions.html).
 func TestConditionsEvaluate(t *testing.T) {
+	t.Parallel()
 	_, db := setup(t)
 	ctx := context.Background()
 	it := map[string]types.AttributeValue{
@@ -301,6 +304,7 @@ func TestConditionsEvaluate(t *testing.T) {
 // TransactWriteItems, "ValidationError": an operand of the wrong type, an
 // attribute that does not exist in the item).
 func TestUpdatesThatCannotApply(t *testing.T) {
+	t.Parallel()
 	_, db := setup(t)
 	ctx := context.Background()
 	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("t"), Item: withAttr("a", "v", "text")})
@@ -325,6 +329,7 @@ func TestUpdatesThatCannotApply(t *testing.T) {
 // units between two items in transactions; every read of both sees them
 // add up, or is cancelled.
 func TestTransactGetItemsIsNeverTorn(t *testing.T) {
+	t.Parallel()
 	_, db := setup(t)
 	ctx := context.Background()
 	for _, id := range []string{"x", "y"} {
@@ -387,6 +392,7 @@ func TestTransactGetItemsIsNeverTorn(t *testing.T) {
 // to 9.9999999999999999999999999999999999999E+125; outside them DynamoDB
 // refuses the number).
 func TestNumbersAreExact(t *testing.T) {
+	t.Parallel()
 	_, db := setup(t)
 	ctx := context.Background()
 	add := func(id, v string) error {
