@@ -10,13 +10,12 @@ import (
 // batch of one).
 func (w *world) deliverOne(e *env, a *actor, sweep bool) outcome {
 	way := w.cell.way
-	w.invoke(e, []*actor{a}, way.lambda, sweep, func(ctx context.Context, c *call) []outcome {
+	return w.invoke(e, []*actor{a}, way.lambda, sweep, func(ctx context.Context, c *call) []outcome {
 		if way.deliverBatch != nil {
 			return way.deliverBatch(ctx, w, c, []*actor{a})
 		}
 		return []outcome{way.deliver(ctx, w, c, a)}
-	})
-	return a.last
+	})[0]
 }
 
 // settles reports whether a request source stops on out: a definitive
@@ -42,7 +41,7 @@ func (w *world) runRequests(actors []*actor) {
 	for _, a := range actors {
 		wg.Go(func() {
 			time.Sleep(w.jitter(100 * time.Millisecond))
-			for a.attempts < requestAttempts {
+			for attempt := 1; attempt <= requestAttempts; attempt++ {
 				e := w.pool.acquire()
 				out := w.deliverOne(e, a, false)
 				w.pool.release(e)
@@ -50,7 +49,7 @@ func (w *world) runRequests(actors []*actor) {
 					a.settled = true
 					return
 				}
-				wait := w.jitter(200 * time.Millisecond << min(a.attempts, 5))
+				wait := w.jitter(200 * time.Millisecond << min(attempt, 5))
 				time.Sleep(max(wait, out.retryAfter))
 			}
 		})
@@ -93,7 +92,8 @@ func (w *world) runAsync(actors []*actor) {
 // sqs is a standard queue: a received message is invisible for the
 // visibility timeout; one not acknowledged by then is received again;
 // one received maxReceives times without acknowledgement goes to the
-// dead-letter queue.
+// dead-letter queue. Delivery is at least once: some messages are
+// received by two consumers at once on their first receive.
 type sqs struct {
 	w     *world
 	mu    sync.Mutex
@@ -106,6 +106,8 @@ type queued struct {
 	visibleAt time.Time
 	receives  int
 	done      bool
+	// twice: its first receive goes to two consumers.
+	twice bool
 }
 
 // receive takes up to batchSize visible messages; wait is how long until
@@ -134,7 +136,9 @@ func (q *sqs) receive() (batch []*queued, wait time.Duration, over bool) {
 		}
 		if len(batch) < batchSize {
 			m.receives++
-			m.visibleAt = now.Add(visibilityTimeout)
+			if !m.twice || m.receives > 1 {
+				m.visibleAt = now.Add(visibilityTimeout)
+			}
 			batch = append(batch, m)
 			q.order = (from + k + 1) % n
 		}
@@ -148,12 +152,14 @@ func (q *sqs) receive() (batch []*queued, wait time.Duration, over bool) {
 // settle records an invocation's answers: acknowledged messages are
 // deleted, the others are received again once visible, or dead-lettered
 // after their last receive.
-func (q *sqs) settle(batch []*queued) {
+func (q *sqs) settle(batch []*queued, outs []outcome) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, m := range batch {
+	for i, m := range batch {
 		switch {
-		case acked(m.a.last):
+		case m.done:
+			// Acknowledged by the other receive of a message delivered twice.
+		case acked(outs[i]):
 			m.done, m.a.settled = true, true
 		case m.receives >= maxReceives:
 			m.done, m.a.dead = true, true
@@ -165,8 +171,8 @@ func (q *sqs) settle(batch []*queued) {
 // consumer per environment, each invoking the function with a batch.
 func (w *world) runQueue(actors []*actor) {
 	q := &sqs{w: w}
-	for _, a := range actors {
-		q.msgs = append(q.msgs, &queued{a: a})
+	for i, a := range actors {
+		q.msgs = append(q.msgs, &queued{a: a, twice: i%4 == 1})
 	}
 	var wg sync.WaitGroup
 	for range consumers {
@@ -186,11 +192,11 @@ func (w *world) runQueue(actors []*actor) {
 					as[i] = m.a
 				}
 				e := w.pool.acquire()
-				w.invoke(e, as, w.cell.way.lambda, false, func(ctx context.Context, c *call) []outcome {
+				outs := w.invoke(e, as, w.cell.way.lambda, false, func(ctx context.Context, c *call) []outcome {
 					return w.cell.way.deliverBatch(ctx, w, c, as)
 				})
 				w.pool.release(e)
-				q.settle(batch)
+				q.settle(batch, outs)
 			}
 		})
 	}

@@ -110,7 +110,9 @@ type actor struct {
 	// emptyPrincipal: the caller's principal function names nobody.
 	emptyPrincipal bool
 
-	// What the source made of it, owned by its source.
+	// What the source made of it: attempts, last and oks are set by
+	// invoke under world.mu (a queue may deliver one message twice at
+	// once); the rest by its source.
 	attempts int
 	last     outcome
 	settled  bool // got a definitive answer: the source stops
@@ -429,8 +431,9 @@ func (c *call) execOf(a *actor) *execution {
 }
 
 // invoke runs one invocation of fn in an environment of the pool, for
-// actors, recording one operation per actor; classify turns fn's result
-// into each actor's outcome. With a deadline (a Lambda invocation), the
+// actors, recording one operation per actor, and returns what each
+// actor's source saw: fn's outcomes, or unknown where the environment
+// stopped. With a deadline (a Lambda invocation), the
 // environment is stopped at it if fn has not returned, as Lambda stops a
 // function that times out.
 func (w *world) invoke(e *env, actors []*actor, deadline bool, sweep bool, fn func(ctx context.Context, c *call) []outcome) []outcome {
@@ -439,8 +442,11 @@ func (w *world) invoke(e *env, actors []*actor, deadline bool, sweep bool, fn fu
 	defer e.busy.Store(nil)
 	ops := make([]*op, len(actors))
 	for i, a := range actors {
+		w.mu.Lock()
 		a.attempts++
-		ops[i] = w.rec.begin(a, a.attempts, e.id)
+		attempt := a.attempts
+		w.mu.Unlock()
+		ops[i] = w.rec.begin(a, attempt, e.id)
 		ops[i].sweep = sweep
 	}
 	ctx := context.WithValue(e.ctx, callKey{}, c)
@@ -460,18 +466,19 @@ func (w *world) invoke(e *env, actors []*actor, deadline bool, sweep bool, fn fu
 	// hears of it at once, while what it was doing runs on, cut off.
 	result := make(chan []outcome, 1)
 	w.bg.Go(func() { result <- fn(ctx, c) })
-	var outs []outcome
+	var got []outcome
 	select {
-	case outs = <-result:
+	case got = <-result:
 	case <-e.ctx.Done():
 	}
 	done.Store(true)
+	outs := make([]outcome, len(actors))
 	for i, a := range actors {
 		var out outcome
-		if outs != nil {
-			out = outs[i]
+		if got != nil {
+			out = got[i]
 		}
-		if outs == nil || c.crashed.Load() || e.dead.Load() {
+		if got == nil || c.crashed.Load() || e.dead.Load() {
 			out = outcome{class: classUnknown, detail: "the environment stopped during the invocation"}
 			out.candidate = c.candidate(a)
 		}
@@ -483,10 +490,13 @@ func (w *world) invoke(e *env, actors []*actor, deadline bool, sweep bool, fn fu
 			}
 		}
 		w.rec.end(ops[i], out)
+		w.mu.Lock()
 		a.last = out
-		if out.class == classOK || (out.class == classNotRecorded && !out.unacked) {
+		if acked(out) {
 			a.oks++
 		}
+		w.mu.Unlock()
+		outs[i] = out
 	}
 	return outs
 }
