@@ -95,7 +95,6 @@ func (w *world) runAsync(actors []*actor) {
 // dead-letter queue. Delivery is at least once: some messages are
 // received by two consumers at once on their first receive.
 type sqs struct {
-	w     *world
 	mu    sync.Mutex
 	msgs  []*queued
 	order int
@@ -170,7 +169,7 @@ func (q *sqs) settle(batch []*queued, outs []outcome) {
 // runQueue sends every actor's message and drains the queue with one
 // consumer per environment, each invoking the function with a batch.
 func (w *world) runQueue(actors []*actor) {
-	q := &sqs{w: w}
+	q := &sqs{}
 	for i, a := range actors {
 		q.msgs = append(q.msgs, &queued{a: a, twice: i%4 == 1})
 	}

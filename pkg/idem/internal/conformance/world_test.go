@@ -126,7 +126,6 @@ func (a *actor) msgID() string { return fmt.Sprintf("m%d-%s-%s-%s", a.id, a.call
 
 // world is one cell's universe, built inside its synctest bubble.
 type world struct {
-	t      *testing.T
 	cell   cell
 	server *idemtest.Server
 	admin  *dynamodb.Client // the harness's own client: never faulted
@@ -164,7 +163,7 @@ func newWorld(t *testing.T, c cell) *world {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(c.name()))
 	w := &world{
-		t: t, cell: c, rec: &recorder{}, layout: layouts[c.layout].layout,
+		cell: c, rec: &recorder{}, layout: layouts[c.layout].layout,
 		rng:   rand.New(rand.NewPCG(h.Sum64(), 26)),
 		execs: map[string][]*execution{},
 	}
