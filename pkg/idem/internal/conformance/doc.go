@@ -29,15 +29,27 @@
 //     redelivers every message not acknowledged (a batch item failure, or
 //     every message of an invocation that crashed) after the visibility
 //     timeout, until it is acknowledged or received 5 times (then it is
-//     dead-lettered);
+//     dead-lettered), and delivers some messages to two consumers at once;
 //   - asynchronous invocations (idemevent) are retried twice on error.
 //
 // Each invocation runs in an environment: a client and an idem.Store of
 // its own (its own cache), one invocation at a time, with the Lambda
-// deadline on its context. A crash cuts the environment off (every later
-// request fails with a connection error; nothing more reaches the store),
-// abandons its invocation (its output is unknown) and a fresh environment
-// replaces it, as a cold start does.
+// deadline on its context (an invocation still running at its deadline
+// stops its environment, as Lambda does). A crash cuts the environment
+// off (every later request fails with a connection error; nothing more
+// reaches the store), abandons its invocation (its output is unknown) and
+// a fresh environment replaces it, as a cold start does.
+//
+// The faults (faults_test.go): the process stops before the effect, after
+// the effect and before its completion, after the completion and before
+// the answer; the completion throttled past the SDK's retries; answers
+// lost after their writes landed; conflict storms; renewals slow or
+// failing without a deadline; the lease ending mid-effect; transactions
+// cancelled with ThrottlingError or ValidationError; callers whose
+// principal function names nobody. Those that the store serves are the
+// strict store's own (Inject, InjectCancellation); those that hit one
+// kind of request only (a renewal, a completion) or a process (a crash)
+// are in the environment's network (network_test.go).
 //
 // # Checks
 //
