@@ -67,7 +67,7 @@ func (w *world) workload() (actors []*actor, scopes int) {
 type cellResult struct {
 	way, fault, variant string
 	skipped             string
-	effects             int
+	effects, windowed   int
 	histories, ops      int
 	violations          int
 }
@@ -91,7 +91,7 @@ func runCell(t *testing.T, c cell) cellResult {
 		w.sweep()
 		// Abandoned invocations of stopped environments end too.
 		w.bg.Wait()
-		res.effects = w.validate()
+		res.effects, res.windowed = w.validate()
 	})
 	history := w.rec.history()
 	chk := checkHistory(history)
@@ -161,8 +161,9 @@ func (w *world) sweep() {
 }
 
 // validate checks what a history cannot show, per scope, and returns the
-// effects counted.
-func (w *world) validate() (effects int) {
+// effects counted, and how many of them ran again in Run's documented
+// window.
+func (w *world) validate() (effects, windowed int) {
 	byScope := map[string][]*actor{}
 	for _, a := range w.actors {
 		byScope[a.scope()] = append(byScope[a.scope()], a)
@@ -244,6 +245,7 @@ func (w *world) validate() (effects int) {
 			which = "executions " + strings.Join(applied, "; ")
 		}
 		effects += n
+		windowed += min(excused, max(n-1, 0))
 		switch {
 		case n > 1+excused:
 			w.violate("%s: the effect ran %d times (%d of them in Run's documented window): %s", scope, n, excused, which)
@@ -267,7 +269,7 @@ func (w *world) validate() (effects int) {
 			w.checkNotStuck(scope, as[0])
 		}
 	}
-	return effects
+	return effects, windowed
 }
 
 // findings groups a scope's per-delivery violations by kind: one line

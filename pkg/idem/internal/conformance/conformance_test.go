@@ -82,8 +82,8 @@ func printTable(wall time.Duration) {
 		return
 	}
 	type row struct {
-		runs, effects, histories, ops, violations int
-		skipped                                   string
+		runs, effects, windowed, histories, ops, violations int
+		skipped                                             string
 	}
 	rows := map[[2]string]*row{}
 	for _, c := range results.cells {
@@ -99,6 +99,7 @@ func printTable(wall time.Duration) {
 		}
 		r.runs++
 		r.effects += c.effects
+		r.windowed += c.windowed
 		r.histories += c.histories
 		r.ops += c.ops
 		r.violations += c.violations
@@ -111,7 +112,8 @@ func printTable(wall time.Duration) {
 	p("every way in x every fault on layout default, mode plain (1 run); every way in x layout (%s) x mode (%s) under %s (9 runs)",
 		strings.Join(layoutNames, ", "), strings.Join(modes, ", "), strings.Join(sampledFaults, ", "))
 	p("%d keys per caller x %d concurrent duplicates, an environment per concurrent invocation (a queue: %d consumers, batches of %d); histories checked with porcupine per scope (caller and key)", keysPerCaller, duplicates, consumers, batchSize)
-	p("%-22s %-24s %5s %8s %10s %7s %11s", "way in", "fault", "runs", "effects", "histories", "ops", "violations")
+	p("effects: counted per key (caller and key), %s: of them, effects run again in Run's documented window (the process died after the effect, or its completion could not be written and was reported as not recorded)", "window")
+	p("%-22s %-24s %5s %8s %7s %10s %7s %11s", "way in", "fault", "runs", "effects", "window", "histories", "ops", "violations")
 	var total row
 	for _, wy := range ways {
 		for _, f := range faults {
@@ -121,15 +123,16 @@ func printTable(wall time.Duration) {
 			case r.runs == 0:
 				p("%-22s %-24s skipped: %s", wy.name, f.name, r.skipped)
 			default:
-				p("%-22s %-24s %5d %8d %10d %7d %11d", wy.name, f.name, r.runs, r.effects, r.histories, r.ops, r.violations)
+				p("%-22s %-24s %5d %8d %7d %10d %7d %11d", wy.name, f.name, r.runs, r.effects, r.windowed, r.histories, r.ops, r.violations)
 				total.runs += r.runs
 				total.effects += r.effects
+				total.windowed += r.windowed
 				total.histories += r.histories
 				total.ops += r.ops
 				total.violations += r.violations
 			}
 		}
 	}
-	p("total: %d runs, %d effects, %d histories checked (%d operations), %d violations; wall time %s (race detector: %v)",
-		total.runs, total.effects, total.histories, total.ops, total.violations, wall.Round(100*time.Millisecond), raceEnabled)
+	p("total: %d runs, %d effects (%d in Run's window), %d histories checked (%d operations), %d violations; wall time %s (race detector: %v)",
+		total.runs, total.effects, total.windowed, total.histories, total.ops, total.violations, wall.Round(100*time.Millisecond), raceEnabled)
 }
