@@ -247,14 +247,16 @@ func (d *tableData) delete(pk string) {
 
 // reindex rebuilds the indexes after the definition changed (UpdateTable
 // created or deleted one): a new index is filled from the items, as
-// DynamoDB backfills it.
+// DynamoDB backfills it, but for an item whose index key attribute has
+// another type than the index's (which DynamoDB leaves out of the index
+// as a violation).
 func (d *tableData) reindex(meta *tableMeta) {
 	d.meta = meta
 	d.indexes = map[string]*keyspace{}
 	for _, ix := range meta.indexes {
 		ks := newKeyspace(ix.hash, ix.rng)
 		for pk, r := range d.items {
-			if e := meta.indexEntry(ix, r.item); e != nil {
+			if e := meta.indexEntry(ix, r.item); e != nil && meta.indexTyped(ix, e) {
 				var rk *value
 				if ix.rng != "" {
 					rk = e[ix.rng]
@@ -280,4 +282,15 @@ func (s *Server) readLocked(table string, key attrs) attrs {
 		return nil
 	}
 	return d.get(key)
+}
+
+// indexTyped reports whether an index entry's key attributes have the
+// index's types.
+func (t *tableMeta) indexTyped(ix *indexMeta, e attrs) bool {
+	for _, n := range []string{ix.hash, ix.rng} {
+		if v := e[n]; n != "" && v != nil && v.t != t.types[n] {
+			return false
+		}
+	}
+	return true
 }
