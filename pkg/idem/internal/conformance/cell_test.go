@@ -269,7 +269,27 @@ func (w *world) validate() (effects, windowed int) {
 			w.checkNotStuck(scope, as[0])
 		}
 	}
+	w.checkFaultShowed()
 	return effects, windowed
+}
+
+// checkFaultShowed reports a cell whose fault never did what it is there
+// for, and refusals for good that no source was told of.
+func (w *world) checkFaultShowed() {
+	if !w.cell.fault.refusal {
+		return
+	}
+	served, oneKey, told := w.refusalsServed.Load(), w.refusalsOneKey.Load(), w.refusalsTold.Load()
+	switch {
+	case served == 0:
+		w.violate("the store refused no transaction: the fault (ValidationError) never showed")
+	case told < oneKey || (told != oneKey && w.cell.way.source != queue):
+		// One key's refused transaction is its call's answer, as it is;
+		// a batch splits a refused transaction of several keys to find
+		// the one it is about, and answers an item that repeats a
+		// refused one's scope with that refusal too.
+		w.violate("the store refused %d transactions of one key for good (ValidationError), and %d deliveries were told of a failure: a refusal no retry can help was retried (intended: the key released, the error returned)", oneKey, told)
+	}
 }
 
 // findings groups a scope's per-delivery violations by kind: one line

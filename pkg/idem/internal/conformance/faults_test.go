@@ -17,6 +17,10 @@ type fault struct {
 	// emptyPrincipal: the workload has callers whose principal function
 	// names nobody.
 	emptyPrincipal bool
+	// refusal: the store refuses transactions for good (ValidationError):
+	// the one fault, beside the workload's deliberate failure, whose
+	// answer is a definitive failure.
+	refusal bool
 }
 
 // Reasons a fault does not apply.
@@ -128,9 +132,16 @@ var faults = []*fault{
 	},
 	{
 		// Transactions cancelled with ValidationError: refused for good.
-		name: "tx-cancelled-validation", skip: transactional,
+		// A batch splits a refused transaction of several keys to find
+		// the key it is about: enough refusals that some fall on one
+		// key's own transaction.
+		name: "tx-cancelled-validation", skip: transactional, refusal: true,
 		arm: func(w *world, n int) {
-			w.server.InjectCancellation("ValidationError", 1, n/2)
+			times := n / 2
+			if w.cell.way.source == queue {
+				times = n
+			}
+			w.server.InjectCancellation("ValidationError", 1, times)
 		},
 	},
 	{

@@ -157,6 +157,11 @@ type world struct {
 	renewalFails   atomic.Bool
 	slowFirst      atomic.Int64 // the first execution of each scope takes this long, ns
 	noDeadline     bool         // ways that can run without a deadline do
+	// The refusals for good (a transaction cancelled with ValidationError)
+	// the store served, those of them whose transaction was one key's
+	// (its record and its write), and those a source was told of as a
+	// failure.
+	refusalsServed, refusalsOneKey, refusalsTold atomic.Int64
 }
 
 func newWorld(t *testing.T, c cell) *world {
