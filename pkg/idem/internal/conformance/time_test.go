@@ -37,6 +37,9 @@ type bench struct {
 	// stuck holds every renewal on its way to the store until the
 	// renewal gives up.
 	stuck bool
+	// refuse answers every completion (Run's fenced UpdateItem) with
+	// ThrottlingException.
+	refuse bool
 }
 
 type request struct {
@@ -69,14 +72,21 @@ func (l logged) Do(r *http.Request) (*http.Response, error) {
 	target := r.Header.Get("X-Amz-Target")
 	l.b.mu.Lock()
 	l.b.log = append(l.b.log, request{op: target[len("DynamoDB_20120810."):], at: time.Now()})
-	stuck := l.b.stuck
+	stuck, refuse := l.b.stuck, l.b.refuse
 	l.b.mu.Unlock()
-	if stuck && strings.HasSuffix(target, ".UpdateItem") {
+	if (stuck || refuse) && strings.HasSuffix(target, ".UpdateItem") {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if kindOf(target, body) == renewal {
-			<-r.Context().Done()
-			return nil, r.Context().Err()
+		switch kindOf(target, body) {
+		case renewal:
+			if stuck {
+				<-r.Context().Done()
+				return nil, r.Context().Err()
+			}
+		case completion:
+			if refuse {
+				return throttled(r), nil
+			}
 		}
 	}
 	return l.inner.Do(r)
@@ -459,6 +469,48 @@ func TestEvictAllowsFiveSecondsOfClockSkew(t *testing.T) {
 		}
 		if _, err := idemadmin.Evict(ctx, b.db, idemTable, idemtable.Layout{}, sc, false); err != nil {
 			t.Fatalf("a completed record: %v, want it evicted at once", err)
+		}
+	})
+}
+
+// Under a deadline, a completion the store refuses on every attempt is
+// tried again only until a margin before the deadline, not until the
+// lease ends (the deadline plus the margin): Run answers in time with the
+// effect's response and idem.ErrNotRecorded, so its source is told the
+// delivery is done; a Lambda invocation that ran into its deadline would
+// be delivered again once the lease ended, and its effect would run
+// again. The key stays held until the lease ends, and is taken over after.
+func TestRunAnswersBeforeItsDeadlineWhenItsCompletionIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBench(t)
+		b.refuse = true
+		const deadline, margin = 10 * time.Second, time.Second
+		s := b.store(idem.WithLease(time.Minute, margin))
+		sc := timeScope(t)
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		res, err := s.Run(ctx, sc, "fp", ran)
+		answered := time.Since(start)
+		if !errors.Is(err, idem.ErrNotRecorded) || res.Outcome != idem.OutcomeNotRecorded || res.Response.Status != http.StatusCreated {
+			t.Fatalf("a completion refused on every attempt: %s %d, %v; want not recorded, with the effect's response", res.Outcome, res.Response.Status, err)
+		}
+		if answered > deadline-margin {
+			t.Errorf("answered %v after the call, past its deadline (%v) less the margin: a Lambda invocation would have timed out, and its source would deliver it again", answered, deadline)
+		}
+		if got := len(b.requests("UpdateItem")); got < 2 {
+			t.Errorf("%d completion attempts, want the completion tried again while the time lasts", got)
+		}
+		b.mu.Lock()
+		b.refuse = false
+		b.mu.Unlock()
+		time.Sleep(time.Until(start.Add(deadline + margin)))
+		if res, err := s.Run(context.Background(), sc, "fp", ran); !errors.Is(err, idem.ErrInFlight) {
+			t.Fatalf("at the lease's end: %s, %v; want the key still held", res.Outcome, err)
+		}
+		time.Sleep(time.Millisecond)
+		if res, err := s.Run(context.Background(), sc, "fp", ran); err != nil || res.Outcome != idem.OutcomeTakeover {
+			t.Fatalf("1 ms after the lease's end: %s, %v; want a takeover (Run's window)", res.Outcome, err)
 		}
 	})
 }
