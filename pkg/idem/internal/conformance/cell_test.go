@@ -173,6 +173,7 @@ func (w *world) validate() (effects, windowed int) {
 		opsOf[o.actor] = append(opsOf[o.actor], o)
 	}
 	way := w.cell.way
+	notRecorded := 0
 	for _, scope := range slices.Sorted(func(yield func(string) bool) {
 		for s := range byScope {
 			if !yield(s) {
@@ -205,6 +206,12 @@ func (w *world) validate() (effects, windowed int) {
 				}
 				if out.wrong != "" {
 					found.add("an answer that contradicts itself", where, out.wrong)
+				}
+				if out.class == classNotRecorded && !out.fencedOut && !w.cell.fault.notRecorded {
+					found.add("its effect was reported not recorded, though the store refused its completion only for a while (intended: Run tries a refused completion again while the lease lasts, and records it)", where, out.detail)
+				}
+				if out.class == classNotRecorded && !out.fencedOut {
+					notRecorded++
 				}
 			}
 		}
@@ -269,14 +276,19 @@ func (w *world) validate() (effects, windowed int) {
 			w.checkNotStuck(scope, as[0])
 		}
 	}
-	w.checkFaultShowed()
+	w.checkFaultShowed(notRecorded)
 	return effects, windowed
 }
 
 // checkFaultShowed reports a cell whose fault never did what it is there
-// for, and refusals for good that no source was told of.
-func (w *world) checkFaultShowed() {
-	if !w.cell.fault.refusal {
+// for, and refusals for good that no source was told of. notRecorded is
+// how many deliveries were answered not recorded (not fenced out).
+func (w *world) checkFaultShowed(notRecorded int) {
+	f := w.cell.fault
+	if f.notRecorded && notRecorded == 0 {
+		w.violate("no delivery was answered not recorded: the fault (a completion refused for a whole lease) never showed")
+	}
+	if !f.refusal {
 		return
 	}
 	served, oneKey, told := w.refusalsServed.Load(), w.refusalsOneKey.Load(), w.refusalsTold.Load()

@@ -93,6 +93,17 @@ func (n *network) Do(r *http.Request) (*http.Response, error) {
 			return throttled(r), nil
 		}
 	}
+	if kind == completion && w.refuseFirst.Load() && !w.faultsOff.Load() {
+		if c := callOf(r.Context()); c != nil {
+			c.mu.Lock()
+			ex := c.last
+			c.mu.Unlock()
+			if ex != nil && w.isFirst(ex) {
+				// Refused on every attempt, for as long as its lease lasts.
+				return throttled(r), nil
+			}
+		}
+	}
 	if e.dead.Load() {
 		return nil, errDown
 	}
