@@ -34,9 +34,10 @@ type bench struct {
 	db     *dynamodb.Client
 	mu     sync.Mutex
 	log    []request
-	// stuck holds every renewal on its way to the store until the
-	// renewal gives up.
-	stuck bool
+	// deaf holds every renewal on its way to the store for that long,
+	// whatever its context says (a connection that does not notice the
+	// cancellation), then fails it.
+	deaf time.Duration
 	// refuse answers every completion (Run's fenced UpdateItem) with
 	// ThrottlingException.
 	refuse bool
@@ -72,16 +73,16 @@ func (l logged) Do(r *http.Request) (*http.Response, error) {
 	target := r.Header.Get("X-Amz-Target")
 	l.b.mu.Lock()
 	l.b.log = append(l.b.log, request{op: target[len("DynamoDB_20120810."):], at: time.Now()})
-	stuck, refuse := l.b.stuck, l.b.refuse
+	deaf, refuse := l.b.deaf, l.b.refuse
 	l.b.mu.Unlock()
-	if (stuck || refuse) && strings.HasSuffix(target, ".UpdateItem") {
+	if (deaf > 0 || refuse) && strings.HasSuffix(target, ".UpdateItem") {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		switch kindOf(target, body) {
 		case renewal:
-			if stuck {
-				<-r.Context().Done()
-				return nil, r.Context().Err()
+			if deaf > 0 {
+				time.Sleep(deaf)
+				return nil, errDown
 			}
 		case completion:
 			if refuse {
@@ -257,15 +258,17 @@ func TestHeartbeatRenewsEveryThirdOfTheLease(t *testing.T) {
 }
 
 // Without a deadline, a holder whose lease cannot be renewed (every
-// renewal is stuck on its way to the store) is told so through its
-// context by the time its lease ends less the margin, whatever the
-// renewal in flight is doing: a duplicate can take the key over a margin
-// later, and the old holder must have stopped by then.
+// renewal is stuck on its way to the store for two leases, deaf to its
+// own timeout) is told so through its context by the time its lease ends
+// less the margin, whatever the renewal in flight is doing: a duplicate
+// can take the key over a margin later, and the old holder must have
+// stopped by then. (The heartbeat's watchdog does it: the renewal's own
+// timeout would, were the renewal to honour it.)
 func TestHolderStopsWhenItsLeaseCannotBeRenewed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBench(t)
-		b.stuck = true
 		const lease, margin = 3 * time.Second, 500 * time.Millisecond
+		b.deaf = 2 * lease
 		s := b.store(idem.WithLease(lease, margin))
 		sc := timeScope(t)
 		start := time.Now()
@@ -363,12 +366,15 @@ func TestTakeoverFencesTheOldHolder(t *testing.T) {
 				return idem.Effect{Response: response(r), Writes: []types.TransactWriteItem{w.effectWrite("alice|k0", exec)}}, nil
 			}
 		}
-		old := make(chan error)
+		old := make(chan idem.Result)
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
-			_, err := s.Execute(ctx, sc, "fp", effect(1, 8*time.Second))
-			old <- err
+			res, err := s.Execute(ctx, sc, "fp", effect(1, 8*time.Second))
+			if err == nil {
+				t.Error("the old holder succeeded after its lease was taken over")
+			}
+			old <- res
 		}()
 		time.Sleep(time.Until(start.Add(deadline + margin)))
 		if _, err := s.Execute(context.Background(), sc, "fp", effect(2, 0)); !errors.Is(err, idem.ErrInFlight) {
@@ -384,8 +390,10 @@ func TestTakeoverFencesTheOldHolder(t *testing.T) {
 			}
 			taken <- res
 		}()
-		if err := <-old; err == nil {
-			t.Fatal("the old holder succeeded after its lease was taken over")
+		if res := <-old; res.Outcome != idem.OutcomeLeaseLost {
+			// Its commit, past its deadline, fails; its release, fenced,
+			// finds the key taken over and deletes nothing.
+			t.Fatalf("the old holder, after its lease was taken over: %s; want lease_lost (its release finds another holder)", res.Outcome)
 		}
 		if res := <-taken; res.Outcome != idem.OutcomeTakeover {
 			t.Fatalf("1 ms after the lease's end: %s, want a takeover", res.Outcome)
@@ -472,6 +480,89 @@ func TestEvictAllowsFiveSecondsOfClockSkew(t *testing.T) {
 		}
 	})
 }
+
+// A dead holder's key, once its lease has ended, is taken over only by a
+// call with the holder's payload: another payload is key reuse, for as
+// long as the record lives, whichever way in claims it (the claim's
+// condition and the reading of the record that beat it), and nothing of
+// it runs or commits. The histories the cells check cannot show this:
+// there, another payload completing first is a legal order.
+func TestTakeoverByAnotherPayloadIsKeyReuse(t *testing.T) {
+	type attempt func(s *idem.Store, sc idem.Scope, fp string, ran *int) (idem.Outcome, error)
+	effect := func(ran *int) func(context.Context) (idem.Effect, error) {
+		return func(context.Context) (idem.Effect, error) {
+			*ran++
+			return idem.Effect{Response: idem.Response{Status: http.StatusCreated}}, nil
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		call      attempt
+		takeover  idem.Outcome // what the holder's own payload gets
+		ranBefore bool         // the operation runs before the claim (Transact, ExecuteBatch)
+	}{
+		{"Execute", func(s *idem.Store, sc idem.Scope, fp string, ran *int) (idem.Outcome, error) {
+			res, err := s.Execute(context.Background(), sc, fp, effect(ran))
+			return res.Outcome, err
+		}, idem.OutcomeTakeover, false},
+		{"Run", func(s *idem.Store, sc idem.Scope, fp string, ran *int) (idem.Outcome, error) {
+			res, err := s.Run(context.Background(), sc, fp, func(ctx context.Context) (idem.Response, error) {
+				*ran++
+				return ran2(ctx)
+			})
+			return res.Outcome, err
+		}, idem.OutcomeTakeover, false},
+		{"Transact", func(s *idem.Store, sc idem.Scope, fp string, ran *int) (idem.Outcome, error) {
+			res, err := s.Transact(context.Background(), sc, fp, effect(ran))
+			return res.Outcome, err
+		}, idem.OutcomeExecuted, true},
+		{"ExecuteBatch", func(s *idem.Store, sc idem.Scope, fp string, ran *int) (idem.Outcome, error) {
+			res, err := s.ExecuteBatch(context.Background(), []idem.BatchItem{{Scope: sc, Fingerprint: fp, Response: idem.Response{Status: http.StatusCreated}}},
+				func([]int) ([]types.TransactWriteItem, error) { *ran++; return nil, nil })
+			if err != nil {
+				return "", err
+			}
+			return res[0].Outcome, res[0].Err
+		}, idem.OutcomeExecuted, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBench(t)
+				s := b.store(idem.WithLease(time.Minute, time.Second))
+				sc := timeScope(t)
+				start := time.Now()
+				holdAndDie(t, s, sc, 10*time.Second)
+				held, err := idemadmin.Lookup(context.Background(), b.db, idemTable, idemtable.Layout{}, sc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Until(held.LeaseExpiresAt.Add(time.Millisecond)))
+
+				ran := 0
+				o, err := tc.call(s, sc, "another payload", &ran)
+				if !errors.Is(err, idem.ErrKeyReuse) || o != idem.OutcomeKeyReuse {
+					t.Fatalf("another payload, 1 ms after the dead holder's lease ended (%v after its claim): %s, %v; want key reuse", time.Since(start), o, err)
+				}
+				if !tc.ranBefore && ran != 0 {
+					t.Errorf("another payload's operation ran %d times; want none", ran)
+				}
+				rec, err := idemadmin.Lookup(context.Background(), b.db, idemTable, idemtable.Layout{}, sc)
+				if err != nil || rec.Status != "IN_PROGRESS" || rec.Fingerprint != "fp" || !rec.LeaseExpiresAt.Equal(held.LeaseExpiresAt) {
+					t.Fatalf("the record after another payload's call: %+v (%v); want the dead holder's, untouched", rec, err)
+				}
+
+				ran = 0
+				o, err = tc.call(s, sc, "fp", &ran)
+				if err != nil || o != tc.takeover || ran != 1 {
+					t.Fatalf("the holder's own payload: %s, %v, ran %d times; want %s, once", o, err, ran, tc.takeover)
+				}
+			})
+		})
+	}
+}
+
+// ran2 is ran, for a caller that counts its runs.
+func ran2(ctx context.Context) (idem.Response, error) { return ran(ctx) }
 
 // Under a deadline, a completion the store refuses on every attempt is
 // tried again only until a margin before the deadline, not until the
