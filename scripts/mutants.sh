@@ -193,6 +193,7 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM # the EXIT trap still removes the mutated copies
 only=${MUTANTS:-}
 start=$SECONDS
 killed=0 survived=() broken=()
