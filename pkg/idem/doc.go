@@ -28,7 +28,10 @@
 //     in one TransactWriteItems; keys found there already (their records
 //     come back in the cancellation reasons) replay, are key reuse or are
 //     in flight, and the rest commit in one more transaction. Each key
-//     gets its own outcome and fails only for its own sake.
+//     gets its own outcome and fails only for its own sake: a conflict on
+//     a shared write that outlasts the retries (a hot aggregate) splits
+//     the keys until those whose writes miss it commit, and fails a key
+//     only when a transaction of its own kept conflicting.
 //   - Store.Run and Do, for effects outside DynamoDB (an e-mail, a call to
 //     a payment API): reserve, run, then complete the key with a fenced
 //     UpdateItem. Their one window: if the effect happens and the process
