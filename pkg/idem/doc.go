@@ -119,8 +119,10 @@
 // pkg/idem/idemtable creates one and names the key prefix that confines an
 // IAM role to one operation's records. WithLayout puts the records
 // elsewhere (an idemtable.Layout): another partition key name, a prefix
-// to the ID ("IDEMPOTENCY#"), a single-table design's static partition
-// value with the ID in the sort key, other attribute names. In the default
+// to the ID ("IDEMPOTENCY#"), a single-table design's sort key (with a
+// fixed partition value and the ID in the sort key, every record in one
+// partition; or the ID in the partition key and a fixed sort value,
+// records spread over partitions), other attribute names. In the default
 // layout, a record has:
 //
 //	id                the scope's ID: "v1", then operation, principal and

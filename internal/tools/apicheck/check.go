@@ -132,7 +132,7 @@ func check(cfg config, stdout io.Writer) int {
 			fmt.Fprintln(stdout, "api:", err)
 			return 2
 		}
-		fmt.Fprintf(stdout, "api: recorded the exported API of %s in %s (%d lines added, %d removed or changed)\n",
+		fmt.Fprintf(stdout, "api: recorded the exported API of %s in %s (lines added: %d; removed or changed: %d)\n",
 			plural(len(pkgs)), cfg.apiDir, len(r.added), len(r.removed))
 		return 0
 	}
