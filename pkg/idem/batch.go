@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // DynamoDB's limits on one TransactWriteItems: 100 actions, 4 MB of items.
@@ -73,7 +75,8 @@ type BatchResult struct {
 // record with the shared writes computed for it alone, was cancelled on
 // every attempt. That costs time: under contention that outlasts every
 // attempt, a batch of n keys tries up to 2n-1 transactions one after
-// another, within ctx. Throttling that outlasts the attempts fails the
+// another, within ctx; pkg/idem/idemshard spreads an aggregate that every
+// batch updates over items, so that batches seldom meet. Throttling that outlasts the attempts fails the
 // transaction's keys together, retryable: it is about the table, and
 // halves would only send more transactions into it. Beyond 100 actions
 // or 4 MB, the batch is split into transactions of their own, each with
@@ -242,6 +245,13 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 			return
 		}
 		reasons := tce.CancellationReasons
+		if report := callopt.SharedConflicts(ctx); report != nil {
+			onShared := false
+			for k := len(pending); k < len(reasons); k++ {
+				onShared = onShared || aws.ToString(reasons[k].Code) == "TransactionConflict"
+			}
+			report(onShared)
+		}
 
 		// The records' own conditions first: keys that were there already
 		// are decided by their records, and the rest go again without them,

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemshard"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemsqs"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
@@ -56,6 +57,32 @@ func batchConsumer(ctx context.Context, store *idem.Store, ev events.SQSEvent) e
 	return resp
 }
 
+// shardedConsumer is batchConsumer with the account spread over n items
+// ("hot#0" to "hot#<n-1>"): each instance has its own idemshard.Shards,
+// as each Lambda environment would, and each transaction credits the
+// shard its batch holds, another after a conflict on it.
+func shardedConsumer(n int) func() hotConsumer {
+	return func() hotConsumer {
+		shards := idemshard.New(n)
+		return func(ctx context.Context, store *idem.Store, ev events.SQSEvent) events.SQSEventResponse {
+			ctx, batch := shards.Batch(ctx)
+			defer batch.Done()
+			resp, _ := idemsqs.Transact(ctx, store, ev, "deposit", decode, func(ds []deposit) ([]types.TransactWriteItem, error) {
+				suffix := "#" + strconv.Itoa(batch.Shard())
+				on := make([]deposit, len(ds))
+				for i, d := range ds {
+					on[i] = deposit{Account: d.Account + suffix, Cents: d.Cents}
+				}
+				return shared("accounts")(on)
+			})
+			return resp
+		}
+	}
+}
+
+// each gives every instance the same consumer.
+func each(c hotConsumer) func() hotConsumer { return func() hotConsumer { return c } }
+
 // perMessageConsumer applies each message in a transaction of its own,
 // one after another: the consumer the issue compares against.
 func perMessageConsumer(ctx context.Context, store *idem.Store, ev events.SQSEvent) events.SQSEventResponse {
@@ -71,11 +98,11 @@ func perMessageConsumer(ctx context.Context, store *idem.Store, ev events.SQSEve
 // twice, shuffled, through a queue that instances consumers drain in
 // batches of 10 (a failed message comes back until its fifth receive),
 // each transaction holding its items latency.
-// Each instance has its own store (opts) and client. It checks the
+// Each instance has its own store (opts) and consumer (newConsumer). It checks the
 // truths: the account's total and count are those of the distinct
 // events, and every delivery of an applied event is acknowledged or
 // comes back. It returns what the run cost.
-func runHot(tb testing.TB, seed uint64, eventsN, instances int, latency time.Duration, consume hotConsumer, opts ...idem.Option) hotRun {
+func runHot(tb testing.TB, seed uint64, eventsN, instances int, latency time.Duration, newConsumer func() hotConsumer, opts ...idem.Option) hotRun {
 	tb.Helper()
 	srv := idemtest.New(tb, idemtest.WithTransactionLatency(latency))
 	ctx := context.Background()
@@ -116,6 +143,7 @@ func runHot(tb testing.TB, seed uint64, eventsN, instances int, latency time.Dur
 	q := newQueue(msgs)
 	var wg sync.WaitGroup
 	for _, store := range stores {
+		consume := newConsumer()
 		wg.Go(func() {
 			for {
 				batch := q.take(10)
@@ -142,6 +170,10 @@ func runHot(tb testing.TB, seed uint64, eventsN, instances int, latency time.Dur
 	run.conflicts = srv.Stats().ConflictCancellations - before.ConflictCancellations
 	if run.dead == 0 {
 		got, n := accountOf(tb, db, "hot")
+		for shard := range 16 {
+			sum, deposits := accountOf(tb, db, "hot#"+strconv.Itoa(shard))
+			got, n = got+sum, n+deposits
+		}
 		if got != total || n != int64(eventsN) {
 			tb.Errorf("account: total %d over %d deposits, want %d over %d: every event applied exactly once", got, n, total, eventsN)
 		}
@@ -156,10 +188,14 @@ func runHot(tb testing.TB, seed uint64, eventsN, instances int, latency time.Dur
 // valid message is dead-lettered. What the run cost is logged;
 // BenchmarkHotAggregate reports it.
 func TestAHotAggregateLosesAndDoublesNothing(t *testing.T) {
-	h := runHot(t, 1, 200, 8, 3*time.Millisecond, batchConsumer)
-	t.Logf("hot aggregate, 8 instances, batches: %s", h)
-	if h.dead != 0 {
-		t.Errorf("%d valid messages dead-lettered", h.dead)
+	for name, c := range map[string]func() hotConsumer{"batches": each(batchConsumer), "batches on 8 shards": shardedConsumer(8)} {
+		t.Run(name, func(t *testing.T) {
+			h := runHot(t, 1, 200, 8, 3*time.Millisecond, c)
+			t.Logf("hot aggregate, 8 instances, %s: %s", name, h)
+			if h.dead != 0 {
+				t.Errorf("%d valid messages dead-lettered", h.dead)
+			}
+		})
 	}
 }
 
@@ -176,10 +212,11 @@ func TestAHotAggregateLosesAndDoublesNothing(t *testing.T) {
 func BenchmarkHotAggregate(b *testing.B) {
 	consumers := []struct {
 		name    string
-		consume hotConsumer
+		consume func() hotConsumer
 	}{
-		{"per-message", perMessageConsumer},
-		{"batch", batchConsumer},
+		{"per-message", each(perMessageConsumer)},
+		{"batch", each(batchConsumer)},
+		{"batch-8-shards", shardedConsumer(8)},
 	}
 	for _, latency := range []time.Duration{3 * time.Millisecond, 10 * time.Millisecond} {
 		for _, c := range consumers {
