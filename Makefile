@@ -52,7 +52,8 @@ fmt-check: ## Fail if any Go file is not gofmt-formatted.
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # The Go modules: the application (.), the library (pkg), its test store
-# (pkg/idem/idemtest) and the adopter test module (test/adopter).
+# (pkg/idem/idemtest), the library's conformance suite
+# (pkg/idem/internal/conformance) and the adopter test module (test/adopter).
 MODULES = $(shell scripts/modules.sh)
 
 .PHONY: vet

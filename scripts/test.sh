@@ -41,12 +41,15 @@ else
 		run "$m" "$@" "${pkgs[@]}"
 	done
 fi
+# Lines starting "conformance:" are the conformance suite's table
+# (pkg/idem/internal/conformance): printed as they are.
 # -v prints a test's log lines under "=== RUN/CONT/NAME <test>" headers,
 # before its "--- SKIP" or "--- FAIL" line: keep them per test and print
 # them with that line.
 awk '
 	/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
 	/^(ok|FAIL|\?) / || /^(panic|fatal error):/ { print; next }
+	/^conformance:/ { print; next }
 	/^ *--- (SKIP|FAIL):/ {
 		print
 		name = $3

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -147,10 +148,39 @@ func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func
 		pending = append(pending, i)
 	}
 	b.commit(ctx, pending)
-	for i, j := range follows {
-		b.res[i] = duplicateOf(items[i], items[j], b.res[j])
-	}
+	b.followUp(ctx, follows)
 	return b.res, nil
+}
+
+// followUp answers the items whose scope an earlier item of the batch has
+// (follows maps each to that earlier item), once the earlier ones are
+// answered: as duplicates of them, except where the earlier item was key
+// reuse for another payload, which says nothing of this one's (it may be
+// the payload the key was completed with). Those go in a transaction of
+// their own, one item per scope at a time, in the batch's order.
+func (b *batch) followUp(ctx context.Context, follows map[int]int) {
+	for len(follows) > 0 {
+		order := slices.Sorted(maps.Keys(follows))
+		next := map[int]int{}
+		first := map[string]int{}
+		var again []int
+		for _, i := range order {
+			j := follows[i]
+			if l, ok := first[b.ids[j]]; ok {
+				next[i] = l // this round already decides one item of the scope
+				continue
+			}
+			if !errors.Is(b.res[j].Err, ErrKeyReuse) || b.items[i].Fingerprint == b.items[j].Fingerprint {
+				b.res[i] = duplicateOf(b.items[i], b.items[j], b.res[j])
+				continue
+			}
+			first[b.ids[j]] = i
+			b.ids[i], b.tokens[i] = b.ids[j], b.s.newToken()
+			again = append(again, i)
+		}
+		b.commit(ctx, again)
+		follows = next
+	}
 }
 
 // duplicateOf answers an item whose scope an earlier item of the same

@@ -142,9 +142,15 @@ func runReleasing[T any](ctx context.Context, l *hold, fn func(context.Context) 
 // its headers if they are the problem, marked with headerBodyOmitted, so
 // the effect still never runs twice.
 //
+// A completion refused for a reason a retry can fix (throttling past the
+// SDK's retries, a 5xx, a timeout) is tried again until the lease ends
+// (less the margin), detached from ctx's cancellation: until then no other
+// caller can run fn again for this key.
+//
 // The one window Run cannot close: fn's effect happened but the completion
-// did not land (the process died, the write failed, or the lease ended and
-// another caller took over). A retry after the lease ends runs fn again.
+// did not land (the process died, the write kept failing until the lease
+// ended, or the lease ended and another caller took over). A retry after
+// the lease ends runs fn again.
 // Run reports a completion that failed as an error wrapping ErrNotRecorded,
 // with fn's response in the Result, because the effect did happen. Only
 // an effect that is itself idempotent (pass the scope's key to the payment
@@ -181,10 +187,7 @@ func (s *Store) run(ctx context.Context, scope Scope, fingerprint string, fn fun
 	if verr := s.validate(resp); verr != nil {
 		stored = s.standIn(resp, verr)
 	}
-	// The effect is done: record it even if the caller has gone away.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.releaseTimeout)
-	defer cancel()
-	expires, err := claim.Lease.complete(cctx, stored)
+	expires, err := claim.Lease.record(ctx, stored)
 	if err != nil {
 		return Result{Response: resp, Outcome: OutcomeNotRecorded}, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}

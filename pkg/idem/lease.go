@@ -257,6 +257,37 @@ func (l *hold) complete(ctx context.Context, resp Response) (time.Time, error) {
 	return expires, nil
 }
 
+// record completes the key after an effect that happened, even if the
+// caller has gone away: each attempt runs detached from ctx's
+// cancellation, bounded by the release timeout. A completion refused for
+// a reason a retry can fix (throttling past the SDK's retries, a 5xx, a
+// timeout) is tried again, with full jitter, until the lease ends less
+// the margin: until then no other caller can take the key over and run
+// the effect again; after it, one may, and the record would be too late.
+func (l *hold) record(ctx context.Context, resp Response) (time.Time, error) {
+	ctx = context.WithoutCancel(ctx)
+	for attempt := 1; ; attempt++ {
+		// The first attempt always gets the release timeout (the write is
+		// fenced, so a late one is safe); later ones only what the lease
+		// has left.
+		timeout := l.store.releaseTimeout
+		if attempt > 1 {
+			timeout = min(timeout, l.expiresAt.Add(-l.store.margin).Sub(l.store.now()))
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		expires, err := l.complete(actx, resp)
+		cancel()
+		if err == nil || errors.Is(err, ErrLeaseLost) || !IsUnavailable(err) {
+			return expires, err
+		}
+		pause := time.Duration(rand.Int64N(int64(10 * time.Millisecond << min(attempt, 5))))
+		if l.expiresAt.Add(-l.store.margin).Sub(l.store.now()) <= pause {
+			return expires, err
+		}
+		time.Sleep(pause)
+	}
+}
+
 // Release deletes this holder's reservation so a retry can run at once.
 // It runs on a context detached from ctx's cancellation (a cancelled
 // request is the usual reason to release) with the store's own timeout.

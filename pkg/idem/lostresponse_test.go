@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 )
 
 // lossy sends every request on to the store, then, for the next `drops`
@@ -341,4 +343,32 @@ func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, idem.OutcomeExecuted, retry.Outcome)
 	})
+}
+
+// A completion refused past the SDK's retries (one call throttled on
+// every attempt) is tried again while the lease lasts: the effect, which
+// happened, is recorded, and the retry replays it instead of running it
+// again after the lease.
+func TestRunRecordsAnEffectWhoseFirstCompletionWasThrottled(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	if env.Store == nil {
+		t.Skip("needs the strict test store's faults (DYNAMODB_TEST_BACKEND=embedded)")
+	}
+	s := newStore(t, env)
+	sc := scope(t, "throttled-completion")
+	var runs atomic.Int64
+	res, err := s.Run(context.Background(), sc, "fp", func(context.Context) (idem.Response, error) {
+		runs.Add(1)
+		env.Store.Inject(idemtest.OpUpdateItem, idemtest.ThrottledPastRetries, 1)
+		return idem.Response{Status: http.StatusAccepted, Body: []byte("sent")}, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, idem.OutcomeExecuted, res.Outcome)
+	again, err := s.Run(context.Background(), sc, "fp", mustNotRun(t))
+	require.NoError(t, err)
+	assert.Equal(t, idem.OutcomeReplayed, again.Outcome)
+	assert.Equal(t, "sent", string(again.Response.Body))
+	assert.EqualValues(t, 1, runs.Load())
+	assert.GreaterOrEqual(t, env.Store.Calls(idemtest.OpUpdateItem), 4, "three throttled attempts, then the one that landed")
 }

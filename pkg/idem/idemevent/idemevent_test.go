@@ -365,7 +365,7 @@ func TestAnEffectWhoseCompletionWasNotRecordedIsNotRetried(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var outcomes []idem.Outcome
-	f := newFixture(t, idem.WithReleaseTimeout(300*time.Millisecond), idem.WithOutcomeHook(func(_ context.Context, _ idem.Scope, o idem.Outcome, _ error) {
+	f := newFixture(t, idem.WithLease(time.Second, 100*time.Millisecond), idem.WithOutcomeHook(func(_ context.Context, _ idem.Scope, o idem.Outcome, _ error) {
 		mu.Lock()
 		defer mu.Unlock()
 		outcomes = append(outcomes, o)
@@ -379,7 +379,10 @@ func TestAnEffectWhoseCompletionWasNotRecordedIsNotRetried(t *testing.T) {
 	})
 	require.NoError(t, err)
 	t.Cleanup(f.srv.ClearFaults)
-	got, err := h(lambdaContext(t), shipOrder{RequestID: "req-8", Tenant: "shop-1", OrderID: "o-8", Items: 2})
+	// The completion is tried until the invocation's deadline: a short one.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	got, err := h(ctx, shipOrder{RequestID: "req-8", Tenant: "shop-1", OrderID: "o-8", Items: 2})
 	require.NoError(t, err, "the effect happened: the event must not be retried")
 	assert.Equal(t, "trk-o-8-1", got.TrackingID, "the handler's own result")
 	assert.EqualValues(t, 1, s.runs.Load())

@@ -408,9 +408,9 @@ func TestAValueOfAnySizeIsAppliedOnce(t *testing.T) {
 // key over and run the effect again.
 func TestRunAcknowledgesAnEffectWhoseCompletionWasNotRecorded(t *testing.T) {
 	f := newFixture(t)
-	// A completion gets this long, throttled attempts and their backoff
-	// included, before it is reported not recorded.
-	store, err := idem.NewStore(f.db, "idempotency", idem.WithReleaseTimeout(300*time.Millisecond))
+	// A completion is tried until the lease ends (less the margin), then
+	// reported not recorded: a short lease keeps the test short.
+	store, err := idem.NewStore(f.db, "idempotency", idem.WithLease(time.Second, 100*time.Millisecond), idem.WithRetention(time.Hour))
 	require.NoError(t, err)
 	var effects atomic.Int64
 	// The effect happens, then every completion attempt is throttled.

@@ -7,6 +7,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
 	github.com/aws/smithy-go v1.28.9
 	github.com/cockroachdb/apd/v3 v3.2.3
+	github.com/idemlambda/idemlambda/pkg v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 	github.com/truora/minidyn v0.8.2
 )
@@ -16,5 +17,10 @@ require (
 	github.com/aws/aws-sdk-go-v2/internal/endpoints/v2 v2.8.12 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.25 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.12 // indirect
+	github.com/google/uuid v1.6.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
+
+// The adopter example (example_synctest_test.go) runs the library on
+// the store; here it is the copy in this repository.
+replace github.com/idemlambda/idemlambda/pkg => ../..
