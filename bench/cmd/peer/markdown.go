@@ -158,6 +158,7 @@ func markdown(r *Results) string {
 			productsPerKey(p.Keys), ms(p.P50ms, p), ms(p.P99ms, p), ms(p.StoreMsPerReq, p), ms(p.OwnMsPerReq, p), p.CPUPerReqUs, p.LoadAvgBefore)
 	}
 	w("\n")
+	costTable(&b, r, ps)
 	consumerSection(&b, r.Consumer)
 
 	w("## What the numbers say (workloads 1 to 3)\n\n")
@@ -184,6 +185,10 @@ var measures = []measure{
 	{"p99 latency (ms)", "p99 ms", func(p *Phase) float64 { return p.P99ms }, 2, true},
 	{"store ms per request", "store ms", func(p *Phase) float64 { return p.StoreMsPerReq }, 2, true},
 	{"own ms per request", "own ms", func(p *Phase) float64 { return p.OwnMsPerReq }, 2, true},
+	{"write request units per request", "WRU", func(p *Phase) float64 { return costOf(p, func(c *Cost) float64 { return c.WRU }) }, 2, false},
+	{"read request units per request", "RRU", func(p *Phase) float64 { return costOf(p, func(c *Cost) float64 { return c.RRU }) }, 2, false},
+	// The Lambda part is the duration measured here, mostly store time.
+	{"total $ per million requests at 1024 MB", "total $/M", func(p *Phase) float64 { return costOf(p, totalAt) }, 3, true},
 }
 
 // each formats one value per phase, "reserve 2.00, transact 1.00,
@@ -202,6 +207,7 @@ func each(ps []*Phase, f func(*Phase) string) string {
 // beats the other.
 func findings(b *strings.Builder, ps []*Phase) {
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	costFindings(b, ps)
 	var ptWins []string
 	ptStore := false
 	var modeCmp []string
