@@ -120,7 +120,8 @@ func consumerUnits(b *strings.Builder, ps []*ConsumerPhase) {
 	if len(more)+len(less) == 0 {
 		return
 	}
-	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	var sb strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&sb, format, a...) }
 	if len(more) > 0 {
 		w("**Where the consumer's one transaction consumes more write units than Powertools' separate writes**: %s. ", strings.Join(more, "; "))
 		w("Each new event's record is written in the batch's transaction (2 units per record under 1 KB) with the batch's aggregated seller updates (2 each), and a batch holding an event counted before is first cancelled (its prepare: 1 unit per KB of each item it met) and then committed without it; Powertools pays 1 unit for the claim's PutItem, 1 for the handler's UpdateItem and 1 for the completion's per new event, and 1 per duplicate's PutItem. Fewer calls, more units: calls are not the bill. ")
@@ -128,5 +129,5 @@ func consumerUnits(b *strings.Builder, ps []*ConsumerPhase) {
 	if len(less) > 0 {
 		w("Where it consumes no more: %s. ", strings.Join(less, "; "))
 	}
-	w("\n\n")
+	b.WriteString(strings.TrimRight(sb.String(), " ") + "\n\n")
 }

@@ -179,7 +179,8 @@ func costFindings(b *strings.Builder, ps []*Phase) {
 			}
 		}
 		if len(parts) > 0 {
-			w("- **What it costs, %s**, per million requests: %s.\n", label, strings.Join(parts, "; "))
+			num, what, _ := strings.Cut(label, ". ")
+			w("- **What it costs in workload %s** (%s), per million requests: %s.\n", num, what, strings.Join(parts, "; "))
 		}
 	}
 
@@ -202,9 +203,13 @@ func costFindings(b *strings.Builder, ps []*Phase) {
 			reasons[impl+" "+s.workload] = true
 		}
 	}
+	// The bullet's sentences, each ending in a space, then the newline.
+	var sb strings.Builder
+	defer func() { b.WriteString(strings.TrimRight(sb.String(), " ") + "\n") }()
+	w = func(format string, a ...any) { fmt.Fprintf(&sb, format, a...) }
 	w("- **Where exactly once in one transaction consumes more write units than Powertools' separate writes** (a transaction bills each item's write units twice, prepare and commit; the consumer's comparison is in section 4): ")
 	if len(more) == 0 {
-		w("nowhere in workloads 1 to 3 of this run.\n")
+		w("nowhere in workloads 1 to 3 of this run.")
 		return
 	}
 	w("%s. ", strings.Join(more, "; "))
@@ -217,7 +222,6 @@ func costFindings(b *strings.Builder, ps []*Phase) {
 	if reasons[OursTransact+" dup"] || reasons[OursTransact+" dupp"] || reasons[OursTransact+" crash"] {
 		w("In transact mode every duplicate, and the retry after a crash, sends its whole transaction (the claim with its own product and outbox Puts) and the store cancels it on the claim's condition: the cancelled transaction's prepare consumes 1 unit per KB of each item it met (the record, and two absent items at 1 each), where a reserve or Powertools duplicate's failed PutItem consumes the record's. ")
 	}
-	w("\n")
 }
 
 // pricedSizes are the memory sizes a cost was priced at, smallest first.
