@@ -107,7 +107,7 @@ sweep-sellers: ## Measure one hot seller's cost at 1, 2, 5 and 10 concurrent con
 	SELLERS_SWEEP=1 $(GO) test -race -count=1 -run 'TestHotSellerConcurrencySweep' -v ./internal/sellers/ | grep -v '^{'
 
 .PHONY: ci
-ci: fmt-check tidy-check lint test mutants cover e2e api-fuzz validate fuzz ## Everything CI runs but its Docker steps (sam-test, container-test: .ci/run starts Docker for them).
+ci: fmt-check tidy-check api-check lint test mutants cover e2e api-fuzz validate fuzz ## Everything CI runs but its Docker steps (sam-test, container-test: .ci/run starts Docker for them).
 
 .PHONY: clean
 clean: ## Remove build output.
