@@ -80,6 +80,11 @@ graph-check: ## Resolve a throwaway adopter of the library (go mod tidy, only th
 test: vet ## go vet, then every test with -race on $(DYNAMODB_TEST_BACKEND) (default embedded); skips say why.
 	scripts/test.sh
 
+# MUTANTS, a regexp, narrows the mutants run (default: all).
+.PHONY: mutants
+mutants: ## Mutation check: every hand-made mutant of pkg/idem's exactly-once conditions must fail a test; prints each mutant and the test that killed it (scripts/mutants.sh; MUTANTS narrows).
+	scripts/mutants.sh
+
 FUZZTIME ?= 10s
 .PHONY: fuzz
 fuzz: ## Run every Fuzz target for FUZZTIME each (default 10s), one at a time (scripts/fuzz.sh).
@@ -106,7 +111,7 @@ sweep-sellers: ## Measure one hot seller's cost at 1, 2, 5 and 10 concurrent con
 	SELLERS_SWEEP=1 $(GO) test -race -count=1 -run 'TestHotSellerConcurrencySweep' -v ./internal/sellers/ | grep -v '^{'
 
 .PHONY: ci
-ci: fmt-check tidy-check graph-check lint test cover e2e api-fuzz validate fuzz ## Everything CI runs but its Docker steps (sam-test, container-test: .ci/run starts Docker for them).
+ci: fmt-check tidy-check graph-check api-check lint test mutants cover e2e api-fuzz validate fuzz ## Everything CI runs but its Docker steps (sam-test, container-test: .ci/run starts Docker for them).
 
 .PHONY: clean
 clean: ## Remove build output.

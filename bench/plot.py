@@ -77,12 +77,75 @@ def consumer(axes, phases):
         ax.legend(fontsize=8)
 
 
+def cost_bars(ax, groups, value_of, colors, labels, title, unit):
+    """Cost per million: DynamoDB (solid) + Lambda at the smallest size
+    (hatched), a tick at the total with the largest; WRU/RRU above."""
+    width = 0.8 / max(1, len(colors))
+    sizes = None
+    highest = 0
+    for i, (color, label) in enumerate(zip(colors, labels)):
+        pos = [x + (i - (len(colors) - 1) / 2) * width for x in range(len(groups))]
+        costs = [value_of(i, g) for g in groups]
+        ddb = [(c or {}).get("dynamodb_usd_per_million", 0) for c in costs]
+        lam = [(c or {}).get("lambda_usd_per_million") or {} for c in costs]
+        if sizes is None:
+            for l in lam:
+                if l:
+                    sizes = sorted(int(k) for k in l)
+                    break
+        small = [l.get(str(sizes[0]), 0) if sizes and l else 0 for l in lam]
+        ax.bar(pos, ddb, width, color=color, label=label)
+        ax.bar(pos, small, width, bottom=ddb, color=color, alpha=0.45, hatch="//", edgecolor="white")
+        for x, c, d, sm, l in zip(pos, costs, ddb, small, lam):
+            if c is None:
+                continue
+            top = d + sm
+            if sizes and l:
+                big = d + l.get(str(sizes[-1]), 0)
+                ax.scatter([x], [big], marker="_", s=250, color="black", zorder=3)
+                top = max(top, big)
+            highest = max(highest, top)
+            ax.annotate(f"${top:.2f}\n{c['wru_per_unit']:.2f} W\n{c['rru_per_unit']:.2f} R", (x, top),
+                        xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=6)
+    ax.set_xticks(range(len(groups)), [g[-1] for g in groups], fontsize=8)
+    ax.set_title(title, fontsize=11)
+    ax.set_ylabel(unit)
+    ax.set_ylim(0, highest * 1.55 or 1)
+    handles = [Patch(facecolor=c, label=l) for c, l in zip(colors, labels)]
+    if sizes:
+        handles += [
+            Patch(facecolor="#888888", label="DynamoDB (write + read request units)"),
+            Patch(facecolor="#888888", alpha=0.45, hatch="//", edgecolor="white", label=f"+ Lambda arm64 {sizes[0]} MB"),
+            Line2D([], [], marker="_", markersize=14, color="black", ls="", label=f"total with Lambda {sizes[-1]} MB ($ above it)"),
+            Patch(facecolor="white", label="W, R: write, read request units per request or event"),
+        ]
+    ax.legend(handles=handles, fontsize=7, ncol=2, loc="upper right")
+
+
+def costs(axes, res, phases):
+    """The bill: $ per million requests (workloads 1-3b) and per million events (4), on-demand us-east-1."""
+    pr = res.get("prices") or {}
+    when = f"us-east-1, prices read {pr.get('read', '?')}"
+    steps = [s for s in STEPS if s[1] != "crash"]
+    groups = [(w, s, label) for w, s, label in steps]
+    cost_bars(axes[0], groups, lambda i, g: (phases.get((IMPLS[i][0], g[0], g[1])) or {}).get("cost"),
+              [c for _, _, c in IMPLS], [l for _, l, _ in IMPLS],
+              f"Cost per million requests, $ ({when}; Lambda duration as measured here)", "$ / million requests")
+    cons = res.get("consumer") or []
+    by = {(p["impl"], p["sellers"], p["concurrent_invocations"]): p for p in cons}
+    cgroups = sorted({(p["sellers"], p["concurrent_invocations"]) for p in cons})
+    cgroups = [(s, c, f"{s} seller{'s' if s > 1 else ''}\n{c} at once") for s, c in cgroups]
+    cost_bars(axes[1], cgroups, lambda i, g: (by.get((CONSUMERS[i][0], g[0], g[1])) or {}).get("cost"),
+              [c for _, _, c in CONSUMERS], [l for _, l, _ in CONSUMERS],
+              "4. Consumer: cost per million events, $ (same prices)", "$ / million events")
+
+
 def main(src, dst):
     with open(src) as f:
         res = json.load(f)
     phases = {(p["impl"], p["workload"], p["step"]): p for p in res["phases"]}
     impls = [i for i in IMPLS if any(k[0] == i[0] for k in phases)]
-    fig, axes = plt.subplots(3, 2, figsize=(17, 16))
+    fig, axes = plt.subplots(4, 2, figsize=(17, 21))
 
     def bars(ax, value, title, ylabel, steps=STEPS, fmt="{:.2f}"):
         pos_all = offsets(len(steps))
@@ -164,6 +227,7 @@ def main(src, dst):
          "CPU time per request in the implementation's process, µs", "µs / request", fmt="{:.0f}")
 
     consumer(axes[2], res.get("consumer") or [])
+    costs(axes[3], res, phases)
 
     m, v = res["machine"], res["versions"]
     fig.suptitle(

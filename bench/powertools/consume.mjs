@@ -5,7 +5,8 @@
 // sellerstats handler. Same protocol: after a warm-up on the file's
 // warm-up messages it prints {"phase":"ready"} and waits for "go"; each
 // line `invoke {"m":[...],"r":[...]}` (message indexes and receive counts)
-// is one invocation, answered with {"phase":"invoked","failed":[indexes]};
+// is one invocation, answered with {"phase":"invoked","failed":[indexes],"us":µs}
+// (its duration, measured around the handler);
 // "end" is answered with {"phase":"done"} and the CPU time since "go".
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -110,8 +111,10 @@ async function main() {
     if (line === 'end') break;
     const { m: idx, r: receives } = JSON.parse(line.replace(/^invoke /, ''));
     const records = idx.map((i, k) => record(input.messages[i], receives[k]));
+    const start = process.hrtime.bigint();
     const failed = await invoke(records);
-    emit({ phase: 'invoked', failed: idx.filter((i, k) => failed.has(records[k].messageId)) });
+    const us = Number((process.hrtime.bigint() - start) / 1000n);
+    emit({ phase: 'invoked', failed: idx.filter((i, k) => failed.has(records[k].messageId)), us });
   }
   const c = process.cpuUsage(cpu0);
   emit({ phase: 'done', cpu_user_ms: c.user / 1000, cpu_sys_ms: c.system / 1000, wall_ms: Number(process.hrtime.bigint() - wall0) / 1e6 });

@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // DynamoDB's limits on one TransactWriteItems: 100 actions, 4 MB of items.
@@ -64,15 +66,29 @@ type BatchResult struct {
 // transaction cancelled by a conflict or throttling is retried with full
 // jitter while ctx lasts, at most WithConflictAttempts times; then a key
 // whose own record was the contended item is in flight (a duplicate is
-// committing it) and the rest get another round without it. Beyond 100
-// actions or 4 MB, the batch is split into transactions of their own,
-// each with its own shared writes. A shared write whose condition fails,
-// or a transaction refused as a whole (an error that is not a
-// cancellation, once a read of a record shows it did not land), splits
-// the keys in halves until the ones at fault are alone: only a key whose
-// own writes cannot commit gets ErrConditionFailed. So a key fails only
-// for its own sake, never because another key of the batch was a
-// duplicate, conflicted or failed.
+// committing it) and the rest get another round without it. When no
+// key's record was contended but a shared write was (an aggregate that
+// other batches hold: the one account every key credits), the keys are
+// split in halves, each committed on its own, with its own shared writes
+// and its own attempts, down to single keys: the keys whose writes miss
+// the contended item commit, and a key fails with the conflict
+// (retryable: IsUnavailable) only when a transaction of its own, its
+// record with the shared writes computed for it alone, was cancelled on
+// every attempt. That costs time: under contention that outlasts every
+// attempt, a batch of n keys tries up to 2n-1 transactions one after
+// another, within ctx; pkg/idem/idemshard spreads an aggregate that every
+// batch updates over items, so that batches seldom meet. Throttling that outlasts the attempts fails the
+// transaction's keys together, retryable: it is about the table, and
+// halves would only send more transactions into it. Beyond 100 actions
+// or 4 MB, the batch is split into transactions of their own, each with
+// its own shared writes. A shared write whose condition fails, or a
+// transaction refused as a whole (an error that is not a cancellation,
+// once a read of a record shows it did not land), splits the keys in
+// halves until the ones at fault are alone: only a key whose own writes
+// cannot commit gets ErrConditionFailed. So a key fails only for its own
+// sake, never because another key of the batch was a duplicate,
+// conflicted or failed; throttling and the end of ctx fail every key
+// not yet committed.
 //
 // The same scope twice in items is one key: the later item answers as a
 // duplicate of the first (a replay of it, or key reuse for another
@@ -259,6 +275,13 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 			return
 		}
 		reasons := tce.CancellationReasons
+		if report := callopt.SharedConflicts(ctx); report != nil {
+			onShared := false
+			for k := len(pending); k < len(reasons); k++ {
+				onShared = onShared || aws.ToString(reasons[k].Code) == "TransactionConflict"
+			}
+			report(onShared)
+		}
 
 		// The records' own conditions first: keys that were there already
 		// are decided by their records, and the rest go again without them,
@@ -328,6 +351,19 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 			rest = append(rest, i)
 		}
 		if len(rest) == len(pending) {
+			// No key's own record was contended: a shared write was (an
+			// aggregate every key updates, held by other batches), or the
+			// table throttled. Halves, each with its own shared writes and
+			// its own attempts, down to single keys, let the keys whose
+			// writes miss the contended item commit, and give the others
+			// more time; so a key fails with a conflict only when a
+			// transaction of its own was cancelled on every attempt.
+			// Throttling is about the table: halves would only send more
+			// transactions into it.
+			if len(pending) > 1 && errors.Is(explained, errConflict) {
+				b.bisect(ctx, pending)
+				return
+			}
 			b.fail(pending, explained)
 			return
 		}

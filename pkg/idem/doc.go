@@ -28,7 +28,10 @@
 //     in one TransactWriteItems; keys found there already (their records
 //     come back in the cancellation reasons) replay, are key reuse or are
 //     in flight, and the rest commit in one more transaction. Each key
-//     gets its own outcome and fails only for its own sake.
+//     gets its own outcome and fails only for its own sake: a conflict on
+//     a shared write that outlasts the retries (a hot aggregate) splits
+//     the keys until those whose writes miss it commit, and fails a key
+//     only when a transaction of its own kept conflicting.
 //   - Store.Run and Do, for effects outside DynamoDB (an e-mail, a call to
 //     a payment API): reserve, run, then complete the key with a fenced
 //     UpdateItem. Their one window: if the effect happens and the process
@@ -116,8 +119,10 @@
 // pkg/idem/idemtable creates one and names the key prefix that confines an
 // IAM role to one operation's records. WithLayout puts the records
 // elsewhere (an idemtable.Layout): another partition key name, a prefix
-// to the ID ("IDEMPOTENCY#"), a single-table design's static partition
-// value with the ID in the sort key, other attribute names. In the default
+// to the ID ("IDEMPOTENCY#"), a single-table design's sort key (with a
+// fixed partition value and the ID in the sort key, every record in one
+// partition; or the ID in the partition key and a fixed sort value,
+// records spread over partitions), other attribute names. In the default
 // layout, a record has:
 //
 //	id                the scope's ID: "v1", then operation, principal and

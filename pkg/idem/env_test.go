@@ -65,7 +65,7 @@ func newEnv(tb testing.TB) *testEnv {
 	}
 	layout, ok := testLayouts[os.Getenv("IDEM_TEST_LAYOUT")]
 	if !ok {
-		tb.Fatalf("IDEM_TEST_LAYOUT=%q: one of default, single, prefix", os.Getenv("IDEM_TEST_LAYOUT"))
+		tb.Fatalf("IDEM_TEST_LAYOUT=%q: one of default, single, spread, prefix", os.Getenv("IDEM_TEST_LAYOUT"))
 	}
 	env.Layout = layout
 	env.Client, env.Counter = env.NewClient(tb)
@@ -96,7 +96,8 @@ func newEnv(tb testing.TB) *testEnv {
 
 // testLayouts are the idempotency table's layouts the core suites run on,
 // by IDEM_TEST_LAYOUT: the default; a single-table design (PK/SK, a
-// static partition, attribute names of its own); a key prefix.
+// static partition, attribute names of its own); a single-table design
+// with the ID in the partition key and a fixed sort key; a key prefix.
 var testLayouts = map[string]idemtable.Layout{
 	"": {}, "default": {},
 	"single": {
@@ -107,6 +108,7 @@ var testLayouts = map[string]idemtable.Layout{
 			CreatedAt: "cat", CompletedAt: "done_at", CompletionID: "cid", ExpiresAt: "ttl",
 		},
 	},
+	"spread": {PartitionKey: "PK", SortKey: "SK", SortValue: "#IDEMPOTENCY", KeyPrefix: "IDEM#"},
 	"prefix": {KeyPrefix: "IDEMPOTENCY#"},
 }
 

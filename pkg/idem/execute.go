@@ -145,7 +145,9 @@ func runReleasing[T any](ctx context.Context, l *hold, fn func(context.Context) 
 // A completion refused for a reason a retry can fix (throttling past the
 // SDK's retries, a 5xx, a timeout) is tried again until the lease ends
 // (less the margin), detached from ctx's cancellation: until then no other
-// caller can run fn again for this key.
+// caller can run fn again for this key. Under a deadline, the tries end a
+// margin before it, so Run still answers in time (a Lambda invocation
+// that runs into its deadline is a failed delivery, delivered again).
 //
 // The one window Run cannot close: fn's effect happened but the completion
 // did not land (the process died, the write kept failing until the lease

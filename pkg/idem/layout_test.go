@@ -38,7 +38,7 @@ func TestCoreSuitesOnEachLayout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the default layout only")
 	}
-	for _, name := range []string{"single", "prefix"} {
+	for _, name := range []string{"single", "spread", "prefix"} {
 		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run", coreSuites, "-test.count", "1", "-test.v")
 			cmd.Env = append(os.Environ(), "IDEM_TEST_LAYOUT="+name)

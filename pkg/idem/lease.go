@@ -264,15 +264,23 @@ func (l *hold) complete(ctx context.Context, resp Response) (time.Time, error) {
 // timeout) is tried again, with full jitter, until the lease ends less
 // the margin: until then no other caller can take the key over and run
 // the effect again; after it, one may, and the record would be too late.
+// Under a deadline (the lease then ends a margin after it) the tries end
+// a margin before the deadline instead, so the caller still answers in
+// time: a Lambda invocation that runs into its deadline is a failed
+// delivery, which its source delivers again once the lease has ended,
+// and the effect runs again.
 func (l *hold) record(ctx context.Context, resp Response) (time.Time, error) {
+	until := l.expiresAt.Add(-l.store.margin)
+	if deadline, ok := ctx.Deadline(); ok && deadline.Add(-l.store.margin).Before(until) {
+		until = deadline.Add(-l.store.margin)
+	}
 	ctx = context.WithoutCancel(ctx)
 	for attempt := 1; ; attempt++ {
 		// The first attempt always gets the release timeout (the write is
-		// fenced, so a late one is safe); later ones only what the lease
-		// has left.
+		// fenced, so a late one is safe); later ones only what is left.
 		timeout := l.store.releaseTimeout
 		if attempt > 1 {
-			timeout = min(timeout, l.expiresAt.Add(-l.store.margin).Sub(l.store.now()))
+			timeout = min(timeout, until.Sub(l.store.now()))
 		}
 		actx, cancel := context.WithTimeout(ctx, timeout)
 		expires, err := l.complete(actx, resp)
@@ -281,7 +289,7 @@ func (l *hold) record(ctx context.Context, resp Response) (time.Time, error) {
 			return expires, err
 		}
 		pause := time.Duration(rand.Int64N(int64(10 * time.Millisecond << min(attempt, 5))))
-		if l.expiresAt.Add(-l.store.margin).Sub(l.store.now()) <= pause {
+		if until.Sub(l.store.now()) <= pause {
 			return expires, err
 		}
 		time.Sleep(pause)

@@ -128,8 +128,8 @@ func WithConflictAttempts(n int) Option {
 }
 
 // WithLayout keeps the records where layout says: its key attributes (a
-// sort key with a static partition value for single-table designs), a
-// prefix to the scope's ID, its attribute names. The default is
+// sort key for single-table designs, with a fixed partition value or a
+// fixed sort value), a prefix to the scope's ID, its attribute names. The default is
 // idemtable.Layout{}. Every store on one table must use the same layout.
 // A scope whose ID does not fit the layout's key (idemtable.Layout's
 // MaxIDLength) is ErrInvalidKey.

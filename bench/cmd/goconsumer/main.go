@@ -8,7 +8,8 @@
 // warm-up messages it prints {"phase":"ready"} and waits for "go"; then,
 // for each line `invoke {"m":[...],"r":[...]}` (message indexes in the
 // file and their receive counts) it invokes the handler with those
-// messages and prints {"phase":"invoked","failed":[indexes]}; on "end" it
+// messages and prints {"phase":"invoked","failed":[indexes],"us":µs}
+// (the invocation's duration, measured around the handler); on "end" it
 // prints {"phase":"done"} with the CPU time since "go".
 package main
 
@@ -137,7 +138,9 @@ func run() error {
 			m.Attributes["ApproximateReceiveCount"] = strconv.Itoa(bt.Receives[k])
 			msgs[k] = m
 		}
+		start := time.Now()
 		failedIDs, err := invoke(msgs)
+		us := time.Since(start).Microseconds()
 		failed := []int{}
 		for k, m := range msgs {
 			// An error fails the invocation: the whole batch comes back.
@@ -145,7 +148,7 @@ func run() error {
 				failed = append(failed, bt.Messages[k])
 			}
 		}
-		emit(map[string]any{"phase": "invoked", "failed": failed})
+		emit(map[string]any{"phase": "invoked", "failed": failed, "us": us})
 	}
 	cpu1 := benchrun.CPUTime()
 	emit(map[string]any{"phase": "done", "cpu_user_ms": cpu1.User - cpu0.User, "cpu_sys_ms": cpu1.Sys - cpu0.Sys,

@@ -90,6 +90,11 @@ type ConsumerPhase struct {
 
 	TruthHeld bool     `json:"truth_held"`
 	Mismatch  []string `json:"truth_mismatches,omitempty"`
+
+	// Cost is the run's capacity units, as the store counted them, and
+	// what they and the invocations' measured durations cost per million
+	// distinct events.
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 // consumerSet is the events of one seller count: the same messages for
@@ -254,6 +259,10 @@ func (b *bench) consume(ctx context.Context, impl string, set *consumerSet, proc
 	defer timer.Stop()
 
 	q := newQueue(len(set.msgs.Messages))
+	before, err := consumedCapacity(b.storeURL)
+	if err != nil {
+		return nil, err
+	}
 	b.px.Reset()
 	for _, x := range ps {
 		if err := x.send("go"); err != nil {
@@ -265,6 +274,7 @@ func (b *bench) consume(ctx context.Context, impl string, set *consumerSet, proc
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
+		lat  []int64 // each invocation's duration, µs
 	)
 	for _, x := range ps {
 		wg.Go(func() {
@@ -285,6 +295,7 @@ func (b *bench) consume(ctx context.Context, impl string, set *consumerSet, proc
 				q.settle(batch, m.Failed)
 				mu.Lock()
 				p.Invocations++
+				lat = append(lat, m.Latency)
 				mu.Unlock()
 			}
 		})
@@ -315,6 +326,10 @@ func (b *bench) consume(ctx context.Context, impl string, set *consumerSet, proc
 		p.CPUSysMs += m.CPUSysMs
 	}
 	c := b.px.Snapshot()
+	after, err := consumedCapacity(b.storeURL)
+	if err != nil {
+		return nil, err
+	}
 	p.Calls = c
 	p.Redelivered, p.DeadLettered = q.redelivered, q.dead
 	p.WallMs = float64(wall.Microseconds()) / 1000
@@ -324,7 +339,11 @@ func (b *bench) consume(ctx context.Context, impl string, set *consumerSet, proc
 	if err := checkReads(c); err != nil {
 		return nil, err
 	}
-	var err error
+	units, storeRequests := stepUnits(before, after, []string{n.Sellers, n.Idempotency})
+	if err := checkUnits(c, storeRequests); err != nil {
+		return nil, err
+	}
+	p.Cost = newCost("event", units, p.Events, p.Invocations, billedMs(lat), prices)
 	if p.Mismatch, err = b.checkTruth(ctx, n.Sellers, set.truth); err != nil {
 		return nil, err
 	}
@@ -333,8 +352,8 @@ func (b *bench) consume(ctx context.Context, impl string, set *consumerSet, proc
 	if !p.TruthHeld {
 		held = fmt.Sprintf("TRUTH BROKEN: %v", p.Mismatch)
 	}
-	fmt.Printf("%d invocations, %s, %.2f calls/event, %.0f us CPU/event, %.0f events/s, %d redelivered, %d dead-lettered; %s\n",
-		p.Invocations, opsString(c.Ops), p.CallsPerEvent, p.CPUPerEventUs, p.EventsPerSec, p.Redelivered, p.DeadLettered, held)
+	fmt.Printf("%d invocations, %s, %.2f calls/event%s, %.0f us CPU/event, %.0f events/s, %d redelivered, %d dead-lettered; %s\n",
+		p.Invocations, opsString(c.Ops), p.CallsPerEvent, unitsString(p.Cost), p.CPUPerEventUs, p.EventsPerSec, p.Redelivered, p.DeadLettered, held)
 	return p, nil
 }
 

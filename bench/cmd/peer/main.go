@@ -149,6 +149,10 @@ type Phase struct {
 	OwnMsPerReq   float64            `json:"mean_ms_outside_store"`
 
 	Keys *KeyStats `json:"keys,omitempty"`
+
+	// Cost is the step's capacity units, as the store counted them, and
+	// what they and the measured durations cost per million requests.
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 // KeyStats is what the products table holds for a workload's keys.
@@ -171,6 +175,8 @@ type Results struct {
 	Phases   []*Phase          `json:"phases"`
 	Consumer []*ConsumerPhase  `json:"consumer"`
 	Seconds  float64           `json:"seconds"`
+	// Prices are the prices the costs were computed with.
+	Prices *Prices `json:"prices,omitempty"`
 }
 
 func run(o options) error {
@@ -180,7 +186,7 @@ func run(o options) error {
 		return err
 	}
 	res := &Results{
-		Date: began.UTC().Format(time.RFC3339), Machine: machine(), Versions: map[string]string{},
+		Date: began.UTC().Format(time.RFC3339), Machine: machine(), Versions: map[string]string{}, Prices: &prices,
 		Config: map[string]any{
 			"seq_keys": o.seqKeys, "dup_keys": o.dupKeys, "dup": o.dup, "crash_keys": o.crashKeys,
 			"warmup_keys": o.warmup, "crash_lambda_timeout": o.crashTimeout.String(),
@@ -237,7 +243,7 @@ func run(o options) error {
 	}
 	fmt.Printf("bench-peer: store %s (pid %d), counting proxy %s; load %s\n", storeURL, store.Process.Pid, proxyURL, loadavg())
 
-	b := &bench{o: o, px: px, proxyURL: proxyURL, direct: direct, res: res}
+	b := &bench{o: o, px: px, proxyURL: proxyURL, storeURL: storeURL, direct: direct, res: res}
 	for _, impl := range impls {
 		for _, w := range workloads {
 			if err := b.createTables(ctx, impl, w); err != nil {
@@ -295,6 +301,7 @@ type bench struct {
 	o        options
 	px       *proxy.Proxy
 	proxyURL string
+	storeURL string // the store itself, for its consumed capacity
 	direct   *dynamodb.Client
 	res      *Results
 }
@@ -514,6 +521,10 @@ func (b *bench) phase(impl, workload, step string, keys, procs int, extra []stri
 	})
 	defer timer.Stop()
 
+	before, err := consumedCapacity(b.storeURL)
+	if err != nil {
+		return nil, err
+	}
 	b.px.Reset()
 	for _, x := range ps {
 		if err := x.send("go"); err != nil {
@@ -576,6 +587,10 @@ func (b *bench) phase(impl, workload, step string, keys, procs int, extra []stri
 		}
 	}
 	p.Calls = b.px.Snapshot()
+	after, err := consumedCapacity(b.storeURL)
+	if err != nil {
+		return nil, err
+	}
 	p.Procs = procs
 	if p.Requests > 0 {
 		p.CPUPerReqUs = (p.CPUUserMs + p.CPUSysMs) * 1000 / float64(p.Requests)
@@ -604,9 +619,14 @@ func (b *bench) phase(impl, workload, step string, keys, procs int, extra []stri
 	if err := checkReads(p.Calls); err != nil {
 		return nil, err
 	}
+	units, storeRequests := stepUnits(before, after, []string{n.Products, n.Idempotency, n.Outbox})
+	if err := checkUnits(p.Calls, storeRequests); err != nil {
+		return nil, err
+	}
+	p.Cost = newCost("request", units, p.Requests, p.Requests, billedMs(lat), prices)
 	b.res.Phases = append(b.res.Phases, p)
-	fmt.Printf("%d requests, %s, p50 %.2f ms p99 %.2f ms, cpu %.0f us/req\n",
-		p.Requests, opsString(p.Calls.Ops), p.P50ms, p.P99ms, p.CPUPerReqUs)
+	fmt.Printf("%d requests, %s, p50 %.2f ms p99 %.2f ms, cpu %.0f us/req%s\n",
+		p.Requests, opsString(p.Calls.Ops), p.P50ms, p.P99ms, p.CPUPerReqUs, unitsString(p.Cost))
 	return p, nil
 }
 

@@ -164,6 +164,7 @@ func markdown(r *Results) string {
 			productsPerKey(p.Keys), ms(p.P50ms, p), ms(p.P99ms, p), ms(p.StoreMsPerReq, p), ms(p.OwnMsPerReq, p), p.CPUPerReqUs, p.LoadAvgBefore)
 	}
 	w("\n")
+	costTable(&b, r, ps)
 	consumerSection(&b, r.Consumer)
 
 	w("## What the numbers say (workloads 1 to 3)\n\n")
@@ -194,6 +195,10 @@ var measures = []measure{
 	{"p99 latency (ms)", "p99 ms", func(p *Phase) float64 { return p.P99ms }, 2, true},
 	{"store ms per request", "store ms", func(p *Phase) float64 { return p.StoreMsPerReq }, 2, true},
 	{"own ms per request", "own ms", func(p *Phase) float64 { return p.OwnMsPerReq }, 2, true},
+	{"write request units per request", "WRU", func(p *Phase) float64 { return costOf(p, func(c *Cost) float64 { return c.WRU }) }, 2, false},
+	{"read request units per request", "RRU", func(p *Phase) float64 { return costOf(p, func(c *Cost) float64 { return c.RRU }) }, 2, false},
+	// The Lambda part is the duration measured here, mostly store time.
+	{"total $ per million requests at 1024 MB", "total $/M", func(p *Phase) float64 { return costOf(p, totalAt) }, 3, true},
 }
 
 // each formats one value per phase, "reserve 2.00, transact 1.00,
@@ -212,6 +217,7 @@ func each(ps []*Phase, f func(*Phase) string) string {
 // beats the other.
 func findings(b *strings.Builder, ps []*Phase, minidyn bool) {
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	costFindings(b, ps)
 	var ptWins []string
 	ptStore := false
 	var modeCmp []string
@@ -417,7 +423,7 @@ const notes = `- **Same work on every side.** Each implementation runs in its ow
 - **CPU.** Read from ` + "`getrusage(RUSAGE_SELF)`" + ` in the Go runner and ` + "`process.cpuUsage()`" + ` in Node, before and after the measured step (every thread, GC included); results.json also has each process's total CPU including start-up and warm-up. idemlambda logs at error level to a discarded writer (as the project's own benchmarks do), Powertools' side logs nothing; Powertools' local cache is off (its default), and so is idemlambda's in-memory replay cache (` + "`config.Idempotency.CacheSize`" + ` 0) in both modes.
 - **Read in Powertools' source (2.33.0), not measured:** the completion is an unconditional UpdateItem (no condition on who holds the record), so after a takeover a slow first invocation that finishes late still overwrites the record with its own response; idemlambda in reserve mode fences every write with the lease token, and in transact mode writes the record once, under the claim's condition, in the transaction that carries the business writes. ` + "`IdempotencyHandler.determineResultFromIdempotencyRecord`" + ` compares ` + "`inProgressExpiryTimestamp`" + ` (epoch ms) with ` + "`new Date().getUTCMilliseconds()`" + ` (0 to 999), so its "in progress but expired" branch never fires; the takeover still happens through the PutItem condition.
 - **The consumer (workload 4).** The driver generates the events in Go (` + "`product.New`" + `, ` + "`outbox.NewEvent`" + `, ` + "`eventbus.EventEnvelope`" + ` and ` + "`eventbus.Message`" + `, as the tests of ` + "`internal/sellers`" + ` build them; prices, sellers, deliveries and order from a fixed seed) and writes them to one file both runners read (` + "`bench/cmd/goconsumer`" + `, ` + "`bench/powertools/consume.mjs`" + ` with ` + "`consumer.mjs`" + `); each process first consumes 20 warm-up events of a seller the check ignores. Both write the same sellers table (idemlambda up to 10 shards per seller, Powertools shard 0; ` + "`product_count`" + `, ` + "`cents_EUR`" + `, ` + "`updated_at`" + `), each with its own idempotency table. Neither keeps a local cache of completed records (idemlambda's ` + "`CacheSize`" + ` 0, Powertools' ` + "`useLocalCache`" + ` off, its default). Powertools' Lambda context is registered with ` + "`config.registerLambdaContext(context)`" + ` in the handler and passed to ` + "`processPartialResponse`" + `, as its documentation shows. A Powertools invocation in which every record failed throws (` + "`FullBatchFailureError`" + `), and the driver redelivers the whole batch, as Lambda would. The store models transaction isolation (a transaction holds its items until it commits), so concurrent batches on one seller's item or shard conflict as on AWS.
-- **Not measured here:** cold starts, a real DynamoDB (network round trips would dominate latency, and call counts would matter more: each call is a billed request), Lambda's own per-invocation overhead.
+- **Not measured here:** cold starts, a real DynamoDB (network round trips would dominate latency, so call counts would matter more for it; the bill is in request units, see "What each request costs"), Lambda's own per-invocation overhead.
 `
 
 // The note on the store's latency, for a run on the store's own storage

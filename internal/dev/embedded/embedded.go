@@ -3,6 +3,13 @@
 // store of pkg/idem/idemtest (transactions isolated as on AWS), with the
 // puts it commits reported in order, which is what the local runner feeds
 // the outbox relay from in place of DynamoDB Streams.
+//
+// Besides the DynamoDB JSON API, it answers GET /consumed with the
+// capacity units the store has consumed since it started, per table and
+// operation, counted as DynamoDB bills an on-demand table: every request,
+// whatever its ReturnConsumedCapacity asked, failed conditions and
+// cancelled transactions included (their answers carry no
+// ConsumedCapacity, on DynamoDB as here). make bench-peer reads it.
 package embedded
 
 import (
@@ -51,5 +58,38 @@ func (s *Store) put(table string, raw json.RawMessage) {
 	}
 }
 
-// ServeHTTP answers DynamoDB JSON API requests.
-func (s *Store) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.Server.ServeHTTP(w, r) }
+// ConsumedPath is where the store answers with its consumed capacity.
+const ConsumedPath = "/consumed"
+
+// Units are the capacity units one operation consumed on one table, and
+// how many requests consumed them; the JSON of GET /consumed is
+// map[table]map[operation]Units.
+type Units struct {
+	Read     float64 `json:"read"`
+	Write    float64 `json:"write"`
+	Requests int     `json:"requests"`
+}
+
+// Consumed is the capacity units consumed since the store started, by
+// table and operation.
+func (s *Store) Consumed() map[string]map[string]Units {
+	out := map[string]map[string]Units{}
+	for table, ops := range s.Server.Consumed() {
+		m := make(map[string]Units, len(ops))
+		for op, u := range ops {
+			m[string(op)] = Units{Read: u.Read, Write: u.Write, Requests: u.Requests}
+		}
+		out[table] = m
+	}
+	return out
+}
+
+// ServeHTTP answers DynamoDB JSON API requests, and GET /consumed.
+func (s *Store) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == ConsumedPath {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.Consumed())
+		return
+	}
+	s.Server.ServeHTTP(w, r)
+}

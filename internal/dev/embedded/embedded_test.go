@@ -2,6 +2,8 @@ package embedded_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -61,4 +63,55 @@ func TestOnPutReportsCommittedPutsInOrder(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"p:a", "p:b", "i:c", "i:e"}, got)
+}
+
+// GET /consumed answers the units every request consumed, per table and
+// operation, as DynamoDB bills them: a failed condition and a cancelled
+// transaction too, though their answers carry no ConsumedCapacity.
+func TestConsumedCountsEveryRequestTheAnswerCannot(t *testing.T) {
+	t.Parallel()
+	store := embedded.New()
+	srv := httptest.NewServer(store)
+	defer srv.Close()
+	ctx := context.Background()
+	client, err := local.Client(ctx, srv.URL)
+	require.NoError(t, err)
+	require.NoError(t, tables.Products.Create(ctx, client, "p", tables.CreateOptions{}))
+	item := func(id string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: id}}
+	}
+	cond := aws.String("attribute_not_exists(id)")
+	_, err = client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("p"), Item: item("a"), ConditionExpression: cond})
+	require.NoError(t, err)
+	_, err = client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("p"), Item: item("a"), ConditionExpression: cond})
+	var ccf *types.ConditionalCheckFailedException
+	require.ErrorAs(t, err, &ccf)
+	_, err = client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String("p"), Item: item("b")}},
+		{Put: &types.Put{TableName: aws.String("p"), Item: item("c")}},
+	}})
+	require.NoError(t, err)
+	_, err = client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String("p"), Item: item("d")}},
+		{Put: &types.Put{TableName: aws.String("p"), Item: item("b"), ConditionExpression: cond}},
+	}})
+	var tce *types.TransactionCanceledException
+	require.ErrorAs(t, err, &tce)
+	_, err = client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("p"), Key: item("a"), ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+
+	resp, err := http.Get(srv.URL + embedded.ConsumedPath)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var got map[string]map[string]embedded.Units
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+	assert.Equal(t, map[string]embedded.Units{
+		// The put, and the failed one: 1 unit each (items under 1 KB).
+		"PutItem": {Write: 2, Requests: 2},
+		// Two items, doubled; then the cancelled one's prepare: 1 a item.
+		"TransactWriteItems": {Write: 2*2 + 2, Requests: 2},
+		"GetItem":            {Read: 1, Requests: 1},
+	}, got["p"])
+	assert.Equal(t, got, store.Consumed())
 }

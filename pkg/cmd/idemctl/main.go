@@ -10,7 +10,7 @@
 // holder's only with -force, which may run the holder's effect twice (see
 // pkg/idem/idemadmin). The layout flags describe the table as the
 // application's idem.WithLayout does: -partition-key, -sort-key,
-// -partition-value, -key-prefix, and -attr default=name (repeatable, e.g.
+// -partition-value or -sort-value, -key-prefix, and -attr default=name (repeatable, e.g.
 // -attr expires_at=ttl). AWS configuration is the SDK's usual one
 // (environment, profile, role); AWS_ENDPOINT_URL_DYNAMODB points it at a
 // local store.
@@ -99,7 +99,7 @@ func run(ctx context.Context, db idemadmin.API, req request) (any, error) {
 }
 
 const usage = `usage: idemctl lookup|evict -table T -operation O -principal P -key K [-force]
-       [-partition-key N] [-sort-key N -partition-value V] [-key-prefix P] [-attr default=name ...]`
+       [-partition-key N] [-sort-key N -partition-value V | -sort-key N -sort-value V] [-key-prefix P] [-attr default=name ...]`
 
 // parse reads the command line.
 func parse(args []string, stderr io.Writer) (request, error) {
@@ -120,7 +120,8 @@ func parse(args []string, stderr io.Writer) (request, error) {
 	}
 	fs.StringVar(&req.layout.PartitionKey, "partition-key", "", "the partition key attribute (default \"id\")")
 	fs.StringVar(&req.layout.SortKey, "sort-key", "", "the sort key attribute, for a single-table design")
-	fs.StringVar(&req.layout.PartitionValue, "partition-value", "", "every record's partition key value, with -sort-key")
+	fs.StringVar(&req.layout.PartitionValue, "partition-value", "", "every record's partition key value, with -sort-key (the ID in the sort key)")
+	fs.StringVar(&req.layout.SortValue, "sort-value", "", "every record's sort key value, with -sort-key (the ID in the partition key)")
 	fs.StringVar(&req.layout.KeyPrefix, "key-prefix", "", "the prefix before the scope's ID in the key")
 	fs.Var(attrs, "attr", "an attribute's name in this table, as default=name (repeatable): "+strings.Join(attrs.defaults(), ", "))
 	if err := fs.Parse(args[1:]); err != nil {

@@ -394,8 +394,10 @@ func TestLambdaMiddlewareLeaseFollowsTheInvocationDeadline(t *testing.T) {
 	must.NoError(t, err)
 	secs, err := strconv.Atoi(resp.Headers["Retry-After"])
 	must.NoError(t, err)
-	// The holder's lease is its 5 s deadline plus the 2 s margin.
-	check.True(t, secs >= 5 && secs <= 7, "Retry-After %d", secs)
+	// The holder's lease is its 5 s deadline plus the 2 s margin; the key
+	// is free 1 ms after it, which a duplicate arriving within that
+	// millisecond rounds up to 8 s.
+	check.True(t, secs >= 5 && secs <= 8, "Retry-After %d", secs)
 	close(m.gate)
 	wg.Wait()
 }

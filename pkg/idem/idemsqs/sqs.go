@@ -107,10 +107,18 @@ func Response(results []Result) events.SQSEventResponse {
 // in one transaction: decode reads each message; shared returns the
 // writes for the values of exactly the messages a transaction executes
 // (it may be called more than once, with fewer values, when some messages
-// turn out to be duplicates) and must not depend on anything else. A
-// message fails only for its own sake, never because another of the batch
-// was a duplicate, poison or conflicted; an error from shared itself
-// fails every message of the transaction it was asked for. The results
+// turn out to be duplicates, and once per retry of a transaction) and
+// must not depend on anything else. A message fails only for its own
+// sake, never because another of the batch was a duplicate, poison or
+// conflicted: a transaction whose shared writes keep meeting an item that
+// other batches hold (an aggregate most messages update) is retried, then
+// split in halves down to single messages, each with its own shared
+// writes and attempts, so the messages whose writes miss that item commit
+// and a message fails with the (retryable) conflict only when a
+// transaction of its own kept meeting it (idem.Store.ExecuteBatch). To
+// keep such batches from meeting at all, spread the aggregate over items
+// with pkg/idem/idemshard. An error from shared itself fails every
+// message of the transaction it was asked for. The results
 // are in the batch's order; Response turns them into the runtime's
 // answer. On a FIFO queue each message is its own transaction, in order,
 // until one fails.

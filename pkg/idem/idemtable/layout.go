@@ -23,15 +23,27 @@ const (
 // no sort key, the attribute names the package documentation of pkg/idem
 // lists. Every field left empty takes its default.
 //
-// Three shapes:
+// Four shapes:
 //
 //   - a table of its own (the default): partition key = the scope's ID;
 //   - a shared table with a prefix: partition key = KeyPrefix + the scope's
 //     ID, such as "IDEMPOTENCY#v1|14:POST /products|...";
-//   - a single-table design: SortKey set, partition key = PartitionValue
-//     (a fixed value such as "IDEMPOTENCY"), sort key = KeyPrefix + the
-//     scope's ID. All records then share one partition: DynamoDB's per-
-//     partition throughput bounds the idempotency traffic.
+//   - a single-table design, one partition: SortKey set, partition key =
+//     PartitionValue (a fixed value such as "IDEMPOTENCY"), sort key =
+//     KeyPrefix + the scope's ID. All records share one partition key
+//     value, and so one partition: DynamoDB serves one about 1,000 write
+//     units a second (3,000 read units), which bounds the idempotency
+//     traffic of the whole table, and the IAM condition
+//     dynamodb:LeadingKeys (which sees the partition key only) cannot
+//     tell one operation's records from another's. In exchange, one
+//     Query lists every record.
+//   - a single-table design, spread: SortKey set, partition key =
+//     KeyPrefix + the scope's ID, sort key = SortValue (a fixed value
+//     such as "IDEMPOTENCY" or "#METADATA"). Each record is an item
+//     collection of its own, so the records spread over the table's
+//     partitions as a table of its own does, and LeadingKeyPrefix
+//     confines a role to one operation's records. Listing them takes a
+//     Scan (or an index of the adopter's).
 //
 // Every caller of one table must use the same Layout: two layouts never see
 // each other's records.
@@ -39,14 +51,20 @@ type Layout struct {
 	// PartitionKey is the partition key attribute's name (S); default "id".
 	PartitionKey string
 	// SortKey is the sort key attribute's name (S), for a table that has
-	// one; empty for none. With a sort key, PartitionValue is required.
+	// one; empty for none. With a sort key, exactly one of PartitionValue
+	// and SortValue is set: the other key holds the scope's ID.
 	SortKey string
-	// PartitionValue is every record's partition key value when SortKey
-	// is set (the scope's ID goes in the sort key); empty without one.
+	// PartitionValue is every record's partition key value, the scope's
+	// ID going in the sort key: every record in one partition. At most
+	// 2048 bytes; only with a sort key.
 	PartitionValue string
+	// SortValue is every record's sort key value, the scope's ID going in
+	// the partition key: every record in a partition of its own. At most
+	// 1024 bytes; only with a sort key.
+	SortValue string
 	// KeyPrefix is prepended to the scope's ID in the key attribute that
-	// holds it (the sort key if any, else the partition key); at most 256
-	// bytes.
+	// holds it (the sort key with a PartitionValue, else the partition
+	// key); at most 256 bytes.
 	KeyPrefix string
 	// Attributes names the record's other attributes.
 	Attributes Attributes
@@ -113,10 +131,11 @@ func (l Layout) WithDefaults() Layout {
 }
 
 // Validate reports a layout no table can hold: attribute names that are
-// not distinct (the key attributes included), a sort key without a
-// partition value or a partition value without a sort key, or a
-// partition value or prefix over DynamoDB's key limits (2048 bytes for a
-// partition key, 1024 for a sort key; a prefix may take at most 256).
+// not distinct (the key attributes included), a sort key with neither or
+// both of PartitionValue and SortValue, either of them without a sort
+// key, or a fixed value or prefix over DynamoDB's key limits (2048 bytes
+// for a partition key, 1024 for a sort key; a prefix may take at most
+// 256).
 func (l Layout) Validate() error {
 	l = l.WithDefaults()
 	var errs []error
@@ -138,12 +157,18 @@ func (l Layout) Validate() error {
 		use(f.name, *f.v)
 	}
 	switch {
-	case l.SortKey != "" && l.PartitionValue == "":
-		errs = append(errs, errors.New("a sort key needs a PartitionValue"))
-	case l.SortKey == "" && l.PartitionValue != "":
-		errs = append(errs, errors.New("a PartitionValue needs a sort key (without one, the partition key holds the scope's ID)"))
-	case len(l.PartitionValue) > maxPartitionKeyBytes:
+	case l.SortKey != "" && l.PartitionValue == "" && l.SortValue == "":
+		errs = append(errs, errors.New("a sort key needs a PartitionValue (the scope's ID in the sort key) or a SortValue (the ID in the partition key)"))
+	case l.SortKey != "" && l.PartitionValue != "" && l.SortValue != "":
+		errs = append(errs, errors.New("PartitionValue and SortValue are both set: one key holds a fixed value, the other the scope's ID"))
+	case l.SortKey == "" && (l.PartitionValue != "" || l.SortValue != ""):
+		errs = append(errs, errors.New("a PartitionValue or SortValue needs a sort key (without one, the partition key holds the scope's ID)"))
+	}
+	if len(l.PartitionValue) > maxPartitionKeyBytes {
 		errs = append(errs, fmt.Errorf("PartitionValue is %d bytes, at most %d", len(l.PartitionValue), maxPartitionKeyBytes))
+	}
+	if len(l.SortValue) > maxSortKeyBytes {
+		errs = append(errs, fmt.Errorf("SortValue is %d bytes, at most %d", len(l.SortValue), maxSortKeyBytes))
 	}
 	if len(l.KeyPrefix) > maxKeyPrefixBytes {
 		errs = append(errs, fmt.Errorf("KeyPrefix is %d bytes, at most %d", len(l.KeyPrefix), maxKeyPrefixBytes))
@@ -155,23 +180,34 @@ func (l Layout) Validate() error {
 }
 
 // MaxIDLength is the longest scope ID the layout's key can hold: what is
-// left of DynamoDB's limit on the attribute holding it (2048 bytes for a
-// partition key, 1024 for a sort key) after KeyPrefix.
+// left of DynamoDB's limit on the attribute holding it (1024 bytes for
+// the sort key with a PartitionValue, 2048 for the partition key
+// otherwise) after KeyPrefix.
 func (l Layout) MaxIDLength() int {
-	if l.SortKey != "" {
+	if l.idInSortKey() {
 		return maxSortKeyBytes - len(l.KeyPrefix)
 	}
 	return maxPartitionKeyBytes - len(l.KeyPrefix)
 }
 
+// idInSortKey reports whether the sort key holds the scope's ID: a sort
+// key with a fixed partition value.
+func (l Layout) idInSortKey() bool { return l.SortKey != "" && l.PartitionValue != "" }
+
 // Key is the primary key of the record of the scope whose ID (Scope.ID in
 // pkg/idem) is id.
 func (l Layout) Key(id string) map[string]types.AttributeValue {
 	l = l.WithDefaults()
-	if l.SortKey != "" {
+	switch {
+	case l.idInSortKey():
 		return map[string]types.AttributeValue{
 			l.PartitionKey: &types.AttributeValueMemberS{Value: l.PartitionValue},
 			l.SortKey:      &types.AttributeValueMemberS{Value: l.KeyPrefix + id},
+		}
+	case l.SortKey != "":
+		return map[string]types.AttributeValue{
+			l.PartitionKey: &types.AttributeValueMemberS{Value: l.KeyPrefix + id},
+			l.SortKey:      &types.AttributeValueMemberS{Value: l.SortValue},
 		}
 	}
 	return map[string]types.AttributeValue{l.PartitionKey: &types.AttributeValueMemberS{Value: l.KeyPrefix + id}}
@@ -179,16 +215,22 @@ func (l Layout) Key(id string) map[string]types.AttributeValue {
 
 // ID inverts Key: the scope ID of the record item, which holds its key.
 // ok is false when item is not a record of this layout (another key, a
-// partition value or prefix of its own).
+// partition value, sort value or prefix of its own).
 func (l Layout) ID(item map[string]types.AttributeValue) (id string, ok bool) {
 	l = l.WithDefaults()
 	attr := l.PartitionKey
-	if l.SortKey != "" {
+	switch {
+	case l.idInSortKey():
 		pv, isS := item[l.PartitionKey].(*types.AttributeValueMemberS)
 		if !isS || pv.Value != l.PartitionValue {
 			return "", false
 		}
 		attr = l.SortKey
+	case l.SortKey != "":
+		sv, isS := item[l.SortKey].(*types.AttributeValueMemberS)
+		if !isS || sv.Value != l.SortValue {
+			return "", false
+		}
 	}
 	v, isS := item[attr].(*types.AttributeValueMemberS)
 	if !isS {
@@ -199,13 +241,16 @@ func (l Layout) ID(item map[string]types.AttributeValue) (id string, ok bool) {
 
 // LeadingKeyPrefix is the dynamodb:LeadingKeys value that confines an IAM
 // role to operation's records in this layout: KeyPrefix +
-// LeadingKeyPrefix(operation) without a sort key. With a sort key, every
-// record's partition key is PartitionValue, whatever its operation: the
-// LeadingKeys condition (which sees only the partition key) can confine a
-// role to the idempotency partition but cannot separate operations, and
-// this returns PartitionValue.
+// LeadingKeyPrefix(operation) wherever the partition key holds the
+// scope's ID (no sort key, or a SortValue); give the policy the condition
+// ForAllValues:StringLike on dynamodb:LeadingKeys of it + "*". With a
+// PartitionValue, every record's partition key is that value, whatever
+// its operation: the LeadingKeys condition (which sees only the partition
+// key) can confine a role to the idempotency partition but cannot
+// separate operations, and this returns PartitionValue (for a
+// StringEquals condition).
 func (l Layout) LeadingKeyPrefix(operation string) string {
-	if l.SortKey != "" {
+	if l.idInSortKey() {
 		return l.PartitionValue
 	}
 	return l.KeyPrefix + LeadingKeyPrefix(operation)

@@ -173,6 +173,7 @@ func (w *world) validate() (effects, windowed int) {
 		opsOf[o.actor] = append(opsOf[o.actor], o)
 	}
 	way := w.cell.way
+	notRecorded := 0
 	for _, scope := range slices.Sorted(func(yield func(string) bool) {
 		for s := range byScope {
 			if !yield(s) {
@@ -205,6 +206,12 @@ func (w *world) validate() (effects, windowed int) {
 				}
 				if out.wrong != "" {
 					found.add("an answer that contradicts itself", where, out.wrong)
+				}
+				if out.class == classNotRecorded && !out.fencedOut && !w.cell.fault.notRecorded {
+					found.add("its effect was reported not recorded, though the store refused its completion only for a while (intended: Run tries a refused completion again while the lease lasts, and records it)", where, out.detail)
+				}
+				if out.class == classNotRecorded && !out.fencedOut {
+					notRecorded++
 				}
 			}
 		}
@@ -269,7 +276,32 @@ func (w *world) validate() (effects, windowed int) {
 			w.checkNotStuck(scope, as[0])
 		}
 	}
+	w.checkFaultShowed(notRecorded)
 	return effects, windowed
+}
+
+// checkFaultShowed reports a cell whose fault never did what it is there
+// for, and refusals for good that no source was told of. notRecorded is
+// how many deliveries were answered not recorded (not fenced out).
+func (w *world) checkFaultShowed(notRecorded int) {
+	f := w.cell.fault
+	if f.notRecorded && notRecorded == 0 {
+		w.violate("no delivery was answered not recorded: the fault (a completion refused for a whole lease) never showed")
+	}
+	if !f.refusal {
+		return
+	}
+	served, oneKey, told := w.refusalsServed.Load(), w.refusalsOneKey.Load(), w.refusalsTold.Load()
+	switch {
+	case served == 0:
+		w.violate("the store refused no transaction: the fault (ValidationError) never showed")
+	case told < oneKey || (told != oneKey && w.cell.way.source != queue):
+		// One key's refused transaction is its call's answer, as it is;
+		// a batch splits a refused transaction of several keys to find
+		// the one it is about, and answers an item that repeats a
+		// refused one's scope with that refusal too.
+		w.violate("the store refused %d transactions of one key for good (ValidationError), and %d deliveries were told of a failure: a refusal no retry can help was retried (intended: the key released, the error returned)", oneKey, told)
+	}
 }
 
 // findings groups a scope's per-delivery violations by kind: one line

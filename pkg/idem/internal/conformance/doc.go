@@ -42,7 +42,9 @@
 //
 // The faults (faults_test.go): the process stops before the effect, after
 // the effect and before its completion, after the completion and before
-// the answer; the completion throttled past the SDK's retries; answers
+// the answer; the completion throttled past the SDK's retries; the
+// completion of each key's first execution refused for its whole lease
+// (effects outside DynamoDB); answers
 // lost after their writes landed; conflict storms; renewals slow or
 // failing without a deadline; the lease ending mid-effect; transactions
 // cancelled with ThrottlingError or ValidationError; callers whose
@@ -69,6 +71,18 @@
 // leases have run out, every key a source still wants succeeds on one
 // more delivery while keys already done are never stuck.
 //
+// A definitive failure is legitimate only for the workload's deliberate
+// one (errDeclined) and, in the tx-cancelled-validation cells, for the
+// injected refusal, which every refused transaction of one key must
+// answer (never retried). The acknowledgement rule is checked at the
+// source from what the harness saw: a delivery whose effect ran and
+// whose completion did not land, in an environment that did not stop,
+// must be answered as done (Run and Do: the effect's response with
+// idem.ErrNotRecorded; HTTP: the effect's 201; idemevent: no error;
+// idemsqs.Run: no batch item failure). An effect reported not recorded
+// is legitimate only in the completion-refused cells; a cell whose fault
+// never showed fails.
+//
 // A cell that fails writes porcupine's HTML visualisation of its history
 // (with the violations as annotations) to CONFORMANCE_REPORT_DIR (default
 // os.TempDir()/idem-conformance) and names the file in the failure.
@@ -82,5 +96,11 @@
 //	go test -race -run 'TestConformance/.*/renewal-slow' .
 //
 // The tests of deterministic time (time_test.go) check the boundaries the
-// store's correctness rests on, to the millisecond, in fake time.
+// store's correctness rests on, to the millisecond, in fake time, and what
+// a history cannot show: a dead holder's key claimed by another payload
+// is key reuse in every claim.
+//
+// scripts/mutants.sh (make mutants) checks that these tests can fail: each
+// of its hand-made mutants of pkg/idem must fail the cell or test listed
+// for it.
 package conformance

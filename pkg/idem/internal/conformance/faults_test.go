@@ -17,11 +17,20 @@ type fault struct {
 	// emptyPrincipal: the workload has callers whose principal function
 	// names nobody.
 	emptyPrincipal bool
+	// notRecorded: the store refuses a completion for a whole lease, the
+	// one fault after which an effect may be reported not recorded
+	// (idem.OutcomeNotRecorded); elsewhere Run must record it.
+	notRecorded bool
+	// refusal: the store refuses transactions for good (ValidationError):
+	// the one fault, beside the workload's deliberate failure, whose
+	// answer is a definitive failure.
+	refusal bool
 }
 
 // Reasons a fault does not apply.
 const (
 	oneTransaction = "the effect commits with its completion in one transaction: no process stops between them"
+	refusedCommit  = "the effect commits with its completion in one transaction: a refused completion wrote nothing, and is retried a bounded number of times (completion-throttled)"
 	noTransaction  = "its writes are single-item requests: there is no transaction to cancel"
 	noLeaseHeld    = "no lease is held while the operation runs (the claim is its commit): nothing to renew"
 	alwaysDeadline = "a Lambda invocation always has a deadline: its lease ends at the deadline plus the margin, and nothing renews it"
@@ -60,6 +69,22 @@ var faults = []*fault{
 			}
 			w.server.Inject(op, idemtest.ThrottledPastRetries, n/2)
 		},
+	},
+	{
+		// The completion of each key's first execution is refused on
+		// every attempt (throttled past the SDK's retries) for as long as
+		// its lease lasts: Run gives up by the lease's end less the
+		// margin, and its source must be told the delivery is done (the
+		// effect ran): the effect's answer, never an error. Only after
+		// the lease may another delivery run it again: Run's window.
+		name: "completion-refused", notRecorded: true,
+		skip: func(wy *way) string {
+			if wy.dbEffect {
+				return refusedCommit
+			}
+			return ""
+		},
+		arm: func(w *world, n int) { w.refuseFirst.Store(true) },
 	},
 	{
 		// The write lands and its answer is lost: the SDK retries it.
@@ -128,9 +153,16 @@ var faults = []*fault{
 	},
 	{
 		// Transactions cancelled with ValidationError: refused for good.
-		name: "tx-cancelled-validation", skip: transactional,
+		// A batch splits a refused transaction of several keys to find
+		// the key it is about: enough refusals that some fall on one
+		// key's own transaction.
+		name: "tx-cancelled-validation", skip: transactional, refusal: true,
 		arm: func(w *world, n int) {
-			w.server.InjectCancellation("ValidationError", 1, n/2)
+			times := n / 2
+			if w.cell.way.source == queue {
+				times = n
+			}
+			w.server.InjectCancellation("ValidationError", 1, times)
 		},
 	},
 	{

@@ -59,9 +59,10 @@ type outcome struct {
 	detail string
 	// retryAfter is a 409's or 503's Retry-After.
 	retryAfter time.Duration
-	// unacked marks a not-recorded delivery that was still reported
-	// failed to its source (idemsqs: a batch item failure; idemevent: an
-	// error), which will deliver it again.
+	// unacked marks a delivery whose effect ran and was not recorded
+	// that was still reported failed to its source (idemsqs: a batch item
+	// failure; idemevent: an error; HTTP: an error status), which will
+	// deliver it again.
 	unacked bool
 	// fencedOut marks a not-recorded delivery whose completion was
 	// refused because another caller had taken the key over

@@ -93,10 +93,33 @@ func (n *network) Do(r *http.Request) (*http.Response, error) {
 			return throttled(r), nil
 		}
 	}
+	if kind == completion && w.refuseFirst.Load() && !w.faultsOff.Load() {
+		if c := callOf(r.Context()); c != nil {
+			c.mu.Lock()
+			ex := c.last
+			c.mu.Unlock()
+			if ex != nil && w.isFirst(ex) {
+				// Refused on every attempt, for as long as its lease lasts.
+				return throttled(r), nil
+			}
+		}
+	}
 	if e.dead.Load() {
 		return nil, errDown
 	}
 	resp, err := n.inner.Do(r)
+	if err == nil && resp.StatusCode == http.StatusBadRequest && kind == completion {
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		if bytes.Contains(b, []byte(`"Code":"ValidationError"`)) {
+			w.refusalsServed.Add(1)
+			if bytes.Count(b, []byte(`"Code":`)) == 2 {
+				// One key's record and its write: nothing to split.
+				w.refusalsOneKey.Add(1)
+			}
+		}
+	}
 	if err == nil && resp.StatusCode == http.StatusOK && kind == completion {
 		if c := callOf(r.Context()); c != nil {
 			c.mu.Lock()

@@ -34,9 +34,13 @@ type bench struct {
 	db     *dynamodb.Client
 	mu     sync.Mutex
 	log    []request
-	// stuck holds every renewal on its way to the store until the
-	// renewal gives up.
-	stuck bool
+	// deaf holds every renewal on its way to the store for that long,
+	// whatever its context says (a connection that does not notice the
+	// cancellation), then fails it.
+	deaf time.Duration
+	// refuse answers every completion (Run's fenced UpdateItem) with
+	// ThrottlingException.
+	refuse bool
 }
 
 type request struct {
@@ -69,14 +73,21 @@ func (l logged) Do(r *http.Request) (*http.Response, error) {
 	target := r.Header.Get("X-Amz-Target")
 	l.b.mu.Lock()
 	l.b.log = append(l.b.log, request{op: target[len("DynamoDB_20120810."):], at: time.Now()})
-	stuck := l.b.stuck
+	deaf, refuse := l.b.deaf, l.b.refuse
 	l.b.mu.Unlock()
-	if stuck && strings.HasSuffix(target, ".UpdateItem") {
+	if (deaf > 0 || refuse) && strings.HasSuffix(target, ".UpdateItem") {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if kindOf(target, body) == renewal {
-			<-r.Context().Done()
-			return nil, r.Context().Err()
+		switch kindOf(target, body) {
+		case renewal:
+			if deaf > 0 {
+				time.Sleep(deaf)
+				return nil, errDown
+			}
+		case completion:
+			if refuse {
+				return throttled(r), nil
+			}
 		}
 	}
 	return l.inner.Do(r)
@@ -247,15 +258,17 @@ func TestHeartbeatRenewsEveryThirdOfTheLease(t *testing.T) {
 }
 
 // Without a deadline, a holder whose lease cannot be renewed (every
-// renewal is stuck on its way to the store) is told so through its
-// context by the time its lease ends less the margin, whatever the
-// renewal in flight is doing: a duplicate can take the key over a margin
-// later, and the old holder must have stopped by then.
+// renewal is stuck on its way to the store for two leases, deaf to its
+// own timeout) is told so through its context by the time its lease ends
+// less the margin, whatever the renewal in flight is doing: a duplicate
+// can take the key over a margin later, and the old holder must have
+// stopped by then. (The heartbeat's watchdog does it: the renewal's own
+// timeout would, were the renewal to honour it.)
 func TestHolderStopsWhenItsLeaseCannotBeRenewed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBench(t)
-		b.stuck = true
 		const lease, margin = 3 * time.Second, 500 * time.Millisecond
+		b.deaf = 2 * lease
 		s := b.store(idem.WithLease(lease, margin))
 		sc := timeScope(t)
 		start := time.Now()
@@ -353,12 +366,15 @@ func TestTakeoverFencesTheOldHolder(t *testing.T) {
 				return idem.Effect{Response: response(r), Writes: []types.TransactWriteItem{w.effectWrite("alice|k0", exec)}}, nil
 			}
 		}
-		old := make(chan error)
+		old := make(chan idem.Result)
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
-			_, err := s.Execute(ctx, sc, "fp", effect(1, 8*time.Second))
-			old <- err
+			res, err := s.Execute(ctx, sc, "fp", effect(1, 8*time.Second))
+			if err == nil {
+				t.Error("the old holder succeeded after its lease was taken over")
+			}
+			old <- res
 		}()
 		time.Sleep(time.Until(start.Add(deadline + margin)))
 		if _, err := s.Execute(context.Background(), sc, "fp", effect(2, 0)); !errors.Is(err, idem.ErrInFlight) {
@@ -374,8 +390,10 @@ func TestTakeoverFencesTheOldHolder(t *testing.T) {
 			}
 			taken <- res
 		}()
-		if err := <-old; err == nil {
-			t.Fatal("the old holder succeeded after its lease was taken over")
+		if res := <-old; res.Outcome != idem.OutcomeLeaseLost {
+			// Its commit, past its deadline, fails; its release, fenced,
+			// finds the key taken over and deletes nothing.
+			t.Fatalf("the old holder, after its lease was taken over: %s; want lease_lost (its release finds another holder)", res.Outcome)
 		}
 		if res := <-taken; res.Outcome != idem.OutcomeTakeover {
 			t.Fatalf("1 ms after the lease's end: %s, want a takeover", res.Outcome)
@@ -459,6 +477,131 @@ func TestEvictAllowsFiveSecondsOfClockSkew(t *testing.T) {
 		}
 		if _, err := idemadmin.Evict(ctx, b.db, idemTable, idemtable.Layout{}, sc, false); err != nil {
 			t.Fatalf("a completed record: %v, want it evicted at once", err)
+		}
+	})
+}
+
+// A dead holder's key, once its lease has ended, is taken over only by a
+// call with the holder's payload: another payload is key reuse, for as
+// long as the record lives, whichever way in claims it (the claim's
+// condition and the reading of the record that beat it), and nothing of
+// it runs or commits. The histories the cells check cannot show this:
+// there, another payload completing first is a legal order.
+func TestTakeoverByAnotherPayloadIsKeyReuse(t *testing.T) {
+	type attempt func(s *idem.Store, sc idem.Scope, fp string, ran *int) (idem.Outcome, error)
+	effect := func(ran *int) func(context.Context) (idem.Effect, error) {
+		return func(context.Context) (idem.Effect, error) {
+			*ran++
+			return idem.Effect{Response: idem.Response{Status: http.StatusCreated}}, nil
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		call      attempt
+		takeover  idem.Outcome // what the holder's own payload gets
+		ranBefore bool         // the operation runs before the claim (Transact, ExecuteBatch)
+	}{
+		{"Execute", func(s *idem.Store, sc idem.Scope, fp string, ran *int) (idem.Outcome, error) {
+			res, err := s.Execute(context.Background(), sc, fp, effect(ran))
+			return res.Outcome, err
+		}, idem.OutcomeTakeover, false},
+		{"Run", func(s *idem.Store, sc idem.Scope, fp string, ran *int) (idem.Outcome, error) {
+			res, err := s.Run(context.Background(), sc, fp, func(ctx context.Context) (idem.Response, error) {
+				*ran++
+				return ran2(ctx)
+			})
+			return res.Outcome, err
+		}, idem.OutcomeTakeover, false},
+		{"Transact", func(s *idem.Store, sc idem.Scope, fp string, ran *int) (idem.Outcome, error) {
+			res, err := s.Transact(context.Background(), sc, fp, effect(ran))
+			return res.Outcome, err
+		}, idem.OutcomeExecuted, true},
+		{"ExecuteBatch", func(s *idem.Store, sc idem.Scope, fp string, ran *int) (idem.Outcome, error) {
+			res, err := s.ExecuteBatch(context.Background(), []idem.BatchItem{{Scope: sc, Fingerprint: fp, Response: idem.Response{Status: http.StatusCreated}}},
+				func([]int) ([]types.TransactWriteItem, error) { *ran++; return nil, nil })
+			if err != nil {
+				return "", err
+			}
+			return res[0].Outcome, res[0].Err
+		}, idem.OutcomeExecuted, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBench(t)
+				s := b.store(idem.WithLease(time.Minute, time.Second))
+				sc := timeScope(t)
+				start := time.Now()
+				holdAndDie(t, s, sc, 10*time.Second)
+				held, err := idemadmin.Lookup(context.Background(), b.db, idemTable, idemtable.Layout{}, sc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Until(held.LeaseExpiresAt.Add(time.Millisecond)))
+
+				ran := 0
+				o, err := tc.call(s, sc, "another payload", &ran)
+				if !errors.Is(err, idem.ErrKeyReuse) || o != idem.OutcomeKeyReuse {
+					t.Fatalf("another payload, 1 ms after the dead holder's lease ended (%v after its claim): %s, %v; want key reuse", time.Since(start), o, err)
+				}
+				if !tc.ranBefore && ran != 0 {
+					t.Errorf("another payload's operation ran %d times; want none", ran)
+				}
+				rec, err := idemadmin.Lookup(context.Background(), b.db, idemTable, idemtable.Layout{}, sc)
+				if err != nil || rec.Status != "IN_PROGRESS" || rec.Fingerprint != "fp" || !rec.LeaseExpiresAt.Equal(held.LeaseExpiresAt) {
+					t.Fatalf("the record after another payload's call: %+v (%v); want the dead holder's, untouched", rec, err)
+				}
+
+				ran = 0
+				o, err = tc.call(s, sc, "fp", &ran)
+				if err != nil || o != tc.takeover || ran != 1 {
+					t.Fatalf("the holder's own payload: %s, %v, ran %d times; want %s, once", o, err, ran, tc.takeover)
+				}
+			})
+		})
+	}
+}
+
+// ran2 is ran, for a caller that counts its runs.
+func ran2(ctx context.Context) (idem.Response, error) { return ran(ctx) }
+
+// Under a deadline, a completion the store refuses on every attempt is
+// tried again only until a margin before the deadline, not until the
+// lease ends (the deadline plus the margin): Run answers in time with the
+// effect's response and idem.ErrNotRecorded, so its source is told the
+// delivery is done; a Lambda invocation that ran into its deadline would
+// be delivered again once the lease ended, and its effect would run
+// again. The key stays held until the lease ends, and is taken over after.
+func TestRunAnswersBeforeItsDeadlineWhenItsCompletionIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBench(t)
+		b.refuse = true
+		const deadline, margin = 10 * time.Second, time.Second
+		s := b.store(idem.WithLease(time.Minute, margin))
+		sc := timeScope(t)
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		res, err := s.Run(ctx, sc, "fp", ran)
+		answered := time.Since(start)
+		if !errors.Is(err, idem.ErrNotRecorded) || res.Outcome != idem.OutcomeNotRecorded || res.Response.Status != http.StatusCreated {
+			t.Fatalf("a completion refused on every attempt: %s %d, %v; want not recorded, with the effect's response", res.Outcome, res.Response.Status, err)
+		}
+		if answered > deadline-margin {
+			t.Errorf("answered %v after the call, past its deadline (%v) less the margin: a Lambda invocation would have timed out, and its source would deliver it again", answered, deadline)
+		}
+		if got := len(b.requests("UpdateItem")); got < 2 {
+			t.Errorf("%d completion attempts, want the completion tried again while the time lasts", got)
+		}
+		b.mu.Lock()
+		b.refuse = false
+		b.mu.Unlock()
+		time.Sleep(time.Until(start.Add(deadline + margin)))
+		if res, err := s.Run(context.Background(), sc, "fp", ran); !errors.Is(err, idem.ErrInFlight) {
+			t.Fatalf("at the lease's end: %s, %v; want the key still held", res.Outcome, err)
+		}
+		time.Sleep(time.Millisecond)
+		if res, err := s.Run(context.Background(), sc, "fp", ran); err != nil || res.Outcome != idem.OutcomeTakeover {
+			t.Fatalf("1 ms after the lease's end: %s, %v; want a takeover (Run's window)", res.Outcome, err)
 		}
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
@@ -101,8 +102,12 @@ func (c *call) answered(a *actor, answer string) {
 
 // classify names the answer of a call into the store (Execute, Transact,
 // Run, Do, an ExecuteBatch item): res and err as returned, answer the
-// rendering of res's response.
-func classify(res idem.Result, err error, answer string) outcome {
+// rendering of res's response. A definitive failure is only ever the
+// workload's deliberate one (errDeclined) or, in the cell that injects
+// them, a transaction the store refused for good (ValidationError): any
+// other error the store released the key for (a throttled transaction
+// read as refused, say) is unclassified.
+func (w *world) classify(res idem.Result, err error, answer string) outcome {
 	var inflight *idem.InFlightError
 	switch {
 	case err == nil:
@@ -127,12 +132,28 @@ func classify(res idem.Result, err error, answer string) outcome {
 		return outcome{class: classLeaseLost, detail: err.Error()}
 	case idem.IsUnavailable(err):
 		return outcome{class: classUnavailable, retryAfter: time.Second, detail: err.Error()}
-	case res.Outcome == idem.OutcomeReleased:
-		// The store refused the commit for good (a ValidationError): it
-		// released the key, nothing was applied.
+	case res.Outcome == idem.OutcomeReleased && w.cell.fault.refusal && refusedForGood(err):
+		// The store refused the transaction for good: the key is
+		// released, nothing was applied, and no retry can help.
+		w.refusalsTold.Add(1)
 		return outcome{class: classFailed, detail: err.Error()}
 	}
 	return outcome{class: classUnclassified, detail: fmt.Sprintf("outcome %q: %v", res.Outcome, err)}
+}
+
+// refusedForGood reports whether err is a transaction cancelled with a
+// ValidationError reason.
+func refusedForGood(err error) bool {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return false
+	}
+	for _, r := range tce.CancellationReasons {
+		if aws.ToString(r.Code) == "ValidationError" {
+			return true
+		}
+	}
+	return false
 }
 
 // refusedScope is the outcome of a scope idem.NewScope refused.
@@ -164,7 +185,7 @@ func deliverExecute(transact bool) func(ctx context.Context, w *world, c *call, 
 		} else {
 			res, err = c.env.store.Execute(ctx, sc, a.fingerprint(), fn)
 		}
-		return classify(res, err, answerOf(res.Response))
+		return w.classify(res, err, answerOf(res.Response))
 	}
 }
 
@@ -182,7 +203,7 @@ func deliverRun(ctx context.Context, w *world, c *call, a *actor) outcome {
 		c.answered(a, answerOf(resp))
 		return resp, nil
 	})
-	return classify(res, err, answerOf(res.Response))
+	return w.classify(res, err, answerOf(res.Response))
 }
 
 func deliverDo(ctx context.Context, w *world, c *call, a *actor) outcome {
@@ -197,7 +218,7 @@ func deliverDo(ctx context.Context, w *world, c *call, a *actor) outcome {
 		}
 		return r, err
 	})
-	return classify(idem.Result{Outcome: o}, err, v.JSON())
+	return w.classify(idem.Result{Outcome: o}, err, v.JSON())
 }
 
 // deliverExecuteBatch hands a queue's batch to ExecuteBatch: each message
@@ -247,7 +268,7 @@ func deliverExecuteBatch(ctx context.Context, w *world, c *call, as []*actor) []
 			outs[i] = outcome{class: classUnclassified, detail: "ExecuteBatch: " + err.Error()}
 			continue
 		}
-		outs[i] = classify(res[k].Result, res[k].Err, answerOf(res[k].Response))
+		outs[i] = w.classify(res[k].Result, res[k].Err, answerOf(res[k].Response))
 	}
 	return outs
 }
@@ -275,6 +296,8 @@ func httpOutcome(status int, h http.Header, body []byte, observed *hook) outcome
 		return outcome{class: classOK, answer: answer}
 	case h.Get("X-Declined") != "":
 		return outcome{class: classFailed, detail: "the handler answered " + strconv.Itoa(status) + ": " + h.Get("X-Declined")}
+	case h.Get("X-Not-Run") != "":
+		return outcome{class: classUnavailable, retryAfter: retryAfter, detail: "the handler answered " + strconv.Itoa(status) + ": " + h.Get("X-Not-Run")}
 	case !problem:
 	case status == http.StatusConflict:
 		return outcome{class: classInFlight, retryAfter: retryAfter, detail: "409"}
@@ -315,13 +338,18 @@ func middleware(c *call) *idemhttp.Middleware {
 }
 
 // handle is the HTTP handler's work: the effect, then 201 with its
-// reply; a failure on purpose, or an effect that could not run, is a 503
-// of the handler's own (not stored: the key is released).
+// reply; a failure on purpose (X-Declined), or an effect that could not
+// run (X-Not-Run), is a 503 of the handler's own (not stored: the key is
+// released).
 func handle(ctx context.Context, w *world, c *call, a *actor) (int, http.Header, []byte) {
 	h := http.Header{}
 	r, err := w.outsideEffect(ctx, c, a)
 	if err != nil {
-		h.Set("X-Declined", err.Error())
+		if errors.Is(err, errDeclined) {
+			h.Set("X-Declined", err.Error())
+		} else {
+			h.Set("X-Not-Run", err.Error())
+		}
 		return http.StatusServiceUnavailable, h, []byte(`{"error":"try again"}`)
 	}
 	h.Set("Content-Type", "application/json")
@@ -422,7 +450,7 @@ func deliverEvent(ctx context.Context, w *world, c *call, a *actor) outcome {
 	case errors.Is(err, idem.ErrNotRecorded):
 		return outcome{class: classNotRecorded, answer: v.JSON(), unacked: true, detail: err.Error(), fencedOut: errors.Is(err, idem.ErrLeaseLost)}
 	}
-	return classify(idem.Result{Outcome: idem.OutcomeError}, err, "")
+	return w.classify(idem.Result{Outcome: idem.OutcomeError}, err, "")
 }
 
 // message is a queue message's body.
@@ -469,7 +497,7 @@ func decodeMessage(m events.SQSMessage) (message, error) {
 // sqsOutcomes classifies idemsqs's results, with the response the
 // runtime gets: a message is acknowledged when it is not a batch item
 // failure.
-func sqsOutcomes(as []*actor, resp events.SQSEventResponse, results []idemsqs.Result) []outcome {
+func (w *world) sqsOutcomes(as []*actor, resp events.SQSEventResponse, results []idemsqs.Result) []outcome {
 	failed := map[string]bool{}
 	for _, f := range resp.BatchItemFailures {
 		failed[f.ItemIdentifier] = true
@@ -496,7 +524,7 @@ func sqsOutcomes(as []*actor, resp events.SQSEventResponse, results []idemsqs.Re
 		case acked:
 			out = outcome{class: classUnclassified, detail: fmt.Sprintf("acknowledged with an error: %s: %v", r.Outcome, r.Err)}
 		default:
-			out = classify(idem.Result{Outcome: r.Outcome}, r.Err, "")
+			out = w.classify(idem.Result{Outcome: r.Outcome}, r.Err, "")
 		}
 		outs[i] = out
 	}
@@ -526,7 +554,7 @@ func deliverSQSRun(ctx context.Context, w *world, c *call, as []*actor) []outcom
 			}
 			return err
 		})
-	return sqsOutcomes(as, resp, results)
+	return w.sqsOutcomes(as, resp, results)
 }
 
 func deliverSQSTransact(ctx context.Context, w *world, c *call, as []*actor) []outcome {
@@ -558,5 +586,5 @@ func deliverSQSTransact(ctx context.Context, w *world, c *call, as []*actor) []o
 			}
 			return writes, nil
 		})
-	return sqsOutcomes(as, resp, results)
+	return w.sqsOutcomes(as, resp, results)
 }

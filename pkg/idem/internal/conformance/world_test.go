@@ -157,6 +157,15 @@ type world struct {
 	renewalFails   atomic.Bool
 	slowFirst      atomic.Int64 // the first execution of each scope takes this long, ns
 	noDeadline     bool         // ways that can run without a deadline do
+	// refuseFirst: the completion of each scope's first execution is
+	// refused on every attempt, for as long as its lease lasts.
+	refuseFirst atomic.Bool
+
+	// The refusals for good (a transaction cancelled with ValidationError)
+	// the store served, those of them whose transaction was one key's
+	// (its record and its write), and those a source was told of as a
+	// failure.
+	refusalsServed, refusalsOneKey, refusalsTold atomic.Int64
 }
 
 func newWorld(t *testing.T, c cell) *world {
@@ -423,6 +432,21 @@ func (c *call) candidate(a *actor) string {
 	return ""
 }
 
+// ranUnrecorded reports whether a's execution in c applied its effect
+// and its completion did not land.
+func (c *call) ranUnrecorded(a *actor) bool {
+	ex := c.execOf(a)
+	if ex == nil {
+		return false
+	}
+	c.w.mu.Lock()
+	applied := ex.applied
+	c.w.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return applied && !ex.landed
+}
+
 func (c *call) execOf(a *actor) *execution {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -480,6 +504,12 @@ func (w *world) invoke(e *env, actors []*actor, deadline bool, sweep bool, fn fu
 		if got == nil || c.crashed.Load() || e.dead.Load() {
 			out = outcome{class: classUnknown, detail: "the environment stopped during the invocation"}
 			out.candidate = c.candidate(a)
+		}
+		if got != nil && !c.crashed.Load() && !e.dead.Load() && !acked(out) && c.ranUnrecorded(a) {
+			// Whatever the way in made of it: the effect ran and its
+			// completion did not land, so the delivery is done, and a
+			// source told otherwise delivers it again.
+			out.unacked = true
 		}
 		if out.class == classNotRecorded && !out.unacked && !out.fencedOut {
 			if ex := c.execOf(a); ex != nil {
