@@ -207,9 +207,7 @@ func SellerStats(db *dynamodb.Client, cfg config.SellerStats, out io.Writer, opt
 	// A transaction's outcome, when unknown, is read back detached from
 	// the batch's context: bounded to fit in the consumer's deadline margin.
 	opts = append(append(StoreOptions(cfg.Idempotency), idem.WithReleaseTimeout(sellers.DeadlineMargin/2), idem.WithConflictAttempts(sellers.MaxTxAttempts)), opts...)
-	// The counter's batches read which item a cancelled transaction met
-	// held: only their seller shard's makes them move to another.
-	store, err := idem.NewStore(sellers.WatchConflicts(db), cfg.Idempotency.Table, opts...)
+	store, err := idem.NewStore(db, cfg.Idempotency.Table, opts...)
 	if err != nil {
 		return nil, err
 	}

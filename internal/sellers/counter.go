@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,14 +94,10 @@ func (c *Counter) ApplyMessages(ctx context.Context, ev events.SQSEvent, decode 
 	// that shard, the next goes to another (see homes).
 	home := c.homes.take()
 	defer func() { c.homes.give(home) }()
-	seen := &conflicts{table: c.table}
-	ctx = context.WithValue(ctx, conflictsKey{}, seen)
-	var prev []applied // the events of the transaction before
-	_, res := idemsqs.Transact(ctx, c.store, ev, Operation, entry, func(executing []applied) ([]types.TransactWriteItem, error) {
-		if prev != nil && seen.heldShard(slices.Equal(executing, prev)) {
+	_, res := idemsqs.Transact(ctx, c.store, ev, Operation, entry, func(executing []applied, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
+		if heldShard(contended, c.table) {
 			home = c.homes.move(home)
 		}
-		prev = executing
 		return c.updates(executing, func(string) int { return home }), nil
 	})
 	for i, r := range res {
@@ -148,7 +143,7 @@ func (c *Counter) onEveryShard(ctx context.Context, m events.SQSMessage, entry f
 	one := events.SQSEvent{Records: []events.SQSMessage{m}}
 	for k := range c.shards {
 		shard := (first + k) % c.shards
-		_, res := idemsqs.Transact(ctx, c.store, one, Operation, entry, func(executing []applied) ([]types.TransactWriteItem, error) {
+		_, res := idemsqs.Transact(ctx, c.store, one, Operation, entry, func(executing []applied, _ []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 			return c.updates(executing, func(string) int { return shard }), nil
 		})
 		if r = res[0]; !overflowed(r.Err) {

@@ -1,16 +1,11 @@
 package sellers
 
 import (
-	"context"
-	"errors"
 	"math/rand/v2"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 // Shards is how many items of the sellers table (shard 0 to Shards-1
@@ -111,63 +106,16 @@ func (h *homes) other(from int) int {
 	return 0 // one shard
 }
 
-// WatchConflicts wraps the DynamoDB client of a Counter's store, so that
-// a batch whose transaction is cancelled learns whether a reason names
-// its home shard as held by another transaction (TransactionConflict on
-// the update of the sellers table) and moves only then: a conflict on an
-// event's record (a duplicate of it committing in another environment)
-// says nothing about the shard. Calls pass through unchanged. Without
-// it, a batch moves whenever its transaction goes again unchanged, which
-// pkg/idem does after a conflict or throttling on any of its items.
-func WatchConflicts(db idem.API) idem.API { return watched{db} }
-
-type watched struct{ idem.API }
-
-func (w watched) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	out, err := w.API.TransactWriteItems(ctx, in, opts...)
-	if c, ok := ctx.Value(conflictsKey{}).(*conflicts); ok {
-		c.saw(in, err)
-	}
-	return out, err
-}
-
-// conflictsKey carries a batch's *conflicts in the context it gives the
-// store.
-type conflictsKey struct{}
-
-// conflicts is what one batch's last transaction said about its home
-// shard, when the store's client is watched.
-type conflicts struct {
-	table   string // the sellers table
-	mu      sync.Mutex
-	watched bool // a transaction went through WatchConflicts
-	onShard bool // the last one met a held item of the sellers table
-}
-
-func (c *conflicts) saw(in *dynamodb.TransactWriteItemsInput, err error) {
-	onShard := false
-	var tce *types.TransactionCanceledException
-	if errors.As(err, &tce) {
-		for i, r := range tce.CancellationReasons {
-			if i < len(in.TransactItems) && aws.ToString(r.Code) == "TransactionConflict" {
-				u := in.TransactItems[i].Update
-				onShard = onShard || (u != nil && aws.ToString(u.TableName) == c.table)
-			}
+// heldShard reports whether a batch's last transaction was cancelled
+// because another transaction held its home shard: a TransactionConflict
+// on the update of the sellers table among the shared writes pkg/idem
+// reports contended. A conflict on an event's record (a duplicate of it
+// committing in another environment) says nothing about the shard.
+func heldShard(contended []types.TransactWriteItem, table string) bool {
+	for _, w := range contended {
+		if w.Update != nil && aws.ToString(w.Update.TableName) == table {
+			return true
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.watched, c.onShard = true, onShard
-}
-
-// heldShard reports whether the batch's last transaction met its home
-// held by another: as the cancellation said, when the client is watched,
-// and otherwise whenever the same items go again (sameItems).
-func (c *conflicts) heldShard(sameItems bool) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.watched {
-		return c.onShard
-	}
-	return sameItems
+	return false
 }

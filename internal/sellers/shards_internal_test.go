@@ -1,17 +1,12 @@
 package sellers
 
 import (
-	"context"
 	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 // One batch at a time keeps its home; a move goes elsewhere and sticks.
@@ -62,62 +57,15 @@ func TestConcurrentBatchesTakeDifferentHomes(t *testing.T) {
 	assert.Equal(t, 0, one.move(0), "one shard: nowhere else to go")
 }
 
-func cancelled(codes ...string) error {
-	reasons := make([]types.CancellationReason, len(codes))
-	for i, c := range codes {
-		reasons[i] = types.CancellationReason{Code: aws.String(c)}
-	}
-	return &types.TransactionCanceledException{Message: aws.String("cancelled"), CancellationReasons: reasons}
-}
-
-// fakeTx answers every TransactWriteItems with err.
-type fakeTx struct {
-	idem.API
-	err error
-}
-
-func (f fakeTx) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	return &dynamodb.TransactWriteItemsOutput{}, f.err
-}
-
-// The watched client tells a batch whether its shard was held: only a
-// TransactionConflict on the sellers table's update says so, not one on
-// an event's record or a record found there already. Unwatched, a batch
-// takes the same items sent again as that sign.
+// A batch moves only when the shared writes pkg/idem reports contended
+// include its shard's update of the sellers table, not for a conflict on
+// an event's record or another table's item.
 func TestAConflictMovesTheBatchOnlyWhenItNamesItsShard(t *testing.T) {
 	t.Parallel()
-	in := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		{Put: &types.Put{TableName: aws.String("idempotency")}},
-		{Put: &types.Put{TableName: aws.String("idempotency")}},
-		{Update: &types.Update{TableName: aws.String("sellers")}},
-	}}
-	for name, c := range map[string]struct {
-		err  error
-		want bool
-	}{
-		"shard held":          {cancelled("None", "None", "TransactionConflict"), true},
-		"record held":         {cancelled("TransactionConflict", "None", "None"), false},
-		"record and shard":    {cancelled("None", "TransactionConflict", "TransactionConflict"), true},
-		"duplicate":           {cancelled("ConditionalCheckFailed", "None", "None"), false},
-		"shard over its cap":  {cancelled("None", "None", "ConditionalCheckFailed"), false},
-		"committed":           {nil, false},
-		"no reasons":          {&types.TransactionCanceledException{}, false},
-		"throttled, no shard": {cancelled("None", "ThrottlingError", "None"), false},
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			seen := &conflicts{table: "sellers"}
-			ctx := context.WithValue(context.Background(), conflictsKey{}, seen)
-			_, err := WatchConflicts(fakeTx{err: c.err}).TransactWriteItems(ctx, in)
-			assert.Equal(t, c.err, err, "the call's answer passes through")
-			assert.Equal(t, c.want, seen.heldShard(true))
-			assert.Equal(t, c.want, seen.heldShard(false), "what the reasons said, not the items")
-		})
-	}
-
-	unwatched := &conflicts{table: "sellers"}
-	_, err := fakeTx{err: cancelled("None", "None", "TransactionConflict")}.TransactWriteItems(context.WithValue(context.Background(), conflictsKey{}, unwatched), in)
-	require.Error(t, err)
-	assert.True(t, unwatched.heldShard(true), "unwatched: the same items again")
-	assert.False(t, unwatched.heldShard(false))
+	shard := types.TransactWriteItem{Update: &types.Update{TableName: aws.String("sellers")}}
+	other := types.TransactWriteItem{Update: &types.Update{TableName: aws.String("elsewhere")}}
+	assert.True(t, heldShard([]types.TransactWriteItem{shard}, "sellers"))
+	assert.True(t, heldShard([]types.TransactWriteItem{other, shard}, "sellers"))
+	assert.False(t, heldShard([]types.TransactWriteItem{other}, "sellers"))
+	assert.False(t, heldShard(nil, "sellers"), "no shared write contended")
 }

@@ -12,8 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // DynamoDB's limits on one TransactWriteItems: 100 actions, 4 MB of items.
@@ -57,7 +55,13 @@ type BatchResult struct {
 // calls it once per transaction it sends, with only the items that
 // transaction executes, so the writes must depend on nothing else and
 // must not write the items' records. An error fails those items and
-// writes nothing.
+// writes nothing. contended is what DynamoDB reported of the call's
+// previous transaction: the shared writes (as shared returned them) whose
+// items another transaction held, so that it was cancelled
+// (TransactionConflict on them); nil on the first call and after a
+// transaction that no shared write's conflict cancelled. A function that
+// spreads a hot aggregate over items (pkg/idem/idemshard) moves to
+// another item on it.
 //
 // A transaction cancelled because some records' conditions failed tells
 // which keys were there already (each reason carries the record): those
@@ -97,7 +101,7 @@ type BatchResult struct {
 //
 // The returned error is only for a call that cannot run at all (no shared
 // function); every other failure is its item's Err.
-func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func(executing []int) ([]types.TransactWriteItem, error)) ([]BatchResult, error) {
+func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error)) ([]BatchResult, error) {
 	res, err := s.executeBatch(ctx, items, shared)
 	for i, it := range items {
 		if err != nil {
@@ -109,7 +113,7 @@ func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func
 	return res, err
 }
 
-func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func(executing []int) ([]types.TransactWriteItem, error)) ([]BatchResult, error) {
+func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error)) ([]BatchResult, error) {
 	if shared == nil {
 		return nil, errors.New("idem: ExecuteBatch needs a shared writes function (one returning no writes will do)")
 	}
@@ -200,13 +204,16 @@ func duplicateOf(it, earlier BatchItem, r BatchResult) BatchResult {
 // batch is one ExecuteBatch call's state: per item, its record id, its
 // token, its answer and how often its record vanished under it.
 type batch struct {
-	s        *Store
-	items    []BatchItem
-	shared   func(executing []int) ([]types.TransactWriteItem, error)
-	ids      []string
-	tokens   []string
-	res      []BatchResult
-	vanished []int
+	s      *Store
+	items  []BatchItem
+	shared func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error)
+	// contended is the shared writes whose conflict cancelled the last
+	// transaction, for the next call of shared.
+	contended []types.TransactWriteItem
+	ids       []string
+	tokens    []string
+	res       []BatchResult
+	vanished  []int
 }
 
 // commit executes the pending items (indexes into b.items) in as few
@@ -219,7 +226,9 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 			b.fail(pending, fmt.Errorf("idem: batch: %w", err))
 			return
 		}
-		writes, err := b.shared(slices.Clone(pending))
+		contended := b.contended
+		b.contended = nil
+		writes, err := b.shared(slices.Clone(pending), contended)
 		if err != nil {
 			b.failWith(pending, OutcomeReleased, err)
 			return
@@ -275,12 +284,10 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 			return
 		}
 		reasons := tce.CancellationReasons
-		if report := callopt.SharedConflicts(ctx); report != nil {
-			onShared := false
-			for k := len(pending); k < len(reasons); k++ {
-				onShared = onShared || aws.ToString(reasons[k].Code) == "TransactionConflict"
+		for k := len(pending); k < len(reasons); k++ {
+			if aws.ToString(reasons[k].Code) == "TransactionConflict" {
+				b.contended = append(b.contended, writes[k-len(pending)])
 			}
-			report(onShared)
 		}
 
 		// The records' own conditions first: keys that were there already

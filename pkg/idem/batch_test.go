@@ -50,8 +50,8 @@ func (l *ledger) items(t testing.TB, ds []deposit) []idem.BatchItem {
 
 // shared adds each account's deposits among the executing items in one
 // update, under a condition that keeps the balance within the limit.
-func (l *ledger) shared(ds []deposit) func([]int) ([]types.TransactWriteItem, error) {
-	return func(executing []int) ([]types.TransactWriteItem, error) {
+func (l *ledger) shared(ds []deposit) func([]int, []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
+	return func(executing []int, _ []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 		l.mu.Lock()
 		l.calls = append(l.calls, executing)
 		l.mu.Unlock()
@@ -375,12 +375,12 @@ func TestExecuteBatchNeedsSharedWrites(t *testing.T) {
 	s := newStore(t, newEnv(t))
 	_, err := s.ExecuteBatch(context.Background(), nil, nil)
 	check.Error(t, err)
-	res, err := s.ExecuteBatch(context.Background(), nil, func([]int) ([]types.TransactWriteItem, error) { return nil, nil })
+	res, err := s.ExecuteBatch(context.Background(), nil, func([]int, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, nil })
 	check.NoError(t, err)
 	check.Empty(t, res)
 	boom := errors.New("boom")
 	res, err = s.ExecuteBatch(context.Background(), []idem.BatchItem{{Scope: scope(t, "k"), Fingerprint: "fp", Response: idem.Response{Status: 200}}},
-		func([]int) ([]types.TransactWriteItem, error) { return nil, boom })
+		func([]int, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, boom })
 	must.NoError(t, err)
 	check.ErrorIs(t, res[0].Err, boom)
 }

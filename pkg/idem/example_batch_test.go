@@ -45,7 +45,7 @@ func ExampleStore_ExecuteBatch() {
 		}
 		// The writes of exactly the messages that execute: one ADD per
 		// wallet, so a hot wallet is one item in the transaction.
-		perWallet := func(executing []int) ([]types.TransactWriteItem, error) {
+		perWallet := func(executing []int, _ []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 			sums := map[string]int{}
 			for _, i := range executing {
 				sums[msgs[i].wallet] += msgs[i].cents

@@ -143,7 +143,7 @@ func TestOutcomeHookSeesEveryCallOnce(t *testing.T) {
 		{Scope: bad, Fingerprint: "fp", Response: resp},
 		{Scope: f, Fingerprint: "fp", Response: resp},
 	}
-	none := func([]int) ([]types.TransactWriteItem, error) { return nil, nil }
+	none := func([]int, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, nil }
 	res, err := cached.ExecuteBatch(ctx, items, none)
 	must.NoError(t, err)
 	must.Len(t, res, len(items))

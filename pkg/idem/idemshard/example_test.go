@@ -61,10 +61,12 @@ func Example() {
 
 	// The handler.
 	handle := func(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
-		ctx, batch := shards.Batch(ctx)
+		batch := shards.Batch()
 		defer batch.Done()
-		resp, _ := idemsqs.Transact(ctx, store, ev, "deposit", decode, func(ds []deposit) ([]types.TransactWriteItem, error) {
-			shard := batch.Shard() // asked again for each transaction: a held shard is left for another
+		resp, _ := idemsqs.Transact(ctx, store, ev, "deposit", decode, func(ds []deposit, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
+			// Asked again for each transaction, with the shared writes
+			// another transaction held: a held shard is left for another.
+			shard := batch.Shard(len(contended) > 0)
 			sums := map[string]int64{}
 			for _, d := range ds {
 				sums[d.Account] += d.Cents

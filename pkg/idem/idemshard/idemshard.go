@@ -36,11 +36,8 @@
 package idemshard
 
 import (
-	"context"
 	"math/rand/v2"
 	"sync"
-
-	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // Shards hands out the shards of one aggregate to the batches of one
@@ -64,15 +61,11 @@ func New(n int) *Shards {
 // N is the number of shards.
 func (s *Shards) N() int { return s.n }
 
-// Batch starts one batch: one ExecuteBatch or idemsqs.Transact call. It
-// returns the context to make that call with, through which the store
-// tells the batch that a transaction met a shared write another
-// transaction held, and the Batch whose Shard the shared writes function
-// asks for the shard of each transaction. Call Done once the call has
-// returned.
-func (s *Shards) Batch(ctx context.Context) (context.Context, *Batch) {
-	b := &Batch{shards: s, shard: s.take()}
-	return callopt.WithSharedConflicts(ctx, b.conflicted), b
+// Batch starts one batch: one ExecuteBatch or idemsqs.Transact call,
+// whose shared writes function asks the Batch's Shard for the shard of
+// each transaction. Call Done once the call has returned.
+func (s *Shards) Batch() *Batch {
+	return &Batch{shards: s, shard: s.take()}
 }
 
 // Batch is one batch's hold on a shard.
@@ -80,23 +73,25 @@ type Batch struct {
 	shards *Shards
 	mu     sync.Mutex
 	shard  int
-	move   bool // the last transaction met a shared write held by another
 	done   bool
 }
 
 // Shard is the shard the transaction being built updates: the batch's,
-// or, when the batch's last transaction met a shared write that another
-// transaction held, another one at random (one no other batch of this
+// or, when held says the batch's last transaction met its shard held by
+// another transaction, another one at random (one no other batch of this
 // process holds, when there is one). ExecuteBatch asks for the shared
-// writes once per transaction it sends, retries included, so a shared
-// writes function that reads Shard each time moves off a held item.
-func (b *Batch) Shard() int {
+// writes once per transaction it sends, retries included, with the
+// shared writes whose items were held (its contended argument), so a
+// shared writes function that passes whether its shard's write was among
+// them moves off a held item:
+//
+//	shard := batch.Shard(len(contended) > 0)
+func (b *Batch) Shard(held bool) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.move && !b.done {
+	if held && !b.done {
 		b.shard = b.shards.moveFrom(b.shard)
 	}
-	b.move = false
 	return b.shard
 }
 
@@ -109,13 +104,6 @@ func (b *Batch) Done() {
 	}
 	b.done = true
 	b.shards.give(b.shard)
-}
-
-// conflicted is what the store reports after a cancelled transaction.
-func (b *Batch) conflicted(onShared bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.move = b.move || onShared
 }
 
 // take returns a batch's shard: the one the last batch gave back, or one

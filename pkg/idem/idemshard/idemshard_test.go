@@ -1,24 +1,22 @@
 package idemshard_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemshard"
-	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // A process's batches, one after another, stay on one shard; batches at
 // the same time take shards of their own while there are free ones.
 func TestBatchesOfAProcessStayOnOneShardAndConcurrentOnesSpread(t *testing.T) {
 	s := idemshard.New(4)
-	_, b := s.Batch(context.Background())
-	home := b.Shard()
+	b := s.Batch()
+	home := b.Shard(false)
 	b.Done()
 	for range 10 {
-		_, b := s.Batch(context.Background())
-		if got := b.Shard(); got != home {
+		b := s.Batch()
+		if got := b.Shard(false); got != home {
 			t.Fatalf("a later batch got shard %d, want the process's %d", got, home)
 		}
 		b.Done()
@@ -26,15 +24,15 @@ func TestBatchesOfAProcessStayOnOneShardAndConcurrentOnesSpread(t *testing.T) {
 	seen := map[int]bool{}
 	var batches []*idemshard.Batch
 	for range 4 {
-		_, b := s.Batch(context.Background())
-		seen[b.Shard()] = true
+		b := s.Batch()
+		seen[b.Shard(false)] = true
 		batches = append(batches, b)
 	}
 	if len(seen) != 4 {
 		t.Errorf("4 concurrent batches on 4 shards took %d distinct ones", len(seen))
 	}
-	_, fifth := s.Batch(context.Background())
-	if sh := fifth.Shard(); sh < 0 || sh >= 4 {
+	fifth := s.Batch()
+	if sh := fifth.Shard(false); sh < 0 || sh >= 4 {
 		t.Errorf("a fifth batch got shard %d", sh)
 	}
 	for _, b := range append(batches, fifth) {
@@ -43,36 +41,30 @@ func TestBatchesOfAProcessStayOnOneShardAndConcurrentOnesSpread(t *testing.T) {
 	}
 }
 
-// A transaction that met a shared write held elsewhere moves the batch to
-// another shard; one that conflicted on a key's own record does not.
-func TestABatchMovesOnlyAfterAConflictOnASharedWrite(t *testing.T) {
+// A transaction that met its shard held elsewhere moves the batch to
+// another shard; one that did not (a conflict on a key's own record)
+// does not.
+func TestABatchMovesOnlyWhenItsShardWasHeld(t *testing.T) {
 	s := idemshard.New(3)
-	ctx, b := s.Batch(context.Background())
+	b := s.Batch()
 	defer b.Done()
-	report := callopt.SharedConflicts(ctx)
-	if report == nil {
-		t.Fatal("the batch's context carries no report for the store")
+	first := b.Shard(false)
+	if got := b.Shard(false); got != first {
+		t.Errorf("moved from %d to %d without its shard held", first, got)
 	}
-	first := b.Shard()
-	report(false)
-	if got := b.Shard(); got != first {
-		t.Errorf("moved from %d to %d after a conflict on a record", first, got)
-	}
-	report(true)
-	second := b.Shard()
+	second := b.Shard(true)
 	if second == first {
 		t.Errorf("stayed on %d after a conflict on a shared write", first)
 	}
-	if got := b.Shard(); got != second {
+	if got := b.Shard(false); got != second {
 		t.Errorf("moved again (%d to %d) without another conflict", second, got)
 	}
 }
 
 func TestOneShardAndConcurrentUse(t *testing.T) {
 	one := idemshard.New(1)
-	ctx, b := one.Batch(context.Background())
-	callopt.SharedConflicts(ctx)(true)
-	if got := b.Shard(); got != 0 {
+	b := one.Batch()
+	if got := b.Shard(true); got != 0 {
 		t.Errorf("one shard: got %d", got)
 	}
 	b.Done()
@@ -82,9 +74,8 @@ func TestOneShardAndConcurrentUse(t *testing.T) {
 	for range 16 {
 		wg.Go(func() {
 			for range 100 {
-				ctx, b := s.Batch(context.Background())
-				callopt.SharedConflicts(ctx)(true)
-				if sh := b.Shard(); sh < 0 || sh >= s.N() {
+				b := s.Batch()
+				if sh := b.Shard(true); sh < 0 || sh >= s.N() {
 					t.Errorf("shard %d of %d", sh, s.N())
 				}
 				b.Done()

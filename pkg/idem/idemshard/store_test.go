@@ -74,9 +74,9 @@ func TestABatchLeavesAHeldShardForAnother(t *testing.T) {
 	}
 
 	shards := idemshard.New(4)
-	bctx, batch := shards.Batch(ctx)
+	batch := shards.Batch()
 	defer batch.Done()
-	start := batch.Shard()
+	start := batch.Shard(false)
 
 	// Another process's transaction holds that shard.
 	held := srv.Hold(idemtest.OpTransactWriteItems)
@@ -99,8 +99,8 @@ func TestABatchLeavesAHeldShardForAnother(t *testing.T) {
 		}
 		items[i] = idem.BatchItem{Scope: sc, Fingerprint: strconv.Itoa(i), Response: idem.Response{Status: 200}}
 	}
-	res, err := store.ExecuteBatch(bctx, items, func(executing []int) ([]types.TransactWriteItem, error) {
-		shard := batch.Shard()
+	res, err := store.ExecuteBatch(ctx, items, func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
+		shard := batch.Shard(len(contended) > 0)
 		used = append(used, shard)
 		return []types.TransactWriteItem{credit(shard, int64(len(executing)))}, nil
 	})

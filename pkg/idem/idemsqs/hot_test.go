@@ -65,15 +65,15 @@ func shardedConsumer(n int) func() hotConsumer {
 	return func() hotConsumer {
 		shards := idemshard.New(n)
 		return func(ctx context.Context, store *idem.Store, ev events.SQSEvent) events.SQSEventResponse {
-			ctx, batch := shards.Batch(ctx)
+			batch := shards.Batch()
 			defer batch.Done()
-			resp, _ := idemsqs.Transact(ctx, store, ev, "deposit", decode, func(ds []deposit) ([]types.TransactWriteItem, error) {
-				suffix := "#" + strconv.Itoa(batch.Shard())
+			resp, _ := idemsqs.Transact(ctx, store, ev, "deposit", decode, func(ds []deposit, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
+				suffix := "#" + strconv.Itoa(batch.Shard(len(contended) > 0))
 				on := make([]deposit, len(ds))
 				for i, d := range ds {
 					on[i] = deposit{Account: d.Account + suffix, Cents: d.Cents}
 				}
-				return shared("accounts")(on)
+				return shared("accounts")(on, nil)
 			})
 			return resp
 		}

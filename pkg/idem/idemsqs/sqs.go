@@ -108,7 +108,9 @@ func Response(results []Result) events.SQSEventResponse {
 // writes for the values of exactly the messages a transaction executes
 // (it may be called more than once, with fewer values, when some messages
 // turn out to be duplicates, and once per retry of a transaction) and
-// must not depend on anything else. A message fails only for its own
+// must not depend on anything else; contended is the shared writes whose
+// items another transaction held when the previous transaction was
+// cancelled (idem.Store.ExecuteBatch). A message fails only for its own
 // sake, never because another of the batch was a duplicate, poison or
 // conflicted: a transaction whose shared writes keep meeting an item that
 // other batches hold (an aggregate most messages update) is retried, then
@@ -124,7 +126,7 @@ func Response(results []Result) events.SQSEventResponse {
 // until one fails.
 func Transact[T any](ctx context.Context, store *idem.Store, ev events.SQSEvent, operation string,
 	decode func(events.SQSMessage) (Entry[T], error),
-	shared func(executing []T) ([]types.TransactWriteItem, error),
+	shared func(executing []T, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error),
 ) (events.SQSEventResponse, []Result) {
 	if isFIFO(ev) {
 		return inOrder(ev, func(m events.SQSMessage) (idem.Outcome, error) {
@@ -148,12 +150,12 @@ func Transact[T any](ctx context.Context, store *idem.Store, ev events.SQSEvent,
 		items, values, of = append(items, item), append(values, v), append(of, i)
 	}
 	if len(items) > 0 {
-		res, err := store.ExecuteBatch(ctx, items, func(executing []int) ([]types.TransactWriteItem, error) {
+		res, err := store.ExecuteBatch(ctx, items, func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 			vs := make([]T, len(executing))
 			for k, i := range executing {
 				vs[k] = values[i]
 			}
-			return shared(vs)
+			return shared(vs, contended)
 		})
 		for k, i := range of {
 			if err != nil {

@@ -45,8 +45,8 @@ func decode(m events.SQSMessage) (idemsqs.Entry[deposit], error) {
 }
 
 // shared is one ADD per account for the deposits a transaction executes.
-func shared(table string) func([]deposit) ([]types.TransactWriteItem, error) {
-	return func(ds []deposit) ([]types.TransactWriteItem, error) {
+func shared(table string) func([]deposit, []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
+	return func(ds []deposit, _ []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 		sums := map[string]int64{}
 		var order []string
 		for _, d := range ds {
@@ -395,7 +395,7 @@ func TestAValueOfAnySizeIsAppliedOnce(t *testing.T) {
 	check.EqualValues(t, 1, runs.Load())
 	for i := range 2 {
 		_, results := idemsqs.Transact(context.Background(), store, events.SQSEvent{Records: []events.SQSMessage{message("m", "tx-1")}}, "big", big,
-			func([]string) ([]types.TransactWriteItem, error) { return nil, nil })
+			func([]string, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, nil })
 		must.NoError(t, results[0].Err)
 		check.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed}[i], results[0].Outcome)
 	}

@@ -37,21 +37,3 @@ func Wait(ctx context.Context) (d time.Duration, ok bool) {
 	w, _ := ctx.Value(waitKey{}).(wait)
 	return w.d, w.set
 }
-
-type conflictsKey struct{}
-
-// WithSharedConflicts returns ctx with a function ExecuteBatch calls after
-// each of its transactions that DynamoDB cancelled, saying whether a
-// TransactionConflict fell on one of the shared writes (not on a key's
-// own record): another transaction held an item the batch's shared
-// writes update. pkg/idem/idemshard moves a batch to another shard on it.
-func WithSharedConflicts(ctx context.Context, f func(onShared bool)) context.Context {
-	return context.WithValue(ctx, conflictsKey{}, f)
-}
-
-// SharedConflicts returns the function WithSharedConflicts set on ctx, or
-// nil.
-func SharedConflicts(ctx context.Context) func(onShared bool) {
-	f, _ := ctx.Value(conflictsKey{}).(func(bool))
-	return f
-}

@@ -29,7 +29,7 @@ func TestBatchAnswersADuplicateBehindAnotherPayload(t *testing.T) {
 		s := b.store()
 		sc := timeScope(t)
 		a, other := &actor{caller: "alice", key: "k0", variant: "a"}, &actor{caller: "alice", key: "k0", variant: "b"}
-		none := func([]int) ([]types.TransactWriteItem, error) { return nil, nil }
+		none := func([]int, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, nil }
 		item := func(x *actor, exec int) idem.BatchItem {
 			return idem.BatchItem{Scope: sc, Fingerprint: x.fingerprint(), Response: response(reply{Caller: "alice", Key: "k0", Variant: x.variant, Exec: exec})}
 		}
@@ -54,7 +54,7 @@ func TestBatchAnswersADuplicateBehindAnotherPayload(t *testing.T) {
 				msg, err := decodeMessage(m)
 				return idemsqs.Entry[order]{Principal: msg.Tenant, Key: msg.Key, Value: order{Key: msg.Key, Variant: msg.Variant}}, err
 			},
-			func([]order) ([]types.TransactWriteItem, error) { return nil, nil })
+			func([]order, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, nil })
 		for _, f := range resp.BatchItemFailures {
 			if f.ItemIdentifier == a.msgID() {
 				t.Errorf("idemsqs.Transact: the message with the key's own payload is a batch item failure (%s %v), so the queue redelivers it behind the other one until it is dead-lettered", results[1].Outcome, results[1].Err)

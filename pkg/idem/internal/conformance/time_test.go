@@ -518,7 +518,7 @@ func TestTakeoverByAnotherPayloadIsKeyReuse(t *testing.T) {
 		}, idem.OutcomeExecuted, true},
 		{"ExecuteBatch", func(s *idem.Store, sc idem.Scope, fp string, ran *int) (idem.Outcome, error) {
 			res, err := s.ExecuteBatch(context.Background(), []idem.BatchItem{{Scope: sc, Fingerprint: fp, Response: idem.Response{Status: http.StatusCreated}}},
-				func([]int) ([]types.TransactWriteItem, error) { *ran++; return nil, nil })
+				func([]int, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { *ran++; return nil, nil })
 			if err != nil {
 				return "", err
 			}

@@ -249,7 +249,7 @@ func deliverExecuteBatch(ctx context.Context, w *world, c *call, as []*actor) []
 	if len(items) == 0 {
 		return outs
 	}
-	res, err := c.env.store.ExecuteBatch(ctx, items, func(executing []int) ([]types.TransactWriteItem, error) {
+	res, err := c.env.store.ExecuteBatch(ctx, items, func(executing []int, _ []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 		if w.take(&w.crashBefore) {
 			c.env.crash("crash point: before the effect")
 			return nil, context.Canceled
@@ -563,7 +563,7 @@ func deliverSQSTransact(ctx context.Context, w *world, c *call, as []*actor) []o
 			b, err := decodeMessage(m)
 			return idemsqs.Entry[sqsValue]{Principal: b.Tenant, Key: b.Key, Value: sqsValue{Caller: b.Caller, Key: b.Key, Variant: b.Variant}}, err
 		},
-		func(values []sqsValue) ([]types.TransactWriteItem, error) {
+		func(values []sqsValue, _ []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 			if w.take(&w.crashBefore) {
 				c.env.crash("crash point: before the effect")
 				return nil, context.Canceled
