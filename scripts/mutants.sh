@@ -85,7 +85,7 @@ mutant expiry-condition-one-second-early pkg/idem/record.go \
 	'OR #exp <= :now_s OR'
 suite '^TestRetentionToTheSecond$'
 
-mutant expiry-judged-one-second-early pkg/idem/record.go \
+mutant expiry-judged-one-second-early pkg/idem/internal/record/record.go \
 	'return r.ExpiresAt.Unix() < now.Unix()' \
 	'return r.ExpiresAt.Unix() <= now.Unix()'
 suite '^TestRetentionToTheSecond$'

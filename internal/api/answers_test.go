@@ -19,14 +19,15 @@ import (
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
 // creatorFunc is a Creator made of a function: the handler's answers are
 // tested here without a store behind them.
-type creatorFunc func(ctx context.Context, principal, key string, cmd product.CreateCommand) (idem.Result, error)
+type creatorFunc func(ctx context.Context, scope idem.Scope, cmd product.CreateCommand) (idem.Result, error)
 
-func (f creatorFunc) Create(ctx context.Context, principal, key string, cmd product.CreateCommand) (idem.Result, error) {
-	return f(ctx, principal, key, cmd)
+func (f creatorFunc) Create(ctx context.Context, scope idem.Scope, cmd product.CreateCommand) (idem.Result, error) {
+	return f(ctx, scope, cmd)
 }
 
 type finderFunc func(ctx context.Context, id uuid.UUID) (product.Product, error)
@@ -39,7 +40,10 @@ func (f finderFunc) Get(ctx context.Context, id uuid.UUID) (product.Product, err
 // the client gets for it.
 func TestCreateAnswersEveryOutcome(t *testing.T) {
 	t.Parallel()
-	created := idem.Response{Status: 201, Headers: map[string]string{"Content-Type": "application/json", "Location": "/products/1"}, Body: []byte(`{"id":"1"}`)}
+	created, err := idemhttp.FromAPIGatewayV2(events.APIGatewayV2HTTPResponse{
+		StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json", "Location": "/products/1"}, Body: `{"id":"1"}`,
+	})
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name       string
 		res        idem.Result
@@ -62,8 +66,8 @@ func TestCreateAnswersEveryOutcome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var got struct{ principal, key string }
-			h := api.NewCreateHandler(creatorFunc(func(_ context.Context, principal, key string, _ product.CreateCommand) (idem.Result, error) {
-				got.principal, got.key = principal, key
+			h := api.NewCreateHandler(creatorFunc(func(_ context.Context, scope idem.Scope, _ product.CreateCommand) (idem.Result, error) {
+				got.principal, got.key = scope.Principal, scope.Key
 				return tc.res, tc.err
 			}))
 			r := h.Serve(context.Background(), postReq(jsonHeaders(`"k-1"`), widget))
@@ -93,7 +97,7 @@ func TestCreateAnswersEveryOutcome(t *testing.T) {
 // A request refused before the use case never reaches it.
 func TestCreateRejectsWithoutCallingTheUseCase(t *testing.T) {
 	t.Parallel()
-	h := api.NewCreateHandler(creatorFunc(func(context.Context, string, string, product.CreateCommand) (idem.Result, error) {
+	h := api.NewCreateHandler(creatorFunc(func(context.Context, idem.Scope, product.CreateCommand) (idem.Result, error) {
 		t.Error("the use case ran for a rejected request")
 		return idem.Result{}, nil
 	}))

@@ -34,7 +34,7 @@ const OperationCreateProduct = "POST /products"
 // use. The handler depends on no more than this, so its answers can be
 // tested without a store.
 type Creator interface {
-	Create(ctx context.Context, principal, key string, cmd product.CreateCommand) (idem.Result, error)
+	Create(ctx context.Context, scope idem.Scope, cmd product.CreateCommand) (idem.Result, error)
 }
 
 var _ Creator = (*ProductCreator)(nil)
@@ -65,11 +65,7 @@ func NewProductCreator(execute Executor, products *product.Service) (*ProductCre
 // the 201, fresh or replayed byte for byte. Errors wrap idem.ErrInFlight,
 // idem.ErrKeyReuse, idem.ErrLeaseLost, idem.ErrInvalidKey or the
 // infrastructure error.
-func (c *ProductCreator) Create(ctx context.Context, principal, key string, cmd product.CreateCommand) (idem.Result, error) {
-	scope, err := idem.NewScope(OperationCreateProduct, principal, key)
-	if err != nil {
-		return idem.Result{Outcome: idem.OutcomeRejected}, err
-	}
+func (c *ProductCreator) Create(ctx context.Context, scope idem.Scope, cmd product.CreateCommand) (idem.Result, error) {
 	fp, err := Fingerprint(cmd)
 	if err != nil {
 		return idem.Result{Outcome: idem.OutcomeError}, err
@@ -83,17 +79,18 @@ func (c *ProductCreator) Create(ctx context.Context, principal, key string, cmd 
 		if err != nil {
 			return idem.Effect{}, fmt.Errorf("api: encode product: %w", err)
 		}
-		return idem.Effect{
-			Response: idem.Response{
-				Status: http.StatusCreated,
-				Headers: map[string]string{
-					"Content-Type": "application/json",
-					"Location":     "/products/" + created.Product.ID().String(),
-				},
-				Body: body,
+		resp, err := idemhttp.FromAPIGatewayV2(events.APIGatewayV2HTTPResponse{
+			StatusCode: http.StatusCreated,
+			Headers: map[string]string{
+				"Content-Type": "application/json",
+				"Location":     "/products/" + created.Product.ID().String(),
 			},
-			Writes: created.Writes,
-		}, nil
+			Body: string(body),
+		})
+		if err != nil {
+			return idem.Effect{}, err
+		}
+		return idem.Effect{Response: resp, Writes: created.Writes}, nil
 	})
 }
 
@@ -139,10 +136,19 @@ func newProductBody(p product.Product) ProductBody {
 // CreateHandler serves POST /products.
 type CreateHandler struct {
 	svc Creator
+	// idem is the library's way in for a handler that calls the store
+	// itself: the key, the caller under its principal policy (a route
+	// without an authorizer is the one anonymous scope, as the API has
+	// always served it), the scope, and the answers.
+	idem *idemhttp.Middleware
 }
 
 // NewCreateHandler returns the handler.
-func NewCreateHandler(svc Creator) *CreateHandler { return &CreateHandler{svc: svc} }
+func NewCreateHandler(svc Creator) *CreateHandler {
+	return &CreateHandler{svc: svc, idem: &idemhttp.Middleware{
+		Operation: OperationCreateProduct, AllowAnonymous: true, ProblemTypeBase: problem.TypeBase,
+	}}
+}
 
 // Serve answers one API Gateway request.
 func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRequest) Reply {
@@ -179,11 +185,9 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 		key = decoded.key
 	}
 	attrs := []slog.Attr{slog.String("key_hash", keyHash(key))}
-	principal, err := idemhttp.PrincipalV2(req.RequestContext)
+	scope, err := h.idem.ScopeV2(req, key)
 	if err != nil {
-		r := fail(problem.For(err), idem.OutcomeRejected, err)
-		r.Attrs = attrs
-		return r
+		return Reply{Response: h.idem.AnswerV2(ctx, idem.Result{}, err), Outcome: idem.OutcomeRejected, Err: err, Attrs: attrs}
 	}
 	// Stop the work a little before Lambda's deadline, so a hung store
 	// still ends in a 503 the client can act on, not a gateway timeout.
@@ -191,14 +195,8 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	// still outlives the invocation.
 	work, cancel := deadline.Before(ctx, DeadlineMargin)
 	defer cancel()
-	res, err := h.svc.Create(work, principal, key, decoded.cmd)
-	r := Reply{Outcome: res.Outcome, Err: err, Attrs: attrs}
-	if err != nil {
-		r.Response = problem.For(err).APIGatewayV2()
-	} else {
-		r.Response = idemhttp.ToAPIGatewayV2(res.Response, res.Outcome == idem.OutcomeReplayed)
-	}
-	return r
+	res, err := h.svc.Create(work, scope, decoded.cmd)
+	return Reply{Response: h.idem.AnswerV2(ctx, res, err), Outcome: res.Outcome, Err: err, Attrs: attrs}
 }
 
 // keyHash identifies a key in logs without logging it: keys can carry

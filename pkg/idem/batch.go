@@ -105,9 +105,9 @@ func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func
 	res, err := s.executeBatch(ctx, items, shared)
 	for i, it := range items {
 		if err != nil {
-			s.observe(ctx, it.Scope, OutcomeRejected, err)
+			s.leave(ctx, it.Scope, OutcomeRejected, err)
 		} else {
-			s.observe(ctx, it.Scope, res[i].Outcome, res[i].Err)
+			s.leave(ctx, it.Scope, res[i].Outcome, res[i].Err)
 		}
 	}
 	return res, err
@@ -126,15 +126,18 @@ func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func
 	first := map[string]int{}
 	follows := map[int]int{}
 	for i, it := range items {
-		if err := s.check(it.Scope); err != nil {
-			b.res[i] = BatchResult{Result{Outcome: OutcomeRejected}, err}
+		// Admission, each item on its own (the hook hears of each when
+		// the batch is done).
+		id, res, err, done := s.enter(it.Scope, it.Fingerprint)
+		if !done {
+			if err = s.validate(it.Response); err != nil {
+				res, done = Result{Outcome: OutcomeRejected}, true
+			}
+		}
+		if done {
+			b.res[i] = BatchResult{res, err}
 			continue
 		}
-		if err := s.validate(it.Response); err != nil {
-			b.res[i] = BatchResult{Result{Outcome: OutcomeRejected}, err}
-			continue
-		}
-		id := it.Scope.ID()
 		if j, ok := first[id]; ok {
 			// DynamoDB refuses a transaction that writes one item twice.
 			follows[i] = j
@@ -142,10 +145,6 @@ func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func
 		}
 		first[id] = i
 		b.ids[i] = id
-		if res, err, hit := s.fromCache(id, it.Fingerprint); hit {
-			b.res[i] = BatchResult{res, err}
-			continue
-		}
 		// One token per key for every transaction of this call: finding
 		// it on the record means an earlier attempt landed.
 		b.tokens[i] = s.newToken()
@@ -425,8 +424,8 @@ func (b *batch) decide(ctx context.Context, i int, item map[string]types.Attribu
 		// record (backends that ignore ClientRequestToken).
 		b.executed(i, rec.ExpiresAt)
 	case verdictReplay:
-		s.remember(b.ids[i], it.Fingerprint, rec.Response, rec.ExpiresAt)
-		b.res[i] = BatchResult{Result: Result{Response: rec.Response, Outcome: OutcomeReplayed}}
+		s.remember(b.ids[i], it.Fingerprint, responseOf(rec), rec.ExpiresAt)
+		b.res[i] = BatchResult{Result: Result{Response: responseOf(rec), Outcome: OutcomeReplayed}}
 	case verdictKeyReuse:
 		b.res[i] = BatchResult{Result{Outcome: OutcomeKeyReuse}, ErrKeyReuse}
 	case verdictInFlight:

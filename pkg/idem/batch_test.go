@@ -43,7 +43,7 @@ func (l *ledger) items(t testing.TB, ds []deposit) []idem.BatchItem {
 		fp, err := idem.Fingerprint(map[string]any{"account": d.account, "cents": d.cents})
 		must.NoError(t, err)
 		out[i] = idem.BatchItem{Scope: scope(t, d.key), Fingerprint: fp,
-			Response: idem.Response{Status: 200, Body: []byte(fmt.Sprintf(`{"key":%q}`, d.key))}}
+			Response: idem.Response{Body: []byte(fmt.Sprintf(`{"key":%q}`, d.key))}}
 	}
 	return out
 }
@@ -181,7 +181,7 @@ func TestExecuteBatchAnswersEachKeyForItself(t *testing.T) {
 		{key: "bad", account: "b", cents: 7},
 	}
 	items := l.items(t, ds)
-	items[5].Response.Status = 42
+	items[5].Response.Meta = map[string]string{"": "no name"}
 	res, err := s.ExecuteBatch(context.Background(), items, l.shared(ds))
 	must.NoError(t, err)
 	check.Equal(t, []idem.Outcome{idem.OutcomeKeyReuse, idem.OutcomeExecuted, idem.OutcomeExecuted,
@@ -379,7 +379,7 @@ func TestExecuteBatchNeedsSharedWrites(t *testing.T) {
 	check.NoError(t, err)
 	check.Empty(t, res)
 	boom := errors.New("boom")
-	res, err = s.ExecuteBatch(context.Background(), []idem.BatchItem{{Scope: scope(t, "k"), Fingerprint: "fp", Response: idem.Response{Status: 200}}},
+	res, err = s.ExecuteBatch(context.Background(), []idem.BatchItem{{Scope: scope(t, "k"), Fingerprint: "fp", Response: idem.Response{}}},
 		func([]int, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, boom })
 	must.NoError(t, err)
 	check.ErrorIs(t, res[0].Err, boom)

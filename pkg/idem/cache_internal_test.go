@@ -15,7 +15,7 @@ func TestCacheNeverHoldsMoreThanItsBound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	peak := 0
 	for i := range keys {
-		c.put(fmt.Sprintf("k%d", i), "fp", Response{Status: 201, Body: []byte("b")}, now.Add(time.Hour))
+		c.put(fmt.Sprintf("k%d", i), "fp", Response{Body: []byte("b")}, now.Add(time.Hour))
 		// Touch a random recent key now and then, as replays do.
 		if i > 0 && rng.IntN(3) == 0 {
 			c.get(fmt.Sprintf("k%d", i-rng.IntN(min(i, bound))), now)
@@ -42,10 +42,10 @@ func TestCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 	c := newCache(2, defaultCacheBytes)
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	later := now.Add(time.Hour)
-	c.put("a", "fp", Response{Status: 200}, later)
-	c.put("b", "fp", Response{Status: 200}, later)
+	c.put("a", "fp", Response{}, later)
+	c.put("b", "fp", Response{}, later)
 	c.get("a", now) // a is now the most recently used
-	c.put("c", "fp", Response{Status: 200}, later)
+	c.put("c", "fp", Response{}, later)
 	if _, ok := c.get("b", now); ok {
 		t.Fatal("b, the least recently used, should have gone")
 	}
@@ -60,7 +60,7 @@ func TestCacheEntryDiesAtExpiry(t *testing.T) {
 	t.Parallel()
 	c := newCache(4, defaultCacheBytes)
 	exp := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	c.put("a", "fp", Response{Status: 200}, exp)
+	c.put("a", "fp", Response{}, exp)
 	if _, ok := c.get("a", exp.Add(-time.Nanosecond)); !ok {
 		t.Fatal("live entry missed")
 	}
@@ -76,7 +76,7 @@ func TestCacheStaysWithinItsByteBudget(t *testing.T) {
 	t.Parallel()
 	c := newCache(1000, 10_000)
 	exp := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	big := Response{Status: 200, Body: make([]byte, 3000)}
+	big := Response{Body: make([]byte, 3000)}
 	for i := range 20 {
 		c.put(fmt.Sprintf("k%d", i), "fp", big, exp)
 		if c.bytes > c.maxBytes {
@@ -86,11 +86,11 @@ func TestCacheStaysWithinItsByteBudget(t *testing.T) {
 	if c.len() != 3 {
 		t.Fatalf("3 KB responses in a 10 KB budget: %d entries held, want 3", c.len())
 	}
-	c.put("huge", "fp", Response{Status: 200, Body: make([]byte, 20_000)}, exp)
+	c.put("huge", "fp", Response{Body: make([]byte, 20_000)}, exp)
 	if _, ok := c.get("huge", exp.Add(-time.Hour)); ok {
 		t.Fatal("a response over the whole budget must not be cached")
 	}
-	c.put("k19", "fp", Response{Status: 200}, exp) // replacing an entry frees its bytes
+	c.put("k19", "fp", Response{}, exp) // replacing an entry frees its bytes
 	if c.len() != 3 || c.bytes > 2*3100 {
 		t.Fatalf("after replacing k19: %d entries, %d bytes", c.len(), c.bytes)
 	}

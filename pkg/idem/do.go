@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 )
 
 // Do runs fn at most once per scope and payload fingerprint, for effects
@@ -18,37 +17,47 @@ import (
 // store is returned to the first call; its replays get ErrResponseTooLarge,
 // and the effect still runs once.
 func Do[T any](ctx context.Context, s *Store, scope Scope, fingerprint string, fn func(context.Context) (T, error)) (T, Outcome, error) {
-	v, outcome, err := do(ctx, s, scope, fingerprint, fn)
-	s.observe(ctx, scope, outcome, err)
-	return v, outcome, err
+	var v T
+	res, err := s.admit(ctx, scope, fingerprint, func(ctx context.Context, id string) (Result, error) {
+		return s.run(ctx, id, fingerprint, encode(fn, &v))
+	}, func(res Result, err error) (Result, error) {
+		if res.Outcome == OutcomeReplayed {
+			v, err = decode[T](res.Response)
+		}
+		return res, err
+	})
+	return v, res.Outcome, err
 }
 
-func do[T any](ctx context.Context, s *Store, scope Scope, fingerprint string, fn func(context.Context) (T, error)) (T, Outcome, error) {
-	var v T
-	res, err := s.run(ctx, scope, fingerprint, func(ctx context.Context) (Response, error) {
+// encode is Run's function for Do's fn: it runs fn, keeps its value in v
+// (also when fn says its effect happened unrecorded), and stores the
+// value's JSON.
+func encode[T any](fn func(context.Context) (T, error), v *T) func(context.Context) (Response, error) {
+	return func(ctx context.Context) (Response, error) {
 		out, err := fn(ctx)
 		if errors.Is(err, ErrNotRecorded) {
-			v = out // its effect happened: the caller gets what it made
+			*v = out // its effect happened: the caller gets what it made
 		}
 		if err != nil {
 			return Response{}, err
 		}
-		v = out
+		*v = out
 		body, err := json.Marshal(out)
 		if err != nil {
 			return Response{}, fmt.Errorf("%w: encode result: %w", ErrNotRecorded, err)
 		}
-		return Response{Status: http.StatusOK, Headers: map[string]string{"Content-Type": "application/json"}, Body: body}, nil
-	})
-	if res.Outcome != OutcomeReplayed {
-		return v, res.Outcome, err
+		return Response{Body: body}, nil
 	}
-	var stored T
-	if why := res.Response.Headers[headerBodyOmitted]; why != "" {
-		return stored, OutcomeReplayed, fmt.Errorf("%w: the first call's value was not stored (%s); it ran once", ErrResponseTooLarge, why)
+}
+
+// decode is the value a replay of Do's stored JSON gives back.
+func decode[T any](stored Response) (T, error) {
+	var v T
+	if why := stored.Meta[metaOmitted]; why != "" {
+		return v, fmt.Errorf("%w: the first call's value was not stored (%s); it ran once", ErrResponseTooLarge, why)
 	}
-	if err := json.Unmarshal(res.Response.Body, &stored); err != nil {
-		return stored, OutcomeReplayed, fmt.Errorf("%w: stored value: %w", errCorruptRecord, err)
+	if err := json.Unmarshal(stored.Body, &v); err != nil {
+		return v, fmt.Errorf("%w: stored value: %w", errCorruptRecord, err)
 	}
-	return stored, OutcomeReplayed, nil
+	return v, nil
 }

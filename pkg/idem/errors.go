@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	stored "github.com/idemlambda/idemlambda/pkg/idem/internal/record"
 )
 
 // Errors returned by the store, matched with errors.Is.
@@ -24,8 +26,8 @@ var (
 	ErrLeaseLost = errors.New("idem: lease lost")
 	// ErrResponseTooLarge: the response to store exceeds the store's limit.
 	ErrResponseTooLarge = errors.New("idem: response too large to store")
-	// errInvalidResponse: the response cannot be stored (status out of
-	// range, a header name empty or not valid UTF-8).
+	// errInvalidResponse: the response cannot be stored (a metadata key
+	// empty, or a key or value not valid UTF-8).
 	errInvalidResponse = errors.New("idem: response cannot be stored")
 	// ErrConditionFailed: one of the caller's own transaction items failed
 	// its condition; the transaction wrote nothing. The error names the item and DynamoDB's reason.
@@ -44,7 +46,7 @@ var (
 	// writes, a write to the key's own record); nothing was written.
 	ErrInvalidEffect = errors.New("idem: invalid effect")
 	// errCorruptRecord: a stored record cannot be read back.
-	errCorruptRecord = errors.New("idem: corrupt idempotency record")
+	errCorruptRecord = stored.ErrCorrupt
 	// ErrNotRecorded: the effect ran but its completion could not be
 	// recorded; a retry after the lease ends may run it again. A function
 	// passed to Run may return it too, to say its effect happened and the

@@ -41,7 +41,7 @@ func ExampleStore_ExecuteBatch() {
 				log.Fatal(err)
 			}
 			fp, _ := idem.Fingerprint(map[string]any{"wallet": m.wallet, "cents": m.cents})
-			items[i] = idem.BatchItem{Scope: scope, Fingerprint: fp, Response: idem.Response{Status: 200}}
+			items[i] = idem.BatchItem{Scope: scope, Fingerprint: fp, Response: idem.Response{}}
 		}
 		// The writes of exactly the messages that execute: one ADD per
 		// wallet, so a hot wallet is one item in the transaction.

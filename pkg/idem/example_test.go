@@ -39,7 +39,7 @@ func placeOrder(orderID string, cents int) func(context.Context) (idem.Effect, e
 	return func(context.Context) (idem.Effect, error) {
 		body := fmt.Sprintf(`{"order_id":%q,"cents":%d}`, orderID, cents)
 		return idem.Effect{
-			Response: idem.Response{Status: 201, Headers: map[string]string{"Content-Type": "application/json"}, Body: []byte(body)},
+			Response: idem.Response{Meta: map[string]string{"Content-Type": "application/json"}, Body: []byte(body)},
 			Writes: []types.TransactWriteItem{{Put: &types.Put{
 				TableName: aws.String("orders"),
 				Item: map[string]types.AttributeValue{
@@ -67,17 +67,17 @@ func ExampleStore_Execute() {
 	fp, _ := idem.Fingerprint(map[string]any{"sku": "widget", "qty": 2})
 
 	first, err := store.Execute(ctx, scope, fp, placeOrder("o-1", 1998))
-	fmt.Println(first.Outcome, first.Response.Status, string(first.Response.Body), err)
+	fmt.Println(first.Outcome, string(first.Response.Body), err)
 	// The client retries (it never saw the answer): same key, same payload.
 	retry, err := store.Execute(ctx, scope, fp, placeOrder("o-2", 1998))
-	fmt.Println(retry.Outcome, retry.Response.Status, string(retry.Response.Body), err)
+	fmt.Println(retry.Outcome, string(retry.Response.Body), err)
 	// The same key with another payload is refused.
 	other, _ := idem.Fingerprint(map[string]any{"sku": "gadget", "qty": 1})
 	_, err = store.Execute(ctx, scope, other, placeOrder("o-3", 500))
 	fmt.Println(errors.Is(err, idem.ErrKeyReuse))
 	// Output:
-	// executed 201 {"order_id":"o-1","cents":1998} <nil>
-	// replayed 201 {"order_id":"o-1","cents":1998} <nil>
+	// executed {"order_id":"o-1","cents":1998} <nil>
+	// replayed {"order_id":"o-1","cents":1998} <nil>
 	// true
 }
 

@@ -29,7 +29,7 @@ func ExampleWithWait() {
 		res, err := store.Run(ctx, scope, "fp", func(context.Context) (idem.Response, error) {
 			close(started)
 			time.Sleep(200 * time.Millisecond) // the e-mail goes out
-			return idem.Response{Status: 202, Body: []byte(`{"message_id":"m-1"}`)}, nil
+			return idem.Response{Body: []byte(`{"message_id":"m-1"}`)}, nil
 		})
 		if err != nil {
 			log.Fatal(err)

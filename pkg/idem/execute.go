@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"maps"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,18 +12,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
+	stored "github.com/idemlambda/idemlambda/pkg/idem/internal/record"
 )
 
 // maxWrites is the most writes an Effect may carry: a DynamoDB transaction
 // holds at most 100 items, and one of them is the key's record.
 const maxWrites = 99
 
-// headerBodyOmitted marks a stored response whose body (or headers) could
-// not be stored: too large for the record, or not storable. Run records
-// such a response without them rather than leave its key open to run the
-// effect again; a replay then carries the status and this header, whose
-// value ("too large" or "not storable") says why. idemhttp exports it.
-const headerBodyOmitted = "Idempotent-Body-Omitted"
+// metaOmitted marks a stored response whose body (or metadata) could not
+// be stored: too large for the record, or not storable. Run records such
+// a response without them rather than leave its key open to run the
+// effect again; a replay then carries this entry, whose value ("too
+// large" or "not storable") says why. idemhttp replays it as the
+// Idempotent-Body-Omitted header.
+const metaOmitted = stored.MetaOmitted
 
 // Effect is what a transactional operation does: the response it answers
 // with, stored for replay, and the DynamoDB writes that make its effect.
@@ -65,25 +67,17 @@ type Result struct {
 // ErrConditionFailed, fn's own error, or the store's (IsUnavailable tells
 // one a retry later can fix). Result.Outcome is set in every case.
 func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
-	res, err := s.execute(ctx, scope, fingerprint, fn, s.executeTransacts)
-	s.observe(ctx, scope, res.Outcome, err)
-	return res, err
+	return s.admit(ctx, scope, fingerprint, func(ctx context.Context, id string) (Result, error) {
+		if s.executeTransacts {
+			return s.transact(ctx, id, fingerprint, fn)
+		}
+		return s.execute(ctx, id, fingerprint, fn)
+	}, nil)
 }
 
-// execute is Execute, or Transact when inTx, after the checks and the
-// cache they share.
-func (s *Store) execute(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error), inTx bool) (Result, error) {
-	if err := s.check(scope); err != nil {
-		return Result{Outcome: OutcomeRejected}, err
-	}
-	id := scope.ID()
-	if res, err, hit := s.fromCache(id, fingerprint); hit {
-		return res, err
-	}
-	if inTx {
-		return s.transact(ctx, id, fingerprint, fn)
-	}
-	claim, err := s.reserve(ctx, scope, fingerprint)
+// execute is Execute after admission: claim, run, commit.
+func (s *Store) execute(ctx context.Context, id, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
+	claim, err := s.reserve(ctx, id, fingerprint)
 	if err != nil {
 		return Result{Outcome: outcomeOf(err)}, err
 	}
@@ -120,7 +114,7 @@ func (s *Store) execute(ctx context.Context, scope Scope, fingerprint string, fn
 func runReleasing[T any](ctx context.Context, l *hold, fn func(context.Context) (T, error)) (T, error) {
 	defer func() {
 		if p := recover(); p != nil {
-			_ = l.Release(ctx)
+			_ = l.free(ctx)
 			panic(p)
 		}
 	}()
@@ -138,9 +132,10 @@ func runReleasing[T any](ctx context.Context, l *hold, fn func(context.Context) 
 // have happened.
 //
 // A response that cannot be stored as it is (over the store's response
-// limit, a header that is not UTF-8) is recorded without its body, and
-// its headers if they are the problem, marked with headerBodyOmitted, so
-// the effect still never runs twice.
+// limit, metadata that is not UTF-8) is recorded without its body, and
+// its metadata if they are the problem, marked with the reserved
+// metadata entry ":omitted" saying why, so the effect still never runs
+// twice.
 //
 // A completion refused for a reason a retry can fix (throttling past the
 // SDK's retries, a 5xx, a timeout) is tried again until the lease ends
@@ -158,20 +153,14 @@ func runReleasing[T any](ctx context.Context, l *hold, fn func(context.Context) 
 // an effect that is itself idempotent (pass the scope's key to the payment
 // API), or one made of DynamoDB writes (use Execute), closes it.
 func (s *Store) Run(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Response, error)) (Result, error) {
-	res, err := s.run(ctx, scope, fingerprint, fn)
-	s.observe(ctx, scope, res.Outcome, err)
-	return res, err
+	return s.admit(ctx, scope, fingerprint, func(ctx context.Context, id string) (Result, error) {
+		return s.run(ctx, id, fingerprint, fn)
+	}, nil)
 }
 
-func (s *Store) run(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Response, error)) (Result, error) {
-	if err := s.check(scope); err != nil {
-		return Result{Outcome: OutcomeRejected}, err
-	}
-	id := scope.ID()
-	if res, err, hit := s.fromCache(id, fingerprint); hit {
-		return res, err
-	}
-	claim, err := s.reserve(ctx, scope, fingerprint)
+// run is Run after admission: claim, run, complete.
+func (s *Store) run(ctx context.Context, id, fingerprint string, fn func(context.Context) (Response, error)) (Result, error) {
+	claim, err := s.reserve(ctx, id, fingerprint)
 	if err != nil {
 		return Result{Outcome: outcomeOf(err)}, err
 	}
@@ -198,24 +187,21 @@ func (s *Store) run(ctx context.Context, scope Scope, fingerprint string, fn fun
 }
 
 // standIn is what Run stores for a response that cannot be stored as it
-// is: its status (500 if that is the problem), its headers if they are
-// storable, no body, and headerBodyOmitted saying why.
+// is: its metadata if they are storable, no body, and metaOmitted saying
+// why.
 func (s *Store) standIn(resp Response, why error) Response {
-	out := Response{Status: resp.Status, Headers: map[string]string{}}
-	if out.Status < 100 || out.Status > 599 {
-		out.Status = http.StatusInternalServerError
+	out := Response{Meta: maps.Clone(resp.Meta)}
+	if out.Meta == nil {
+		out.Meta = map[string]string{}
 	}
-	for k, v := range resp.Headers {
-		out.Headers[k] = v
-	}
-	out.Headers[headerBodyOmitted] = "true"
+	out.Meta[metaOmitted] = "true"
 	if s.validate(out) != nil {
-		out.Headers = map[string]string{headerBodyOmitted: "true"}
+		out.Meta = map[string]string{metaOmitted: "true"}
 	}
 	if errors.Is(why, ErrResponseTooLarge) {
-		out.Headers[headerBodyOmitted] = "too large"
+		out.Meta[metaOmitted] = "too large"
 	} else {
-		out.Headers[headerBodyOmitted] = "not storable"
+		out.Meta[metaOmitted] = "not storable"
 	}
 	return out
 }
@@ -223,7 +209,7 @@ func (s *Store) standIn(resp Response, why error) Response {
 // abandon releases a lease after the operation (or, with store set, its
 // commit) failed with cause.
 func (s *Store) abandon(ctx context.Context, l *hold, cause error, store bool) (Result, error) {
-	return s.released(cause, l.Release(ctx), store)
+	return s.released(cause, l.free(ctx), store)
 }
 
 // released is the answer to a call that failed with cause, given what the
@@ -335,13 +321,13 @@ func writeTarget(w types.TransactWriteItem) (*string, map[string]types.Attribute
 // lose the race, so it must have no effect outside its writes. Errors are
 // Execute's.
 func (s *Store) Transact(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
-	res, err := s.execute(ctx, scope, fingerprint, fn, true)
-	s.observe(ctx, scope, res.Outcome, err)
-	return res, err
+	return s.admit(ctx, scope, fingerprint, func(ctx context.Context, id string) (Result, error) {
+		return s.transact(ctx, id, fingerprint, fn)
+	}, nil)
 }
 
-// transact is Transact after the checks: one TransactWriteItems carries the
-// writes and the completed record, under the claim's condition.
+// transact is Transact after admission: one TransactWriteItems carries
+// the writes and the completed record, under the claim's condition.
 func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
 	eff, err := fn(ctx)
 	if err == nil {
@@ -403,8 +389,8 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 				s.remember(id, fingerprint, eff.Response, expires)
 				return Result{Response: eff.Response, Outcome: OutcomeExecuted}, nil
 			case verdictReplay:
-				s.remember(id, fingerprint, rec.Response, rec.ExpiresAt)
-				return Result{Response: rec.Response, Outcome: OutcomeReplayed}, nil
+				s.remember(id, fingerprint, responseOf(rec), rec.ExpiresAt)
+				return Result{Response: responseOf(rec), Outcome: OutcomeReplayed}, nil
 			case verdictKeyReuse:
 				return Result{Outcome: OutcomeKeyReuse}, ErrKeyReuse
 			case verdictInFlight:
@@ -476,8 +462,8 @@ func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Re
 		s.remember(id, fingerprint, resp, expires)
 		return Result{Response: resp, Outcome: OutcomeExecuted}, nil, true
 	case verdictReplay:
-		s.remember(id, fingerprint, rec.Response, rec.ExpiresAt)
-		return Result{Response: rec.Response, Outcome: OutcomeReplayed}, nil, true
+		s.remember(id, fingerprint, responseOf(rec), rec.ExpiresAt)
+		return Result{Response: responseOf(rec), Outcome: OutcomeReplayed}, nil, true
 	case verdictKeyReuse:
 		return Result{Outcome: OutcomeKeyReuse}, ErrKeyReuse, true
 	case verdictInFlight:
@@ -515,8 +501,8 @@ func (s *Store) settle(ctx context.Context, id, fingerprint, token string, resp 
 			s.remember(id, fingerprint, resp, expires)
 			return Result{Response: resp, Outcome: OutcomeExecuted}, nil
 		case verdictReplay:
-			s.remember(id, fingerprint, rec.Response, rec.ExpiresAt)
-			return Result{Response: rec.Response, Outcome: OutcomeReplayed}, nil
+			s.remember(id, fingerprint, responseOf(rec), rec.ExpiresAt)
+			return Result{Response: responseOf(rec), Outcome: OutcomeReplayed}, nil
 		case verdictKeyReuse:
 			return Result{Outcome: OutcomeKeyReuse}, ErrKeyReuse
 		case verdictInFlight:
@@ -545,21 +531,15 @@ func (s *Store) landed(ctx context.Context, id, token string) bool {
 func (s *Store) completedPut(id, fingerprint, token string, resp Response, now time.Time) (*types.Put, time.Time) {
 	expires := time.Unix(now.Add(s.retention).Unix(), 0)
 	item := s.withKey(id, map[string]types.AttributeValue{
-		s.attr.Status:         str(statusCompleted),
-		s.attr.Fingerprint:    str(fingerprint),
-		s.attr.LeaseToken:     str(token),
-		s.attr.CompletionID:   str(token),
-		s.attr.ResponseStatus: num(int64(resp.Status)),
-		s.attr.ResponseBody:   ddbitem.Blob(resp.Body),
-		s.attr.CreatedAt:      ddbitem.Time(now),
-		s.attr.CompletedAt:    ddbitem.Time(now),
-		s.attr.ExpiresAt:      num(expires.Unix()),
+		s.attr.Status:       str(statusCompleted),
+		s.attr.Fingerprint:  str(fingerprint),
+		s.attr.LeaseToken:   str(token),
+		s.attr.CompletionID: str(token),
+		s.attr.CreatedAt:    ddbitem.Time(now),
+		s.attr.CompletedAt:  ddbitem.Time(now),
+		s.attr.ExpiresAt:    num(expires.Unix()),
 	})
-	// An empty map is left out: some DynamoDB-compatible servers give one
-	// back as something else (minidyn), and no headers read back as none.
-	if len(resp.Headers) > 0 {
-		item[s.attr.ResponseHeaders] = ddbitem.StringMap(resp.Headers)
-	}
+	maps.Copy(item, stored.Item(s.attr, resp.Body, resp.Meta))
 	return &types.Put{
 		TableName:                           aws.String(s.table),
 		Item:                                item,

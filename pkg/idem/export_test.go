@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/idemlambda/idemlambda/pkg/idem/internal/scopeid"
 )
 
@@ -55,7 +57,10 @@ func ParseID(id string) (Scope, error) {
 
 // Reserve is the claim Execute, Run and Do begin with.
 func (s *Store) Reserve(ctx context.Context, scope Scope, fingerprint string) (Claim, error) {
-	return s.reserve(ctx, scope, fingerprint)
+	if err := s.check(scope); err != nil {
+		return Claim{}, err
+	}
+	return s.reserve(ctx, scope.ID(), fingerprint)
 }
 
 // Get reads a scope's record, treating an expired one as absent.
@@ -84,3 +89,27 @@ func WithMode(m Mode) Option {
 func WithClaimAttempts(n int) Option          { return func(s *Store) { s.maxAttempts = n } }
 func WithDefaultLease(d time.Duration) Option { return func(s *Store) { s.lease = d } }
 func WithLeaseMargin(d time.Duration) Option  { return func(s *Store) { s.margin = d } }
+
+// The lease's steps, which Execute, Run and Do take in turn, for the
+// tests that drive a holder step by step.
+
+// Token returns this holder's fencing token, unique per reservation.
+func (l *hold) Token() string { return l.token }
+
+// ExpiresAt returns when others may take the key over.
+func (l *hold) ExpiresAt() time.Time { return l.expiresAt }
+
+// Commit writes items and the fenced completion in one transaction.
+func (l *hold) Commit(ctx context.Context, resp Response, items ...types.TransactWriteItem) error {
+	_, _, err := l.commit(ctx, resp, items)
+	return err
+}
+
+// Complete completes the key with its own fenced UpdateItem.
+func (l *hold) Complete(ctx context.Context, resp Response) error {
+	_, err := l.complete(ctx, resp)
+	return err
+}
+
+// Release deletes the holder's reservation, fenced.
+func (l *hold) Release(ctx context.Context) error { return l.free(ctx) }

@@ -3,7 +3,6 @@ package idem_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,7 +35,7 @@ func TestRunWithoutDeadlineKeepsALiveHolder(t *testing.T) {
 		effects.Add(1)
 		close(started)
 		time.Sleep(4 * lease)
-		return idem.Response{Status: http.StatusAccepted, Body: []byte("first")}, nil
+		return idem.Response{Body: []byte("first")}, nil
 	}
 	var wg sync.WaitGroup
 	var first idem.Result
@@ -47,7 +46,7 @@ func TestRunWithoutDeadlineKeepsALiveHolder(t *testing.T) {
 	time.Sleep(2 * lease) // past the lease the holder started with
 	dup, err := s.Run(context.Background(), sc, "fp", func(context.Context) (idem.Response, error) {
 		effects.Add(1)
-		return idem.Response{Status: http.StatusAccepted, Body: []byte("second")}, nil
+		return idem.Response{Body: []byte("second")}, nil
 	})
 	var inflight *idem.InFlightError
 	check.True(t, errors.As(err, &inflight), "the duplicate must wait for the live holder: %v (%s)", err, dup.Outcome)
@@ -85,7 +84,7 @@ func TestRunWithoutDeadlineCancelsAHolderThatLostItsLease(t *testing.T) {
 			cause = context.Cause(ctx)
 			return idem.Response{}, ctx.Err()
 		case <-time.After(10 * lease):
-			return idem.Response{Status: http.StatusOK}, nil
+			return idem.Response{}, nil
 		}
 	})
 	must.ErrorIs(t, cause, idem.ErrLeaseLost)
@@ -125,7 +124,7 @@ func TestRunWithoutDeadlineStopsAHolderAtItsLeaseEndWhileARenewalHangs(t *testin
 			// An effect still under way when the lease ends: it only
 			// finishes once another caller has had the time to take over.
 			time.Sleep(2 * lease)
-			return idem.Response{Status: http.StatusOK, Body: []byte("holder")}, nil
+			return idem.Response{Body: []byte("holder")}, nil
 		})
 	})
 	<-claimed
@@ -133,7 +132,7 @@ func TestRunWithoutDeadlineStopsAHolderAtItsLeaseEndWhileARenewalHangs(t *testin
 	for {
 		res, err = taker.Run(context.Background(), sc, "fp", func(context.Context) (idem.Response, error) {
 			tookOver.Store(seq.Add(1))
-			return idem.Response{Status: http.StatusOK, Body: []byte("taker")}, nil
+			return idem.Response{Body: []byte("taker")}, nil
 		})
 		if !errors.Is(err, idem.ErrInFlight) {
 			must.NoError(t, err)

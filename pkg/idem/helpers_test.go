@@ -71,9 +71,8 @@ func businessWrites(env *testEnv) (string, []types.TransactWriteItem) {
 
 func created(id string) idem.Response {
 	return idem.Response{
-		Status:  201,
-		Headers: map[string]string{"Content-Type": "application/json", "Location": "/things/" + id},
-		Body:    []byte(`{"id":"` + id + `"}`),
+		Meta: map[string]string{"Content-Type": "application/json", "Location": "/things/" + id},
+		Body: []byte(`{"id":"` + id + `"}`),
 	}
 }
 

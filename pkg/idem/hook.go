@@ -19,10 +19,3 @@ import "context"
 func WithOutcomeHook(fn func(ctx context.Context, scope Scope, outcome Outcome, err error)) Option {
 	return func(s *Store) { s.outcomeHook = fn }
 }
-
-// observe reports a call's outcome to the hook, if there is one.
-func (s *Store) observe(ctx context.Context, scope Scope, outcome Outcome, err error) {
-	if s.outcomeHook != nil {
-		s.outcomeHook(ctx, scope, outcome, err)
-	}
-}

@@ -68,7 +68,7 @@ func TestOutcomeHookSeesEveryCallOnce(t *testing.T) {
 	ctx := context.Background()
 	a, b, c, d := scope(t, "hook-a"), scope(t, "hook-b"), scope(t, "hook-c"), scope(t, "hook-d")
 	ok := func(context.Context) (idem.Response, error) {
-		return idem.Response{Status: 200, Body: []byte(`{}`)}, nil
+		return idem.Response{Body: []byte(`{}`)}, nil
 	}
 
 	// Execute: a first execution, a replay from the cache, key reuse from
@@ -134,7 +134,7 @@ func TestOutcomeHookSeesEveryCallOnce(t *testing.T) {
 	// ExecuteBatch: one call per item, with its own scope, duplicates,
 	// key reuse, cache hits and a rejected item included.
 	e, f := scope(t, "hook-e"), scope(t, "hook-f")
-	resp := idem.Response{Status: 200, Body: []byte(`{}`)}
+	resp := idem.Response{Body: []byte(`{}`)}
 	items := []idem.BatchItem{
 		{Scope: e, Fingerprint: "fp", Response: resp},
 		{Scope: a, Fingerprint: "fp", Response: resp}, // completed before: a cache hit
@@ -189,7 +189,7 @@ func TestOutcomeHookIsCalledOncePerConcurrentCall(t *testing.T) {
 				res, _ := s.Transact(ctx, sc, "fp", effect(env))
 				report(res.Outcome)
 			case 2:
-				res, _ := s.Run(ctx, sc, "fp", func(context.Context) (idem.Response, error) { return idem.Response{Status: 200}, nil })
+				res, _ := s.Run(ctx, sc, "fp", func(context.Context) (idem.Response, error) { return idem.Response{}, nil })
 				report(res.Outcome)
 			default:
 				_, o, _ := idem.Do(ctx, s, sc, "fp", func(context.Context) (string, error) { return "ok", nil })

@@ -72,7 +72,7 @@ func TestLayoutRecordsLiveWhereTheLayoutSays(t *testing.T) {
 	must.NotEmpty(t, out.Item, "the record is at the layout's key")
 	check.Equal(t, sAttr(idem.StatusCompleted), out.Item[l.Attributes.Status])
 	check.Equal(t, sAttr("fp"), out.Item[l.Attributes.Fingerprint])
-	for _, name := range []string{l.Attributes.ExpiresAt, l.Attributes.ResponseStatus, l.Attributes.CompletionID, l.Attributes.CompletedAt} {
+	for _, name := range []string{l.Attributes.ExpiresAt, l.Attributes.Format, l.Attributes.CompletionID, l.Attributes.CompletedAt} {
 		check.Contains(t, out.Item, name)
 	}
 	id, ok := l.ID(out.Item)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -13,26 +16,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
+	stored "github.com/idemlambda/idemlambda/pkg/idem/internal/record"
 )
 
-// Lease is this caller's hold on a key. Every write it makes is fenced by
+// hold is this caller's lease on a key. Every write it makes is fenced by
 // its token: once another caller takes the key over, none of them lands.
 type hold struct {
 	store     *Store
 	id        string
 	token     string
-	expiresAt time.Time
-	takeover  bool
+	expiresAt time.Time // when others may take the key over
 }
-
-// Token returns this holder's fencing token, unique per reservation.
-func (l *hold) Token() string { return l.token }
-
-// ExpiresAt returns when others may take the key over.
-func (l *hold) ExpiresAt() time.Time { return l.expiresAt }
-
-// Takeover reports whether this lease replaced a dead holder's.
-func (l *hold) Takeover() bool { return l.takeover }
 
 // fence is the condition on every write a holder makes.
 const fence = "#lt = :mine AND #st = :in_progress"
@@ -51,17 +45,14 @@ func (l *hold) key() map[string]types.AttributeValue {
 
 // validate applies the store's limits to a response before it is stored.
 func (s *Store) validate(resp Response) error {
-	if resp.Status < 100 || resp.Status > 599 {
-		return fmt.Errorf("%w: status %d", errInvalidResponse, resp.Status)
-	}
 	if n := resp.size(); n > s.maxResponseBytes {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrResponseTooLarge, n, s.maxResponseBytes)
 	}
-	// Header names and values are DynamoDB strings, which must be UTF-8;
+	// Metadata keys and values are DynamoDB strings, which must be UTF-8;
 	// the body is stored as binary when it is not.
-	for k, v := range resp.Headers {
+	for k, v := range resp.Meta {
 		if !utf8.ValidString(k) || !utf8.ValidString(v) || k == "" {
-			return fmt.Errorf("%w: header %q", errInvalidResponse, k)
+			return fmt.Errorf("%w: metadata %q", errInvalidResponse, k)
 		}
 	}
 	return nil
@@ -80,20 +71,17 @@ func (l *hold) completion(resp Response) (*types.Update, time.Time, string, erro
 	values := l.fenceValues()
 	values[":cid"] = str(completionID)
 	values[":completed"] = str(statusCompleted)
-	values[":rs"] = num(int64(resp.Status))
-	values[":rb"] = ddbitem.Blob(resp.Body)
 	values[":cat"] = ddbitem.Time(now)
 	values[":exp"] = num(expires.Unix())
 	names := l.fenceNames()
 	attr := l.store.attr
-	names["#rs"], names["#rb"] = attr.ResponseStatus, attr.ResponseBody
 	names["#cat"], names["#exp"], names["#cid"] = attr.CompletedAt, attr.ExpiresAt, attr.CompletionID
-	set := "SET #st = :completed, #rs = :rs, #rb = :rb, #cat = :cat, #exp = :exp, #cid = :cid"
-	// An empty map is left out: some DynamoDB-compatible servers give one
-	// back as something else (minidyn), and no headers read back as none.
-	if len(resp.Headers) > 0 {
-		values[":rh"], names["#rh"] = ddbitem.StringMap(resp.Headers), attr.ResponseHeaders
-		set += ", #rh = :rh"
+	set := "SET #st = :completed, #cat = :cat, #exp = :exp, #cid = :cid"
+	result := stored.Item(attr, resp.Body, resp.Meta)
+	for i, name := range slices.Sorted(maps.Keys(result)) {
+		n, v := "#r"+strconv.Itoa(i), ":r"+strconv.Itoa(i)
+		names[n], values[v] = name, result[name]
+		set += ", " + n + " = " + v
 	}
 	return &types.Update{
 		TableName:                 aws.String(l.store.table),
@@ -107,32 +95,15 @@ func (l *hold) completion(resp Response) (*types.Update, time.Time, string, erro
 	}, expires, completionID, nil
 }
 
-// CompletionItem returns the fenced update, as a transaction item, that
-// marks the key COMPLETED with resp. Add it to the TransactWriteItems that
-// carries the business writes, so both land or neither does, preferably
-// first; read a failure with explainTx. Commit does all of this.
-func (l *hold) CompletionItem(resp Response) (types.TransactWriteItem, error) {
-	u, _, _, err := l.completion(resp)
-	if err != nil {
-		return types.TransactWriteItem{}, err
-	}
-	return types.TransactWriteItem{Update: u}, nil
-}
-
-// Commit writes items and the fenced completion in one TransactWriteItems.
-// It retries a transaction cancelled by a conflict or throttling a bounded
-// number of times. Errors wrap ErrLeaseLost (fenced out: nothing written),
-// ErrConditionFailed (a business condition: nothing written), errConflict
-// or errThrottled (retries spent: nothing written), or the DynamoDB error;
-// on the last, whether the transaction landed is unknown, and Release is
-// still safe to call because it cannot delete a completed record.
-func (l *hold) Commit(ctx context.Context, resp Response, items ...types.TransactWriteItem) error {
-	_, _, err := l.commit(ctx, resp, items)
-	return err
-}
-
-// commit is Commit, also returning the completed record's expiry and the
-// completion's id.
+// commit writes items and the fenced completion in one
+// TransactWriteItems, and returns the completed record's expiry and the
+// completion's id. It retries a transaction cancelled by a conflict or
+// throttling a bounded number of times. Errors wrap ErrLeaseLost (fenced
+// out: nothing written), ErrConditionFailed (a business condition:
+// nothing written), errConflict or errThrottled (retries spent: nothing
+// written), or the DynamoDB error; on the last, whether the transaction
+// landed is unknown, and release is still safe to call because it cannot
+// delete a completed record.
 func (l *hold) commit(ctx context.Context, resp Response, items []types.TransactWriteItem) (time.Time, string, error) {
 	done, expires, cid, err := l.completion(resp)
 	if err != nil {
@@ -221,15 +192,10 @@ func (s *Store) completedBy(item map[string]types.AttributeValue, cid string) bo
 	return r.Err() == nil && st == statusCompleted && id == cid
 }
 
-// Complete marks the key COMPLETED with resp in its own fenced UpdateItem,
-// for effects outside DynamoDB. ErrLeaseLost means another holder has the
-// key (or it already completed).
-func (l *hold) Complete(ctx context.Context, resp Response) error {
-	_, err := l.complete(ctx, resp)
-	return err
-}
-
-// complete is Complete, also returning the completed record's expiry.
+// complete marks the key COMPLETED with resp in its own fenced
+// UpdateItem, for effects outside DynamoDB, and returns the completed
+// record's expiry. ErrLeaseLost means another holder has the key (or it
+// already completed).
 func (l *hold) complete(ctx context.Context, resp Response) (time.Time, error) {
 	u, expires, cid, err := l.completion(resp)
 	if err != nil {
@@ -296,19 +262,21 @@ func (l *hold) record(ctx context.Context, resp Response) (time.Time, error) {
 	}
 }
 
-// Release deletes this holder's reservation so a retry can run at once.
-// It runs on a context detached from ctx's cancellation (a cancelled
-// request is the usual reason to release) with the store's own timeout.
-// The delete is fenced: it never removes another holder's reservation or a
-// completed record; then it returns ErrLeaseLost and changes nothing.
-func (l *hold) Release(ctx context.Context) error {
+// free deletes this holder's reservation so a retry can run at once; see
+// release.
+func (l *hold) free(ctx context.Context) error {
 	_, err := l.release(ctx, "")
 	return err
 }
 
-// release is Release; landed is true when the record turns out to be
-// completed by the completion cid (a commit whose answer was lost had
-// landed), and then the error is nil.
+// release deletes this holder's reservation so a retry can run at once.
+// It runs on a context detached from ctx's cancellation (a cancelled
+// request is the usual reason to release) with the store's own timeout.
+// The delete is fenced: it never removes another holder's reservation or
+// a completed record; then it returns ErrLeaseLost and changes nothing.
+// landed is true when the record turns out to be completed by the
+// completion cid (a commit whose answer was lost had landed), and then
+// the error is nil.
 func (l *hold) release(ctx context.Context, cid string) (landed bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.store.releaseTimeout)
 	defer cancel()

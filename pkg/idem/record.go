@@ -1,7 +1,6 @@
 package idem
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -9,42 +8,34 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
+	stored "github.com/idemlambda/idemlambda/pkg/idem/internal/record"
 )
 
 // record statuses.
 const (
-	statusInProgress = "IN_PROGRESS"
-	statusCompleted  = "COMPLETED"
+	statusInProgress = stored.StatusInProgress
+	statusCompleted  = stored.StatusCompleted
 )
 
-// record is an idempotency record as stored.
-type record struct {
-	ID             string
-	Status         string
-	Fingerprint    string
-	LeaseToken     string
-	LeaseExpiresAt time.Time // millisecond precision
-	Response       Response  // set when Status is COMPLETED
-	CreatedAt      time.Time
-	CompletedAt    time.Time
-	ExpiresAt      time.Time // second precision; DynamoDB TTL
-}
+// record is an idempotency record as stored (internal/record reads it,
+// for this package and idemadmin alike).
+type record = stored.Record
 
-// expired mirrors the reserve condition's "expires_at < :now_s".
-func (r record) expired(now time.Time) bool { return r.ExpiresAt.Unix() < now.Unix() }
-
-// Response is what a completed key replays: status, headers and the body
-// bytes exactly as first sent.
+// Response is what a key's first execution stored, and every later call
+// gets back exactly as stored: opaque bytes and a few named strings of
+// metadata. The way in gives them their meaning: idemhttp an HTTP
+// response (status, headers and body), Do a value's JSON, idemsqs
+// nothing at all. Metadata keys are non-empty and, like the values,
+// UTF-8; keys that begin with ':' are reserved for the library.
 type Response struct {
-	Status  int
-	Headers map[string]string
-	Body    []byte
+	Body []byte
+	Meta map[string]string
 }
 
 // size is what the response costs to store, for the size limit.
 func (r Response) size() int {
-	n := len(r.Body) + 8
-	for k, v := range r.Headers {
+	n := len(r.Body)
+	for k, v := range r.Meta {
 		n += len(k) + len(v)
 	}
 	return n
@@ -53,8 +44,11 @@ func (r Response) size() int {
 // clone returns a copy that shares no memory with r, so a response kept in
 // the cache cannot be changed by a caller.
 func (r Response) clone() Response {
-	return Response{Status: r.Status, Headers: maps.Clone(r.Headers), Body: slices.Clone(r.Body)}
+	return Response{Body: slices.Clone(r.Body), Meta: maps.Clone(r.Meta)}
 }
+
+// responseOf is a completed record's response.
+func responseOf(r record) Response { return Response{Body: r.Body, Meta: r.Meta} }
 
 func str(v string) types.AttributeValue { return ddbitem.S(v) }
 
@@ -63,49 +57,7 @@ func num(v int64) types.AttributeValue { return ddbitem.N(v) }
 // decodeRecord reads an item in the store's layout; a missing or
 // mistyped required attribute is errCorruptRecord, never a panic.
 func (s *Store) decodeRecord(item map[string]types.AttributeValue) (record, error) {
-	attr := s.attr
-	in := ddbitem.Read(item)
-	id, hasKey := s.layout.ID(item)
-	r := record{
-		ID:          id,
-		Status:      in.S(attr.Status),
-		Fingerprint: in.S(attr.Fingerprint),
-		ExpiresAt:   time.Unix(in.Int(attr.ExpiresAt), 0),
-	}
-	r.LeaseToken, _ = in.OptS(attr.LeaseToken)
-	if ms, ok := in.OptInt(attr.LeaseExpiresAt); ok {
-		r.LeaseExpiresAt = time.UnixMilli(ms)
-	}
-	r.CreatedAt, _ = in.OptTime(attr.CreatedAt)
-	r.CompletedAt, _ = in.OptTime(attr.CompletedAt)
-	var bad error
-	if !hasKey {
-		bad = fmt.Errorf("%w: no key of the store's layout", errCorruptRecord)
-	}
-	switch r.Status {
-	case statusInProgress:
-		// Without both, no caller could ever take the key over.
-		for _, a := range []string{attr.LeaseToken, attr.LeaseExpiresAt} {
-			if !in.Has(a) && bad == nil {
-				bad = fmt.Errorf("%w: in progress without %s", errCorruptRecord, a)
-			}
-		}
-	case statusCompleted:
-		r.Response.Status = int(in.Int(attr.ResponseStatus))
-		r.Response.Body = in.Bytes(attr.ResponseBody)
-		r.Response.Headers, _ = in.StringMap(attr.ResponseHeaders)
-	default:
-		if in.Err() == nil && bad == nil {
-			bad = fmt.Errorf("%w: unknown status %q", errCorruptRecord, r.Status)
-		}
-	}
-	if err := in.Err(); err != nil {
-		return record{}, fmt.Errorf("%w: %w", errCorruptRecord, err)
-	}
-	if bad != nil {
-		return record{}, bad
-	}
-	return r, nil
+	return stored.Decode(s.layout, item)
 }
 
 // verdict is what a caller that lost the claim condition makes of the
@@ -132,7 +84,7 @@ const (
 // expires_at < now in seconds.
 func judge(rec record, fingerprint, token string, now time.Time) verdict {
 	switch {
-	case rec.expired(now):
+	case rec.Expired(now):
 		return verdictAbsent
 	case rec.LeaseToken == token:
 		return verdictOwn

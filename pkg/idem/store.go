@@ -189,18 +189,14 @@ type claimed struct {
 	expiresAt time.Time // the replayed record's, for the cache
 }
 
-// reserve claims the scope's key for this caller with one conditional
+// reserve claims the key of the record id for this caller with one conditional
 // PutItem: the building block of Execute, Run and Do, for callers that
 // need to hold a lease themselves. It returns a claimed with a Lease or a
 // Replay, or an error that wraps ErrInFlight (an *InFlightError; with a
 // wait, only once the wait for a live holder runs out or it dies),
 // ErrKeyReuse, errCorruptRecord or the DynamoDB error. It does not use the
 // cache.
-func (s *Store) reserve(ctx context.Context, scope Scope, fingerprint string) (claimed, error) {
-	if err := s.check(scope); err != nil {
-		return claimed{}, err
-	}
-	id := scope.ID()
+func (s *Store) reserve(ctx context.Context, id, fingerprint string) (claimed, error) {
 	// One token for every attempt of this call: finding it on the record
 	// means an earlier attempt landed, whatever its answer said.
 	token := s.newToken()
@@ -266,7 +262,7 @@ func (s *Store) waitOut(ctx context.Context, id, fingerprint string, a attempt) 
 	// answer was lost: unless the record says otherwise, remove it
 	// (fenced by the call's token) before giving up.
 	giveUp := func(err error) (claimed, bool, error) {
-		_ = (&hold{store: s, id: id, token: a.token}).Release(ctx)
+		_ = (&hold{store: s, id: id, token: a.token}).free(ctx)
 		return claimed{}, false, err
 	}
 	retryAfter := time.Second
@@ -307,7 +303,7 @@ func (s *Store) decide(rec record, fingerprint string, a attempt) (claim claimed
 	case verdictKeyReuse:
 		return claimed{}, true, ErrKeyReuse
 	case verdictReplay:
-		resp := rec.Response
+		resp := responseOf(rec)
 		return claimed{Replay: &resp, Outcome: OutcomeReplayed, expiresAt: rec.ExpiresAt}, true, nil
 	case verdictInFlight:
 		return claimed{}, true, &InFlightError{RetryAfter: untilFree(rec, a.now)}
@@ -373,7 +369,7 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint, token string) (
 		// remove it, fenced by this call's token, so the client's retry
 		// is not told its own request is in flight.
 		lost := &hold{store: s, id: id, token: a.token}
-		_ = lost.Release(ctx)
+		_ = lost.free(ctx)
 		return a, fmt.Errorf("idem: reserve: %w", err)
 	}
 	rec, found, err := s.current(ctx, id, ccf.Item)
@@ -416,7 +412,7 @@ func (s *Store) leased(id string, a attempt, takeover bool) claimed {
 		outcome = OutcomeTakeover
 	}
 	return claimed{
-		Lease:   &hold{store: s, id: id, token: a.token, expiresAt: a.leaseEnd, takeover: takeover},
+		Lease:   &hold{store: s, id: id, token: a.token, expiresAt: a.leaseEnd},
 		Outcome: outcome,
 	}
 }
@@ -452,7 +448,7 @@ func (s *Store) get(ctx context.Context, scope Scope) (rec record, ok bool, err 
 	if err != nil {
 		return record{}, false, err
 	}
-	if rec.expired(s.now()) {
+	if rec.Expired(s.now()) {
 		return record{}, false, nil
 	}
 	return rec, true, nil

@@ -118,7 +118,7 @@ func (s *Store) awaitHolder(ctx context.Context, id, fingerprint, token string, 
 		case v == verdictInFlight:
 			retryAfter = untilFree(rec, now)
 			continue
-		case v == verdictAbsent && !rec.expired(now):
+		case v == verdictAbsent && !rec.Expired(now):
 			// The holder died: its lease ended with no completion.
 			return seen{}, &InFlightError{RetryAfter: untilFree(rec, now)}
 		}

@@ -154,6 +154,7 @@ func (attrFlag) names(at *idemtable.Attributes) map[string]*string {
 		"status": &at.Status, "fingerprint": &at.Fingerprint, "lease_token": &at.LeaseToken,
 		"lease_expires_at": &at.LeaseExpiresAt, "response_status": &at.ResponseStatus,
 		"response_headers": &at.ResponseHeaders, "response_body": &at.ResponseBody,
+		"response_meta": &at.ResponseMeta, "format": &at.Format,
 		"created_at": &at.CreatedAt, "completed_at": &at.CompletedAt,
 		"completion_id": &at.CompletionID, "expires_at": &at.ExpiresAt,
 	}

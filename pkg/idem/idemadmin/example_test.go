@@ -29,7 +29,7 @@ func Example() {
 	}
 	scope, _ := idem.NewScope("POST /emails", "user-1", "k-1")
 	_, _ = store.Run(ctx, scope, "fp", func(context.Context) (idem.Response, error) {
-		return idem.Response{Status: 202}, nil
+		return idem.Response{Meta: map[string]string{":status": "202"}}, nil
 	})
 
 	rec, err := idemadmin.Lookup(ctx, db, "idempotency", layout, scope)

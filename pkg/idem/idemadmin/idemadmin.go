@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,6 +28,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/record"
 )
 
 // API is the part of the DynamoDB client the package uses;
@@ -57,10 +59,14 @@ type Record struct {
 	// had not when the record was read.
 	LeaseExpiresAt time.Time `json:"lease_expires_at,omitzero"`
 	LeaseLive      bool      `json:"lease_live"`
-	// ResponseStatus is the stored response's HTTP status, once COMPLETED.
-	ResponseStatus int       `json:"response_status,omitempty"`
-	CreatedAt      time.Time `json:"created_at,omitzero"`
-	CompletedAt    time.Time `json:"completed_at,omitzero"`
+	// ResponseStatus is the stored response's HTTP status, once COMPLETED,
+	// for a response idemhttp stored (or any record of format 1).
+	ResponseStatus int `json:"response_status,omitempty"`
+	// Format is the format of the stored response, once COMPLETED: 1 for
+	// records written before format 2 (pkg/idem's documentation).
+	Format      int       `json:"format,omitempty"`
+	CreatedAt   time.Time `json:"created_at,omitzero"`
+	CompletedAt time.Time `json:"completed_at,omitzero"`
 	// ExpiresAt is the record's expiry (DynamoDB TTL); Expired says it had
 	// passed when the record was read: the store counts it as absent.
 	ExpiresAt time.Time `json:"expires_at"`
@@ -117,7 +123,7 @@ func Evict(ctx context.Context, db API, table string, layout idemtable.Layout, s
 		cond += " AND (#st = :completed OR #exp < :now_s OR #lexp < :now_ms)"
 		names["#st"], names["#exp"], names["#lexp"] = a.Status, a.ExpiresAt, a.LeaseExpiresAt
 		values = map[string]types.AttributeValue{
-			":completed": ddbitem.S("COMPLETED"), ":now_s": ddbitem.N(now.Unix()), ":now_ms": ddbitem.N(now.UnixMilli()),
+			":completed": ddbitem.S(record.StatusCompleted), ":now_s": ddbitem.N(now.Unix()), ":now_ms": ddbitem.N(now.UnixMilli()),
 		}
 	}
 	key := l.Key(scope.ID())
@@ -170,28 +176,25 @@ func prepare(layout idemtable.Layout, scope idem.Scope) (idemtable.Layout, error
 	return layout.WithDefaults(), nil
 }
 
-// decode reads a record item in layout l, at now.
+// decode reads a record item in layout l, at now, with pkg/idem's own
+// reader: a record of any format the library reads.
 func decode(l idemtable.Layout, scope idem.Scope, item map[string]types.AttributeValue, now time.Time) (Record, error) {
-	a := l.Attributes
-	in := ddbitem.Read(item)
+	rec, err := record.Decode(l, item)
+	if err != nil {
+		return Record{}, fmt.Errorf("idemadmin: %s: %w", scope.ID(), err)
+	}
 	r := Record{
 		ID: scope.ID(), Operation: scope.Operation, Principal: scope.Principal, Key: scope.Key,
-		Status:      in.S(a.Status),
-		Fingerprint: in.S(a.Fingerprint),
-		ExpiresAt:   time.Unix(in.Int(a.ExpiresAt), 0).UTC(),
+		Status: rec.Status, Fingerprint: rec.Fingerprint, Format: rec.Format,
+		ExpiresAt: rec.ExpiresAt.UTC(), CreatedAt: rec.CreatedAt, CompletedAt: rec.CompletedAt,
 	}
-	if ms, ok := in.OptInt(a.LeaseExpiresAt); ok {
-		r.LeaseExpiresAt = time.UnixMilli(ms).UTC()
+	if !rec.LeaseExpiresAt.IsZero() {
+		r.LeaseExpiresAt = rec.LeaseExpiresAt.UTC()
 	}
-	if n, ok := in.OptInt(a.ResponseStatus); ok {
-		r.ResponseStatus = int(n)
+	if status, err := strconv.Atoi(rec.Meta[record.MetaStatus]); err == nil {
+		r.ResponseStatus = status
 	}
-	r.CreatedAt, _ = in.OptTime(a.CreatedAt)
-	r.CompletedAt, _ = in.OptTime(a.CompletedAt)
-	if err := in.Err(); err != nil {
-		return Record{}, fmt.Errorf("idemadmin: corrupt record %s: %w", scope.ID(), err)
-	}
-	r.Expired = r.ExpiresAt.Unix() < now.Unix()
-	r.LeaseLive = r.Status == "IN_PROGRESS" && !r.Expired && r.LeaseExpiresAt.UnixMilli() >= now.UnixMilli()
+	r.Expired = rec.Expired(now)
+	r.LeaseLive = r.Status == record.StatusInProgress && !r.Expired && r.LeaseExpiresAt.UnixMilli() >= now.UnixMilli()
 	return r, nil
 }

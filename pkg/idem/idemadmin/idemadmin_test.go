@@ -42,7 +42,9 @@ func eachLayout(t *testing.T, f func(t *testing.T, db *dynamodb.Client, layout i
 }
 
 func ok(status int) func(context.Context) (idem.Response, error) {
-	return func(context.Context) (idem.Response, error) { return idem.Response{Status: status}, nil }
+	return func(context.Context) (idem.Response, error) {
+		return idem.Response{Meta: map[string]string{":status": strconv.Itoa(status)}}, nil
+	}
 }
 
 func TestLookup(t *testing.T) {
@@ -89,7 +91,7 @@ func TestEvictACompletedKeyRunsAgain(t *testing.T) {
 		res, err = store.Run(ctx, sc, "another payload, even", ok(202))
 		must.NoError(t, err)
 		check.Equal(t, idem.OutcomeExecuted, res.Outcome, "the key runs again")
-		check.Equal(t, 202, res.Response.Status)
+		check.Equal(t, "202", res.Response.Meta[":status"])
 
 		_, err = idemadmin.Evict(ctx, db, "idempotency", layout, mustScope(t, "absent"), false)
 		must.ErrorIs(t, err, idemadmin.ErrNotFound)
@@ -125,7 +127,7 @@ func TestEvictALiveHolder(t *testing.T) {
 			second, err := store.Run(ctx, sc, "fp", ok(201))
 			must.NoError(t, err)
 			check.Equal(t, idem.OutcomeExecuted, second.Outcome, "a new claim wins at once")
-			return idem.Effect{Response: idem.Response{Status: 200}, Writes: []types.TransactWriteItem{}}, nil
+			return idem.Effect{Response: idem.Response{Meta: map[string]string{":status": "200"}}, Writes: []types.TransactWriteItem{}}, nil
 		})
 		must.ErrorIs(t, err, idem.ErrLeaseLost, "the old holder's completion is fenced out")
 		check.Equal(t, idem.OutcomeLeaseLost, res.Outcome)
@@ -139,7 +141,7 @@ func TestEvictALiveHolder(t *testing.T) {
 		_, err = store.Run(ctx, sc, "fp", func(ctx context.Context) (idem.Response, error) {
 			_, err := idemadmin.Evict(ctx, db, "idempotency", layout, sc, true)
 			must.NoError(t, err)
-			return idem.Response{Status: 200}, nil
+			return idem.Response{Meta: map[string]string{":status": "200"}}, nil
 		})
 		must.ErrorIs(t, err, idem.ErrLeaseLost)
 		must.ErrorIs(t, err, idem.ErrNotRecorded)

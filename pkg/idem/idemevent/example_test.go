@@ -132,7 +132,7 @@ func ExampleWrap_directInvocation() {
 		},
 		Principal: func(refundRequest) (string, error) { return "billing-service", nil },
 	}, func(ctx context.Context, r refundRequest) (refund, error) {
-		scope, _ := idemevent.ScopeFrom(ctx) // pass scope.Key to the payment API, if it takes one
+		scope, _ := idem.ScopeFrom(ctx) // pass scope.Key to the payment API, if it takes one
 		refunds++
 		return refund{RefundID: "rf_" + scope.Key}, nil
 	})

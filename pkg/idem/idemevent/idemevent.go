@@ -25,8 +25,8 @@
 // would have the event source retry after the lease and run the effect
 // again. idem.WithOutcomeHook sees it as idem.OutcomeNotRecorded. idem.Do's
 // documentation gives the one window an effect outside DynamoDB leaves
-// open: pass the scope's key (ScopeFrom) to a downstream API that takes
-// one.
+// open: pass the scope's key (idem.ScopeFrom) to a downstream API that
+// takes one.
 //
 // # Answers
 //
@@ -136,14 +136,12 @@ func Wrap[E, R any](store *idem.Store, cfg Config[E], handler func(context.Conte
 			return zero, fmt.Errorf("idemevent: %s: key: %w", cfg.Operation, err)
 		}
 		principal, err := cfg.Principal(event)
-		if err == nil && principal == "" {
-			// Never the shared anonymous scope by accident: a sender
-			// that may share one returns idem.Anonymous itself.
-			err = fmt.Errorf("%w: empty principal", idem.ErrInvalidKey)
-		}
 		if err != nil {
 			return zero, fmt.Errorf("idemevent: %s: principal: %w", cfg.Operation, err)
 		}
+		// An empty principal is NewScope's to refuse: never the shared
+		// anonymous scope by accident (a sender that may share one
+		// returns idem.Anonymous itself).
 		scope, err := idem.NewScope(cfg.Operation, principal, key)
 		if err != nil {
 			return zero, fmt.Errorf("idemevent: %s: %w", cfg.Operation, err)
@@ -153,7 +151,7 @@ func Wrap[E, R any](store *idem.Store, cfg Config[E], handler func(context.Conte
 			return zero, fmt.Errorf("idemevent: %s: fingerprint: %w", cfg.Operation, err)
 		}
 		out, _, err := idem.Do(ctx, store, scope, fp, func(ctx context.Context) (R, error) {
-			return handler(context.WithValue(ctx, scopeKey{}, scope), event)
+			return handler(ctx, event)
 		})
 		if errors.Is(err, idem.ErrNotRecorded) {
 			// The handler's effect happened; only its record did not
@@ -163,15 +161,4 @@ func Wrap[E, R any](store *idem.Store, cfg Config[E], handler func(context.Conte
 		}
 		return out, err // an *idem.InFlightError stays as it is: Lambda names its type
 	}, nil
-}
-
-type scopeKey struct{}
-
-// ScopeFrom returns the scope of the event a wrapped handler is running
-// for: pass its Key (or ID) to a downstream API that takes an idempotency
-// key of its own. ok is false outside a wrapped handler, and for an event
-// run unprotected.
-func ScopeFrom(ctx context.Context) (scope idem.Scope, ok bool) {
-	scope, ok = ctx.Value(scopeKey{}).(idem.Scope)
-	return scope, ok
 }

@@ -254,7 +254,7 @@ func TestMissingKey(t *testing.T) {
 		cfg.RunWithoutKey = true
 		cfg.Key = func(e shipOrder) (string, error) { return e.RequestID, nil }
 		h, err := idemevent.Wrap(f.store, cfg, func(ctx context.Context, e shipOrder) (shipment, error) {
-			_, ok := idemevent.ScopeFrom(ctx)
+			_, ok := idem.ScopeFrom(ctx)
 			check.False(t, ok, "no scope for an unprotected run")
 			return s.handle(ctx, e)
 		})
@@ -340,7 +340,7 @@ func TestHandlerSeesItsScopeAndTheHookItsOutcome(t *testing.T) {
 	}))
 	var seen idem.Scope
 	h, err := idemevent.Wrap(f.store, shipConfig, func(ctx context.Context, e shipOrder) (string, error) {
-		seen, _ = idemevent.ScopeFrom(ctx)
+		seen, _ = idem.ScopeFrom(ctx)
 		return "ok", nil
 	})
 	must.NoError(t, err)

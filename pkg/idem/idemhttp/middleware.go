@@ -132,78 +132,80 @@ type APIGatewayV2Handler func(context.Context, events.APIGatewayV2HTTPRequest) (
 // releases the key and goes back to the Lambda runtime unchanged.
 func (m *Middleware) APIGatewayV2(next APIGatewayV2Handler) APIGatewayV2Handler {
 	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		raw, ok := HeaderV2(req.Headers, HeaderKey)
+		_, ok := HeaderV2(req.Headers, HeaderKey)
 		if safeMethod(req.RequestContext.HTTP.Method) || (!ok && m.Optional) {
 			return next(ctx, req)
 		}
-		reject := func(p Problem, err error) (events.APIGatewayV2HTTPResponse, error) {
-			m.observe(ctx, idem.OutcomeRejected, err)
-			return p.APIGatewayV2(), nil
-		}
-		if m.Store == nil {
-			m.observe(ctx, idem.OutcomeError, errNoStore)
-			return m.problemFor(errNoStore).APIGatewayV2(), nil
-		}
-		if !ok {
-			return reject(probKey.problem(m.ProblemTypeBase, "send an "+HeaderKey+" header with a unique value per operation"), errMissingKey)
-		}
-		key, err := ParseKey(raw)
+		scope, fp, err := m.admit(m.requestV2(req, ""))
 		if err != nil {
-			return reject(m.problemFor(err), err)
+			return m.AnswerV2(ctx, idem.Result{}, err), nil
 		}
-		principal, err := m.principalV2(req.RequestContext)
-		switch {
-		case errors.Is(err, errNoPrincipal):
-			m.observe(ctx, idem.OutcomeError, err)
-			return m.problemFor(err).APIGatewayV2(), nil
-		case err != nil:
-			return reject(m.problemFor(ErrNoSubject), err)
-		}
-		scope, err := idem.NewScope(m.operationV2(req), principal, key)
-		if err != nil {
-			return reject(m.problemFor(err), err)
-		}
-		body, err := m.bodyV2(req)
-		switch {
-		case errors.Is(err, errBadBase64):
-			return reject(probBadRequest.problem(m.ProblemTypeBase, "body is marked base64 but does not decode"), err)
-		case err != nil:
-			return reject(m.problemFor(err), err)
-		}
-		fp := fingerprint(req.RequestContext.HTTP.Method, req.RawPath, req.RawQueryString, body,
-			m.fingerprintHeaders(), func(name string) (string, bool) { return HeaderV2(req.Headers, name) })
-
 		var handlerErr error
 		res, err := m.Store.Run(m.withWait(ctx), scope, fp, func(ctx context.Context) (idem.Response, error) {
-			out, err := next(withScope(callopt.Clear(ctx), scope), req)
+			out, err := next(callopt.Clear(ctx), req)
 			if err != nil {
 				handlerErr = err
 				return idem.Response{}, err
 			}
-			resp, err := FromAPIGatewayV2(out)
+			resp, err := fromAPIGatewayV2(out)
 			if err != nil {
 				return idem.Response{}, err
 			}
-			if !replayable(resp.Status) {
+			if !replayable(resp.status) {
 				return idem.Response{}, &unstored{out: out}
 			}
-			return resp, nil
+			return resp.stored(), nil
 		})
-		m.observe(ctx, res.Outcome, err)
 		var us *unstored
 		switch {
-		case err == nil:
-			return ToAPIGatewayV2(res.Response, res.Outcome == idem.OutcomeReplayed), nil
-		case handlerErr != nil:
+		case handlerErr != nil && err != nil:
+			m.observe(ctx, res.Outcome, err)
 			return events.APIGatewayV2HTTPResponse{}, handlerErr
 		case errors.As(err, &us):
+			m.observe(ctx, res.Outcome, err)
 			return us.out, nil
-		case errors.Is(err, idem.ErrNotRecorded) && res.Response.Status != 0:
+		case errors.Is(err, idem.ErrNotRecorded) && len(res.Response.Meta) > 0:
+			m.observe(ctx, res.Outcome, err)
 			return ToAPIGatewayV2(res.Response, false), nil // the effect happened: say so
-		default:
-			return m.problemFor(err).APIGatewayV2(), nil
 		}
+		return m.AnswerV2(ctx, res, err), nil
 	}
+}
+
+// ScopeV2 is the middleware's prologue for one API Gateway request, for
+// a handler that calls the store itself: Store.Execute or Store.Transact,
+// whose DynamoDB writes commit with the key's completion. It reads the
+// key (key itself when the handler took it from elsewhere, such as a
+// field of the body; else the Idempotency-Key header, parsed by
+// ParseKey), names the caller under the middleware's principal policy
+// (PrincipalV2, AllowAnonymous), and returns the scope of its Operation
+// (or the route). Pass its error to AnswerV2, which answers it: 400 for
+// a missing or malformed key, 403 for a caller without a subject, 500
+// for a middleware that cannot name callers at all.
+func (m *Middleware) ScopeV2(req events.APIGatewayV2HTTPRequest, key string) (idem.Scope, error) {
+	r := m.requestV2(req, key)
+	r.body = nil // the handler's fingerprint is its own
+	scope, _, err := m.admit(r)
+	return scope, err
+}
+
+// AnswerV2 is the API Gateway response to a request the middleware
+// admitted (ScopeV2) and the store answered, and reports it to Observe:
+// the stored response, with Idempotent-Replayed: true on a replay; or,
+// for an error, its problem (ProblemFor under ProblemTypeBase: 409 with
+// Retry-After, 422, 503 with Retry-After, 500 without detail, or ScopeV2's
+// own answers).
+func (m *Middleware) AnswerV2(ctx context.Context, res idem.Result, err error) events.APIGatewayV2HTTPResponse {
+	if err == nil {
+		m.observe(ctx, res.Outcome, nil)
+		return ToAPIGatewayV2(res.Response, res.Outcome == idem.OutcomeReplayed)
+	}
+	p, outcome := m.refusal(err)
+	if res.Outcome != "" {
+		outcome = res.Outcome
+	}
+	m.observe(ctx, outcome, err)
+	return p.APIGatewayV2()
 }
 
 // Handler wraps a net/http handler. The handler's response is buffered
@@ -217,82 +219,172 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		reject := func(p Problem, err error) {
-			m.observe(ctx, idem.OutcomeRejected, err)
-			p.Write(w)
-		}
-		if m.Store == nil {
-			m.observe(ctx, idem.OutcomeError, errNoStore)
-			m.problemFor(errNoStore).Write(w)
-			return
-		}
-		switch len(values) {
-		case 0:
-			reject(probKey.problem(m.ProblemTypeBase, "send an "+HeaderKey+" header with a unique value per operation"), errMissingKey)
-			return
-		case 1:
-		default:
-			err := fmt.Errorf("%w: %d %s headers; send one", idem.ErrInvalidKey, len(values), HeaderKey)
-			reject(m.problemFor(err), err)
-			return
-		}
-		key, err := ParseKey(values[0])
+		var body []byte
+		in := m.requestHTTP(r, values, &body)
+		scope, fp, err := m.admit(in)
 		if err != nil {
-			reject(m.problemFor(err), err)
+			m.answer(ctx, idem.Result{}, err).Write(w)
 			return
 		}
-		principal := Anonymous
-		switch {
-		case m.Principal != nil:
-			if principal, err = m.named(m.Principal(r)); err != nil {
-				reject(probForbidden.problem(m.ProblemTypeBase, "the caller cannot be identified; idempotency keys are scoped to the caller"), err)
-				return
-			}
-		case !m.AllowAnonymous:
-			err := fmt.Errorf("%w: set Principal, or AllowAnonymous to put every caller in one scope", errNoPrincipal)
-			m.observe(ctx, idem.OutcomeError, err)
-			m.problemFor(err).Write(w)
-			return
-		}
-		scope, err := idem.NewScope(m.operationHTTP(r), principal, key)
-		if err != nil {
-			reject(m.problemFor(err), err)
-			return
-		}
-		body, err := m.readBody(r)
-		if err != nil {
-			reject(m.problemFor(err), err)
-			return
-		}
-		fp := fingerprint(r.Method, r.URL.Path, r.URL.RawQuery, body, m.fingerprintHeaders(), func(name string) (string, bool) {
-			vs := r.Header.Values(name)
-			return strings.Join(vs, ", "), len(vs) > 0
-		})
-
 		res, err := m.Store.Run(m.withWait(ctx), scope, fp, func(ctx context.Context) (idem.Response, error) {
 			rec := newRecorder()
-			r2 := r.WithContext(withScope(callopt.Clear(ctx), scope))
+			r2 := r.WithContext(callopt.Clear(ctx))
 			r2.Body = io.NopCloser(bytes.NewReader(body))
 			next.ServeHTTP(rec, r2)
 			resp := rec.response()
-			if !replayable(resp.Status) {
+			if !replayable(resp.status) {
 				return idem.Response{}, &unstored{resp: resp}
 			}
-			return resp, nil
+			return resp.stored(), nil
 		})
 		m.observe(ctx, res.Outcome, err)
 		var us *unstored
 		switch {
 		case err == nil:
-			write(w, res.Response, res.Outcome == idem.OutcomeReplayed)
+			write(w, replayOf(res.Response), res.Outcome == idem.OutcomeReplayed)
 		case errors.As(err, &us):
 			write(w, us.resp, false)
-		case errors.Is(err, idem.ErrNotRecorded) && res.Response.Status != 0:
-			write(w, res.Response, false) // the effect happened: say so
+		case errors.Is(err, idem.ErrNotRecorded) && len(res.Response.Meta) > 0:
+			write(w, replayOf(res.Response), false) // the effect happened: say so
 		default:
 			m.problemFor(err).Write(w)
 		}
 	})
+}
+
+// answer is AnswerV2's problem for an error, reported to Observe.
+func (m *Middleware) answer(ctx context.Context, res idem.Result, err error) Problem {
+	p, outcome := m.refusal(err)
+	if res.Outcome != "" {
+		outcome = res.Outcome
+	}
+	m.observe(ctx, outcome, err)
+	return p
+}
+
+// request is what the middleware reads of a request, on either path,
+// before the store is called.
+type request struct {
+	keys      []string // the Idempotency-Key header's values
+	key       string   // a key the handler found elsewhere, used as it is
+	operation string
+	// principal names the caller under the middleware's policy.
+	principal func() (string, error)
+	// body returns the request's body; nil when the fingerprint is the
+	// handler's own (ScopeV2).
+	body                func() ([]byte, error)
+	method, path, query string
+	header              func(name string) (string, bool)
+}
+
+// requestV2 reads an API Gateway request; a key the handler found
+// elsewhere stands in for the header.
+func (m *Middleware) requestV2(req events.APIGatewayV2HTTPRequest, key string) request {
+	var keys []string
+	if raw, ok := HeaderV2(req.Headers, HeaderKey); ok {
+		keys = []string{raw}
+	}
+	return request{
+		keys: keys, key: key, operation: m.operationV2(req),
+		principal: func() (string, error) { return m.principalV2(req.RequestContext) },
+		body:      func() ([]byte, error) { return m.bodyV2(req) },
+		method:    req.RequestContext.HTTP.Method, path: req.RawPath, query: req.RawQueryString,
+		header: func(name string) (string, bool) { return HeaderV2(req.Headers, name) },
+	}
+}
+
+// requestHTTP reads a net/http request; its body, once read, is kept in
+// *body for the handler.
+func (m *Middleware) requestHTTP(r *http.Request, keys []string, body *[]byte) request {
+	return request{
+		keys: keys, operation: m.operationHTTP(r),
+		principal: func() (string, error) { return m.principalHTTP(r) },
+		body: func() ([]byte, error) {
+			b, err := m.readBody(r)
+			*body = b
+			return b, err
+		},
+		method: r.Method, path: r.URL.Path, query: r.URL.RawQuery,
+		header: func(name string) (string, bool) {
+			vs := r.Header.Values(name)
+			return strings.Join(vs, ", "), len(vs) > 0
+		},
+	}
+}
+
+// admit is the middleware's prologue, the same on both paths and for
+// ScopeV2: the key, the caller, the scope, the body and the fingerprint.
+// Its errors are *refused, which say how to answer.
+func (m *Middleware) admit(in request) (idem.Scope, string, error) {
+	if m.Store == nil && in.body != nil {
+		return idem.Scope{}, "", &refused{err: errNoStore, outcome: idem.OutcomeError}
+	}
+	key, err := in.key, error(nil)
+	switch {
+	case key != "":
+	case len(in.keys) == 0:
+		return idem.Scope{}, "", rejected(probKey.problem(m.ProblemTypeBase, "send an "+HeaderKey+" header with a unique value per operation"), errMissingKey)
+	case len(in.keys) > 1:
+		err := fmt.Errorf("%w: %d %s headers; send one", idem.ErrInvalidKey, len(in.keys), HeaderKey)
+		return idem.Scope{}, "", rejected(m.problemFor(err), err)
+	default:
+		if key, err = ParseKey(in.keys[0]); err != nil {
+			return idem.Scope{}, "", rejected(m.problemFor(err), err)
+		}
+	}
+	principal, err := in.principal()
+	if err != nil {
+		return idem.Scope{}, "", err
+	}
+	scope, err := idem.NewScope(in.operation, principal, key)
+	if err != nil || in.body == nil {
+		return scope, "", rejectedFor(m, err)
+	}
+	body, err := in.body()
+	switch {
+	case errors.Is(err, errBadBase64):
+		return idem.Scope{}, "", rejected(probBadRequest.problem(m.ProblemTypeBase, "body is marked base64 but does not decode"), err)
+	case err != nil:
+		return idem.Scope{}, "", rejected(m.problemFor(err), err)
+	}
+	return scope, fingerprint(in.method, in.path, in.query, body, m.fingerprintHeaders(), in.header), nil
+}
+
+// refused is a request the middleware answers itself: the problem, the
+// outcome Observe hears and the error behind them.
+type refused struct {
+	problem *Problem
+	outcome idem.Outcome
+	err     error
+}
+
+func (r *refused) Error() string { return r.err.Error() }
+func (r *refused) Unwrap() error { return r.err }
+
+// rejected is a request refused with p.
+func rejected(p Problem, err error) error {
+	return &refused{problem: &p, outcome: idem.OutcomeRejected, err: err}
+}
+
+// rejectedFor is err (when not nil) as a request refused with its problem.
+func rejectedFor(m *Middleware, err error) error {
+	if err == nil {
+		return nil
+	}
+	return rejected(m.problemFor(err), err)
+}
+
+// refusal is the problem and outcome for err: a refusal's own, or the
+// problem for a store error.
+func (m *Middleware) refusal(err error) (Problem, idem.Outcome) {
+	var r *refused
+	if errors.As(err, &r) {
+		if r.problem != nil {
+			return *r.problem, r.outcome
+		}
+		return m.problemFor(r.err), r.outcome
+	}
+	return m.problemFor(err), idem.OutcomeError
 }
 
 // withWait passes the middleware's Wait, when set, to the store's call.
@@ -313,20 +405,6 @@ func safeMethod(m string) bool {
 	return false
 }
 
-type scopeKey struct{}
-
-func withScope(ctx context.Context, s idem.Scope) context.Context {
-	return context.WithValue(ctx, scopeKey{}, s)
-}
-
-// ScopeFrom returns the scope of the request a Middleware is running the
-// handler for: its key is the one to pass to a downstream API that takes
-// idempotency keys of its own, which closes Run's window.
-func ScopeFrom(ctx context.Context) (idem.Scope, bool) {
-	s, ok := ctx.Value(scopeKey{}).(idem.Scope)
-	return s, ok
-}
-
 // replayable says whether a response is stored for replay: not a server
 // error, not a status that asks the client to try again, and not one
 // about the request's headers (credentials, Accept, preconditions,
@@ -345,7 +423,7 @@ func replayable(status int) bool {
 // key is released so the client's retry runs the handler again.
 type unstored struct {
 	out  events.APIGatewayV2HTTPResponse
-	resp idem.Response
+	resp response
 }
 
 func (u *unstored) Error() string { return "idemhttp: response not stored for replay" }
@@ -369,18 +447,45 @@ func (m *Middleware) fingerprintHeaders() []string {
 	return m.FingerprintHeaders
 }
 
-// principalV2 names an API Gateway request's caller, or returns an error
-// wrapping errNoPrincipal when the default PrincipalV2 finds no authorizer
-// and anonymity was not chosen.
+// principalV2 names an API Gateway request's caller under the
+// middleware's policy: the default PrincipalV2 finding no authorizer is
+// a middleware that cannot name callers (500) unless anonymity was
+// chosen.
 func (m *Middleware) principalV2(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
 	if m.PrincipalV2 != nil {
-		return m.named(m.PrincipalV2(rc))
+		p, err := m.named(m.PrincipalV2(rc))
+		return p, m.noSubject(err, m.problemFor(ErrNoSubject))
 	}
 	p, err := PrincipalV2(rc)
-	if err == nil && p == Anonymous && !m.AllowAnonymous {
-		return "", fmt.Errorf("%w: the route has no authorizer; add one, set PrincipalV2, or AllowAnonymous to put every caller in one scope", errNoPrincipal)
+	switch {
+	case err != nil:
+		return "", m.noSubject(err, m.problemFor(ErrNoSubject))
+	case p == Anonymous && !m.AllowAnonymous:
+		return "", &refused{outcome: idem.OutcomeError, err: fmt.Errorf("%w: the route has no authorizer; add one, set PrincipalV2, or AllowAnonymous to put every caller in one scope", errNoPrincipal)}
 	}
-	return p, err
+	return p, nil
+}
+
+// principalHTTP names a net/http request's caller under the middleware's
+// policy: without Principal, only anonymity chosen serves.
+func (m *Middleware) principalHTTP(r *http.Request) (string, error) {
+	switch {
+	case m.Principal != nil:
+		p, err := m.named(m.Principal(r))
+		return p, m.noSubject(err, probForbidden.problem(m.ProblemTypeBase, "the caller cannot be identified; idempotency keys are scoped to the caller"))
+	case m.AllowAnonymous:
+		return Anonymous, nil
+	}
+	return "", &refused{outcome: idem.OutcomeError, err: fmt.Errorf("%w: set Principal, or AllowAnonymous to put every caller in one scope", errNoPrincipal)}
+}
+
+// noSubject is a principal function's error (when not nil) as a request
+// refused with p, a 403.
+func (m *Middleware) noSubject(err error, p Problem) error {
+	if err == nil {
+		return nil
+	}
+	return rejected(p, err)
 }
 
 // named applies the one principal policy to what a Principal or

@@ -412,7 +412,7 @@ func TestMiddlewareLetsSafeMethodsThroughAndGivesTheHandlerItsScope(t *testing.T
 			gets.Add(1)
 			return
 		}
-		seen, _ = idemhttp.ScopeFrom(r.Context())
+		seen, _ = idem.ScopeFrom(r.Context())
 		w.WriteHeader(http.StatusEarlyHints) // informational: not the response
 		w.WriteHeader(http.StatusCreated)
 	}))

@@ -6,12 +6,14 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/record"
 )
 
 // connectionOnly reports whether a response header belongs to the
@@ -53,11 +55,11 @@ func describesBody(name string) bool {
 
 // replayHeader reports whether a stored header goes out with the response.
 // Records stored before hop-by-hop headers were left out may hold some.
-func replayHeader(r idem.Response, name string, named []string) bool {
+func replayHeader(r response, name string, named []string) bool {
 	if connectionOnly(name, named) {
 		return false
 	}
-	_, omitted := r.Headers[HeaderBodyOmitted]
+	_, omitted := r.headers[HeaderBodyOmitted]
 	return !omitted || !describesBody(name)
 }
 
@@ -76,16 +78,91 @@ func storedConnection(h map[string]string) []string {
 // header value can contain: cookies cannot be joined with commas.
 const headerSetCookie = "Set-Cookie"
 
+// response is an HTTP response as this package stores and replays it.
+type response struct {
+	status  int
+	headers map[string]string
+	body    []byte
+}
+
+// stored is r as pkg/idem stores it: the body as the result's bytes, the
+// status as the metadata entry ":status", each header as an entry of its
+// own name (no header name holds a colon). A status that is not an HTTP
+// status, or a header name or value that is not UTF-8, cannot be stored:
+// the result then holds the status (500 for a status that is the
+// problem) and the reserved entry ":omitted" ("not storable"), which a
+// replay sends as HeaderBodyOmitted, so the handler still runs once.
+func (r response) stored() idem.Response {
+	meta := make(map[string]string, len(r.headers)+1)
+	for k, v := range r.headers {
+		if k == "" || strings.HasPrefix(k, ":") || !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return standIn(r.status)
+		}
+		meta[k] = v
+	}
+	if r.status < 100 || r.status > 599 {
+		return standIn(http.StatusInternalServerError)
+	}
+	meta[metaStatus] = strconv.Itoa(r.status)
+	return idem.Response{Body: r.body, Meta: meta}
+}
+
+// standIn is what is stored for a response that cannot be: its status,
+// and why its headers and body are not there.
+func standIn(status int) idem.Response {
+	if status < 100 || status > 599 {
+		status = http.StatusInternalServerError
+	}
+	return idem.Response{Meta: map[string]string{metaStatus: strconv.Itoa(status), metaOmitted: "not storable"}}
+}
+
+// Reserved metadata entries (pkg/idem/internal/record): the status, and
+// the store's mark of a response stored without its body.
+const (
+	metaStatus  = record.MetaStatus
+	metaOmitted = record.MetaOmitted
+)
+
+// replayOf is a stored result as an HTTP response: the status, the
+// headers (the store's mark of an omitted body as HeaderBodyOmitted), the
+// body. A record stored before format 2 reads the same way, so it
+// replays byte for byte.
+func replayOf(r idem.Response) response {
+	out := response{headers: make(map[string]string, len(r.Meta)), body: r.Body}
+	for k, v := range r.Meta {
+		switch {
+		case k == metaStatus:
+			out.status, _ = strconv.Atoi(v)
+		case k == metaOmitted:
+			out.headers[HeaderBodyOmitted] = v
+		case !strings.HasPrefix(k, ":"):
+			out.headers[k] = v
+		}
+	}
+	if out.status == 0 {
+		out.status = http.StatusOK // a result no HTTP way in stored
+	}
+	return out
+}
+
 // FromAPIGatewayV2 turns a handler's API Gateway v2 response into a
 // storable one: a base64 body decoded to its bytes, multi-value headers
 // joined with ", ", and cookies (from Cookies and any Set-Cookie header)
 // kept as Set-Cookie lines.
 func FromAPIGatewayV2(r events.APIGatewayV2HTTPResponse) (idem.Response, error) {
+	resp, err := fromAPIGatewayV2(r)
+	if err != nil {
+		return idem.Response{}, err
+	}
+	return resp.stored(), nil
+}
+
+func fromAPIGatewayV2(r events.APIGatewayV2HTTPResponse) (response, error) {
 	body := []byte(r.Body)
 	if r.IsBase64Encoded {
 		b, err := base64.StdEncoding.DecodeString(r.Body)
 		if err != nil {
-			return idem.Response{}, fmt.Errorf("idemhttp: response body marked base64 does not decode: %w", err)
+			return response{}, fmt.Errorf("idemhttp: response body marked base64 does not decode: %w", err)
 		}
 		body = b
 	}
@@ -122,17 +199,21 @@ func FromAPIGatewayV2(r events.APIGatewayV2HTTPResponse) (idem.Response, error) 
 	if len(cookies) > 0 {
 		h[headerSetCookie] = strings.Join(cookies, "\n")
 	}
-	return idem.Response{Status: status, Headers: h, Body: body}, nil
+	return response{status: status, headers: h, body: body}, nil
 }
 
 // ToAPIGatewayV2 renders a stored response for API Gateway; replayed adds
 // Idempotent-Replayed: true. A body that is not UTF-8 goes out base64
 // encoded, so the client receives the same bytes.
 func ToAPIGatewayV2(r idem.Response, replayed bool) events.APIGatewayV2HTTPResponse {
-	h := make(map[string]string, len(r.Headers)+1)
-	named := storedConnection(r.Headers)
+	return toAPIGatewayV2(replayOf(r), replayed)
+}
+
+func toAPIGatewayV2(r response, replayed bool) events.APIGatewayV2HTTPResponse {
+	h := make(map[string]string, len(r.headers)+1)
+	named := storedConnection(r.headers)
 	var cookies []string
-	for k, v := range r.Headers {
+	for k, v := range r.headers {
 		switch {
 		case strings.EqualFold(k, headerSetCookie):
 			cookies = strings.Split(v, "\n")
@@ -143,9 +224,9 @@ func ToAPIGatewayV2(r idem.Response, replayed bool) events.APIGatewayV2HTTPRespo
 	if replayed {
 		h[HeaderReplayed] = "true"
 	}
-	out := events.APIGatewayV2HTTPResponse{StatusCode: r.Status, Headers: h, Cookies: cookies, Body: string(r.Body)}
-	if !utf8.Valid(r.Body) {
-		out.Body = base64.StdEncoding.EncodeToString(r.Body)
+	out := events.APIGatewayV2HTTPResponse{StatusCode: r.status, Headers: h, Cookies: cookies, Body: string(r.body)}
+	if !utf8.Valid(r.body) {
+		out.Body = base64.StdEncoding.EncodeToString(r.body)
 		out.IsBase64Encoded = true
 	}
 	return out
@@ -174,10 +255,10 @@ func fromHeader(hdr http.Header) map[string]string {
 
 // write sends a stored response on a net/http response, headers in a
 // stable order.
-func write(w http.ResponseWriter, r idem.Response, replayed bool) {
-	named := storedConnection(r.Headers)
-	for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
-		v := r.Headers[k]
+func write(w http.ResponseWriter, r response, replayed bool) {
+	named := storedConnection(r.headers)
+	for _, k := range slices.Sorted(maps.Keys(r.headers)) {
+		v := r.headers[k]
 		if !replayHeader(r, k, named) {
 			continue
 		}
@@ -192,8 +273,8 @@ func write(w http.ResponseWriter, r idem.Response, replayed bool) {
 	if replayed {
 		w.Header().Set(HeaderReplayed, "true")
 	}
-	w.WriteHeader(r.Status)
-	_, _ = w.Write(r.Body)
+	w.WriteHeader(r.status)
+	_, _ = w.Write(r.body)
 }
 
 // recorder buffers what a net/http handler writes, so the response can be
@@ -222,10 +303,10 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func (r *recorder) response() idem.Response {
+func (r *recorder) response() response {
 	status := r.status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	return idem.Response{Status: status, Headers: fromHeader(r.header), Body: r.body}
+	return response{status: status, headers: fromHeader(r.header), body: r.body}
 }

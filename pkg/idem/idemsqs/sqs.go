@@ -85,7 +85,7 @@ func (r Result) Redeliver() bool { return r.Err != nil && r.Outcome != idem.Outc
 
 // applied is what a key's record stores: that its message was applied.
 // A replay needs nothing more, and a value of any size fits.
-func applied() idem.Response { return idem.Response{Status: 200} }
+func applied() idem.Response { return idem.Response{} }
 
 // ErrSkipped reports a message of a FIFO queue left untried because an
 // earlier message of the batch failed.
@@ -246,12 +246,9 @@ func prepare[T any](operation string, m events.SQSMessage, decode func(events.SQ
 	if err != nil {
 		return idem.BatchItem{}, e.Value, err
 	}
-	if e.Principal == "" {
-		return idem.BatchItem{}, e.Value, fmt.Errorf("%w: message %s: no principal", idem.ErrInvalidKey, m.MessageId)
-	}
 	scope, err := idem.NewScope(operation, e.Principal, e.Key)
 	if err != nil {
-		return idem.BatchItem{}, e.Value, err
+		return idem.BatchItem{}, e.Value, fmt.Errorf("message %s: %w", m.MessageId, err)
 	}
 	body, err := json.Marshal(e.Value)
 	if err != nil {

@@ -74,13 +74,17 @@ type Layout struct {
 // field takes its default, given in its comment; pkg/idem's package
 // documentation says what each holds.
 type Attributes struct {
-	Status          string // "status"
-	Fingerprint     string // "fingerprint"
-	LeaseToken      string // "lease_token"
-	LeaseExpiresAt  string // "lease_expires_at"
+	Status         string // "status"
+	Fingerprint    string // "fingerprint"
+	LeaseToken     string // "lease_token"
+	LeaseExpiresAt string // "lease_expires_at"
+	ResponseBody   string // "response_body"
+	ResponseMeta   string // "response_meta"
+	Format         string // "format"
+	// ResponseStatus and ResponseHeaders are read from records of
+	// format 1 only (written before format 2), never written.
 	ResponseStatus  string // "response_status"
 	ResponseHeaders string // "response_headers"
-	ResponseBody    string // "response_body"
 	CreatedAt       string // "created_at"
 	CompletedAt     string // "completed_at"
 	CompletionID    string // "completion_id"
@@ -92,6 +96,7 @@ var defaultAttributes = Attributes{
 	Status: "status", Fingerprint: "fingerprint", LeaseToken: "lease_token",
 	LeaseExpiresAt: "lease_expires_at", ResponseStatus: "response_status",
 	ResponseHeaders: "response_headers", ResponseBody: "response_body",
+	ResponseMeta: "response_meta", Format: "format",
 	CreatedAt: "created_at", CompletedAt: "completed_at",
 	CompletionID: "completion_id", ExpiresAt: TTLAttribute,
 }
@@ -109,6 +114,7 @@ func (a *Attributes) fields() []struct {
 		{"Status", &a.Status}, {"Fingerprint", &a.Fingerprint}, {"LeaseToken", &a.LeaseToken},
 		{"LeaseExpiresAt", &a.LeaseExpiresAt}, {"ResponseStatus", &a.ResponseStatus},
 		{"ResponseHeaders", &a.ResponseHeaders}, {"ResponseBody", &a.ResponseBody},
+		{"ResponseMeta", &a.ResponseMeta}, {"Format", &a.Format},
 		{"CreatedAt", &a.CreatedAt}, {"CompletedAt", &a.CompletedAt},
 		{"CompletionID", &a.CompletionID}, {"ExpiresAt", &a.ExpiresAt},
 	}

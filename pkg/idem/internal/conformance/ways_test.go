@@ -77,19 +77,18 @@ var ways = []*way{
 // response is what an execution answers with, through the store.
 func response(r reply) idem.Response {
 	return idem.Response{
-		Status:  http.StatusCreated,
-		Headers: map[string]string{"Content-Type": "application/json", "X-Exec": strconv.Itoa(r.Exec)},
-		Body:    []byte(r.JSON()),
+		Meta: map[string]string{"Content-Type": "application/json", "X-Exec": strconv.Itoa(r.Exec)},
+		Body: []byte(r.JSON()),
 	}
 }
 
 // answerOf renders a store response as a client compares it.
 func answerOf(r idem.Response) string {
 	h := http.Header{}
-	for k, v := range r.Headers {
+	for k, v := range r.Meta {
 		h.Set(k, v)
 	}
-	return httpAnswer(r.Status, h, r.Body)
+	return httpAnswer(http.StatusCreated, h, r.Body)
 }
 
 func (c *call) answered(a *actor, answer string) {

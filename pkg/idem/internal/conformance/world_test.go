@@ -74,7 +74,7 @@ var layouts = []struct {
 		PartitionKey: "PK", SortKey: "SK", PartitionValue: "IDEMPOTENCY", KeyPrefix: "IDEM#",
 		Attributes: idemtable.Attributes{
 			Status: "st", Fingerprint: "fp", LeaseToken: "lt", LeaseExpiresAt: "lexp",
-			ResponseStatus: "rs", ResponseHeaders: "rh", ResponseBody: "rb",
+			ResponseStatus: "rs", ResponseHeaders: "rh", ResponseBody: "rb", ResponseMeta: "rm", Format: "fmt",
 			CreatedAt: "cat", CompletedAt: "done_at", CompletionID: "cid", ExpiresAt: "ttl",
 		},
 	}},

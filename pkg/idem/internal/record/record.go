@@ -1,0 +1,186 @@
+// Package record is the one reader of pkg/idem's records, and their
+// format: pkg/idem reads its records with Decode, and so does
+// pkg/idem/idemadmin.
+//
+// # Formats
+//
+// A completed record carries the response its key's first execution
+// stored, in the format of the library that wrote it:
+//
+//   - Format 1 (no format attribute; every record written before issue
+//     29): an HTTP response. response_status (N), response_headers (M of
+//     S, absent when empty) and response_body (S, or B when not UTF-8).
+//   - Format 2 (format = 2): the way in's opaque result. response_body (S
+//     or B) holds its bytes and response_meta (M of S, absent when empty)
+//     its metadata: the way in gives both their meaning.
+//
+// The rule: the library writes only the latest format, and reads every
+// format up to its own; a record of a later format is ErrCorrupt (the
+// table is shared with a newer library: upgrade this one). A format 1
+// record reads as the format 2 record idemhttp would write for the same
+// response: its status as the metadata entry MetaStatus, each header as
+// an entry of its own name, and the Idempotent-Body-Omitted header, which
+// only the store itself wrote, as MetaOmitted. So a record written before
+// issue 29 replays byte for byte through idemhttp, and as a value
+// through Do. Only a completion writes the format attribute (a claim has
+// no response to read), so a library of either format can complete the
+// other's claim, and the record says which format its response is in.
+package record
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemlambda/idemlambda/pkg/ddbitem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
+)
+
+// Record statuses.
+const (
+	StatusInProgress = "IN_PROGRESS"
+	StatusCompleted  = "COMPLETED"
+)
+
+// Format is the format this library writes, and the latest it reads.
+const Format = 2
+
+// Reserved metadata keys: no HTTP header name holds a colon, so none
+// collides with a header idemhttp stores under its own name.
+const (
+	// MetaStatus is idemhttp's HTTP status, and a format 1 record's
+	// response_status.
+	MetaStatus = ":status"
+	// MetaOmitted marks a result stored without its body (and, when they
+	// are what cannot be stored, its metadata): the store records such a
+	// result rather than leave its key open to run the effect again. Its
+	// value says why: "too large" or "not storable".
+	MetaOmitted = ":omitted"
+)
+
+// headerOmitted is the header by which format 1 records marked a response
+// stored without its body (idemhttp.HeaderBodyOmitted).
+const headerOmitted = "Idempotent-Body-Omitted"
+
+// ErrCorrupt reports a record that cannot be read: a required attribute
+// missing or of another type, an unknown status, a later format.
+var ErrCorrupt = errors.New("idem: corrupt idempotency record")
+
+// Record is an idempotency record as stored, its result in the latest
+// format whatever the format it was written in.
+type Record struct {
+	ID             string
+	Status         string
+	Fingerprint    string
+	LeaseToken     string
+	LeaseExpiresAt time.Time // millisecond precision
+	CompletionID   string
+	// Format is the format the record's result was written in: 1 or 2;
+	// 0 for a record in progress.
+	Format int
+	// Body and Meta are the stored result, set when Status is COMPLETED.
+	Body        []byte
+	Meta        map[string]string
+	CreatedAt   time.Time
+	CompletedAt time.Time
+	ExpiresAt   time.Time // second precision; DynamoDB TTL
+}
+
+// Expired mirrors the claim condition's "expires_at < :now_s".
+func (r Record) Expired(now time.Time) bool { return r.ExpiresAt.Unix() < now.Unix() }
+
+// Decode reads an item in layout l (with its defaults); a missing or
+// mistyped required attribute is ErrCorrupt, never a panic.
+func Decode(l idemtable.Layout, item map[string]types.AttributeValue) (Record, error) {
+	attr := l.Attributes
+	in := ddbitem.Read(item)
+	id, hasKey := l.ID(item)
+	r := Record{
+		ID:          id,
+		Status:      in.S(attr.Status),
+		Fingerprint: in.S(attr.Fingerprint),
+		ExpiresAt:   time.Unix(in.Int(attr.ExpiresAt), 0),
+	}
+	r.LeaseToken, _ = in.OptS(attr.LeaseToken)
+	r.CompletionID, _ = in.OptS(attr.CompletionID)
+	if ms, ok := in.OptInt(attr.LeaseExpiresAt); ok {
+		r.LeaseExpiresAt = time.UnixMilli(ms)
+	}
+	r.CreatedAt, _ = in.OptTime(attr.CreatedAt)
+	r.CompletedAt, _ = in.OptTime(attr.CompletedAt)
+	var bad error
+	if !hasKey {
+		bad = fmt.Errorf("%w: no key of the store's layout", ErrCorrupt)
+	}
+	switch r.Status {
+	case StatusInProgress:
+		// Without both, no caller could ever take the key over.
+		for _, a := range []string{attr.LeaseToken, attr.LeaseExpiresAt} {
+			if !in.Has(a) && bad == nil {
+				bad = fmt.Errorf("%w: in progress without %s", ErrCorrupt, a)
+			}
+		}
+	case StatusCompleted:
+		r.Format = 1
+		if f, ok := in.OptInt(attr.Format); ok {
+			r.Format = int(f)
+		}
+		switch r.Format {
+		case 1:
+			r.Body, r.Meta = formatOne(in, attr)
+		case 2:
+			r.Body = in.Bytes(attr.ResponseBody)
+			r.Meta, _ = in.StringMap(attr.ResponseMeta)
+		default:
+			if bad == nil {
+				bad = fmt.Errorf("%w: format %d, this library reads up to %d: upgrade it", ErrCorrupt, r.Format, Format)
+			}
+		}
+	default:
+		if in.Err() == nil && bad == nil {
+			bad = fmt.Errorf("%w: unknown status %q", ErrCorrupt, r.Status)
+		}
+	}
+	if err := in.Err(); err != nil {
+		return Record{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if bad != nil {
+		return Record{}, bad
+	}
+	return r, nil
+}
+
+// formatOne reads a format 1 record's HTTP response as the result
+// idemhttp writes for it.
+func formatOne(in *ddbitem.Reader, attr idemtable.Attributes) ([]byte, map[string]string) {
+	status := in.Int(attr.ResponseStatus)
+	body := in.Bytes(attr.ResponseBody)
+	headers, _ := in.StringMap(attr.ResponseHeaders)
+	meta := make(map[string]string, len(headers)+1)
+	for k, v := range headers {
+		if k == headerOmitted {
+			k = MetaOmitted
+		}
+		meta[k] = v
+	}
+	meta[MetaStatus] = strconv.FormatInt(status, 10)
+	return body, meta
+}
+
+// Item is the attributes of a completed result, in the latest format, to
+// add to a record.
+func Item(attr idemtable.Attributes, body []byte, meta map[string]string) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		attr.Format:       ddbitem.N(Format),
+		attr.ResponseBody: ddbitem.Blob(body),
+	}
+	// An empty map is left out: some DynamoDB-compatible servers give one
+	// back as something else, and no metadata reads back as none.
+	if len(meta) > 0 {
+		item[attr.ResponseMeta] = ddbitem.StringMap(meta)
+	}
+	return item
+}
