@@ -157,7 +157,7 @@ suite '^TestRunAnswersBeforeItsDeadlineWhenItsCompletionIsRefused$'
 
 # --- The acknowledgement rule: an effect not recorded is acknowledged -------
 
-mutant idemsqs-redelivers-not-recorded pkg/idem/idemsqs/sqs.go \
+mutant idemsqs-redelivers-not-recorded pkg/idem/internal/batchway/batchway.go \
 	'return r.Err != nil && r.Outcome != idem.OutcomeNotRecorded' \
 	'return r.Err != nil'
 suite '^TestConformance$/^idemsqs.Run$/^completion-refused$'

@@ -11,7 +11,7 @@
 // record, and the value the message stands for. The value's JSON is the
 // payload fingerprint, so the same key carrying another value is
 // idem.ErrKeyReuse; what is stored for the key is only that it was
-// applied (a 200 without a body), so a value of any size can be applied.
+// applied (nothing at all), so a value of any size can be applied.
 //
 // Two ways in, by where the effect lands:
 //
@@ -22,7 +22,7 @@
 //     two when some messages were delivered before.
 //   - Run, for effects outside DynamoDB (an e-mail, a call to another
 //     API): each message is reserved, applied and completed with a fenced
-//     write (idem.Do), one after another.
+//     write (idem.Store.Run), one after another.
 //
 // Poison is the caller's to classify: a message decode refuses, or whose
 // effect fails, is reported failed with decode's or the effect's error in
@@ -36,15 +36,14 @@ package idemsqs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/batchway"
 )
 
 // Entry is one message as the caller's decode function reads it.
@@ -55,8 +54,7 @@ type Entry[T any] struct {
 	// Key is the id the producer gave the event, the same on every
 	// delivery of it.
 	Key string
-	// Value is what the message asks for. Its JSON is the fingerprint and
-	// the response stored for the key.
+	// Value is what the message asks for. Its JSON is the fingerprint.
 	Value T
 }
 
@@ -81,11 +79,7 @@ type Result struct {
 
 // Redeliver reports whether the message needs another delivery: it
 // failed and its effect did not happen.
-func (r Result) Redeliver() bool { return r.Err != nil && r.Outcome != idem.OutcomeNotRecorded }
-
-// applied is what a key's record stores: that its message was applied.
-// A replay needs nothing more, and a value of any size fits.
-func applied() idem.Response { return idem.Response{} }
+func (r Result) Redeliver() bool { return batchway.Result{Outcome: r.Outcome, Err: r.Err}.Redeliver() }
 
 // ErrSkipped reports a message of a FIFO queue left untried because an
 // earlier message of the batch failed.
@@ -128,139 +122,44 @@ func Transact[T any](ctx context.Context, store *idem.Store, ev events.SQSEvent,
 	decode func(events.SQSMessage) (Entry[T], error),
 	shared func(executing []T, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error),
 ) (events.SQSEventResponse, []Result) {
-	if isFIFO(ev) {
-		return inOrder(ev, func(m events.SQSMessage) (idem.Outcome, error) {
-			_, r := Transact(ctx, store, events.SQSEvent{Records: []events.SQSMessage{stripFIFO(m)}}, operation, decode, shared)
-			return r[0].Outcome, r[0].Err
-		})
-	}
-	results := make([]Result, len(ev.Records))
-	var (
-		items  []idem.BatchItem
-		values []T
-		of     []int // items[k] is ev.Records[of[k]]
-	)
-	for i, m := range ev.Records {
-		results[i].MessageID = m.MessageId
-		item, v, err := prepare(operation, m, decode)
-		if err != nil {
-			results[i].Outcome, results[i].Err = idem.OutcomeRejected, err
-			continue
-		}
-		items, values, of = append(items, item), append(values, v), append(of, i)
-	}
-	if len(items) > 0 {
-		res, err := store.ExecuteBatch(ctx, items, func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
-			vs := make([]T, len(executing))
-			for k, i := range executing {
-				vs[k] = values[i]
-			}
-			return shared(vs, contended)
-		})
-		for k, i := range of {
-			if err != nil {
-				results[i].Outcome, results[i].Err = idem.OutcomeError, err
-				continue
-			}
-			results[i].Outcome, results[i].Err = res[k].Outcome, res[k].Err
-		}
-	}
-	return Response(results), results
+	return answer(ev, batchway.Transact(ctx, batch(store, ev, operation, decode), shared))
 }
 
 // Run applies the batch's messages whose effects are outside DynamoDB,
 // one after another: each is reserved, effect runs, and its completion is
-// a fenced write (idem.Do); a duplicate replays without running effect. A
-// failed effect releases the message's key, so its redelivery runs it
-// again. An effect that ran but whose completion could not be recorded
-// (idem.OutcomeNotRecorded) is acknowledged, not redelivered: the
-// redelivery would come after the lease and run it again. Run stops at
-// ctx's end, reporting the untried messages failed. The results are in
+// a fenced write (idem.Store.Run); a duplicate replays without running
+// effect. A failed effect releases the message's key, so its redelivery
+// runs it again. An effect that ran but whose completion could not be
+// recorded (idem.OutcomeNotRecorded) is acknowledged, not redelivered:
+// the redelivery would come after the lease and run it again. Run stops
+// at ctx's end, reporting the untried messages failed. The results are in
 // the batch's order.
 func Run[T any](ctx context.Context, store *idem.Store, ev events.SQSEvent, operation string,
 	decode func(events.SQSMessage) (Entry[T], error),
 	effect func(context.Context, T) error,
 ) (events.SQSEventResponse, []Result) {
-	apply := func(m events.SQSMessage) (idem.Outcome, error) {
-		if err := ctx.Err(); err != nil {
-			return idem.OutcomeUnavailable, fmt.Errorf("idemsqs: untried: %w", err)
-		}
-		return runOne(ctx, store, operation, m, decode, effect)
+	return answer(ev, batchway.Run(ctx, batch(store, ev, operation, decode), effect))
+}
+
+// batch is the SQS event as the batch ways in take it: on a FIFO queue
+// (an event source ARN ending in ".fifo"), in order.
+func batch[T any](store *idem.Store, ev events.SQSEvent, operation string, decode func(events.SQSMessage) (Entry[T], error)) batchway.Batch[T] {
+	return batchway.Batch[T]{
+		Store: store, Operation: operation, Len: len(ev.Records),
+		Decode: func(i int) (batchway.Entry[T], error) {
+			e, err := decode(ev.Records[i])
+			return batchway.Entry[T](e), err
+		},
+		InOrder: len(ev.Records) > 0 && strings.HasSuffix(ev.Records[0].EventSourceARN, ".fifo"),
+		Skipped: ErrSkipped,
 	}
-	if isFIFO(ev) {
-		return inOrder(ev, apply)
-	}
-	results := make([]Result, len(ev.Records))
-	for i, m := range ev.Records {
-		results[i].MessageID = m.MessageId
-		results[i].Outcome, results[i].Err = apply(m)
+}
+
+// answer is each message's Result, and the runtime's answer.
+func answer(ev events.SQSEvent, res []batchway.Result) (events.SQSEventResponse, []Result) {
+	results := make([]Result, len(res))
+	for i, r := range res {
+		results[i] = Result{MessageID: ev.Records[i].MessageId, Outcome: r.Outcome, Err: r.Err}
 	}
 	return Response(results), results
-}
-
-// inOrder applies a FIFO batch's messages one after another; after the
-// first failure the rest are skipped, untried.
-func inOrder(ev events.SQSEvent, apply func(events.SQSMessage) (idem.Outcome, error)) (events.SQSEventResponse, []Result) {
-	results := make([]Result, len(ev.Records))
-	failed := false
-	for i, m := range ev.Records {
-		r := &results[i]
-		r.MessageID = m.MessageId
-		if failed {
-			r.Outcome, r.Err = idem.OutcomeRejected, ErrSkipped
-			continue
-		}
-		r.Outcome, r.Err = apply(m)
-		failed = r.Redeliver()
-	}
-	return Response(results), results
-}
-
-// stripFIFO is m as one message of a batch of its own: without its queue's
-// ARN, so that batch is not taken for a FIFO one again.
-func stripFIFO(m events.SQSMessage) events.SQSMessage {
-	m.EventSourceARN = ""
-	return m
-}
-
-func runOne[T any](ctx context.Context, store *idem.Store, operation string, m events.SQSMessage,
-	decode func(events.SQSMessage) (Entry[T], error), effect func(context.Context, T) error,
-) (idem.Outcome, error) {
-	item, v, err := prepare(operation, m, decode)
-	if err != nil {
-		return idem.OutcomeRejected, err
-	}
-	res, err := store.Run(ctx, item.Scope, item.Fingerprint, func(ctx context.Context) (idem.Response, error) {
-		if err := effect(ctx, v); err != nil {
-			return idem.Response{}, err
-		}
-		return item.Response, nil
-	})
-	return res.Outcome, err
-}
-
-// prepare decodes m into its batch item: its scope, its value's
-// fingerprint, and applied as the stored response.
-func prepare[T any](operation string, m events.SQSMessage, decode func(events.SQSMessage) (Entry[T], error)) (idem.BatchItem, T, error) {
-	e, err := decode(m)
-	if err != nil {
-		return idem.BatchItem{}, e.Value, err
-	}
-	scope, err := idem.NewScope(operation, e.Principal, e.Key)
-	if err != nil {
-		return idem.BatchItem{}, e.Value, fmt.Errorf("message %s: %w", m.MessageId, err)
-	}
-	body, err := json.Marshal(e.Value)
-	if err != nil {
-		return idem.BatchItem{}, e.Value, fmt.Errorf("idemsqs: encode message %s: %w", m.MessageId, err)
-	}
-	fp, err := idem.Fingerprint(json.RawMessage(body))
-	if err != nil {
-		return idem.BatchItem{}, e.Value, fmt.Errorf("idemsqs: fingerprint message %s: %w", m.MessageId, err)
-	}
-	return idem.BatchItem{Scope: scope, Fingerprint: fp, Response: applied()}, e.Value, nil
-}
-
-func isFIFO(ev events.SQSEvent) bool {
-	return len(ev.Records) > 0 && strings.HasSuffix(ev.Records[0].EventSourceARN, ".fifo")
 }

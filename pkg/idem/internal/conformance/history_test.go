@@ -57,6 +57,14 @@ type outcome struct {
 	candidate string
 	// detail says why, for the report.
 	detail string
+	// checkpoint: the stream's answer named this record, from which the
+	// shard is retried.
+	checkpoint bool
+	// untried: a stream record after the one its batch stopped at.
+	untried bool
+	// outOfTime: not recorded because the invocation's time ran out: the
+	// store refused the completion until the deadline less the margin.
+	outOfTime bool
 	// retryAfter is a 409's or 503's Retry-After.
 	retryAfter time.Duration
 	// unacked marks a delivery whose effect ran and was not recorded

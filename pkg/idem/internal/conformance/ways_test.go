@@ -34,6 +34,7 @@ const (
 	requests sourceKind = iota // a caller or HTTP client retrying with backoff
 	async                      // Lambda's asynchronous invocations: two retries
 	queue                      // SQS: redelivery until acknowledged or 5 receives
+	stream                     // a stream's shards: in order, retried from the record an answer names
 )
 
 // way is one way into the library, driven as its adopters drive it.
@@ -112,7 +113,7 @@ func (w *world) classify(res idem.Result, err error, answer string) outcome {
 	case err == nil:
 		return outcome{class: classOK, answer: answer}
 	case errors.Is(err, idem.ErrNotRecorded):
-		out := outcome{class: classNotRecorded, answer: answer, detail: err.Error(), fencedOut: errors.Is(err, idem.ErrLeaseLost)}
+		out := outcome{class: classNotRecorded, answer: answer, detail: err.Error(), fencedOut: errors.Is(err, idem.ErrLeaseLost), outOfTime: errors.Is(err, context.DeadlineExceeded)}
 		if res.Outcome != outcomeNotRecorded && !(res.Outcome == idem.OutcomeLeaseLost && errors.Is(err, idem.ErrLeaseLost)) {
 			out.wrong = fmt.Sprintf("the call returned an error wrapping idem.ErrNotRecorded with Outcome %q (intended: %q)", res.Outcome, outcomeNotRecorded)
 		}
@@ -290,7 +291,7 @@ func httpOutcome(status int, h http.Header, body []byte, observed *hook) outcome
 	switch {
 	case status == http.StatusCreated && !problem:
 		if observed != nil && errors.Is(observed.err, idem.ErrNotRecorded) {
-			return outcome{class: classNotRecorded, answer: answer, detail: observed.err.Error(), fencedOut: errors.Is(observed.err, idem.ErrLeaseLost)}
+			return outcome{class: classNotRecorded, answer: answer, detail: observed.err.Error(), fencedOut: errors.Is(observed.err, idem.ErrLeaseLost), outOfTime: errors.Is(observed.err, context.DeadlineExceeded)}
 		}
 		return outcome{class: classOK, answer: answer}
 	case h.Get("X-Declined") != "":
@@ -443,11 +444,11 @@ func deliverEvent(ctx context.Context, w *world, c *call, a *actor) outcome {
 	hk, hooked := c.hookFor(a)
 	switch {
 	case err == nil && hooked && errors.Is(hk.err, idem.ErrNotRecorded):
-		return outcome{class: classNotRecorded, answer: v.JSON(), detail: hk.err.Error(), fencedOut: errors.Is(hk.err, idem.ErrLeaseLost)}
+		return outcome{class: classNotRecorded, answer: v.JSON(), detail: hk.err.Error(), fencedOut: errors.Is(hk.err, idem.ErrLeaseLost), outOfTime: errors.Is(hk.err, context.DeadlineExceeded)}
 	case err == nil:
 		return outcome{class: classOK, answer: v.JSON()}
 	case errors.Is(err, idem.ErrNotRecorded):
-		return outcome{class: classNotRecorded, answer: v.JSON(), unacked: true, detail: err.Error(), fencedOut: errors.Is(err, idem.ErrLeaseLost)}
+		return outcome{class: classNotRecorded, answer: v.JSON(), unacked: true, detail: err.Error(), fencedOut: errors.Is(err, idem.ErrLeaseLost), outOfTime: errors.Is(err, context.DeadlineExceeded)}
 	}
 	return w.classify(idem.Result{Outcome: idem.OutcomeError}, err, "")
 }
@@ -516,7 +517,7 @@ func (w *world) sqsOutcomes(as []*actor, resp events.SQSEventResponse, results [
 		case errors.Is(r.Err, errPoison):
 			out = outcome{class: classRefused, detail: r.Err.Error()}
 		case errors.Is(r.Err, idem.ErrNotRecorded):
-			out = outcome{class: classNotRecorded, answer: ack, unacked: !acked, fencedOut: errors.Is(r.Err, idem.ErrLeaseLost), detail: fmt.Sprintf("outcome %q: %v", r.Outcome, r.Err)}
+			out = outcome{class: classNotRecorded, answer: ack, unacked: !acked, fencedOut: errors.Is(r.Err, idem.ErrLeaseLost), outOfTime: errors.Is(r.Err, context.DeadlineExceeded), detail: fmt.Sprintf("outcome %q: %v", r.Outcome, r.Err)}
 			if r.Outcome != outcomeNotRecorded {
 				out.wrong = fmt.Sprintf("message %s: Result.Outcome %q for an effect not recorded (intended: %q)", a.msgID(), r.Outcome, outcomeNotRecorded)
 			}
