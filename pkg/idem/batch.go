@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -384,15 +383,7 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 // whole transaction, and a retry that comes back before the next holder
 // is done is one more call for nothing; spreading the retries over
 // several transactions' time lets most of them find the item free.
-func batchBackoff(ctx context.Context, attempt int) error {
-	limit := 50 * time.Millisecond << min(attempt, 5)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(time.Duration(rand.Int64N(int64(limit)))):
-		return nil
-	}
-}
+func batchBackoff(ctx context.Context, attempt int) error { return jitter(ctx, 50*time.Millisecond, attempt) }
 
 // bisect commits each half of pending on its own, each with its own
 // shared writes.
@@ -502,23 +493,20 @@ func valueSize(v types.AttributeValue) int {
 		}
 		return n
 	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, e := range v.Value {
-			n += len(e)
-		}
-		return n
+		return setSize(v.Value)
 	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, e := range v.Value {
-			n += len(e)
-		}
-		return n
+		return setSize(v.Value)
 	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, e := range v.Value {
-			n += len(e)
-		}
-		return n
+		return setSize(v.Value)
 	}
 	return 1 // BOOL, NULL
+}
+
+// setSize is the size of a set's elements.
+func setSize[E ~string | ~[]byte](set []E) int {
+	n := 0
+	for _, e := range set {
+		n += len(e)
+	}
+	return n
 }

@@ -18,9 +18,9 @@ import (
 // and the effect still runs once.
 func Do[T any](ctx context.Context, s *Store, scope Scope, fingerprint string, fn func(context.Context) (T, error)) (T, Outcome, error) {
 	var v T
-	res, err := s.admit(ctx, scope, fingerprint, func(ctx context.Context, id string) (Result, error) {
-		return s.run(ctx, id, fingerprint, encode(fn, &v))
-	}, func(res Result, err error) (Result, error) {
+	res, err := s.admit(ctx, scope, fingerprint, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
+		return s.run(ctx, id, fingerprint, claim, encode(fn, &v))
+	}), func(res Result, err error) (Result, error) {
 		if res.Outcome == OutcomeReplayed {
 			v, err = decode[T](res.Response)
 		}

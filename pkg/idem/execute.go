@@ -67,23 +67,16 @@ type Result struct {
 // ErrConditionFailed, fn's own error, or the store's (IsUnavailable tells
 // one a retry later can fix). Result.Outcome is set in every case.
 func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
-	return s.admit(ctx, scope, fingerprint, func(ctx context.Context, id string) (Result, error) {
-		if s.executeTransacts {
-			return s.transact(ctx, id, fingerprint, fn)
-		}
-		return s.execute(ctx, id, fingerprint, fn)
-	}, nil)
+	if s.executeTransacts {
+		return s.Transact(ctx, scope, fingerprint, fn)
+	}
+	return s.admit(ctx, scope, fingerprint, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
+		return s.execute(ctx, id, fingerprint, claim, fn)
+	}), nil)
 }
 
-// execute is Execute after admission: claim, run, commit.
-func (s *Store) execute(ctx context.Context, id, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
-	claim, err := s.reserve(ctx, id, fingerprint)
-	if err != nil {
-		return Result{Outcome: outcomeOf(err)}, err
-	}
-	if claim.Replay != nil {
-		return s.replayed(id, fingerprint, claim), nil
-	}
+// execute is Execute once its key is claimed: run, commit.
+func (s *Store) execute(ctx context.Context, id, fingerprint string, claim claimed, fn func(context.Context) (Effect, error)) (Result, error) {
 	lease := claim.Lease
 	eff, err := runReleasing(ctx, lease, func(ctx context.Context) (Effect, error) { return keepAlive(ctx, lease, fn) })
 	if err == nil {
@@ -107,6 +100,22 @@ func (s *Store) execute(ctx context.Context, id, fingerprint string, fn func(con
 	}
 	s.remember(id, fingerprint, eff.Response, expires)
 	return Result{Response: eff.Response, Outcome: claim.Outcome}, nil
+}
+
+// claiming is the call of Execute, Run and Do after admission: the key
+// claimed with one conditional PutItem, then way with the lease; or the
+// call's answer without way (a replay, or why the claim failed).
+func (s *Store) claiming(fingerprint string, way func(ctx context.Context, id string, claim claimed) (Result, error)) func(context.Context, string) (Result, error) {
+	return func(ctx context.Context, id string) (Result, error) {
+		claim, err := s.reserve(ctx, id, fingerprint)
+		switch {
+		case err != nil:
+			return Result{Outcome: outcomeOf(err)}, err
+		case claim.Replay != nil:
+			return s.replayed(id, fingerprint, claim), nil
+		}
+		return way(ctx, id, claim)
+	}
 }
 
 // runReleasing runs fn; if it panics, the lease is released (nothing was
@@ -153,20 +162,13 @@ func runReleasing[T any](ctx context.Context, l *hold, fn func(context.Context) 
 // an effect that is itself idempotent (pass the scope's key to the payment
 // API), or one made of DynamoDB writes (use Execute), closes it.
 func (s *Store) Run(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Response, error)) (Result, error) {
-	return s.admit(ctx, scope, fingerprint, func(ctx context.Context, id string) (Result, error) {
-		return s.run(ctx, id, fingerprint, fn)
-	}, nil)
+	return s.admit(ctx, scope, fingerprint, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
+		return s.run(ctx, id, fingerprint, claim, fn)
+	}), nil)
 }
 
-// run is Run after admission: claim, run, complete.
-func (s *Store) run(ctx context.Context, id, fingerprint string, fn func(context.Context) (Response, error)) (Result, error) {
-	claim, err := s.reserve(ctx, id, fingerprint)
-	if err != nil {
-		return Result{Outcome: outcomeOf(err)}, err
-	}
-	if claim.Replay != nil {
-		return s.replayed(id, fingerprint, claim), nil
-	}
+// run is Run once its key is claimed: run, complete.
+func (s *Store) run(ctx context.Context, id, fingerprint string, claim claimed, fn func(context.Context) (Response, error)) (Result, error) {
 	resp, err := keepAlive(ctx, claim.Lease, fn)
 	if errors.Is(err, ErrNotRecorded) {
 		return Result{Response: resp, Outcome: OutcomeNotRecorded}, err
@@ -382,19 +384,10 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 					v = judge(rec, fingerprint, token, now)
 				}
 			}
-			switch v {
-			case verdictOwn:
-				// An earlier attempt landed; the SDK's retry of it met our
-				// own record (backends that ignore ClientRequestToken).
-				s.remember(id, fingerprint, eff.Response, expires)
-				return Result{Response: eff.Response, Outcome: OutcomeExecuted}, nil
-			case verdictReplay:
-				s.remember(id, fingerprint, responseOf(rec), rec.ExpiresAt)
-				return Result{Response: responseOf(rec), Outcome: OutcomeReplayed}, nil
-			case verdictKeyReuse:
-				return Result{Outcome: OutcomeKeyReuse}, ErrKeyReuse
-			case verdictInFlight:
-				return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: untilFree(rec, now)}
+			// Our own record: an earlier attempt landed, and the SDK's
+			// retry of it met it (backends that ignore ClientRequestToken).
+			if res, err, done := s.verdictAnswer(v, id, fingerprint, eff.Response, expires, rec, now); done {
+				return res, err
 			}
 			// Gone, expired or a dead holder since the claim: claim again.
 			if vanished++; vanished >= s.maxAttempts {
@@ -457,10 +450,18 @@ func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Re
 		rec, now = got.rec, got.at
 		v = judge(rec, fingerprint, token, now)
 	}
+	return s.verdictAnswer(v, id, fingerprint, resp, expires, rec, now)
+}
+
+// verdictAnswer is a transact-mode call's answer to the record it met,
+// judged v at now: its own (an attempt of its own landed), a replay, key
+// reuse, or in flight. done is false when the record no longer stands in
+// the way: claim again.
+func (s *Store) verdictAnswer(v verdict, id, fingerprint string, own Response, ownExpires time.Time, rec record, now time.Time) (res Result, _ error, done bool) {
 	switch v {
 	case verdictOwn:
-		s.remember(id, fingerprint, resp, expires)
-		return Result{Response: resp, Outcome: OutcomeExecuted}, nil, true
+		s.remember(id, fingerprint, own, ownExpires)
+		return Result{Response: own, Outcome: OutcomeExecuted}, nil, true
 	case verdictReplay:
 		s.remember(id, fingerprint, responseOf(rec), rec.ExpiresAt)
 		return Result{Response: responseOf(rec), Outcome: OutcomeReplayed}, nil, true
@@ -496,17 +497,8 @@ func (s *Store) settle(ctx context.Context, id, fingerprint, token string, resp 
 	}
 	now := s.now()
 	if found {
-		switch judge(rec, fingerprint, token, now) {
-		case verdictOwn:
-			s.remember(id, fingerprint, resp, expires)
-			return Result{Response: resp, Outcome: OutcomeExecuted}, nil
-		case verdictReplay:
-			s.remember(id, fingerprint, responseOf(rec), rec.ExpiresAt)
-			return Result{Response: responseOf(rec), Outcome: OutcomeReplayed}, nil
-		case verdictKeyReuse:
-			return Result{Outcome: OutcomeKeyReuse}, ErrKeyReuse
-		case verdictInFlight:
-			return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: untilFree(rec, now)}
+		if res, err, done := s.verdictAnswer(judge(rec, fingerprint, token, now), id, fingerprint, resp, expires, rec, now); done {
+			return res, err
 		}
 	}
 	if recordContended {

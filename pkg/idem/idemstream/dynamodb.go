@@ -1,40 +1,16 @@
 package idemstream
 
-import (
-	"context"
+import "github.com/aws/aws-lambda-go/events"
 
-	"github.com/aws/aws-lambda-go/events"
-
-	"github.com/idemlambda/idemlambda/pkg/idem"
-)
-
-// RunDynamoDB applies a DynamoDB Streams batch's records whose effects
-// are outside DynamoDB, in order, until one fails.
-func RunDynamoDB[T any](ctx context.Context, store *idem.Store, ev events.DynamoDBEvent, operation string,
-	decode func(events.DynamoDBEventRecord) (Entry[T], error), effect func(context.Context, T) error,
-) (events.DynamoDBEventResponse, []Result) {
-	res := apply(ev.Records, dynamoDBSeq, store, operation, decode, run(ctx, effect))
-	return DynamoDBResponse(res), res
-}
-
-// TransactDynamoDB applies a DynamoDB Streams batch's records whose
-// effects are DynamoDB writes, one transaction each, in order, until one
-// fails.
-func TransactDynamoDB[T any](ctx context.Context, store *idem.Store, ev events.DynamoDBEvent, operation string,
-	decode func(events.DynamoDBEventRecord) (Entry[T], error), shared Shared[T],
-) (events.DynamoDBEventResponse, []Result) {
-	res := apply(ev.Records, dynamoDBSeq, store, operation, decode, transact(ctx, shared))
+// DynamoDB applies a DynamoDB Streams batch's records, read by decode,
+// the way way says: in order, until one fails, which the answer names.
+func DynamoDB[T any](ev events.DynamoDBEvent, decode func(events.DynamoDBEventRecord) (Entry[T], error), way Way[T]) (events.DynamoDBEventResponse, []Result) {
+	res := apply(way, ev.Records, decode, func(r events.DynamoDBEventRecord) string { return r.Change.SequenceNumber })
 	return DynamoDBResponse(res), res
 }
 
 // DynamoDBResponse is the answer for the Lambda runtime: the sequence
 // number of the first record whose Result asks for redelivery, if any.
 func DynamoDBResponse(results []Result) events.DynamoDBEventResponse {
-	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
-	if first := failure(results); first != "" {
-		resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: first})
-	}
-	return resp
+	return events.DynamoDBEventResponse{BatchItemFailures: failed[events.DynamoDBBatchItemFailure](results)}
 }
-
-func dynamoDBSeq(r events.DynamoDBEventRecord) string { return r.Change.SequenceNumber }

@@ -46,7 +46,7 @@ func TestAShardStopsAtItsFirstFailureAndResumesFromIt(t *testing.T) {
 		applied = append(applied, v)
 		return nil
 	}
-	resp, results := idemstream.RunDynamoDB(ctx, store, ev, "count", decode, effect)
+	resp, results := idemstream.DynamoDB(ev, decode, idemstream.Run(ctx, store, "count", effect))
 	check.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: "200"}}, resp.BatchItemFailures)
 	check.Equal(t, []string{"a"}, applied)
 	check.ErrorIs(t, results[1].Err, errBoom)
@@ -54,7 +54,7 @@ func TestAShardStopsAtItsFirstFailureAndResumesFromIt(t *testing.T) {
 
 	// Lambda retries the shard from 200; the batch starts there again.
 	failing = false
-	resp, results = idemstream.RunDynamoDB(ctx, store, events.DynamoDBEvent{Records: ev.Records}, "count", decode, effect)
+	resp, results = idemstream.DynamoDB(events.DynamoDBEvent{Records: ev.Records}, decode, idemstream.Run(ctx, store, "count", effect))
 	check.Empty(t, resp.BatchItemFailures)
 	check.Equal(t, []string{"a", "fail", "c"}, applied, "the first record replays; the rest apply once")
 	check.Equal(t, idem.OutcomeReplayed, results[0].Outcome)
@@ -64,14 +64,14 @@ func TestAShardStopsAtItsFirstFailureAndResumesFromIt(t *testing.T) {
 		{Kinesis: events.KinesisRecord{SequenceNumber: "7", Data: []byte("x")}},
 		{Kinesis: events.KinesisRecord{SequenceNumber: "8", Data: []byte("")}},
 	}}
-	kresp, kres := idemstream.RunKinesis(ctx, store, kev, "count", func(r events.KinesisEventRecord) (idemstream.Entry[string], error) {
+	kresp, kres := idemstream.Kinesis(kev, func(r events.KinesisEventRecord) (idemstream.Entry[string], error) {
 		return idemstream.Entry[string]{Principal: "orders", Key: "k" + r.Kinesis.SequenceNumber, Value: string(r.Kinesis.Data)}, nil
-	}, func(_ context.Context, v string) error {
+	}, idemstream.Run(ctx, store, "count", func(_ context.Context, v string) error {
 		if strings.TrimSpace(v) == "" {
 			return errBoom
 		}
 		return nil
-	})
+	}))
 	check.Equal(t, []events.KinesisBatchItemFailure{{ItemIdentifier: "8"}}, kresp.BatchItemFailures)
 	check.Equal(t, idem.OutcomeExecuted, kres[0].Outcome)
 }

@@ -16,13 +16,17 @@
 // of the shard, so it is a key where the producer never writes one event
 // twice.
 //
-//   - TransactKinesis and TransactDynamoDB, for effects that are DynamoDB
-//     writes: each record's key and the writes shared computes for its
-//     value commit in one TransactWriteItems (idem.Store.ExecuteBatch),
-//     one record after another.
-//   - RunKinesis and RunDynamoDB, for effects outside DynamoDB: each
-//     record is reserved, applied and completed with a fenced write
-//     (idem.Store.Run).
+// Kinesis and DynamoDB read their stream's event; the Way applies its
+// records:
+//
+//   - Transact, for effects that are DynamoDB writes: each record's key
+//     and the writes shared computes for its value commit in one
+//     TransactWriteItems (idem.Store.ExecuteBatch), one record after
+//     another.
+//   - Run, for effects outside DynamoDB: each record is reserved,
+//     applied and completed with a fenced write (idem.Store.Run).
+//
+//	resp, results := idemstream.Kinesis(ev, decodeOrder, idemstream.Run(ctx, store, "ship", ship))
 //
 // A record's decode error, a key reused with another value
 // (idem.ErrKeyReuse) or an effect's error fails it, and so stops the
@@ -40,18 +44,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemsqs"
 	"github.com/idemlambda/idemlambda/pkg/idem/internal/batchway"
 )
 
-// Entry is one record as the caller's decode function reads it.
-type Entry[T any] struct {
-	// Principal names the producer; another principal is another scope.
-	Principal string
-	// Key is the id the producer gave the event.
-	Key string
-	// Value is what the record asks for; its JSON is the fingerprint.
-	Value T
-}
+// Entry is one record as the caller's decode function reads it: its
+// producer (Principal), the id the producer gave the event (Key) and what
+// it asks for (Value, whose JSON is the fingerprint), as idemsqs reads a
+// message.
+type Entry[T any] = idemsqs.Entry[T]
 
 // Result is what became of one record: idem.OutcomeExecuted or
 // idem.OutcomeReplayed with a nil Err (done), or why it failed: decode's
@@ -71,19 +72,36 @@ func (r Result) Redeliver() bool { return batchway.Result{Outcome: r.Outcome, Er
 // ErrSkipped reports a record left untried after an earlier one failed.
 var ErrSkipped = errors.New("idemstream: skipped after an earlier failure in the shard's batch")
 
-// Shared is the shared writes function of TransactKinesis and
-// TransactDynamoDB: the writes of the values a transaction executes
-// (idem.Store.ExecuteBatch's, as idemsqs.Transact takes it).
-type Shared[T any] = func(executing []T, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error)
+// Way is how a batch's records are applied: Run or Transact.
+type Way[T any] struct {
+	operation string
+	store     *idem.Store
+	apply     func(batchway.Batch[T]) []batchway.Result
+}
 
-// apply applies a shard's records, read by decode, with do (batchway's
-// Run or Transact), and returns each record's Result with its sequence
-// number.
-func apply[R, T any](records []R, seq func(R) string, store *idem.Store, operation string,
-	decode func(R) (Entry[T], error), do func(batchway.Batch[T]) []batchway.Result,
-) []Result {
-	res := do(batchway.Batch[T]{
-		Store: store, Operation: operation, Len: len(records), InOrder: true, Skipped: ErrSkipped,
+// Run applies each record's effect outside DynamoDB (an e-mail, a call to
+// another API) once: reserved, run, completed with a fenced write
+// (idem.Store.Run). A record whose effect fails is released, so the
+// shard's retry runs it again.
+func Run[T any](ctx context.Context, store *idem.Store, operation string, effect func(context.Context, T) error) Way[T] {
+	return Way[T]{operation, store, func(b batchway.Batch[T]) []batchway.Result { return batchway.Run(ctx, b, effect) }}
+}
+
+// Transact applies each record's DynamoDB writes once: the record's key
+// and the writes shared returns for its value (executing holds that one
+// value; contended is as idem.Store.ExecuteBatch says) commit in one
+// TransactWriteItems.
+func Transact[T any](ctx context.Context, store *idem.Store, operation string,
+	shared func(executing []T, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error),
+) Way[T] {
+	return Way[T]{operation, store, func(b batchway.Batch[T]) []batchway.Result { return batchway.Transact(ctx, b, shared) }}
+}
+
+// apply applies a shard's records, read by decode, the way w says, and
+// returns each record's Result with its sequence number.
+func apply[R, T any](w Way[T], records []R, decode func(R) (Entry[T], error), seq func(R) string) []Result {
+	res := w.apply(batchway.Batch[T]{
+		Store: w.store, Operation: w.operation, Len: len(records), InOrder: true, Skipped: ErrSkipped,
 		Decode: func(i int) (batchway.Entry[T], error) {
 			e, err := decode(records[i])
 			return batchway.Entry[T](e), err
@@ -96,22 +114,17 @@ func apply[R, T any](records []R, seq func(R) string, store *idem.Store, operati
 	return results
 }
 
-// failure is the sequence number of the first record that needs
-// redelivery, "" when none does.
-func failure(results []Result) string {
+// failed is the batch item failures of a shard's answer: the first
+// record that needs redelivery, if any. Kinesis's and DynamoDB Streams'
+// failure types are both this.
+func failed[F ~struct {
+	ItemIdentifier string `json:"itemIdentifier"`
+}](results []Result) []F {
+	out := []F{}
 	for _, r := range results {
 		if r.Redeliver() {
-			return r.SequenceNumber
+			return append(out, F{ItemIdentifier: r.SequenceNumber})
 		}
 	}
-	return ""
-}
-
-// run and transact are the two ways to apply a batch.
-func run[T any](ctx context.Context, effect func(context.Context, T) error) func(batchway.Batch[T]) []batchway.Result {
-	return func(b batchway.Batch[T]) []batchway.Result { return batchway.Run(ctx, b, effect) }
-}
-
-func transact[T any](ctx context.Context, shared Shared[T]) func(batchway.Batch[T]) []batchway.Result {
-	return func(b batchway.Batch[T]) []batchway.Result { return batchway.Transact(ctx, b, shared) }
+	return out
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemstream"
 )
 
@@ -64,21 +63,16 @@ func deliverStream(kind streamKind, transact bool) func(ctx context.Context, w *
 			c.mu.Unlock()
 			return idemstream.Entry[sqsValue]{Principal: m.Tenant, Key: m.Key, Value: sqsValue{Caller: m.Caller, Key: m.Key, Variant: m.Variant}}, err
 		}
-		effect := func(ctx context.Context, _ sqsValue) error {
-			c.mu.Lock()
-			a := c.current
-			c.mu.Unlock()
-			_, err := w.outsideEffect(ctx, c, a)
-			if err == nil {
-				c.answered(a, ack)
-			}
-			return err
-		}
+		effect := sequential[sqsValue](w, c)
 		shared := func([]sqsValue, []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 			c.mu.Lock()
 			a := c.current // one record a transaction, in order
 			c.mu.Unlock()
 			return w.streamWrite(ctx, c, a)
+		}
+		way := idemstream.Run(ctx, c.env.store, operation, effect)
+		if transact {
+			way = idemstream.Transact(ctx, c.env.store, operation, shared)
 		}
 		var failed []string
 		var results []idemstream.Result
@@ -95,11 +89,7 @@ func deliverStream(kind streamKind, transact bool) func(ctx context.Context, w *
 				return decode(r.Kinesis.SequenceNumber, string(r.Kinesis.Data))
 			}
 			var resp events.KinesisEventResponse
-			if transact {
-				resp, results = idemstream.TransactKinesis(ctx, c.env.store, ev, operation, dec, shared)
-			} else {
-				resp, results = idemstream.RunKinesis(ctx, c.env.store, ev, operation, dec, effect)
-			}
+			resp, results = idemstream.Kinesis(ev, dec, way)
 			for _, f := range resp.BatchItemFailures {
 				failed = append(failed, f.ItemIdentifier)
 			}
@@ -117,11 +107,7 @@ func deliverStream(kind streamKind, transact bool) func(ctx context.Context, w *
 				return decode(r.Change.SequenceNumber, r.Change.NewImage["body"].String())
 			}
 			var resp events.DynamoDBEventResponse
-			if transact {
-				resp, results = idemstream.TransactDynamoDB(ctx, c.env.store, ev, operation, dec, shared)
-			} else {
-				resp, results = idemstream.RunDynamoDB(ctx, c.env.store, ev, operation, dec, effect)
-			}
+			resp, results = idemstream.DynamoDB(ev, dec, way)
 			for _, f := range resp.BatchItemFailures {
 				failed = append(failed, f.ItemIdentifier)
 			}
@@ -167,25 +153,14 @@ func (w *world) streamOutcomes(as []*actor, failed []string, results []idemstrea
 	}
 	for i, a := range as {
 		r := results[i]
-		acked := i < from
 		var out outcome
 		switch {
 		case r.SequenceNumber != seqOf(a):
 			out = outcome{class: classUnclassified, detail: "result for another record: " + r.SequenceNumber}
-		case r.Err == nil && acked:
-			out = outcome{class: classOK, answer: ack}
-		case r.Err == nil:
-			out = outcome{class: classUnclassified, detail: "no error, yet at or after the record the answer names"}
-		case errors.Is(r.Err, errPoison):
-			out = outcome{class: classRefused, detail: r.Err.Error()}
-		case errors.Is(r.Err, idem.ErrNotRecorded):
-			out = outcome{class: classNotRecorded, answer: ack, unacked: !acked, fencedOut: errors.Is(r.Err, idem.ErrLeaseLost), outOfTime: errors.Is(r.Err, context.DeadlineExceeded), detail: fmt.Sprintf("outcome %q: %v", r.Outcome, r.Err)}
-		case acked:
-			out = outcome{class: classUnclassified, detail: fmt.Sprintf("acknowledged with an error: %s: %v", r.Outcome, r.Err)}
-		case errors.Is(r.Err, idemstream.ErrSkipped):
+		case errors.Is(r.Err, idemstream.ErrSkipped) && i > from:
 			out = outcome{class: classUnavailable, untried: true, detail: "untried after an earlier failure"}
 		default:
-			out = w.classify(idem.Result{Outcome: r.Outcome}, r.Err, "")
+			out = w.recordOutcome(a, r.Outcome, r.Err, i < from)
 		}
 		out.checkpoint = i == from
 		outs[i] = out

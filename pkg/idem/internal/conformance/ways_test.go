@@ -505,28 +505,11 @@ func (w *world) sqsOutcomes(as []*actor, resp events.SQSEventResponse, results [
 	outs := make([]outcome, len(as))
 	for i, a := range as {
 		r := results[i]
-		acked := !failed[a.msgID()]
-		var out outcome
-		switch {
-		case r.MessageID != a.msgID():
-			out = outcome{class: classUnclassified, detail: "result for another message: " + r.MessageID}
-		case r.Err == nil && acked:
-			out = outcome{class: classOK, answer: ack}
-		case r.Err == nil:
-			out = outcome{class: classUnclassified, detail: "no error, yet a batch item failure"}
-		case errors.Is(r.Err, errPoison):
-			out = outcome{class: classRefused, detail: r.Err.Error()}
-		case errors.Is(r.Err, idem.ErrNotRecorded):
-			out = outcome{class: classNotRecorded, answer: ack, unacked: !acked, fencedOut: errors.Is(r.Err, idem.ErrLeaseLost), outOfTime: errors.Is(r.Err, context.DeadlineExceeded), detail: fmt.Sprintf("outcome %q: %v", r.Outcome, r.Err)}
-			if r.Outcome != outcomeNotRecorded {
-				out.wrong = fmt.Sprintf("message %s: Result.Outcome %q for an effect not recorded (intended: %q)", a.msgID(), r.Outcome, outcomeNotRecorded)
-			}
-		case acked:
-			out = outcome{class: classUnclassified, detail: fmt.Sprintf("acknowledged with an error: %s: %v", r.Outcome, r.Err)}
-		default:
-			out = w.classify(idem.Result{Outcome: r.Outcome}, r.Err, "")
+		if r.MessageID != a.msgID() {
+			outs[i] = outcome{class: classUnclassified, detail: "result for another message: " + r.MessageID}
+			continue
 		}
-		outs[i] = out
+		outs[i] = w.recordOutcome(a, r.Outcome, r.Err, !failed[a.msgID()])
 	}
 	return outs
 }
@@ -544,16 +527,7 @@ func deliverSQSRun(ctx context.Context, w *world, c *call, as []*actor) []outcom
 			c.mu.Unlock()
 			return idemsqs.Entry[order]{Principal: b.Tenant, Key: b.Key, Value: order{Key: b.Key, Variant: b.Variant}}, err
 		},
-		func(ctx context.Context, _ order) error {
-			c.mu.Lock()
-			a := c.current
-			c.mu.Unlock()
-			_, err := w.outsideEffect(ctx, c, a)
-			if err == nil {
-				c.answered(a, ack)
-			}
-			return err
-		})
+		sequential[order](w, c))
 	return w.sqsOutcomes(as, resp, results)
 }
 
@@ -587,4 +561,42 @@ func deliverSQSTransact(ctx context.Context, w *world, c *call, as []*actor) []o
 			return writes, nil
 		})
 	return w.sqsOutcomes(as, resp, results)
+}
+
+// recordOutcome classifies what became of one queue message or stream
+// record, as its source saw it: acked says the answer did not ask for it
+// again.
+func (w *world) recordOutcome(a *actor, o idem.Outcome, err error, acked bool) outcome {
+	switch {
+	case err == nil && acked:
+		return outcome{class: classOK, answer: ack}
+	case err == nil:
+		return outcome{class: classUnclassified, detail: "no error, yet the answer asks for it again"}
+	case errors.Is(err, errPoison):
+		return outcome{class: classRefused, detail: err.Error()}
+	case errors.Is(err, idem.ErrNotRecorded):
+		out := outcome{class: classNotRecorded, answer: ack, unacked: !acked, fencedOut: errors.Is(err, idem.ErrLeaseLost), outOfTime: errors.Is(err, context.DeadlineExceeded), detail: fmt.Sprintf("outcome %q: %v", o, err)}
+		if o != outcomeNotRecorded {
+			out.wrong = fmt.Sprintf("%s: Result.Outcome %q for an effect not recorded (intended: %q)", a.msgID(), o, outcomeNotRecorded)
+		}
+		return out
+	case acked:
+		return outcome{class: classUnclassified, detail: fmt.Sprintf("acknowledged with an error: %s: %v", o, err)}
+	}
+	return w.classify(idem.Result{Outcome: o}, err, "")
+}
+
+// sequential is the outside effect of a batch whose records are applied
+// one after another: the record being applied is c.current.
+func sequential[V any](w *world, c *call) func(context.Context, V) error {
+	return func(ctx context.Context, _ V) error {
+		c.mu.Lock()
+		a := c.current
+		c.mu.Unlock()
+		_, err := w.outsideEffect(ctx, c, a)
+		if err == nil {
+			c.answered(a, ack)
+		}
+		return err
+	}
 }
