@@ -383,7 +383,9 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 // whole transaction, and a retry that comes back before the next holder
 // is done is one more call for nothing; spreading the retries over
 // several transactions' time lets most of them find the item free.
-func batchBackoff(ctx context.Context, attempt int) error { return jitter(ctx, 50*time.Millisecond, attempt) }
+func batchBackoff(ctx context.Context, attempt int) error {
+	return jitter(ctx, 50*time.Millisecond, attempt)
+}
 
 // bisect commits each half of pending on its own, each with its own
 // shared writes.

@@ -159,7 +159,9 @@ func retryableTx(err error) bool { return errors.Is(err, errConflict) || errors.
 // backoff waits after the attempt-th failed transaction, with full
 // jitter: a random wait below 20 ms, doubling per attempt up to 320 ms, so
 // conflicting writers do not retry in step.
-func backoff(ctx context.Context, attempt int) error { return jitter(ctx, 10*time.Millisecond, attempt) }
+func backoff(ctx context.Context, attempt int) error {
+	return jitter(ctx, 10*time.Millisecond, attempt)
+}
 
 // jitter waits a random time below base doubled attempt times (at most
 // five), or until ctx ends.
