@@ -19,14 +19,16 @@
 // Kinesis and DynamoDB read their stream's event, and a Way applies its
 // records:
 //
-//	resp, results := idemstream.Kinesis(ev, decodeOrder, idemstream.Run(ctx, store, "ship", ship))
-//
 //   - Transact, for effects that are DynamoDB writes: each record's key
 //     and the writes shared computes for its value commit in one
 //     TransactWriteItems (idem.Store.ExecuteBatch), one record after
 //     another.
 //   - Run, for effects outside DynamoDB: each record is reserved,
 //     applied and completed with a fenced write (idem.Store.Run).
+//
+// As in:
+//
+//	resp, results := idemstream.Kinesis(ev, decodeOrder, idemstream.Run(ctx, store, "ship", ship))
 //
 // A record's decode error, a key reused with another value
 // (idem.ErrKeyReuse) or an effect's error fails it, and so stops the
