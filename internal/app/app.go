@@ -31,6 +31,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/internal/relay"
 	"github.com/idemlambda/idemlambda/internal/sellers"
+	"github.com/idemlambda/idemlambda/internal/sellers/sellersqs"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
@@ -184,7 +185,7 @@ func decorate(out io.Writer, c config.Common, function, msg string, h api.Handle
 
 // NewSellerStats assembles sellerstats with the DynamoDB client its
 // configuration describes.
-func NewSellerStats(cfg config.SellerStats, out io.Writer) (*sellers.Consumer, error) {
+func NewSellerStats(cfg config.SellerStats, out io.Writer) (*sellersqs.Consumer, error) {
 	db, err := DynamoDB(cfg.AWS)
 	if err != nil {
 		return nil, err
@@ -196,7 +197,7 @@ func NewSellerStats(cfg config.SellerStats, out io.Writer) (*sellers.Consumer, e
 // the configured (transact) mode, the counter on the sellers table, the
 // consumer, its log and its metrics written to out. opts add to, and
 // override, the configured store options.
-func SellerStats(db *dynamodb.Client, cfg config.SellerStats, out io.Writer, opts ...idem.Option) (*sellers.Consumer, error) {
+func SellerStats(db *dynamodb.Client, cfg config.SellerStats, out io.Writer, opts ...idem.Option) (*sellersqs.Consumer, error) {
 	if db == nil || out == nil {
 		return nil, errors.New("app: sellerstats needs a DynamoDB client and an output")
 	}
@@ -206,18 +207,18 @@ func SellerStats(db *dynamodb.Client, cfg config.SellerStats, out io.Writer, opt
 	}
 	// A transaction's outcome, when unknown, is read back detached from
 	// the batch's context: bounded to fit in the consumer's deadline margin.
-	opts = append(append(StoreOptions(cfg.Idempotency), idem.WithReleaseTimeout(sellers.DeadlineMargin/2), idem.WithConflictAttempts(sellers.MaxTxAttempts)), opts...)
+	opts = append(append(StoreOptions(cfg.Idempotency), idem.WithReleaseTimeout(sellersqs.DeadlineMargin/2), idem.WithConflictAttempts(sellersqs.MaxTxAttempts)), opts...)
 	// The counter's batches read which item a cancelled transaction met
 	// held: only their seller shard's makes them move to another.
-	store, err := idem.NewStore(sellers.WatchConflicts(db), cfg.Idempotency.Table, opts...)
+	store, err := idem.NewStore(sellersqs.WatchConflicts(db), cfg.Idempotency.Table, opts...)
 	if err != nil {
 		return nil, err
 	}
-	counter, err := sellers.NewCounter(store, cfg.SellersTable)
+	counter, err := sellers.NewCounter(cfg.SellersTable)
 	if err != nil {
 		return nil, err
 	}
-	return sellers.NewConsumer(counter, cfg.EventSource, Logger(cfg.Common, out), rec), nil
+	return sellersqs.NewConsumer(store, counter, cfg.EventSource, Logger(cfg.Common, out), rec)
 }
 
 // OutboxRelay assembles outboxrelay around pub: the relay handler, its

@@ -1,9 +1,13 @@
 // Package sellers keeps seller statistics, the consumer side of the
-// ProductCreated events: each event adds its product to the seller's
-// count and its price to the seller's total in that currency, exactly
-// once per event however often it is delivered (the counter's writes and
-// the event's idempotency record commit in one transaction, pkg/idem's
-// transact mode), and the statistics are read back for GET /sellers/{id}.
+// ProductCreated events, as a pure domain: it decodes an event
+// (DecodeMessage), computes the writes that count a batch of events on
+// the sellers table (Counter.Writes: each event adds its product to the
+// seller's count and its price to the seller's total in that currency),
+// and reads the statistics back (Reader, FromItems) for GET
+// /sellers/{id}. It knows no transport and no idempotency: the SQS
+// consumer beside it (internal/sellers/sellersqs) commits a batch's
+// writes with its events' idempotency records in one transaction, so
+// each event counts once however often it is delivered.
 package sellers
 
 import (
