@@ -13,6 +13,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/sellers"
+	"github.com/idemlambda/idemlambda/internal/sellers/sellershttp"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
@@ -30,5 +31,5 @@ func New(db *dynamodb.Client, cfg config.GetSeller, out io.Writer) (idemhttp.API
 	if err != nil {
 		return nil, err
 	}
-	return api.Function(app.Logger(cfg.Common, out), rec, "get seller", api.NewSellerHandler(reader).Serve), nil
+	return api.Function(app.Logger(cfg.Common, out), rec, "get seller", sellershttp.NewHandler(reader).Serve), nil
 }

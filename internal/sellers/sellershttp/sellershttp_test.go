@@ -1,7 +1,8 @@
-package api_test
+package sellershttp_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/app/getseller"
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/problem"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 )
@@ -60,4 +62,17 @@ func TestGetSeller(t *testing.T) {
 		`{"cents":1998,"currency":"EUR"},{"cents":300,"currency":"JPY"},{"cents":500,"currency":"USD"}],`+
 		`"updated_at":"2026-12-01T10:11:12.345Z"}`, resp.Body, "one total per currency, summed over the shards, sorted, each through pkg/money; the latest shard's time")
 	assert.Contains(t, logs.String(), `"msg":"get seller"`)
+}
+
+// assertProblem checks an RFC 9457 response of the kind.
+func assertProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int, kind string) {
+	t.Helper()
+	assert.Equal(t, status, resp.StatusCode, resp.Body)
+	assert.Equal(t, "application/problem+json", resp.Headers["Content-Type"])
+	var p map[string]any
+	require.NoError(t, json.Unmarshal([]byte(resp.Body), &p), resp.Body)
+	assert.Equal(t, problem.TypeBase+kind, p["type"])
+	assert.EqualValues(t, status, p["status"])
+	assert.NotEmpty(t, p["title"])
+	assert.NotEmpty(t, p["detail"])
 }
