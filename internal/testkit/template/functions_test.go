@@ -68,7 +68,8 @@ func dirsWith(t *testing.T, dir, pattern string) []string {
 // TestEachFunctionLinksOnlyWhatItRuns holds each bootstrap to the packages
 // of its own work (go list -deps of its main): no other function's
 // assembly, nothing of make run or the tests, and, by function, none of
-// the packages it does not run. The relay links no HTTP API, no product,
+// the packages it does not run (a function without an entry in never has
+// only the first two rules). The relay links no HTTP API, no product,
 // no seller statistics, no idempotency and no DynamoDB client; the
 // consumer no HTTP API; the API functions no other route's domain.
 func TestEachFunctionLinksOnlyWhatItRuns(t *testing.T) {
@@ -107,9 +108,6 @@ func TestEachFunctionLinksOnlyWhatItRuns(t *testing.T) {
 						t.Errorf("links %s, which %s does not run", dep, f.Name)
 					}
 				}
-			}
-			if _, ok := never[f.Name]; !ok {
-				t.Errorf("%s has no entry here: say what it must not link", f.Name)
 			}
 		})
 	}
