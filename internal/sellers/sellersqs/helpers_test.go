@@ -150,5 +150,3 @@ func failedIDs(resp events.SQSEventResponse) []string {
 	}
 	return ids
 }
-
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
