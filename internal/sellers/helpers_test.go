@@ -3,7 +3,6 @@ package sellers_test
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -11,6 +10,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/internal/testkit/outboxtest"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
@@ -25,14 +25,7 @@ type created struct {
 
 func newProduct(t testing.TB, seller uuid.UUID, price money.Money) created {
 	t.Helper()
-	id, err := uuid.NewV7()
-	require.NoError(t, err)
-	p, err := product.New(id, "Widget", price, seller, time.Now())
-	require.NoError(t, err)
-	body, err := json.Marshal(p.CreatedData())
-	require.NoError(t, err)
-	ev, err := outbox.NewEvent(source, product.EventCreated, id.String(), body, p.CreatedAt())
-	require.NoError(t, err)
+	p, ev := outboxtest.ProductCreated(t, source, seller, price)
 	return created{product: p, event: ev}
 }
 

@@ -2,7 +2,6 @@ package sellersqs_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -17,11 +16,11 @@ import (
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
 	"github.com/idemlambda/idemlambda/internal/outbox"
-	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/internal/sellers/sellersqs"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
+	"github.com/idemlambda/idemlambda/internal/testkit/outboxtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
@@ -84,14 +83,7 @@ type created struct {
 
 func newProduct(t testing.TB, seller uuid.UUID, price money.Money) created {
 	t.Helper()
-	id, err := uuid.NewV7()
-	require.NoError(t, err)
-	p, err := product.New(id, "Widget", price, seller, time.Now())
-	require.NoError(t, err)
-	body, err := json.Marshal(p.CreatedData())
-	require.NoError(t, err)
-	ev, err := outbox.NewEvent(source, product.EventCreated, id.String(), body, p.CreatedAt())
-	require.NoError(t, err)
+	_, ev := outboxtest.ProductCreated(t, source, seller, price)
 	return created{seller: seller, price: price, event: ev}
 }
 
