@@ -1,5 +1,5 @@
-// Command createproduct is the POST /products Lambda function.
-// Its main reads top to bottom: configuration, client, handler, start.
+// Command createproduct is the POST /products Lambda function. Its main
+// reads top to bottom: configuration, client, handler, start (app.Main).
 package main
 
 import (

@@ -1,5 +1,5 @@
-// Command getproduct is the GET /products/{id} Lambda function.
-// Its main reads top to bottom: configuration, client, handler, start.
+// Command getproduct is the GET /products/{id} Lambda function. Its main
+// reads top to bottom: configuration, client, handler, start (app.Main).
 package main
 
 import (

@@ -1,5 +1,5 @@
-// Command getseller is the GET /sellers/{id} Lambda function.
-// Its main reads top to bottom: configuration, client, handler, start.
+// Command getseller is the GET /sellers/{id} Lambda function. Its main
+// reads top to bottom: configuration, client, handler, start (app.Main).
 package main
 
 import (

@@ -1,5 +1,6 @@
-// Command outboxrelay is the Lambda function behind the outbox table's DynamoDB stream: it publishes each ProductCreated event to EventBridge.
-// Its main reads top to bottom: configuration, client, handler, start.
+// Command outboxrelay is the Lambda function behind the outbox table's
+// DynamoDB stream: it publishes each event to EventBridge. Its main reads
+// top to bottom: configuration, client, handler, start (app.Main).
 package main
 
 import (

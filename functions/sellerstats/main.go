@@ -1,5 +1,6 @@
-// Command sellerstats is the seller statistics consumer, behind the SQS queue the EventBridge rule for ProductCreated fills.
-// Its main reads top to bottom: configuration, client, handler, start.
+// Command sellerstats is the seller statistics consumer, behind the SQS
+// queue the EventBridge rule for ProductCreated fills. Its main reads top
+// to bottom: configuration, client, handler, start (app.Main).
 package main
 
 import (

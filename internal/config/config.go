@@ -1,6 +1,6 @@
 // Package config reads each function's configuration from its environment
 // into a typed value, with defaults and parsing, failing at start with
-// every problem named; it builds nothing (internal/app does). The same loaders run in Lambda and under make run
+// every problem named; it builds nothing (internal/app and its packages do). The same loaders run in Lambda and under make run
 // (with local defaults laid over the environment, see Overlay), and
 // Functions lists what each function reads for the template drift test.
 package config
@@ -66,7 +66,7 @@ var (
 )
 
 // The variables Lambda sets in every function's environment: the region
-// and the execution role's credentials, from which internal/app builds the
+// and the execution role's credentials, from which app.Client builds the
 // AWS clients. A loader reads them without requiring them, so make run and
 // tests load a configuration without them; building a client needs them.
 var (
