@@ -108,7 +108,7 @@ bench: ## Run every benchmark with -benchmem, the store in its own process (BENC
 
 .PHONY: sweep-sellers
 sweep-sellers: ## Measure one hot seller's cost at 1, 2, 5 and 10 concurrent consumer environments, and at 6 with 1 to 16 shards (the tables behind the template's queue settings and sellers.Shards).
-	SELLERS_SWEEP=1 $(GO) test -race -count=1 -run 'TestHotSellerConcurrencySweep' -v ./internal/sellers/ | grep -v '^{'
+	SELLERS_SWEEP=1 $(GO) test -race -count=1 -run 'TestHotSellerConcurrencySweep' -v ./internal/sellers/sellersqs/ | grep -v '^{'
 
 .PHONY: ci
 ci: fmt-check tidy-check graph-check api-check lint test mutants cover e2e api-fuzz validate fuzz ## Everything CI runs but its Docker steps (sam-test, container-test: .ci/run starts Docker for them).

@@ -9,8 +9,9 @@ SAM         := $(SAM_VENV)/bin/sam
 SAM_STAMP   := $(SAM_VENV)/.aws-sam-cli-$(SAM_VERSION)
 # Region for cfn-lint's resource specs; nothing is sent to AWS.
 SAM_REGION  ?= us-east-1
-# The functions of template.yaml, by logical id.
-SAM_FUNCTIONS := CreateProductFunction GetProductFunction OutboxRelayFunction SellerStatsFunction GetSellerFunction
+# The functions of template.yaml, by logical id, read from the template
+# (a resource of Type AWS::Serverless::Function): nothing to keep by hand.
+SAM_FUNCTIONS := $(shell awk '/^  [A-Za-z0-9]+:$$/ {id = substr($$1, 1, length($$1) - 1)} /^    Type: AWS::Serverless::Function$$/ {print id}' template.yaml)
 # Offline and in CI: no telemetry.
 export SAM_CLI_TELEMETRY := 0
 
@@ -41,30 +42,18 @@ validate: $(SAM_STAMP) ## Lint template.yaml (sam validate --lint, offline) and 
 		if command -v file >/dev/null 2>&1; then file "$$b"; else echo "$$b: ELF aarch64"; fi; \
 	done
 
-# sam build runs these with ARTIFACTS_DIR set; the architecture is the
-# template's (arm64), whatever LAMBDA_GOARCH says for `make build`.
-SAM_GO_BUILD = test -n "$(ARTIFACTS_DIR)" || { echo "$@: ARTIFACTS_DIR is not set (sam build sets it)" >&2; exit 1; }; \
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/$(1)
-
-.PHONY: build-CreateProductFunction
-build-CreateProductFunction: ## (sam build) functions/createproduct as $ARTIFACTS_DIR/bootstrap, linux/arm64.
-	$(call SAM_GO_BUILD,createproduct)
-
-.PHONY: build-GetProductFunction
-build-GetProductFunction: ## (sam build) functions/getproduct as $ARTIFACTS_DIR/bootstrap, linux/arm64.
-	$(call SAM_GO_BUILD,getproduct)
-
-.PHONY: build-OutboxRelayFunction
-build-OutboxRelayFunction: ## (sam build) functions/outboxrelay as $ARTIFACTS_DIR/bootstrap, linux/arm64.
-	$(call SAM_GO_BUILD,outboxrelay)
-
-.PHONY: build-SellerStatsFunction
-build-SellerStatsFunction: ## (sam build) functions/sellerstats as $ARTIFACTS_DIR/bootstrap, linux/arm64.
-	$(call SAM_GO_BUILD,sellerstats)
-
-.PHONY: build-GetSellerFunction
-build-GetSellerFunction: ## (sam build) functions/getseller as $ARTIFACTS_DIR/bootstrap, linux/arm64.
-	$(call SAM_GO_BUILD,getseller)
+# sam build calls `make build-<LogicalId>` with ARTIFACTS_DIR set. One
+# rule serves every function: the logical id is the function's folder
+# under functions/ in CamelCase plus "Function" (CreateProductFunction is
+# functions/createproduct), the naming internal/config and the template
+# drift test hold. The architecture is the template's (arm64), whatever
+# LAMBDA_GOARCH says for `make build`.
+build-%Function: ## (sam build) functions/<logical id less Function, lower case> as $ARTIFACTS_DIR/bootstrap, linux/arm64.
+	@test -n "$(ARTIFACTS_DIR)" || { echo "$@: ARTIFACTS_DIR is not set (sam build sets it)" >&2; exit 1; }
+	@fn=$$(echo '$*' | tr '[:upper:]' '[:lower:]'); \
+	test -d "functions/$$fn" || { echo "$@: no folder functions/$$fn for logical id $*Function" >&2; exit 1; }; \
+	echo "build functions/$$fn (linux/arm64) -> $(ARTIFACTS_DIR)/bootstrap"; \
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" "./functions/$$fn"
 
 # `sam local invoke`, for real: the arm64 bootstraps in Docker against a
 # local store (scripts/sam-invoke.sh), and the test that does it in CI.

@@ -95,7 +95,7 @@ fi
 if [ "$status" -eq 0 ]; then
 	DYNAMODB_TEST_BACKEND=endpoint AWS_ENDPOINT_URL_DYNAMODB=$endpoint \
 		"$GO" test -race -count=1 -v -timeout 120s -run "$e2e_tests" \
-		./internal/testkit/ddbtest/ ./internal/sellers/ | grep -E "$e2e_lines" || status=$?
+		./internal/testkit/ddbtest/ ./internal/sellers/ ./internal/sellers/sellersqs/ | grep -E "$e2e_lines" || status=$?
 fi
 
 if [ "$status" -ne 0 ]; then

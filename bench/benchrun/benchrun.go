@@ -4,7 +4,6 @@
 package benchrun
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,30 +12,24 @@ import (
 	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/ddb"
 )
 
-// NewClient is a DynamoDB client for the benchmark's local endpoint:
-// dummy credentials, the SDK's defaults otherwise, hc as its HTTP client
-// when not nil, and the call counter the functions' metrics read, as
-// ddb.NewClient adds it.
-func NewClient(ctx context.Context, endpoint string, hc aws.HTTPClient) (*dynamodb.Client, error) {
-	opts := []func(*awsconfig.LoadOptions) error{
-		awsconfig.WithRegion("us-east-1"),
-		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
-	}
+// NewClient is a DynamoDB client for the benchmark's local endpoint,
+// built as the functions build theirs (app.Client, with the call counter
+// their metrics read), with dummy credentials and hc as its HTTP client
+// when not nil.
+func NewClient(endpoint string, hc aws.HTTPClient) (*dynamodb.Client, error) {
+	opts := []func(*dynamodb.Options){ddb.CountPerContext}
 	if hc != nil {
-		opts = append(opts, awsconfig.WithHTTPClient(hc))
+		opts = append(opts, func(o *dynamodb.Options) { o.HTTPClient = hc })
 	}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("benchrun: aws config: %w", err)
-	}
-	return dynamodb.NewFromConfig(cfg, ddb.CountPerContext, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
+	return app.Client(config.AWS{Region: "us-east-1", AccessKeyID: "local", SecretAccessKey: "local", Endpoint: endpoint},
+		dynamodb.NewFromConfig, opts...)
 }
 
 // CPU is a process's CPU time, user and system, in ms.

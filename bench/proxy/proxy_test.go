@@ -31,7 +31,7 @@ func TestProxyCountsEveryRequestByOperationAtTheEndpoint(t *testing.T) {
 	t.Cleanup(front.Close)
 
 	ctx := context.Background()
-	client, err := local.Client(ctx, front.URL)
+	client, err := local.Client(front.URL)
 	require.NoError(t, err)
 	require.NoError(t, tables.Products.Create(ctx, client, "p", tables.CreateOptions{}))
 	p.Reset()

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -14,26 +15,30 @@ import (
 	"syscall"
 	"time"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/outboxrelay"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/outbox"
-	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 )
 
 // localDefaults fill what the environment leaves unset: table names for
-// the embedded store, and a bus name that only matters when
-// AWS_ENDPOINT_URL_EVENTBRIDGE points the relay at an EventBridge.
+// the embedded store; a bus name, a region and dummy credentials that only
+// matter when AWS_ENDPOINT_URL_EVENTBRIDGE points the relay at an
+// EventBridge, or AWS_ENDPOINT_URL_DYNAMODB the runner at an endpoint
+// with Streams (the store's own client always has dummy credentials).
 var localDefaults = map[string]string{
 	config.ProductsTable.Name:    "products",
 	config.IdempotencyTable.Name: "idempotency",
 	config.OutboxTable.Name:      "outbox",
 	config.SellersTable.Name:     "sellers",
 	config.EventBusName.Name:     "idemlambda-local",
+	config.Region.Name:           "us-east-1",
+	config.AccessKeyID.Name:      "local",
+	config.SecretAccessKey.Name:  "local",
 }
 
 func main() {
@@ -75,7 +80,7 @@ func run() error {
 	cfg := local.Config{
 		APIAddr:       *apiAddr,
 		StoreAddr:     *storeAddr,
-		Endpoint:      os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"),
+		Endpoint:      create.AWS.Endpoint,
 		CreateProduct: create,
 		GetProduct:    get,
 		SellerStats:   stats,
@@ -86,7 +91,7 @@ func run() error {
 		Out: os.Stderr,
 		Log: app.Logger(create.Common, os.Stderr),
 	}
-	where, err := relayTo(ctx, &cfg, relayCfg, *relayOn)
+	where, err := relayTo(&cfg, relayCfg, getenv, *relayOn)
 	if err != nil {
 		return err
 	}
@@ -110,8 +115,10 @@ func run() error {
 }
 
 // relayTo sets the relay's publisher and, with an endpoint, its Streams
-// client, and says where events go.
-func relayTo(ctx context.Context, cfg *local.Config, rc config.OutboxRelay, on bool) (string, error) {
+// client, and says where events go. Both clients are built as the
+// functions build theirs (app.Client), from the variables the relay's
+// loader read and the SDK's Streams endpoint variable.
+func relayTo(cfg *local.Config, rc config.OutboxRelay, getenv func(string) string, on bool) (string, error) {
 	if !on || cfg.APIAddr == "" {
 		return "outbox relay: off", nil
 	}
@@ -119,33 +126,31 @@ func relayTo(ctx context.Context, cfg *local.Config, rc config.OutboxRelay, on b
 		"and delivered as the EventBridge rule and the SQS queue would to the seller statistics consumer"
 	cfg.Publisher = outbox.NewJSONLinesPublisher(os.Stdout)
 	cfg.ConsumeEvents = true
-	if ep := os.Getenv("AWS_ENDPOINT_URL_EVENTBRIDGE"); ep != "" {
+	if rc.AWS.Endpoint != "" {
 		// A real bus: its rule and queue, not this process, feed the consumer.
 		cfg.ConsumeEvents = false
-		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+		client, err := app.Client(rc.AWS, eventbridge.NewFromConfig)
 		if err != nil {
 			return "", err
 		}
-		pub, err := bridge.New(eventbridge.NewFromConfig(awsCfg), bridge.Config{Bus: rc.EventBusName, Source: rc.EventSource})
+		pub, err := outboxrelay.Bridge(client, rc)
 		if err != nil {
 			return "", err
 		}
 		cfg.Publisher = pub
-		where = "outbox relay: publishing to EventBridge bus " + rc.EventBusName + " at " + ep
+		where = "outbox relay: publishing to EventBridge bus " + rc.EventBusName + " at " + rc.AWS.Endpoint
 	}
 	if cfg.Endpoint == "" {
 		return where + " (fed from the embedded store's outbox writes: it has no Streams API)", nil
 	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	// The SDK's own Streams variable, or the DynamoDB endpoint, where
+	// emulators serve both.
+	streams := config.LoadAWS(getenv, config.EndpointDynamoDBStreams)
+	streams.Endpoint = cmp.Or(streams.Endpoint, cfg.Endpoint)
+	client, err := app.Client(streams, dynamodbstreams.NewFromConfig)
 	if err != nil {
 		return "", err
 	}
-	cfg.Streams = dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) {
-		// The SDK reads AWS_ENDPOINT_URL_DYNAMODB_STREAMS itself; fall back
-		// to the DynamoDB endpoint, where emulators serve both.
-		if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS") == "" {
-			o.BaseEndpoint = &cfg.Endpoint
-		}
-	})
+	cfg.Streams = client
 	return where + " (polling the outbox table's stream at the endpoint)", nil
 }

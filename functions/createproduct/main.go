@@ -1,35 +1,24 @@
-// Command createproduct is the POST /products Lambda function: its
-// configuration, the function internal/app assembles from it, and the
-// Lambda runtime.
+// Command createproduct is the POST /products Lambda function. Its main
+// reads top to bottom: configuration, client, handler, start (app.Main).
 package main
 
 import (
-	"context"
-	"fmt"
-	"os"
+	"io"
 
-	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/ddb"
 )
 
 func main() {
-	if err := run(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "createproduct:", err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context) error {
-	cfg, err := config.LoadCreateProduct(os.Getenv)
-	if err != nil {
-		return err
-	}
-	h, err := app.NewCreateProduct(cfg, os.Stdout)
-	if err != nil {
-		return err
-	}
-	lambda.StartWithOptions(h, lambda.WithContext(ctx))
-	return nil
+	app.Main(config.NameCreateProduct, config.LoadCreateProduct, func(cfg config.CreateProduct, out io.Writer) (any, error) {
+		db, err := app.Client(cfg.AWS, dynamodb.NewFromConfig, ddb.CountPerContext)
+		if err != nil {
+			return nil, err
+		}
+		return createproduct.New(db, cfg, out)
+	})
 }

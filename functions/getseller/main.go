@@ -1,35 +1,24 @@
-// Command getseller is the GET /sellers/{id} Lambda function: its
-// configuration, the function internal/app assembles from it, and the
-// Lambda runtime.
+// Command getseller is the GET /sellers/{id} Lambda function. Its main
+// reads top to bottom: configuration, client, handler, start (app.Main).
 package main
 
 import (
-	"context"
-	"fmt"
-	"os"
+	"io"
 
-	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/getseller"
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/ddb"
 )
 
 func main() {
-	if err := run(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "getseller:", err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context) error {
-	cfg, err := config.LoadGetSeller(os.Getenv)
-	if err != nil {
-		return err
-	}
-	h, err := app.NewGetSeller(cfg, os.Stdout)
-	if err != nil {
-		return err
-	}
-	lambda.StartWithOptions(h, lambda.WithContext(ctx))
-	return nil
+	app.Main(config.NameGetSeller, config.LoadGetSeller, func(cfg config.GetSeller, out io.Writer) (any, error) {
+		db, err := app.Client(cfg.AWS, dynamodb.NewFromConfig, ddb.CountPerContext)
+		if err != nil {
+			return nil, err
+		}
+		return getseller.New(db, cfg, out)
+	})
 }

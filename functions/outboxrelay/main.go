@@ -1,35 +1,32 @@
 // Command outboxrelay is the Lambda function behind the outbox table's
-// DynamoDB stream: its configuration, the relay internal/app/outboxrelay
-// assembles from it, and the Lambda runtime.
+// DynamoDB stream: it publishes each event to EventBridge. Its main reads
+// top to bottom: configuration, client, handler, start (app.Main).
 package main
 
 import (
-	"context"
-	"fmt"
-	"os"
+	"io"
 
-	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/outboxrelay"
 	"github.com/idemlambda/idemlambda/internal/config"
 )
 
 func main() {
-	if err := run(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "outboxrelay:", err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context) error {
-	cfg, err := config.LoadOutboxRelay(os.Getenv)
-	if err != nil {
-		return err
-	}
-	h, err := outboxrelay.New(cfg, os.Stdout)
-	if err != nil {
-		return err
-	}
-	lambda.StartWithOptions(h.Handle, lambda.WithContext(ctx))
-	return nil
+	app.Main(config.NameOutboxRelay, config.LoadOutboxRelay, func(cfg config.OutboxRelay, out io.Writer) (any, error) {
+		client, err := app.Client(cfg.AWS, eventbridge.NewFromConfig)
+		if err != nil {
+			return nil, err
+		}
+		pub, err := outboxrelay.Bridge(client, cfg)
+		if err != nil {
+			return nil, err
+		}
+		relay, err := outboxrelay.New(pub, cfg, out)
+		if err != nil {
+			return nil, err
+		}
+		return relay.Handle, nil
+	})
 }

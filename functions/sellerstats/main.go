@@ -1,35 +1,29 @@
 // Command sellerstats is the seller statistics consumer, behind the SQS
-// queue the EventBridge rule for ProductCreated fills: its configuration,
-// the consumer internal/app assembles from it, and the Lambda runtime.
+// queue the EventBridge rule for ProductCreated fills. Its main reads top
+// to bottom: configuration, client, handler, start (app.Main).
 package main
 
 import (
-	"context"
-	"fmt"
-	"os"
+	"io"
 
-	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/sellerstats"
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/ddb"
 )
 
 func main() {
-	if err := run(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "sellerstats:", err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context) error {
-	cfg, err := config.LoadSellerStats(os.Getenv)
-	if err != nil {
-		return err
-	}
-	h, err := app.NewSellerStats(cfg, os.Stdout)
-	if err != nil {
-		return err
-	}
-	lambda.StartWithOptions(h.Handle, lambda.WithContext(ctx))
-	return nil
+	app.Main(config.NameSellerStats, config.LoadSellerStats, func(cfg config.SellerStats, out io.Writer) (any, error) {
+		db, err := app.Client(cfg.AWS, dynamodb.NewFromConfig, ddb.CountPerContext)
+		if err != nil {
+			return nil, err
+		}
+		consumer, err := sellerstats.New(db, cfg, out)
+		if err != nil {
+			return nil, err
+		}
+		return consumer.Handle, nil
+	})
 }

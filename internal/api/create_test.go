@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/api"
-	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
@@ -263,7 +263,7 @@ func TestCreateUnexpectedFailureIs500AndReleasesTheKey(t *testing.T) {
 		f := newFixtureMode(t, mode, slog.LevelDebug)
 		c := createConfig(f.env.Tables, mode)
 		c.ProductsTable = "no-such-table"
-		broken, err := app.CreateProduct(f.env.Client, c, f.logs)
+		broken, err := createproduct.New(f.env.Client, c, f.logs)
 		require.NoError(t, err)
 		resp, err := broken(context.Background(), postReq(jsonHeaders("k-500"), widget))
 		require.NoError(t, err)
@@ -408,10 +408,10 @@ func TestCreateHungStoreIs503BeforeTheDeadline(t *testing.T) {
 			close(stop)
 			hung.Close()
 		}()
-		client, err := local.Client(context.Background(), hung.URL)
+		client, err := local.Client(hung.URL)
 		require.NoError(t, err)
 		logs := &logbuf.Buffer{}
-		h, err := app.CreateProduct(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}, mode), logs)
+		h, err := createproduct.New(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}, mode), logs)
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/createproduct"
+	"github.com/idemlambda/idemlambda/internal/app/getproduct"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/problem"
@@ -84,9 +86,9 @@ func newFixtureOut(t testing.TB, mode config.Mode, level slog.Level, logs io.Wri
 	env := ddbtest.New(t)
 	cfg := createConfig(env.Tables, mode)
 	cfg.LogLevel = level
-	create, err := app.CreateProduct(env.Client, cfg, logs, opts...)
+	create, err := createproduct.New(env.Client, cfg, logs, opts...)
 	require.NoError(t, err)
-	get, err := app.GetProduct(env.Client, config.GetProduct{Common: cfg.Common, ProductsTable: env.Tables.Products}, logs)
+	get, err := getproduct.New(env.Client, config.GetProduct{Common: cfg.Common, ProductsTable: env.Tables.Products}, logs)
 	require.NoError(t, err)
 	return &fixture{env: env, create: create, get: get}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemlambda/idemlambda/internal/metrics"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
@@ -41,4 +42,11 @@ func Lambda(h Handler) idemhttp.APIGatewayV2Handler {
 // fail is the Reply of a request answered with a problem.
 func fail(p problem.Problem, outcome idem.Outcome, err error) Reply {
 	return Reply{Response: p.APIGatewayV2(), Outcome: outcome, Err: err}
+}
+
+// Function is an API function's Lambda handler: h with its request log
+// (msg, written by log) and its metrics (rec) around it, adapted to
+// Lambda.
+func Function(log *slog.Logger, rec *metrics.Recorder, msg string, h Handler) idemhttp.APIGatewayV2Handler {
+	return Lambda(Logged(log, msg, Measured(rec, h)))
 }

@@ -1,38 +1,37 @@
 // Package api serves the products HTTP API as API Gateway HTTP API
 // (payload format 2.0) handlers: request decoding and RFC 9457
-// problem+json errors, with the idempotency side (keys, callers, replays,
-// 409/422/503) from pkg/idem/idemhttp. The Lambda functions and the local
-// runner serve the same handlers.
+// problem+json errors (internal/problem, on idemhttp's problem type),
+// with the idempotency side (keys, callers, replays, 409/422/503) from
+// pkg/idem/idemhttp, and the plumbing every route shares (Reply, Handler,
+// the logging and metrics decorators, Function). The Lambda functions and
+// the local runner serve the same handlers.
 package api
 
 import (
 	"net/http"
 
-	"github.com/idemlambda/idemlambda/internal/problem"
-
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemlambda/idemlambda/internal/problem"
 	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
 // The problems of the products API beyond the idempotency layer's;
-// docs/problems.md documents every type.
+// docs/problems.md documents every type. Those idemhttp has too are
+// idemhttp's (problem.KindOf).
 var (
-	probBadRequest = problem.New(http.StatusBadRequest, "bad-request", "Bad request")
-	probValidation = problem.New(http.StatusBadRequest, "validation", "Invalid product")
-	probNotFound   = problem.New(http.StatusNotFound, "not-found", "Product not found")
-	probTooLarge   = problem.New(http.StatusRequestEntityTooLarge, "too-large", "Request body too large")
-	probMediaType  = problem.New(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type")
-	probMethod     = problem.New(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed")
-	probKey        = problem.New(http.StatusBadRequest, "idempotency-key", "Invalid or missing idempotency key")
+	probBadRequest = problem.BadRequest
+	probValidation = problem.Kind{Status: http.StatusBadRequest, Name: "validation", Title: "Invalid product"}
+	probNotFound   = problem.Kind{Status: http.StatusNotFound, Name: "not-found", Title: "Product not found"}
+	probTooLarge   = problem.KindOf(idemhttp.ErrBodyTooLarge)
+	probMediaType  = problem.Kind{Status: http.StatusUnsupportedMediaType, Name: "unsupported-media-type", Title: "Unsupported media type"}
+	probKey        = problem.KindOf(idem.ErrInvalidKey)
 )
 
 // methodNotAllowed is the 405 for a route that serves only allow.
-func methodNotAllowed(allow string) problem.Problem {
-	p := probMethod.WithDetail("use " + allow)
-	p.Headers = map[string]string{"Allow": allow}
-	return p
-}
+func methodNotAllowed(allow string) problem.Problem { return problem.MethodNotAllowed(allow) }
 
 // validation is the 400 listing every broken rule.
 func validation(errs []product.FieldError) problem.Problem {

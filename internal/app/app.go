@@ -1,46 +1,77 @@
-// Package app assembles each function from its configuration: the clients,
-// the stores, the services, the handler, and the logging and metrics
-// decorators around it. It is the one place that knows how the pieces fit;
-// the Lambda mains, the local runner (make run), the benchmarks and the
-// end-to-end tests all build their functions here, so each runs the same
-// assembly.
-//
-// Each function has two constructors: New<Function> builds the AWS clients
-// its configuration describes, as a Lambda main needs, and <Function> takes them
-// (or, for the relay, its publisher) as arguments, for the local runner and
-// tests. Assembling outboxrelay from the environment lives in
-// internal/app/outboxrelay, so that only the relay links the EventBridge
-// client.
+// Package app is what every function's assembly shares, and nothing
+// function-specific: a Lambda main's start (Main), the AWS clients built
+// from config.AWS (Client, for every caller: the mains, make run, the
+// tests and the benchmarks), the JSON logger and the metrics recorder.
+// Each function is assembled in a package of its own under internal/app
+// (createproduct, getproduct, getseller, sellerstats, outboxrelay), which
+// imports only what that function runs, so each bootstrap links only its
+// own packages.
 package app
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/config"
-	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/metrics"
-	"github.com/idemlambda/idemlambda/internal/outbox"
-	"github.com/idemlambda/idemlambda/internal/product"
-	"github.com/idemlambda/idemlambda/internal/relay"
-	"github.com/idemlambda/idemlambda/internal/sellers"
-	"github.com/idemlambda/idemlambda/pkg/idem"
-	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
-// AWSConfig is the configuration of a function's AWS clients, built from
-// the region and credentials Lambda puts in the environment. It does not
-// run the SDK's configuration loader: the loader's shared files and
-// credential providers (SSO, STS web identity, IMDS) are of no use in
-// Lambda, and linking them costs every cold start about a millisecond of
-// package initialisers.
+// Main is a Lambda function's bootstrap: load reads the function's
+// configuration from the environment, build makes its clients and
+// assembles its handler (any function lambda.Start takes), whose log and
+// metrics lines go to stdout, and Main starts the Lambda runtime with it.
+// A load or build error is printed to stderr after the function's name,
+// and the process exits 1, which Lambda reports as an init error.
+func Main[C any](name string, load func(getenv func(string) string) (C, error), build func(cfg C, stdout io.Writer) (any, error)) {
+	h, err := start(load, build, os.Getenv, os.Stdout)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+	lambda.Start(h)
+}
+
+// start is Main up to the runtime: the handler, or why there is none.
+func start[C any](load func(getenv func(string) string) (C, error), build func(cfg C, stdout io.Writer) (any, error), getenv func(string) string, stdout io.Writer) (any, error) {
+	cfg, err := load(getenv)
+	if err != nil {
+		return nil, err
+	}
+	return build(cfg, stdout)
+}
+
+// Client builds an AWS SDK client, any service's (newClient is its
+// NewFromConfig: dynamodb.NewFromConfig, eventbridge.NewFromConfig, ...),
+// from a: the region, the credentials, and the endpoint, the service's
+// SDK variable's value (AWS_ENDPOINT_URL_DYNAMODB, ...), set on the
+// client as the SDK's own loader would, or the regional endpoint when it
+// is empty. opts adjust the client (ddb.CountPerContext for the metrics'
+// DynamoDB calls).
+//
+// It does not run the SDK's configuration loader (config.LoadDefaultConfig):
+// the loader's shared files and credential providers (SSO, STS web
+// identity, IMDS) are of no use in Lambda, which puts the region and the
+// role's credentials in the environment, and linking them costs every
+// cold start about a millisecond of package initialisers. Callers outside
+// Lambda fill a in from their environment too (config's loaders), or with
+// a local endpoint and dummy credentials.
+func Client[C any, O any](a config.AWS, newClient func(aws.Config, ...func(*O)) C, opts ...func(*O)) (C, error) {
+	cfg, err := AWSConfig(a)
+	if err != nil {
+		var zero C
+		return zero, err
+	}
+	return newClient(cfg, opts...), nil
+}
+
+// AWSConfig is the SDK configuration of the clients a describes (see
+// Client).
 func AWSConfig(a config.AWS) (aws.Config, error) {
 	switch {
 	case a.Region == "":
@@ -48,24 +79,16 @@ func AWSConfig(a config.AWS) (aws.Config, error) {
 	case a.AccessKeyID == "" || a.SecretAccessKey == "":
 		return aws.Config{}, fmt.Errorf("app: no credentials: %s and %s are not set (Lambda sets them)", config.AccessKeyID.Name, config.SecretAccessKey.Name)
 	}
-	return aws.Config{
+	cfg := aws.Config{
 		Region:      a.Region,
 		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(a.AccessKeyID, a.SecretAccessKey, a.SessionToken)),
-	}, nil
-}
-
-// DynamoDB returns the function's DynamoDB client, counting its calls per
-// context (ddb.CountCalls) for the metrics.
-func DynamoDB(a config.AWS) (*dynamodb.Client, error) {
-	cfg, err := AWSConfig(a)
-	if err != nil {
-		return nil, err
 	}
-	return dynamodb.NewFromConfig(cfg, ddb.CountPerContext, func(o *dynamodb.Options) {
-		if a.Endpoint != "" {
-			o.BaseEndpoint = aws.String(a.Endpoint)
-		}
-	}), nil
+	if a.Endpoint != "" {
+		// Every service client takes its base endpoint from here, and,
+		// with no configuration sources, from nowhere else.
+		cfg.BaseEndpoint = aws.String(a.Endpoint)
+	}
+	return cfg, nil
 }
 
 // Logger returns the JSON logger a function writes to out: Lambda's JSON
@@ -78,156 +101,4 @@ func Logger(c config.Common, out io.Writer) *slog.Logger {
 // out beside its log: CloudWatch Logs extracts them.
 func Metrics(c config.Common, out io.Writer, function string) (*metrics.Recorder, error) {
 	return metrics.New(out, c.MetricsNamespace, function)
-}
-
-// StoreOptions are the idempotency store options the settings stand for.
-func StoreOptions(i config.Idempotency) []idem.Option {
-	return []idem.Option{idem.WithRetention(i.Retention), idem.WithCache(i.CacheSize, 0)}
-}
-
-// NewCreateProduct assembles createproduct with the DynamoDB client its
-// configuration describes.
-func NewCreateProduct(cfg config.CreateProduct, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
-	db, err := DynamoDB(cfg.AWS)
-	if err != nil {
-		return nil, err
-	}
-	return CreateProduct(db, cfg, out)
-}
-
-// CreateProduct assembles createproduct: the idempotency store, the
-// product service, the handler, its request log and its metrics, both
-// written to out (the function's stdout). opts add to, and override, the
-// configured store options.
-func CreateProduct(db *dynamodb.Client, cfg config.CreateProduct, out io.Writer, opts ...idem.Option) (idemhttp.APIGatewayV2Handler, error) {
-	if db == nil || out == nil {
-		return nil, errors.New("app: createproduct needs a DynamoDB client and an output")
-	}
-	// The release must finish inside the handler's deadline margin.
-	opts = append(append(StoreOptions(cfg.Idempotency), idem.WithReleaseTimeout(api.DeadlineMargin/2)), opts...)
-	store, err := idem.NewStore(db, cfg.Idempotency.Table, opts...)
-	if err != nil {
-		return nil, err
-	}
-	products, err := product.NewService(product.Config{
-		ProductsTable: cfg.ProductsTable, OutboxTable: cfg.OutboxTable, EventSource: cfg.EventSource,
-	})
-	if err != nil {
-		return nil, err
-	}
-	execute := store.Execute
-	if cfg.Idempotency.Mode == config.ModeTransact {
-		execute = store.Transact
-	}
-	creator, err := api.NewProductCreator(execute, products)
-	if err != nil {
-		return nil, err
-	}
-	return decorate(out, cfg.Common, config.NameCreateProduct, "create product", api.NewCreateHandler(creator).Serve)
-}
-
-// NewGetProduct assembles getproduct with the DynamoDB client its
-// configuration describes.
-func NewGetProduct(cfg config.GetProduct, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
-	db, err := DynamoDB(cfg.AWS)
-	if err != nil {
-		return nil, err
-	}
-	return GetProduct(db, cfg, out)
-}
-
-// GetProduct assembles getproduct: the product reader, the handler, its
-// log and its metrics.
-func GetProduct(db *dynamodb.Client, cfg config.GetProduct, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
-	if db == nil || out == nil {
-		return nil, errors.New("app: getproduct needs a DynamoDB client and an output")
-	}
-	reader, err := product.NewReader(db, cfg.ProductsTable)
-	if err != nil {
-		return nil, err
-	}
-	return decorate(out, cfg.Common, config.NameGetProduct, "get product", api.NewGetHandler(reader).Serve)
-}
-
-// NewGetSeller assembles getseller with the DynamoDB client its
-// configuration describes.
-func NewGetSeller(cfg config.GetSeller, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
-	db, err := DynamoDB(cfg.AWS)
-	if err != nil {
-		return nil, err
-	}
-	return GetSeller(db, cfg, out)
-}
-
-// GetSeller assembles getseller: the seller statistics reader, the
-// handler, its log and its metrics.
-func GetSeller(db *dynamodb.Client, cfg config.GetSeller, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
-	if db == nil || out == nil {
-		return nil, errors.New("app: getseller needs a DynamoDB client and an output")
-	}
-	reader, err := sellers.NewReader(db, cfg.SellersTable)
-	if err != nil {
-		return nil, err
-	}
-	return decorate(out, cfg.Common, config.NameGetSeller, "get seller", api.NewSellerHandler(reader).Serve)
-}
-
-// decorate wraps an API function's handler in its request log and its
-// metrics, both written to out, and adapts it to Lambda.
-func decorate(out io.Writer, c config.Common, function, msg string, h api.Handler) (idemhttp.APIGatewayV2Handler, error) {
-	rec, err := Metrics(c, out, function)
-	if err != nil {
-		return nil, err
-	}
-	return api.Lambda(api.Logged(Logger(c, out), msg, api.Measured(rec, h))), nil
-}
-
-// NewSellerStats assembles sellerstats with the DynamoDB client its
-// configuration describes.
-func NewSellerStats(cfg config.SellerStats, out io.Writer) (*sellers.Consumer, error) {
-	db, err := DynamoDB(cfg.AWS)
-	if err != nil {
-		return nil, err
-	}
-	return SellerStats(db, cfg, out)
-}
-
-// SellerStats assembles sellerstats: a store on the idempotency table in
-// the configured (transact) mode, the counter on the sellers table, the
-// consumer, its log and its metrics written to out. opts add to, and
-// override, the configured store options.
-func SellerStats(db *dynamodb.Client, cfg config.SellerStats, out io.Writer, opts ...idem.Option) (*sellers.Consumer, error) {
-	if db == nil || out == nil {
-		return nil, errors.New("app: sellerstats needs a DynamoDB client and an output")
-	}
-	rec, err := Metrics(cfg.Common, out, config.NameSellerStats)
-	if err != nil {
-		return nil, err
-	}
-	// A transaction's outcome, when unknown, is read back detached from
-	// the batch's context: bounded to fit in the consumer's deadline margin.
-	opts = append(append(StoreOptions(cfg.Idempotency), idem.WithReleaseTimeout(sellers.DeadlineMargin/2), idem.WithConflictAttempts(sellers.MaxTxAttempts)), opts...)
-	store, err := idem.NewStore(db, cfg.Idempotency.Table, opts...)
-	if err != nil {
-		return nil, err
-	}
-	counter, err := sellers.NewCounter(store, cfg.SellersTable)
-	if err != nil {
-		return nil, err
-	}
-	return sellers.NewConsumer(counter, cfg.EventSource, Logger(cfg.Common, out), rec), nil
-}
-
-// OutboxRelay assembles outboxrelay around pub: the relay handler, its
-// log and its metrics written to out. In Lambda pub is the EventBridge
-// publisher (internal/app/outboxrelay); make run passes its own.
-func OutboxRelay(pub outbox.Publisher, cfg config.OutboxRelay, out io.Writer) (*relay.Handler, error) {
-	if pub == nil || out == nil {
-		return nil, errors.New("app: outboxrelay needs a publisher and an output")
-	}
-	rec, err := Metrics(cfg.Common, out, config.NameOutboxRelay)
-	if err != nil {
-		return nil, err
-	}
-	return relay.NewHandler(pub, Logger(cfg.Common, out), rec), nil
 }

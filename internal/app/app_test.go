@@ -1,23 +1,30 @@
-package app_test
+package app
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
 )
 
 func TestLoggerWritesJSONAtTheConfiguredLevel(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	log := app.Logger(config.Common{LogLevel: slog.LevelWarn}, &buf)
+	log := Logger(config.Common{LogLevel: slog.LevelWarn}, &buf)
 	log.Info("hidden")
 	log.Warn("shown", "k", 1)
 	assert.Equal(t, 1, strings.Count(buf.String(), "\n"))
@@ -27,40 +34,18 @@ func TestLoggerWritesJSONAtTheConfiguredLevel(t *testing.T) {
 func TestMetricsNameTheFunction(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
-	rec, err := app.Metrics(config.Common{MetricsNamespace: "idemlambda/prod-eu"}, &out, config.NameGetProduct)
+	rec, err := Metrics(config.Common{MetricsNamespace: "idemlambda/prod-eu"}, &out, config.NameGetProduct)
 	require.NoError(t, err)
 	assert.Equal(t, "getproduct", rec.Function())
 }
 
-func TestStoreOptionsCoverEverySetting(t *testing.T) {
-	t.Parallel()
-	opts := app.StoreOptions(config.Idempotency{Table: "i", Retention: time.Hour, Mode: config.ModeTransact, CacheSize: 10})
-	assert.Len(t, opts, 2, "retention and cache; the mode picks Store.Execute or Store.Transact")
-}
-
-// Each assembler refuses to build a function without its dependencies,
-// rather than one that fails at its first request.
-func TestAssemblersRefuseMissingDependencies(t *testing.T) {
-	t.Parallel()
-	var out bytes.Buffer
-	_, err := app.CreateProduct(nil, config.CreateProduct{}, &out)
-	assert.Error(t, err)
-	_, err = app.GetProduct(nil, config.GetProduct{}, &out)
-	assert.Error(t, err)
-	_, err = app.GetSeller(nil, config.GetSeller{}, &out)
-	assert.Error(t, err)
-	_, err = app.SellerStats(nil, config.SellerStats{}, &out)
-	assert.Error(t, err)
-	_, err = app.OutboxRelay(nil, config.OutboxRelay{}, &out)
-	assert.Error(t, err)
-}
-
-// The clients are built from Lambda's variables alone: region, the role's
-// credentials, and the SDK's endpoint variable for the service.
-func TestDynamoDBClientFromTheConfiguration(t *testing.T) {
+// Every client, whatever its service, is built from Lambda's variables
+// alone: the region, the role's credentials, and the endpoint the
+// service's SDK variable names (none: the regional endpoint).
+func TestClientsFromTheConfiguration(t *testing.T) {
 	t.Parallel()
 	a := config.AWS{Region: "eu-central-1", AccessKeyID: "AKID", SecretAccessKey: "secret", SessionToken: "token", Endpoint: "http://127.0.0.1:8000"}
-	db, err := app.DynamoDB(a)
+	db, err := Client(a, dynamodb.NewFromConfig)
 	require.NoError(t, err)
 	o := db.Options()
 	assert.Equal(t, "eu-central-1", o.Region)
@@ -70,13 +55,113 @@ func TestDynamoDBClientFromTheConfiguration(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"AKID", "secret", "token"}, []string{creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken})
 
+	streams, err := Client(a, dynamodbstreams.NewFromConfig)
+	require.NoError(t, err)
+	assert.Equal(t, "http://127.0.0.1:8000", *streams.Options().BaseEndpoint)
+	bus, err := Client(a, eventbridge.NewFromConfig)
+	require.NoError(t, err)
+	assert.Equal(t, "http://127.0.0.1:8000", *bus.Options().BaseEndpoint)
+
+	counted := false
+	_, err = Client(a, dynamodb.NewFromConfig, func(*dynamodb.Options) { counted = true })
+	require.NoError(t, err)
+	assert.True(t, counted, "the caller's options apply")
+
 	a.Endpoint = ""
-	db, err = app.DynamoDB(a)
+	db, err = Client(a, dynamodb.NewFromConfig)
 	require.NoError(t, err)
 	assert.Nil(t, db.Options().BaseEndpoint, "no endpoint: the regional one")
 
-	_, err = app.AWSConfig(config.AWS{AccessKeyID: "a", SecretAccessKey: "s"})
+	_, err = Client(config.AWS{AccessKeyID: "a", SecretAccessKey: "s"}, dynamodb.NewFromConfig)
 	assert.ErrorContains(t, err, "AWS_REGION")
-	_, err = app.AWSConfig(config.AWS{Region: "us-east-1"})
+	_, err = Client(config.AWS{Region: "us-east-1"}, eventbridge.NewFromConfig)
 	assert.ErrorContains(t, err, "AWS_ACCESS_KEY_ID")
+}
+
+// A variable of another process (make run's shell, say) cannot move a
+// client off the endpoint it was built with: the SDK reads no
+// configuration source beside the config.AWS it is given.
+func TestTheEnvironmentDoesNotMoveAClient(t *testing.T) {
+	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:2")
+	db, err := Client(config.AWS{Region: "us-east-1", AccessKeyID: "a", SecretAccessKey: "s", Endpoint: "http://127.0.0.1:8000"}, dynamodb.NewFromConfig)
+	require.NoError(t, err)
+	assert.Equal(t, "http://127.0.0.1:8000", *db.Options().BaseEndpoint)
+}
+
+// A main's start: the configuration read through getenv, then the
+// handler built from it, writing to the function's stdout; either's error
+// stops it.
+func TestStartLoadsThenBuilds(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"PRODUCTS_TABLE": "p"}
+	var out bytes.Buffer
+	h, err := start(config.LoadGetProduct, func(cfg config.GetProduct, stdout io.Writer) (any, error) {
+		assert.Equal(t, "p", cfg.ProductsTable)
+		assert.Same(t, &out, stdout)
+		return "handler", nil
+	}, func(k string) string { return env[k] }, &out)
+	require.NoError(t, err)
+	assert.Equal(t, "handler", h)
+
+	_, err = start(config.LoadGetProduct, func(config.GetProduct, io.Writer) (any, error) {
+		t.Fatal("built without a configuration")
+		return nil, nil
+	}, func(string) string { return "" }, &out)
+	assert.ErrorIs(t, err, config.ErrInvalid)
+
+	boom := errors.New("boom")
+	_, err = start(config.LoadGetProduct, func(config.GetProduct, io.Writer) (any, error) { return nil, boom }, func(k string) string { return env[k] }, &out)
+	assert.ErrorIs(t, err, boom)
+}
+
+// A client built from what a loader read (config.LoadAWS) honours the
+// SDK's endpoint variable of its service as the SDK's own loader does:
+// set, the client calls it; empty, the regional endpoint.
+func TestClientsHonourTheSDKsEndpointVariables(t *testing.T) {
+	noFiles := filepath.Join(t.TempDir(), "none")
+	t.Setenv("AWS_CONFIG_FILE", noFiles)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", noFiles)
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_REGION", "eu-central-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "a")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	type endpoints struct{ ours, sdks *string }
+	both := map[config.Var]func(t *testing.T) endpoints{
+		config.EndpointDynamoDB: func(t *testing.T) endpoints {
+			ours, err := Client(config.LoadAWS(os.Getenv, config.EndpointDynamoDB), dynamodb.NewFromConfig)
+			require.NoError(t, err)
+			return endpoints{ours.Options().BaseEndpoint, dynamodb.NewFromConfig(sdkConfig(t)).Options().BaseEndpoint}
+		},
+		config.EndpointDynamoDBStreams: func(t *testing.T) endpoints {
+			ours, err := Client(config.LoadAWS(os.Getenv, config.EndpointDynamoDBStreams), dynamodbstreams.NewFromConfig)
+			require.NoError(t, err)
+			return endpoints{ours.Options().BaseEndpoint, dynamodbstreams.NewFromConfig(sdkConfig(t)).Options().BaseEndpoint}
+		},
+		config.EndpointEventBridge: func(t *testing.T) endpoints {
+			ours, err := Client(config.LoadAWS(os.Getenv, config.EndpointEventBridge), eventbridge.NewFromConfig)
+			require.NoError(t, err)
+			return endpoints{ours.Options().BaseEndpoint, eventbridge.NewFromConfig(sdkConfig(t)).Options().BaseEndpoint}
+		},
+	}
+	for v, get := range both {
+		t.Setenv(v.Name, "")
+		e := get(t)
+		assert.Nil(t, e.sdks, "%s empty: the SDK's regional endpoint", v.Name)
+		assert.Nil(t, e.ours, "%s empty: the regional endpoint", v.Name)
+		t.Setenv(v.Name, "http://127.0.0.1:1")
+		e = get(t)
+		require.NotNil(t, e.sdks)
+		require.NotNil(t, e.ours, v.Name)
+		assert.Equal(t, *e.sdks, *e.ours, v.Name)
+		t.Setenv(v.Name, "")
+	}
+}
+
+func sdkConfig(t *testing.T) aws.Config {
+	t.Helper()
+	cfg, err := awsconfig.LoadDefaultConfig(t.Context())
+	require.NoError(t, err)
+	return cfg
 }

@@ -1,6 +1,6 @@
 // Package config reads each function's configuration from its environment
 // into a typed value, with defaults and parsing, failing at start with
-// every problem named; it builds nothing (internal/app does). The same loaders run in Lambda and under make run
+// every problem named; it builds nothing (internal/app and its packages do). The same loaders run in Lambda and under make run
 // (with local defaults laid over the environment, see Overlay), and
 // Functions lists what each function reads for the template drift test.
 package config
@@ -53,17 +53,20 @@ const (
 )
 
 // The AWS SDK's service endpoint variables, with the SDK's names and
-// meaning: a function reads its clients' (internal/app builds them without
+// meaning: a function reads its clients' (app.Client builds them without
 // the SDK's configuration loader). template.yaml declares each function's,
 // empty, because `sam local invoke` passes a function only the variables
 // its template declares; an empty value means the regional endpoint.
 var (
 	EndpointDynamoDB    = Var{Name: "AWS_ENDPOINT_URL_DYNAMODB", Doc: "DynamoDB endpoint (empty: the regional endpoint)"}
 	EndpointEventBridge = Var{Name: "AWS_ENDPOINT_URL_EVENTBRIDGE", Doc: "EventBridge endpoint (empty: the regional endpoint)"}
+	// EndpointDynamoDBStreams is read by no function: make run polls the
+	// Streams API there when it is set.
+	EndpointDynamoDBStreams = Var{Name: "AWS_ENDPOINT_URL_DYNAMODB_STREAMS", Doc: "DynamoDB Streams endpoint (empty: the regional endpoint)"}
 )
 
 // The variables Lambda sets in every function's environment: the region
-// and the execution role's credentials, from which internal/app builds the
+// and the execution role's credentials, from which app.Client builds the
 // AWS clients. A loader reads them without requiring them, so make run and
 // tests load a configuration without them; building a client needs them.
 var (
@@ -262,6 +265,14 @@ func readOutboxRelay(e *env) OutboxRelay {
 		EventBusName: e.str(EventBusName), EventSource: e.str(EventSource),
 		Common: readCommon(e), AWS: readAWS(e, EndpointEventBridge),
 	}
+}
+
+// LoadAWS reads through getenv what a client for the service of endpoint
+// (one of the SDK's endpoint variables above) is built from, as a
+// function's loader does: for callers outside a function, make run and
+// the endpoint test backend.
+func LoadAWS(getenv func(string) string, endpoint Var) AWS {
+	return readAWS(&env{getenv: getenv}, endpoint)
 }
 
 // readAWS reads what the function's client for the service of endpoint is

@@ -1,13 +1,10 @@
 package sellers_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
@@ -52,7 +49,7 @@ func TestDecodeMessageReadsWhatTheRelayPublishes(t *testing.T) {
 func TestDecodeMessageRefusesAmbiguousMembers(t *testing.T) {
 	t.Parallel()
 	c := newProduct(t, uuid.New(), eur(t, 100))
-	good := c.message(t, 1).Body
+	good := c.body(t)
 	require.Contains(t, good, `"price_cents":100`)
 	upper := uuid.NewString()
 	for name, body := range map[string]string{
@@ -72,20 +69,13 @@ func TestDecodeMessageRefusesAmbiguousMembers(t *testing.T) {
 	require.NoError(t, err)
 }
 
-func mustJSON(t testing.TB, e any) []byte {
-	t.Helper()
-	b, err := jsonMarshal(e)
-	require.NoError(t, err)
-	return b
-}
-
 // FuzzDecodeMessage: any body decodes to an event whose product passes
 // every rule (a positive price in a supported currency, UUIDs), or fails
 // with ErrPoison; never a panic, never another error.
 func FuzzDecodeMessage(f *testing.F) {
 	seller := uuid.MustParse("3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b")
 	c := newProduct(f, seller, eur(f, 999))
-	good := c.message(f, 1).Body
+	good := c.body(f)
 	f.Add(good)
 	f.Add(`{"detail-type":"ProductCreated","source":"s","detail":{}}`)
 	f.Add(`{"detail-type":"ProductCreated","source":"s","detail":[]}`)
@@ -108,32 +98,4 @@ func FuzzDecodeMessage(f *testing.F) {
 			t.Fatalf("accepted currency %q", p.Price().Currency())
 		}
 	})
-}
-
-// BenchmarkConsumer is the handler's cost per record, batches of 10 fresh
-// events, against the backend of DYNAMODB_TEST_BACKEND (make bench: a
-// store in another process).
-func BenchmarkConsumer(b *testing.B) {
-	f := newFixture(b)
-	seller := uuid.New()
-	var batch []events.SQSMessage
-	records := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		batch = batch[:0]
-		for range 10 {
-			batch = append(batch, newProduct(b, seller, eur(b, 100)).message(b, 1))
-		}
-		resp, err := f.consumer.Handle(context.Background(), events.SQSEvent{Records: batch})
-		if err != nil || len(resp.BatchItemFailures) != 0 {
-			b.Fatalf("batch failed: %v %v", err, resp.BatchItemFailures)
-		}
-		records += len(batch)
-	}
-	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
-	b.ReportMetric(float64(f.env.Counter.Total())/float64(records), "ddb-calls/record")
-	got, err := f.reader.Get(context.Background(), seller)
-	if err != nil || got.ProductCount != int64(records) {
-		b.Fatal(fmt.Errorf("count %d of %d: %v", got.ProductCount, records, err))
-	}
 }

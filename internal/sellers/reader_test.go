@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/sellers"
+	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
@@ -22,7 +23,9 @@ import (
 // added, the latest updated_at, whichever shards exist.
 func TestTheReaderSumsTheShards(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	env := ddbtest.New(t)
+	reader, err := sellers.NewReader(env.Client, env.Tables.Sellers)
+	require.NoError(t, err)
 	seller, other := uuid.New(), uuid.New()
 	put := func(id uuid.UUID, shard int, count int64, updated string, cents map[string]int64) {
 		item := map[string]types.AttributeValue{
@@ -33,17 +36,17 @@ func TestTheReaderSumsTheShards(t *testing.T) {
 		for cur, c := range cents {
 			item["cents_"+cur] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c, 10)}
 		}
-		_, err := f.env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(f.env.Tables.Sellers), Item: item})
+		_, err := env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(env.Tables.Sellers), Item: item})
 		require.NoError(t, err)
 	}
 	put(seller, 0, 2, "2026-12-01T10:00:00Z", map[string]int64{"EUR": 100, "USD": 7})
 	put(seller, 7, 1, "2026-12-01T12:00:00.5Z", map[string]int64{"EUR": 11})
 	put(seller, 12, 3, "2026-12-01T11:00:00Z", map[string]int64{"JPY": 300}) // a shard beyond today's count still counts
 	put(other, 7, 5, "2026-12-02T00:00:00Z", map[string]int64{"EUR": 5})
-	f.env.Counter.Reset()
-	got, err := f.reader.Get(context.Background(), seller)
+	env.Counter.Reset()
+	got, err := reader.Get(context.Background(), seller)
 	require.NoError(t, err)
-	assert.Equal(t, map[string]int{"Query": 1}, f.env.Counter.Snapshot(), "one Query reads every shard")
+	assert.Equal(t, map[string]int{"Query": 1}, env.Counter.Snapshot(), "one Query reads every shard")
 	usd, err := money.New(7, "USD")
 	require.NoError(t, err)
 	jpy, err := money.New(300, "JPY")

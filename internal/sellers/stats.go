@@ -1,9 +1,13 @@
 // Package sellers keeps seller statistics, the consumer side of the
-// ProductCreated events: each event adds its product to the seller's
-// count and its price to the seller's total in that currency, exactly
-// once per event however often it is delivered (the counter's writes and
-// the event's idempotency record commit in one transaction, pkg/idem's
-// transact mode), and the statistics are read back for GET /sellers/{id}.
+// ProductCreated events, as a pure domain: it decodes an event
+// (DecodeMessage), computes the writes that count a batch of events on
+// the sellers table (Counter.Writes: each event adds its product to the
+// seller's count and its price to the seller's total in that currency),
+// and reads the statistics back (Reader, FromItems) for GET
+// /sellers/{id}. It knows no transport and no idempotency: the SQS
+// consumer beside it (internal/sellers/sellersqs) commits a batch's
+// writes with its events' idempotency records in one transaction, so
+// each event counts once however often it is delivered.
 package sellers
 
 import (
@@ -35,6 +39,36 @@ const (
 	attrCentsPrefix  = "cents_"
 	attrUpdatedAt    = "updated_at"
 )
+
+// Shards is how many items of the sellers table (shard 0 to Shards-1
+// under the seller's id) a seller's statistics are spread over:
+// DynamoDB's write sharding for a hot key. A transaction holds every item
+// it writes, and DynamoDB cancels another one that touches them meanwhile
+// (TransactionConflict), so the batches of a seller with many products,
+// each updating its one item, would mostly wait for each other. Each
+// batch updates one shard instead (the consumer keeps one per execution
+// environment, internal/sellers/sellersqs), and the reader sums the
+// shards with one Query.
+//
+// Ten, measured with make sweep-sellers (docs/architecture.md, Hot
+// sellers): at 6 environments on one seller, transactions meeting a
+// shard held fall from 0.17-0.19 per event on one item to 0.04-0.05
+// with 4 shards and 0 to 0.01 from 8 on, calls per event from 0.46-0.47
+// to 0.33-0.34, and more shards change nothing measurable (the rest is
+// the events' duplicates, on their idempotency records); ten leave room
+// for up to 10 environments (0.02-0.03 there), and a read stays one
+// Query of at most ten small items. Changing it needs no migration: the reader sums whatever
+// shards exist. Each shard holds at most the int64 limit divided by
+// Shards, so that their sum fits in an int64; after a change of Shards
+// the old shards may hold more, and a sum past int64 is then the
+// reader's error (ErrOverflow), never a wrong number.
+const Shards = 10
+
+// ErrOverflow reports a total that would pass what int64 holds. From the
+// counter, the event is not counted (no shard of its seller can take it),
+// and no retry can change that; from the reader, a seller's shards hold
+// more than int64 in all (which the counter never writes: see Shards).
+var ErrOverflow = errors.New("sellers: total would overflow")
 
 // ErrCorrupt reports a stored seller shard that does not decode, or
 // shards of another seller among a seller's.

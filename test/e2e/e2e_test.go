@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,8 +31,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -43,6 +42,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/createproduct"
+	"github.com/idemlambda/idemlambda/internal/app/outboxrelay"
 	internalconfig "github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
@@ -184,23 +185,21 @@ type clients struct {
 	sqs     *sqs.Client
 }
 
-// newClients builds the clients with dummy credentials in us-east-1. The
-// endpoint is set per client, after the SDK has read the environment, so a
-// stray AWS_ENDPOINT_URL_<SERVICE> cannot route a client around the proxy.
+// newClients builds the clients as the functions build theirs
+// (app.Client), with dummy credentials in us-east-1 and the endpoint set
+// on each, so no AWS_ENDPOINT_URL_<SERVICE> of the environment can route a
+// client around the proxy.
 func newClients(t *testing.T, endpoint string) clients {
 	t.Helper()
-	cfg, err := config.LoadDefaultConfig(t.Context(),
-		config.WithRegion("us-east-1"),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("e2e", "e2e", "")),
-	)
-	require.NoError(t, err)
-	ep := aws.String(endpoint)
-	return clients{
-		ddb:     dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = ep }, ddb.CountPerContext),
-		streams: dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = ep }),
-		events:  eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) { o.BaseEndpoint = ep }),
-		sqs:     sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = ep }),
-	}
+	a := internalconfig.AWS{Region: "us-east-1", AccessKeyID: "e2e", SecretAccessKey: "e2e", Endpoint: endpoint}
+	var c clients
+	var errs [4]error
+	c.ddb, errs[0] = app.Client(a, dynamodb.NewFromConfig, ddb.CountPerContext)
+	c.streams, errs[1] = app.Client(a, dynamodbstreams.NewFromConfig)
+	c.events, errs[2] = app.Client(a, eventbridge.NewFromConfig)
+	c.sqs, errs[3] = app.Client(a, sqs.NewFromConfig)
+	require.NoError(t, errors.Join(errs[:]...))
+	return c
 }
 
 // stack is one case's resources.
@@ -276,7 +275,7 @@ func postConcurrently(ctx context.Context, t *testing.T, c clients, st stack, pr
 	cfg, err := internalconfig.LoadCreateProduct(mapEnv(st.env))
 	require.NoError(t, err)
 	cfg.LogLevel = slog.LevelWarn
-	h, err := app.CreateProduct(c.ddb, cfg, functionOut(t))
+	h, err := createproduct.New(c.ddb, cfg, functionOut(t))
 	require.NoError(t, err)
 	tmpl := createEvent(t)
 
@@ -641,7 +640,7 @@ func functionOut(t *testing.T) *logbuf.Buffer {
 // through pub.
 func relayHandler(t *testing.T, pub outbox.Publisher, out io.Writer) *relay.Handler {
 	t.Helper()
-	h, err := app.OutboxRelay(pub, internalconfig.OutboxRelay{Common: internalconfig.Common{LogLevel: slog.LevelInfo}}, out)
+	h, err := outboxrelay.New(pub, internalconfig.OutboxRelay{Common: internalconfig.Common{LogLevel: slog.LevelInfo}}, out)
 	require.NoError(t, err)
 	return h
 }

@@ -18,7 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/createproduct"
+	"github.com/idemlambda/idemlambda/internal/app/sellerstats"
 	internalconfig "github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
 	"github.com/idemlambda/idemlambda/internal/outbox"
@@ -54,7 +55,7 @@ func sellerStats(t *testing.T, c clients) {
 	cfg, err := internalconfig.LoadCreateProduct(mapEnv(st.env))
 	require.NoError(t, err)
 	cfg.LogLevel = slog.LevelWarn
-	create, err := app.CreateProduct(c.ddb, cfg, functionOut(t))
+	create, err := createproduct.New(c.ddb, cfg, functionOut(t))
 	require.NoError(t, err)
 
 	// 12 products for 3 sellers in 2 currencies, each POSTed twice.
@@ -111,7 +112,7 @@ func sellerStats(t *testing.T, c clients) {
 	sc.Idempotency.Mode = "transact"
 	sc.LogLevel = slog.LevelWarn
 	consumerOut := functionOut(t)
-	consumer, err := app.SellerStats(c.ddb, sc, consumerOut)
+	consumer, err := sellerstats.New(c.ddb, sc, consumerOut)
 	require.NoError(t, err)
 	receives := map[string]int{}
 	var invoked, deleted, reported int

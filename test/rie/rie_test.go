@@ -141,7 +141,7 @@ func TestEmulatorsShareOneStore(t *testing.T) {
 	srv := httptest.NewServer(embedded.New())
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	client, err := local.Client(ctx, srv.URL)
+	client, err := local.Client(srv.URL)
 	require.NoError(t, err)
 	n := tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox"}
 	require.NoError(t, local.EnsureTables(ctx, client, n))

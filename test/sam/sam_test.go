@@ -402,7 +402,7 @@ func TestSamLocalInvoke(t *testing.T) {
 
 	// The store and the event bus the functions talk to.
 	storeURL, storeRequests := serve(t, e.bindHost, embedded.New())
-	client, err := local.Client(ctx, storeURL)
+	client, err := local.Client(storeURL)
 	require.NoError(t, err)
 	sfx := suffix(t)
 	names := tables.Names{Products: "products-" + sfx, Idempotency: "idempotency-" + sfx, Outbox: "outbox-" + sfx}

@@ -30,7 +30,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/idemlambda/idemlambda/bench/benchrun"
-	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/sellerstats"
 	"github.com/idemlambda/idemlambda/internal/config"
 )
 
@@ -74,7 +74,7 @@ func run() error {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	ctx := context.Background()
-	client, err := benchrun.NewClient(ctx, endpoint, nil)
+	client, err := benchrun.NewClient(endpoint, nil)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func run() error {
 			CacheSize: 0,
 		},
 	}
-	c, err := app.SellerStats(client, cfg, io.Discard)
+	c, err := sellerstats.New(client, cfg, io.Discard)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,5 @@
 // Command gorunner is the idemlambda side of make bench-peer: the real
-// POST /products handler from app.CreateProduct, invoked in this process
+// POST /products handler from createproduct.New, invoked in this process
 // with API Gateway v2 events, one workload per process, so the process's
 // CPU time is this implementation's alone.
 //
@@ -31,7 +31,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
 	"github.com/idemlambda/idemlambda/bench/benchrun"
-	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
@@ -78,7 +78,7 @@ func run() error {
 		return err
 	}
 	hook := &hookClient{base: awshttp.NewBuildableClient(), reached: make(chan struct{}, 1)}
-	client, err := benchrun.NewClient(context.Background(), f.endpoint, hook)
+	client, err := benchrun.NewClient(f.endpoint, hook)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func run() error {
 			CacheSize: 0,
 		},
 	}
-	h, err := app.CreateProduct(client, cfg, io.Discard)
+	h, err := createproduct.New(client, cfg, io.Discard)
 	if err != nil {
 		return err
 	}

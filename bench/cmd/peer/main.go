@@ -31,13 +31,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/idemlambda/idemlambda/bench/proxy"
+	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 )
 
@@ -237,7 +238,7 @@ func run(o options) error {
 		return err
 	}
 	defer sdkLog.Close()
-	direct, err := directClient(ctx, storeURL, sdkLog) // setup and scans: not counted
+	direct, err := directClient(storeURL, sdkLog) // setup and scans: not counted
 	if err != nil {
 		return err
 	}
@@ -761,16 +762,9 @@ func cleanEnv() []string {
 // embedded store ends every response with a newline after the JSON) and
 // that the partial checksum did not match; the response itself had
 // decoded in full.
-func directClient(ctx context.Context, endpoint string, log io.Writer) (*dynamodb.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx,
-		config.WithRegion("us-east-1"),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
-		config.WithLogger(logging.NewStandardLogger(log)),
-	)
-	if err != nil {
-		return nil, err
-	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
+func directClient(endpoint string, log io.Writer) (*dynamodb.Client, error) {
+	return app.Client(config.AWS{Region: "us-east-1", AccessKeyID: "local", SecretAccessKey: "local", Endpoint: endpoint},
+		dynamodb.NewFromConfig, func(o *dynamodb.Options) { o.Logger = logging.NewStandardLogger(log) })
 }
 
 func freeAddr() (string, error) {

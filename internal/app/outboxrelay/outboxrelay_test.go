@@ -4,6 +4,11 @@ import (
 	"io"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/outboxrelay"
 	"github.com/idemlambda/idemlambda/internal/config"
 )
@@ -11,30 +16,28 @@ import (
 func load(t *testing.T, env map[string]string) config.OutboxRelay {
 	t.Helper()
 	cfg, err := config.LoadOutboxRelay(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return cfg
 }
 
-// New assembles the relay from its configuration without calling AWS: the
-// first call is the first batch's PutEvents.
-func TestNewAssemblesFromTheConfiguration(t *testing.T) {
+// The relay is assembled as its main does, from its configuration, without
+// calling AWS: the first call is the first batch's PutEvents, to the
+// endpoint of the SDK's EventBridge variable.
+func TestTheRelayAssemblesFromItsConfiguration(t *testing.T) {
 	t.Parallel()
-	h, err := outboxrelay.New(load(t, map[string]string{
+	cfg := load(t, map[string]string{
 		"EVENT_BUS_NAME": "bus", "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "s",
 		"AWS_ENDPOINT_URL_EVENTBRIDGE": "http://127.0.0.1:1",
-	}), io.Discard)
-	if err != nil || h == nil {
-		t.Fatalf("New = %v, %v", h, err)
-	}
-}
+	})
+	client, err := app.Client(cfg.AWS, eventbridge.NewFromConfig)
+	require.NoError(t, err)
+	assert.Equal(t, "http://127.0.0.1:1", *client.Options().BaseEndpoint)
+	pub, err := outboxrelay.Bridge(client, cfg)
+	require.NoError(t, err)
+	h, err := outboxrelay.New(pub, cfg, io.Discard)
+	require.NoError(t, err)
+	assert.NotNil(t, h)
 
-// Without Lambda's region and credentials the relay does not start, rather
-// than failing at its first batch.
-func TestNewNeedsRegionAndCredentials(t *testing.T) {
-	t.Parallel()
-	if _, err := outboxrelay.New(load(t, map[string]string{"EVENT_BUS_NAME": "bus"}), io.Discard); err == nil {
-		t.Fatal("New without AWS_REGION and credentials succeeded")
-	}
+	_, err = outboxrelay.New(nil, cfg, io.Discard)
+	assert.Error(t, err, "no publisher")
 }

@@ -33,7 +33,7 @@ func TestOnPutReportsCommittedPutsInOrder(t *testing.T) {
 	srv := httptest.NewServer(store)
 	defer srv.Close()
 	ctx := context.Background()
-	client, err := local.Client(ctx, srv.URL)
+	client, err := local.Client(srv.URL)
 	require.NoError(t, err)
 	n := tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}
 	require.NoError(t, local.EnsureTables(ctx, client, n))
@@ -74,7 +74,7 @@ func TestConsumedCountsEveryRequestTheAnswerCannot(t *testing.T) {
 	srv := httptest.NewServer(store)
 	defer srv.Close()
 	ctx := context.Background()
-	client, err := local.Client(ctx, srv.URL)
+	client, err := local.Client(srv.URL)
 	require.NoError(t, err)
 	require.NoError(t, tables.Products.Create(ctx, client, "p", tables.CreateOptions{}))
 	item := func(id string) map[string]types.AttributeValue {

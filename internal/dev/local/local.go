@@ -15,12 +15,15 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/createproduct"
+	"github.com/idemlambda/idemlambda/internal/app/getproduct"
+	"github.com/idemlambda/idemlambda/internal/app/getseller"
+	"github.com/idemlambda/idemlambda/internal/app/outboxrelay"
+	"github.com/idemlambda/idemlambda/internal/app/sellerstats"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/dev/embedded"
@@ -120,7 +123,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	} else {
 		r.StoreURL = cfg.Endpoint
 	}
-	client, err := Client(ctx, r.StoreURL)
+	client, err := Client(r.StoreURL)
 	if err != nil {
 		return nil, errors.Join(err, r.Close(ctx))
 	}
@@ -152,15 +155,15 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 // apiRoutes are the HTTP API's routes, each served by its function's
 // handler as the Lambda main assembles it.
 func apiRoutes(client *dynamodb.Client, cfg Config) ([]httpadapter.Route, error) {
-	create, err := app.CreateProduct(client, cfg.CreateProduct, cfg.Out)
+	create, err := createproduct.New(client, cfg.CreateProduct, cfg.Out)
 	if err != nil {
 		return nil, err
 	}
-	get, err := app.GetProduct(client, cfg.GetProduct, cfg.Out)
+	get, err := getproduct.New(client, cfg.GetProduct, cfg.Out)
 	if err != nil {
 		return nil, err
 	}
-	seller, err := app.GetSeller(client, cfg.GetSeller, cfg.Out)
+	seller, err := getseller.New(client, cfg.GetSeller, cfg.Out)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +180,7 @@ func apiRoutes(client *dynamodb.Client, cfg Config) ([]httpadapter.Route, error)
 func (r *Runner) startRelay(ctx, bgCtx context.Context, cfg Config) error {
 	pub := cfg.Publisher
 	if cfg.ConsumeEvents {
-		consumer, err := app.SellerStats(r.Client, cfg.SellerStats, cfg.Out)
+		consumer, err := sellerstats.New(r.Client, cfg.SellerStats, cfg.Out)
 		if err != nil {
 			return err
 		}
@@ -185,7 +188,7 @@ func (r *Runner) startRelay(ctx, bgCtx context.Context, cfg Config) error {
 		r.background(func() { r.queue.Run(bgCtx) })
 		pub = tee{pub, r.queue}
 	}
-	h, err := app.OutboxRelay(pub, cfg.OutboxRelay, cfg.Out)
+	h, err := outboxrelay.New(pub, cfg.OutboxRelay, cfg.Out)
 	if err != nil {
 		return err
 	}
@@ -290,18 +293,11 @@ func (r *Runner) Close(ctx context.Context) error {
 }
 
 // Client returns a DynamoDB client for a local endpoint with dummy
-// credentials: nothing here may touch a real account by accident.
-func Client(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx,
-		awsconfig.WithRegion("us-east-1"),
-		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("aws config: %w", err)
-	}
-	return dynamodb.NewFromConfig(cfg, ddb.CountPerContext, func(o *dynamodb.Options) {
-		o.BaseEndpoint = aws.String(endpoint)
-	}), nil
+// credentials: nothing here may touch a real account by accident. It
+// counts its calls per context, as the functions' clients do.
+func Client(endpoint string) (*dynamodb.Client, error) {
+	return app.Client(config.AWS{Region: "us-east-1", AccessKeyID: "local", SecretAccessKey: "local", Endpoint: endpoint},
+		dynamodb.NewFromConfig, ddb.CountPerContext)
 }
 
 // EnsureTables creates any of the tables that do not exist yet. A table

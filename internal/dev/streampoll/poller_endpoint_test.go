@@ -1,6 +1,7 @@
 package streampoll_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,8 +14,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -22,6 +21,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
@@ -41,20 +42,15 @@ func streamsEnv(t *testing.T) (*ddbtest.Env, *dynamodbstreams.Client) {
 			"or DYNAMODB_TEST_BACKEND=container")
 	}
 	env := ddbtest.New(t)
-	var opts []func(*config.LoadOptions) error
-	if env.Kind != ddbtest.Endpoint {
-		opts = append(opts, config.WithRegion("us-east-1"),
-			config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
+	// The SDK's Streams variable when set; else the DynamoDB endpoint:
+	// DynamoDB Local and moto serve Streams on the DynamoDB port.
+	a := config.AWS{Region: "us-east-1", AccessKeyID: "test", SecretAccessKey: "test"}
+	if env.Kind == ddbtest.Endpoint {
+		a = config.LoadAWS(os.Getenv, config.EndpointDynamoDBStreams)
 	}
-	cfg, err := config.LoadDefaultConfig(t.Context(), opts...)
+	a.Endpoint = cmp.Or(a.Endpoint, env.URL)
+	client, err := app.Client(a, dynamodbstreams.NewFromConfig)
 	require.NoError(t, err)
-	client := dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
-		// DynamoDB Local and moto serve Streams on the DynamoDB port; the
-		// SDK's own AWS_ENDPOINT_URL_DYNAMODB_STREAMS wins when set.
-		if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS") == "" && env.URL != "" {
-			o.BaseEndpoint = aws.String(env.URL)
-		}
-	})
 	return env, client
 }
 

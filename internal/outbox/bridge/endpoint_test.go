@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
 )
 
@@ -24,9 +25,8 @@ func TestEventBridgePublisherAgainstEndpoint(t *testing.T) {
 		t.Skip("set AWS_ENDPOINT_URL_EVENTBRIDGE (moto, make e2e) to publish to a real EventBridge API")
 	}
 	ctx := t.Context()
-	cfg, err := config.LoadDefaultConfig(ctx)
+	client, err := app.Client(config.LoadAWS(os.Getenv, config.EndpointEventBridge), eventbridge.NewFromConfig)
 	require.NoError(t, err)
-	client := eventbridge.NewFromConfig(cfg)
 	bus := fmt.Sprintf("outbox-test-%d", time.Now().UnixNano())
 	_, err = client.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String(bus)})
 	require.NoError(t, err)

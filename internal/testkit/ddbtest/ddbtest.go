@@ -5,7 +5,9 @@
 //     httptest server (internal/dev/embedded), reached by the real SDK over
 //     HTTP;
 //   - endpoint: whatever AWS_ENDPOINT_URL_DYNAMODB points at (DynamoDB Local,
-//     moto, or a real account when it is unset);
+//     moto, or a real account when it is unset), with the region and
+//     credentials of AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
+//     and AWS_SESSION_TOKEN, as a function reads them;
 //   - container: amazon/dynamodb-local (or the image DYNAMODB_TEST_IMAGE
 //     names) started by testcontainers-go; skipped, with the reason, where
 //     no Docker engine answers, and failed there when CI=true.
@@ -28,10 +30,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/dev/embedded"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
@@ -136,7 +138,7 @@ func Connect(tb testing.TB) *Env {
 		env.PutItemReturnsOldItem = true
 		env.TransactPutReturnsOldItem = true
 		env.ExactNumbers = true
-		client, err := defaultChainClient(context.Background(), env.Counter.Option)
+		client, err := environmentClient(env.Counter.Option)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -166,7 +168,7 @@ func (e *Env) NewClient(tb testing.TB, opts ...func(*dynamodb.Options)) (*dynamo
 	c := ddb.NewCounter()
 	opts = append([]func(*dynamodb.Options){c.Option}, opts...)
 	if e.Kind == Endpoint {
-		client, err := defaultChainClient(context.Background(), opts...)
+		client, err := environmentClient(opts...)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -209,15 +211,11 @@ func (e *Env) CreateTables(tb testing.TB) tables.Names {
 // account or profile on the machine is needed or touched.
 func staticClient(tb testing.TB, url string, opts ...func(*dynamodb.Options)) *dynamodb.Client {
 	tb.Helper()
-	cfg, err := config.LoadDefaultConfig(context.Background(),
-		config.WithRegion("us-east-1"),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-	)
+	client, err := newClient(config.AWS{Region: "us-east-1", AccessKeyID: "test", SecretAccessKey: "test", Endpoint: url}, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	opts = append([]func(*dynamodb.Options){ddb.CountPerContext, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(url) }}, opts...)
-	return dynamodb.NewFromConfig(cfg, opts...)
+	return client
 }
 
 var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
@@ -234,14 +232,15 @@ func uniqueSuffix(tb testing.TB) string {
 	return name + "-" + hex.EncodeToString(b[:])
 }
 
-// defaultChainClient is a client as the SDK's default chain configures it
-// (AWS_ENDPOINT_URL_DYNAMODB, the region, a profile or other credentials),
-// for the endpoint backend, which may be a real account; it counts its
-// calls per context as the functions' clients do.
-func defaultChainClient(ctx context.Context, opts ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load aws config: %w", err)
-	}
-	return dynamodb.NewFromConfig(cfg, append([]func(*dynamodb.Options){ddb.CountPerContext}, opts...)...), nil
+// environmentClient is a client as a function builds its own, from the
+// environment (AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION and the credentials'
+// variables), for the endpoint backend, which may be a real account.
+func environmentClient(opts ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
+	return newClient(config.LoadAWS(os.Getenv, config.EndpointDynamoDB), opts...)
+}
+
+// newClient builds a client as the functions do (app.Client), counting its
+// calls per context as theirs do.
+func newClient(a config.AWS, opts ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
+	return app.Client(a, dynamodb.NewFromConfig, append([]func(*dynamodb.Options){ddb.CountPerContext}, opts...)...)
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/idemlambda/idemlambda/internal/api"
-	"github.com/idemlambda/idemlambda/internal/sellers"
+	"github.com/idemlambda/idemlambda/internal/sellers/sellersqs"
 	"github.com/idemlambda/idemlambda/internal/testkit/template"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 )
@@ -31,7 +31,7 @@ var itemActions = []string{
 func TestIdempotencyRecordsConfinedToOwnOperation(t *testing.T) {
 	want := map[string]string{
 		"createproduct": idemtable.LeadingKeyPrefix(api.OperationCreateProduct) + "*",
-		"sellerstats":   idemtable.LeadingKeyPrefix(sellers.Operation) + "*",
+		"sellerstats":   idemtable.LeadingKeyPrefix(sellersqs.Operation) + "*",
 	}
 	for fn, p := range want {
 		// IAM reads * and ? as wildcards and ${...} as a policy variable;

@@ -1,4 +1,4 @@
-package sellers_test
+package sellersqs_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/sellers"
+	"github.com/idemlambda/idemlambda/internal/sellers/sellersqs"
 )
 
 // maxReceives is the queue's redrive policy: a message received this many
@@ -30,7 +30,7 @@ type queueRun struct {
 // used under the queue's lock.
 func (f *fixture) drain(t testing.TB, deliveries []events.SQSMessage, workers int, rng *rand.Rand, batchSize func(*rand.Rand) int) queueRun {
 	t.Helper()
-	consumers := make([]*sellers.Consumer, workers)
+	consumers := make([]*sellersqs.Consumer, workers)
 	for i := range consumers {
 		consumers[i] = f.consumer
 	}
@@ -39,7 +39,7 @@ func (f *fixture) drain(t testing.TB, deliveries []events.SQSMessage, workers in
 
 // drainWith is drain with one invocation at a time per consumer, as each
 // Lambda execution environment has its own process (and its own cache).
-func (f *fixture) drainWith(t testing.TB, deliveries []events.SQSMessage, consumers []*sellers.Consumer, rng *rand.Rand, batchSize func(*rand.Rand) int) queueRun {
+func (f *fixture) drainWith(t testing.TB, deliveries []events.SQSMessage, consumers []*sellersqs.Consumer, rng *rand.Rand, batchSize func(*rand.Rand) int) queueRun {
 	t.Helper()
 	type queued struct {
 		msg      events.SQSMessage

@@ -1,7 +1,8 @@
-package api_test
+package sellershttp_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -12,8 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/getseller"
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/problem"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 )
@@ -32,7 +34,7 @@ func TestGetSeller(t *testing.T) {
 	t.Parallel()
 	env := ddbtest.New(t)
 	logs := &logbuf.Buffer{}
-	h, err := app.GetSeller(env.Client, config.GetSeller{SellersTable: env.Tables.Sellers}, logs)
+	h, err := getseller.New(env.Client, config.GetSeller{SellersTable: env.Tables.Sellers}, logs)
 	require.NoError(t, err)
 	seller := uuid.New()
 
@@ -60,4 +62,17 @@ func TestGetSeller(t *testing.T) {
 		`{"cents":1998,"currency":"EUR"},{"cents":300,"currency":"JPY"},{"cents":500,"currency":"USD"}],`+
 		`"updated_at":"2026-12-01T10:11:12.345Z"}`, resp.Body, "one total per currency, summed over the shards, sorted, each through pkg/money; the latest shard's time")
 	assert.Contains(t, logs.String(), `"msg":"get seller"`)
+}
+
+// assertProblem checks an RFC 9457 response of the kind.
+func assertProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int, kind string) {
+	t.Helper()
+	assert.Equal(t, status, resp.StatusCode, resp.Body)
+	assert.Equal(t, "application/problem+json", resp.Headers["Content-Type"])
+	var p map[string]any
+	require.NoError(t, json.Unmarshal([]byte(resp.Body), &p), resp.Body)
+	assert.Equal(t, problem.TypeBase+kind, p["type"])
+	assert.EqualValues(t, status, p["status"])
+	assert.NotEmpty(t, p["title"])
+	assert.NotEmpty(t, p["detail"])
 }

@@ -1,4 +1,4 @@
-package sellers
+package sellersqs
 
 import (
 	"math/rand/v2"
@@ -8,38 +8,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Shards is how many items of the sellers table (shard 0 to Shards-1
-// under the seller's id) a seller's statistics are spread over:
-// DynamoDB's write sharding for a hot key. A transaction holds every item
-// it writes, and DynamoDB cancels another one that touches them meanwhile
-// (TransactionConflict), so the batches of a seller with many products,
-// each updating its one item, would mostly wait for each other. Each
-// batch updates one shard instead (its environment's home, see homes),
-// and the reader sums the shards with one Query.
-//
-// Ten, measured with make sweep-sellers (docs/architecture.md, Hot
-// sellers): at 6 environments on one seller, transactions meeting a
-// shard held fall from 0.17-0.19 per event on one item to 0.04-0.05
-// with 4 shards and 0 to 0.01 from 8 on, calls per event from 0.46-0.47
-// to 0.33-0.34, and more shards change nothing measurable (the rest is
-// the events' duplicates, on their idempotency records); ten leave room
-// for up to 10 environments (0.02-0.03 there), and a read stays one
-// Query of at most ten small items. Changing it needs no migration: the reader sums whatever
-// shards exist. Each shard holds at most the int64 limit divided by
-// Shards, so that their sum fits in an int64; after a change of Shards
-// the old shards may hold more, and a sum past int64 is then the
-// reader's error (ErrOverflow), never a wrong number.
-const Shards = 10
-
-// homes is the shards a Counter's batches write to. A batch takes a home
+// homes is the shards of its sellers a consumer's batches write to
+// (sellers.Shards of each). A batch takes a home
 // and updates that shard of each of its sellers in every transaction it
 // sends; a transaction cancelled because another one held that shard
 // moves the batch to another home at random. A Lambda execution
 // environment runs one batch at a time, so it keeps writing to one shard,
 // and environments spread out over the shards as their conflicts push
 // them apart: two meet again only when one moves onto the other's shard.
-// Concurrent batches of one Counter (tests, make run) take different
-// homes, as separate environments would.
+// Concurrent batches of one consumer (tests, make run) take different
+// homes, as separate environments would. pkg/idem/idemshard is the
+// library's form of the same policy.
 type homes struct {
 	n    int
 	mu   sync.Mutex
@@ -52,7 +31,7 @@ func newHomes(n int) *homes {
 }
 
 // take returns a batch's home: the one the last batch gave back, or a
-// shard no batch of this Counter writes.
+// shard no batch of this consumer writes.
 func (h *homes) take() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -90,7 +69,7 @@ func (h *homes) give(s int) {
 }
 
 // other returns a shard at random other than from, and other than those
-// this Counter's batches hold while there is one; h.mu is held.
+// this consumer's batches hold while there is one; h.mu is held.
 func (h *homes) other(from int) int {
 	var pick []int
 	for _, free := range []bool{true, false} {

@@ -1,4 +1,4 @@
-package sellers_test
+package sellersqs_test
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
-	"github.com/idemlambda/idemlambda/internal/sellers"
+	"github.com/idemlambda/idemlambda/internal/sellers/sellersqs"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
@@ -143,7 +143,7 @@ func runHotSeller(t testing.TB, f *fixture, seed uint64, eventsN, workers, batch
 		watch.next = o.HTTPClient
 		o.HTTPClient = watch
 	})
-	consumers := make([]*sellers.Consumer, workers)
+	consumers := make([]*sellersqs.Consumer, workers)
 	for i := range consumers {
 		consumers[i] = f.newConsumerOn(t, client, 1000)
 	}

@@ -1,4 +1,4 @@
-package sellers_test
+package sellersqs_test
 
 import (
 	"context"
@@ -23,10 +23,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/sellerstats"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
 	"github.com/idemlambda/idemlambda/internal/sellers"
+	"github.com/idemlambda/idemlambda/internal/sellers/sellersqs"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
@@ -219,7 +220,7 @@ func TestAFailedTransactionReportsOnlyItsMessage(t *testing.T) {
 	})
 	cfg := config.SellerStats{SellersTable: f.env.Tables.Sellers, EventSource: source,
 		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: 24 * 3600e9, Mode: config.ModeTransact}}
-	flaky, err := app.SellerStats(client, cfg, f.logs)
+	flaky, err := sellerstats.New(client, cfg, f.logs)
 	require.NoError(t, err)
 	resp, err := flaky.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{a.message(t, 1), b.message(t, 1), c.message(t, 1)}})
 	require.NoError(t, err)
@@ -252,7 +253,7 @@ func TestATotalThatWouldOverflowIsRefused(t *testing.T) {
 	limit := int64(math.MaxInt64)
 	if !f.env.ExactNumbers {
 		limit = 1_000_000
-		sellers.SetLimit(f.consumer, limit)
+		sellersqs.SetLimit(f.consumer, limit)
 		t.Logf("%s backend keeps numbers as float64: overflow tested at a limit of %d, not math.MaxInt64", f.env.Kind, limit)
 	}
 	shardCap := limit / sellers.Shards
@@ -305,7 +306,7 @@ func TestAFullShardPassesItsEventsToOneWithRoom(t *testing.T) {
 			msgs = append(msgs, newProduct(t, seller, eur(t, cents)).message(t, 1))
 		}
 		env := f.newConsumer(t, 0)
-		sellers.SetLimit(env, limit)
+		sellersqs.SetLimit(env, limit)
 		resp, err := env.Handle(context.Background(), events.SQSEvent{Records: msgs})
 		require.NoError(t, err)
 		assert.Empty(t, failedIDs(resp), "shard %d has room for all of them", free)
@@ -398,7 +399,7 @@ func TestAHungStoreAnswersBeforeTheDeadline(t *testing.T) {
 	})
 	cfg := config.SellerStats{SellersTable: f.env.Tables.Sellers, EventSource: source,
 		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: time.Hour, Mode: config.ModeTransact}}
-	hung, err := app.SellerStats(client, cfg, f.logs)
+	hung, err := sellerstats.New(client, cfg, f.logs)
 	require.NoError(t, err)
 	seller := uuid.New()
 	var msgs []events.SQSMessage
@@ -422,4 +423,32 @@ func TestAHungStoreAnswersBeforeTheDeadline(t *testing.T) {
 	_, sum := f.batchTotals(t)
 	assert.Equal(t, 10.0, sum["Failed"])
 	assert.Zero(t, sum["Applied"]+sum["Poison"])
+}
+
+// BenchmarkConsumer is the handler's cost per record, batches of 10 fresh
+// events, against the backend of DYNAMODB_TEST_BACKEND (make bench: a
+// store in another process).
+func BenchmarkConsumer(b *testing.B) {
+	f := newFixture(b)
+	seller := uuid.New()
+	var batch []events.SQSMessage
+	records := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		batch = batch[:0]
+		for range 10 {
+			batch = append(batch, newProduct(b, seller, eur(b, 100)).message(b, 1))
+		}
+		resp, err := f.consumer.Handle(context.Background(), events.SQSEvent{Records: batch})
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			b.Fatalf("batch failed: %v %v", err, resp.BatchItemFailures)
+		}
+		records += len(batch)
+	}
+	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(f.env.Counter.Total())/float64(records), "ddb-calls/record")
+	got, err := f.reader.Get(context.Background(), seller)
+	if err != nil || got.ProductCount != int64(records) {
+		b.Fatal(fmt.Errorf("count %d of %d: %v", got.ProductCount, records, err))
+	}
 }

@@ -1,4 +1,10 @@
-package sellers
+// Package sellersqs is the seller statistics consumer's SQS side, the
+// sellerstats Lambda's handler: an SQS batch of EventBridge events in,
+// each message decoded (internal/sellers), the batch's new events counted
+// in one transaction with their idempotency records (pkg/idem/idemsqs,
+// the writes from sellers.Counter), and a partial-batch answer out, with
+// one log line per message, one per batch and one metrics line.
+package sellersqs
 
 import (
 	"context"
@@ -12,9 +18,9 @@ import (
 	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/metrics"
+	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/internal/tracing"
 	"github.com/idemlambda/idemlambda/pkg/idem"
-	"github.com/idemlambda/idemlambda/pkg/idem/idemsqs"
 )
 
 // DeadlineMargin is kept back from the invocation's deadline, so a hung
@@ -28,27 +34,25 @@ const DeadlineMargin = 500 * time.Millisecond
 // holds its record, and a seller's shard can be held by another batch.
 const MaxTxAttempts = 10
 
-// Applier counts the events of a batch's messages, each once, and says
-// what became of each message; *Counter is the one in use.
-type Applier interface {
-	ApplyMessages(ctx context.Context, ev events.SQSEvent, decode func(events.SQSMessage) (ProductCreated, error)) []idemsqs.Result
-}
-
-var _ Applier = (*Counter)(nil)
-
 // Consumer is the sellerstats Lambda's handler: SQS batches of
 // EventBridge events, each counted once.
 type Consumer struct {
-	apply   Applier
+	batches *batches
 	source  string
 	log     *slog.Logger
 	metrics *metrics.Recorder
 }
 
-// NewConsumer returns a Consumer that counts events from source only,
-// logs to log and writes one metrics line per batch to rec.
-func NewConsumer(apply Applier, source string, log *slog.Logger, rec *metrics.Recorder) *Consumer {
-	return &Consumer{apply: apply, source: source, log: log, metrics: rec}
+// NewConsumer returns a Consumer that counts events from source only
+// with counter's writes, committed through store (in transact mode: the
+// writes are computed from the event alone, so a duplicate needs no
+// IN_PROGRESS state to wait on), logs to log and writes one metrics line
+// per batch to rec.
+func NewConsumer(store *idem.Store, counter *sellers.Counter, source string, log *slog.Logger, rec *metrics.Recorder) (*Consumer, error) {
+	if store == nil || counter == nil || log == nil || rec == nil {
+		return nil, errors.New("sellersqs: the consumer needs an idempotency store, a counter, a log and a metrics recorder")
+	}
+	return &Consumer{batches: newBatches(store, counter), source: source, log: log, metrics: rec}, nil
 }
 
 // Counts is what one batch did, logged and measured once per invocation.
@@ -84,7 +88,7 @@ func (c *Consumer) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 }
 
 // handle is Handle, also returning the batch's counts (for the metrics).
-// It counts the batch's valid events with one ApplyMessages (one
+// It counts the batch's valid events with one apply (one
 // transaction, or two when some were delivered before), then logs each
 // message in the batch's order.
 func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, Counts) {
@@ -97,7 +101,7 @@ func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 	}
 	msgs := make([]message, len(ev.Records))
 	eventIDs := make(map[string]string, len(ev.Records)) // by messageId
-	decode := func(m events.SQSMessage) (ProductCreated, error) {
+	decode := func(m events.SQSMessage) (sellers.ProductCreated, error) {
 		pc, err := c.decode(m)
 		eventIDs[m.MessageId] = pc.EventID
 		return pc, err
@@ -108,7 +112,7 @@ func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 			msgs[i] = message{outcome: idem.OutcomeUnavailable, err: fmt.Errorf("sellers: untried: %w", err)}
 		}
 	} else {
-		for i, r := range c.apply.ApplyMessages(work, ev, decode) {
+		for i, r := range c.batches.apply(work, ev, decode) {
 			msgs[i] = message{eventID: eventIDs[ev.Records[i].MessageId], outcome: r.Outcome, err: r.Err}
 		}
 	}
@@ -153,16 +157,16 @@ func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 
 // decode reads one message into the event it carries, from this
 // consumer's source; the event's id is set once the message has decoded.
-func (c *Consumer) decode(m events.SQSMessage) (ProductCreated, error) {
+func (c *Consumer) decode(m events.SQSMessage) (sellers.ProductCreated, error) {
 	if m.MessageId == "" {
-		return ProductCreated{}, fmt.Errorf("%w: a message without a messageId", ErrPoison)
+		return sellers.ProductCreated{}, fmt.Errorf("%w: a message without a messageId", sellers.ErrPoison)
 	}
-	pc, err := DecodeMessage(m.Body)
+	pc, err := sellers.DecodeMessage(m.Body)
 	if err != nil {
-		return ProductCreated{}, err
+		return sellers.ProductCreated{}, err
 	}
 	if pc.Source != c.source {
-		return ProductCreated{EventID: pc.EventID}, fmt.Errorf("%w: source %q, this consumer counts %q", ErrPoison, pc.Source, c.source)
+		return sellers.ProductCreated{EventID: pc.EventID}, fmt.Errorf("%w: source %q, this consumer counts %q", sellers.ErrPoison, pc.Source, c.source)
 	}
 	return pc, nil
 }
@@ -188,6 +192,6 @@ func messageAttrs(m events.SQSMessage, eventID string, outcome idem.Outcome) []a
 // does not decode, an event id reused for another product, a total that
 // would overflow, an effect no transaction can carry.
 func permanent(err error) bool {
-	return errors.Is(err, ErrPoison) || errors.Is(err, idem.ErrKeyReuse) || errors.Is(err, idem.ErrInvalidKey) ||
-		errors.Is(err, ErrOverflow) || errors.Is(err, idem.ErrInvalidEffect)
+	return errors.Is(err, sellers.ErrPoison) || errors.Is(err, idem.ErrKeyReuse) || errors.Is(err, idem.ErrInvalidKey) ||
+		errors.Is(err, sellers.ErrOverflow) || errors.Is(err, idem.ErrInvalidEffect)
 }

@@ -1,4 +1,4 @@
-package sellers_test
+package sellersqs_test
 
 import (
 	"fmt"

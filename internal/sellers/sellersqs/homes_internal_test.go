@@ -1,4 +1,4 @@
-package sellers
+package sellersqs
 
 import (
 	"sync"
@@ -7,12 +7,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/idemlambda/idemlambda/internal/sellers"
 )
 
 // One batch at a time keeps its home; a move goes elsewhere and sticks.
 func TestABatchKeepsItsEnvironmentsHomeUntilItMoves(t *testing.T) {
 	t.Parallel()
-	h := newHomes(Shards)
+	h := newHomes(sellers.Shards)
 	home := h.take()
 	h.give(home)
 	for range 20 {
@@ -24,20 +26,20 @@ func TestABatchKeepsItsEnvironmentsHomeUntilItMoves(t *testing.T) {
 	moved := h.move(s)
 	assert.NotEqual(t, s, moved)
 	assert.GreaterOrEqual(t, moved, 0)
-	assert.Less(t, moved, Shards)
+	assert.Less(t, moved, sellers.Shards)
 	h.give(moved)
 	assert.Equal(t, moved, h.take(), "the next batch starts where the last one moved to")
 }
 
-// Concurrent batches of one Counter take different homes while there
+// Concurrent batches of one consumer take different homes while there
 // are free shards, and every move lands on a shard.
 func TestConcurrentBatchesTakeDifferentHomes(t *testing.T) {
 	t.Parallel()
-	h := newHomes(Shards)
+	h := newHomes(sellers.Shards)
 	var mu sync.Mutex
 	taken := map[int]int{}
 	var wg sync.WaitGroup
-	for range Shards {
+	for range sellers.Shards {
 		wg.Go(func() {
 			s := h.take()
 			mu.Lock()
@@ -46,11 +48,11 @@ func TestConcurrentBatchesTakeDifferentHomes(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	assert.Len(t, taken, Shards, "each of %d concurrent batches has its own shard: %v", Shards, taken)
+	assert.Len(t, taken, sellers.Shards, "each of %d concurrent batches has its own shard: %v", sellers.Shards, taken)
 	// All shards held: one more batch still gets one.
 	s := h.take()
 	assert.GreaterOrEqual(t, s, 0)
-	assert.Less(t, s, Shards)
+	assert.Less(t, s, sellers.Shards)
 
 	one := newHomes(1)
 	assert.Equal(t, 0, one.take())

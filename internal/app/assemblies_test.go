@@ -1,0 +1,32 @@
+package app_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/idemlambda/idemlambda/internal/app/createproduct"
+	"github.com/idemlambda/idemlambda/internal/app/getproduct"
+	"github.com/idemlambda/idemlambda/internal/app/getseller"
+	"github.com/idemlambda/idemlambda/internal/app/outboxrelay"
+	"github.com/idemlambda/idemlambda/internal/app/sellerstats"
+	"github.com/idemlambda/idemlambda/internal/config"
+)
+
+// Each function's assembly refuses to build it without its dependencies,
+// rather than one that fails at its first invocation.
+func TestAssembliesRefuseMissingDependencies(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	_, err := createproduct.New(nil, config.CreateProduct{}, &out)
+	assert.Error(t, err)
+	_, err = getproduct.New(nil, config.GetProduct{}, &out)
+	assert.Error(t, err)
+	_, err = getseller.New(nil, config.GetSeller{}, &out)
+	assert.Error(t, err)
+	_, err = sellerstats.New(nil, config.SellerStats{}, &out)
+	assert.Error(t, err)
+	_, err = outboxrelay.New(nil, config.OutboxRelay{}, &out)
+	assert.Error(t, err)
+}

@@ -1,0 +1,55 @@
+// Package createproduct assembles the createproduct function (POST
+// /products) around its DynamoDB client: the idempotency store, the
+// product service, the handler, its request log and its metrics.
+package createproduct
+
+import (
+	"errors"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+)
+
+// New assembles createproduct on db, its log and metrics lines written to
+// out (the function's stdout). opts add to, and override, the configured
+// store options.
+func New(db *dynamodb.Client, cfg config.CreateProduct, out io.Writer, opts ...idem.Option) (idemhttp.APIGatewayV2Handler, error) {
+	if db == nil || out == nil {
+		return nil, errors.New("createproduct: needs a DynamoDB client and an output")
+	}
+	// The release must finish inside the handler's deadline margin.
+	opts = append([]idem.Option{
+		idem.WithRetention(cfg.Idempotency.Retention), idem.WithCache(cfg.Idempotency.CacheSize, 0),
+		idem.WithReleaseTimeout(api.DeadlineMargin / 2),
+	}, opts...)
+	store, err := idem.NewStore(db, cfg.Idempotency.Table, opts...)
+	if err != nil {
+		return nil, err
+	}
+	products, err := product.NewService(product.Config{
+		ProductsTable: cfg.ProductsTable, OutboxTable: cfg.OutboxTable, EventSource: cfg.EventSource,
+	})
+	if err != nil {
+		return nil, err
+	}
+	execute := store.Execute
+	if cfg.Idempotency.Mode == config.ModeTransact {
+		execute = store.Transact
+	}
+	creator, err := api.NewProductCreator(execute, products)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := app.Metrics(cfg.Common, out, config.NameCreateProduct)
+	if err != nil {
+		return nil, err
+	}
+	return api.Function(app.Logger(cfg.Common, out), rec, "create product", api.NewCreateHandler(creator).Serve), nil
+}

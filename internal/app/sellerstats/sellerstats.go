@@ -1,0 +1,48 @@
+// Package sellerstats assembles the seller statistics consumer around its
+// DynamoDB client: a store on the idempotency table in transact mode, the
+// counter on the sellers table, the SQS consumer, its log and its
+// metrics.
+package sellerstats
+
+import (
+	"errors"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/sellers"
+	"github.com/idemlambda/idemlambda/internal/sellers/sellersqs"
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+// New assembles sellerstats on db, its log and metrics lines written to
+// out (the function's stdout). opts add to, and override, the configured
+// store options.
+func New(db *dynamodb.Client, cfg config.SellerStats, out io.Writer, opts ...idem.Option) (*sellersqs.Consumer, error) {
+	if db == nil || out == nil {
+		return nil, errors.New("sellerstats: needs a DynamoDB client and an output")
+	}
+	// A transaction's outcome, when unknown, is read back detached from
+	// the batch's context: bounded to fit in the consumer's deadline margin.
+	opts = append([]idem.Option{
+		idem.WithRetention(cfg.Idempotency.Retention), idem.WithCache(cfg.Idempotency.CacheSize, 0),
+		idem.WithReleaseTimeout(sellersqs.DeadlineMargin / 2), idem.WithConflictAttempts(sellersqs.MaxTxAttempts),
+	}, opts...)
+	// The counter's batches read which item a cancelled transaction met
+	// held: only their seller shard's makes them move to another.
+	store, err := idem.NewStore(db, cfg.Idempotency.Table, opts...)
+	if err != nil {
+		return nil, err
+	}
+	counter, err := sellers.NewCounter(cfg.SellersTable)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := app.Metrics(cfg.Common, out, config.NameSellerStats)
+	if err != nil {
+		return nil, err
+	}
+	return sellersqs.NewConsumer(store, counter, cfg.EventSource, app.Logger(cfg.Common, out), rec)
+}

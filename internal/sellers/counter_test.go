@@ -1,0 +1,72 @@
+package sellers_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/internal/sellers"
+	"github.com/idemlambda/idemlambda/pkg/ddbitem"
+)
+
+// The counter is events in, writes out: a batch's listings become one
+// update per seller, on the shard asked for, adding its products and each
+// currency's total under the shard's cap. It calls nothing.
+func TestTheCounterWritesOneUpdatePerSeller(t *testing.T) {
+	t.Parallel()
+	c, err := sellers.NewCounter("sellers")
+	require.NoError(t, err)
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	c.Now = func() time.Time { return now }
+	a, b := "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b", "0b6e1f9a-2c3d-4e5f-8a7b-6c5d4e3f2a1b"
+	writes := c.Writes([]sellers.Listing{
+		{EventID: "e1", SellerID: a, ProductID: "p1", Currency: "EUR", Cents: 100},
+		{EventID: "e2", SellerID: b, ProductID: "p2", Currency: "USD", Cents: 7},
+		{EventID: "e3", SellerID: a, ProductID: "p3", Currency: "EUR", Cents: 250},
+		{EventID: "e4", SellerID: a, ProductID: "p4", Currency: "USD", Cents: 1},
+	}, func(seller string) int { return map[string]int{a: 3, b: 8}[seller] })
+	require.Len(t, writes, 2, "one update per seller, in first-seen order")
+
+	ua := writes[0].Update
+	require.NotNil(t, ua)
+	assert.Equal(t, "sellers", aws.ToString(ua.TableName))
+	assert.Equal(t, map[string]types.AttributeValue{"seller_id": ddbitem.S(a), "shard": ddbitem.N(3)}, ua.Key)
+	assert.Equal(t, "ADD #count :n, #c0 :c0, #c1 :c1 SET #updated = :now", aws.ToString(ua.UpdateExpression))
+	assert.Equal(t, map[string]string{"#count": "product_count", "#updated": "updated_at", "#c0": "cents_EUR", "#c1": "cents_USD"}, ua.ExpressionAttributeNames)
+	capPerShard := int64(9223372036854775807 / sellers.Shards)
+	assert.Equal(t, map[string]types.AttributeValue{
+		":n": ddbitem.N(3), ":count_limit": ddbitem.N(capPerShard - 3), ":now": ddbitem.Time(now),
+		":c0": ddbitem.N(350), ":l0": ddbitem.N(capPerShard - 350),
+		":c1": ddbitem.N(1), ":l1": ddbitem.N(capPerShard - 1),
+	}, ua.ExpressionAttributeValues)
+	assert.Equal(t, "(attribute_not_exists(#count) OR #count <= :count_limit) AND (attribute_not_exists(#c0) OR #c0 <= :l0) AND (attribute_not_exists(#c1) OR #c1 <= :l1)",
+		aws.ToString(ua.ConditionExpression))
+
+	ub := writes[1].Update
+	require.NotNil(t, ub)
+	assert.Equal(t, map[string]types.AttributeValue{"seller_id": ddbitem.S(b), "shard": ddbitem.N(8)}, ub.Key)
+	assert.Equal(t, ddbitem.N(7), ub.ExpressionAttributeValues[":c0"])
+}
+
+// A batch whose sum alone passes a shard's cap gets a condition that can
+// never hold, so the consumer tries its events in smaller sets.
+func TestTheCounterRefusesASumPastTheCap(t *testing.T) {
+	t.Parallel()
+	c, err := sellers.NewCounter("sellers")
+	require.NoError(t, err)
+	c.Limit = 1000 * int64(c.Shards)
+	seller := "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"
+	writes := c.Writes([]sellers.Listing{
+		{EventID: "e1", SellerID: seller, Currency: "EUR", Cents: 600},
+		{EventID: "e2", SellerID: seller, Currency: "EUR", Cents: 600},
+	}, func(string) int { return 0 })
+	require.Len(t, writes, 1)
+	assert.Equal(t, "attribute_exists(#count) AND attribute_not_exists(#count)", aws.ToString(writes[0].Update.ConditionExpression))
+
+	_, err = sellers.NewCounter("")
+	assert.Error(t, err)
+}

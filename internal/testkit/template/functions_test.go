@@ -1,0 +1,114 @@
+package template_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/idemlambda/idemlambda/internal/config"
+)
+
+// A function is in five places, and this test, with the drift test's
+// others, fails when it is missing from any: its main (functions/<fn>),
+// its loader (config.Functions), its assembly (internal/app/<fn>), its
+// resource in template.yaml (<Fn>Function, functionIDs) and its env file
+// for sam local invoke (events/env/<fn>.json, TestSamLocalEnvFiles).
+// make build, make init-time, sam build (mk/sam.mk's build-%Function) and
+// make validate find the functions themselves.
+func TestEveryFunctionIsEverywhere(t *testing.T) {
+	var loaders []string
+	for _, f := range config.Functions() {
+		loaders = append(loaders, f.Name)
+	}
+	slices.Sort(loaders)
+	var templated []string
+	for fn := range functionIDs(t, load(t)) {
+		templated = append(templated, fn)
+	}
+	slices.Sort(templated)
+	for what, got := range map[string][]string{
+		"folders with a main.go under functions/": dirsWith(t, "functions", "main.go"),
+		"assembly packages under internal/app/":   dirsWith(t, filepath.Join("internal", "app"), "*.go"),
+		"AWS::Serverless::Function resources":     templated,
+	} {
+		if !slices.Equal(got, loaders) {
+			t.Errorf("%s: %v; config.Functions(): %v (docs/development.md, Add a function)", what, got, loaders)
+		}
+	}
+	for _, fn := range loaders {
+		if _, err := os.Stat(filepath.Join(repoRoot, "events", "env", fn+".json")); err != nil {
+			t.Errorf("%s has no events/env/%s.json for sam local invoke: %v", fn, fn, err)
+		}
+	}
+}
+
+// dirsWith lists the folders under dir (of the repository) holding a file
+// that matches pattern.
+func dirsWith(t *testing.T, dir, pattern string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(repoRoot, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if m, _ := filepath.Glob(filepath.Join(repoRoot, dir, e.Name(), pattern)); len(m) > 0 {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestEachFunctionLinksOnlyWhatItRuns holds each bootstrap to the packages
+// of its own work (go list -deps of its main): no other function's
+// assembly, nothing of make run or the tests, and, by function, none of
+// the packages it does not run (a function without an entry in never has
+// only the first two rules). The relay links no HTTP API, no product,
+// no seller statistics, no idempotency and no DynamoDB client; the
+// consumer no HTTP API; the API functions no other route's domain.
+func TestEachFunctionLinksOnlyWhatItRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list on every function")
+	}
+	const mod = "github.com/idemlambda/idemlambda/"
+	never := map[string][]string{
+		config.NameOutboxRelay: {"internal/api", "internal/product", "internal/sellers", "pkg/money", "pkg/idem",
+			"github.com/aws/aws-sdk-go-v2/service/dynamodb"},
+		config.NameSellerStats:   {"internal/api", "pkg/idem/idemhttp", "internal/relay", "github.com/aws/aws-sdk-go-v2/service/eventbridge"},
+		config.NameCreateProduct: {"internal/sellers", "internal/relay", "pkg/idem/idemsqs", "github.com/aws/aws-sdk-go-v2/service/eventbridge"},
+		config.NameGetProduct:    {"internal/sellers", "internal/relay", "pkg/idem/idemsqs", "github.com/aws/aws-sdk-go-v2/service/eventbridge"},
+		config.NameGetSeller:     {"internal/sellers/sellersqs", "internal/relay", "pkg/idem/idemsqs", "github.com/aws/aws-sdk-go-v2/service/eventbridge"},
+	}
+	for _, f := range config.Functions() {
+		t.Run(f.Name, func(t *testing.T) {
+			cmd := exec.Command("go", "list", "-deps", "./functions/"+f.Name)
+			cmd.Dir = repoRoot
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("go list -deps ./functions/%s: %v", f.Name, err)
+			}
+			for _, dep := range strings.Fields(string(out)) {
+				own := strings.TrimPrefix(dep, mod)
+				switch {
+				case strings.HasPrefix(own, "internal/app/") && own != "internal/app/"+f.Name:
+					t.Errorf("links another function's assembly, %s", own)
+				case strings.HasPrefix(own, "internal/dev/"), strings.HasPrefix(own, "internal/testkit/"):
+					t.Errorf("links %s, which make run or the tests use, not Lambda", own)
+				}
+				for _, n := range never[f.Name] {
+					// The module's packages with what is under them; an
+					// SDK client alone (its types may be linked).
+					if own == n || (!strings.HasPrefix(n, "github.com/") && strings.HasPrefix(own, n+"/")) {
+						t.Errorf("links %s, which %s does not run", dep, f.Name)
+					}
+				}
+			}
+		})
+	}
+}
