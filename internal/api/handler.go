@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/internal/metrics"
+	"github.com/idemlambda/idemlambda/internal/tracing"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
@@ -32,10 +33,11 @@ type Handler func(context.Context, events.APIGatewayV2HTTPRequest) Reply
 
 // Lambda adapts h to the Lambda runtime. It never returns an error: every
 // failure is a problem+json response, so API Gateway never turns one into
-// an opaque 502.
+// an opaque 502. The request runs in the trace Lambda began the
+// invocation in.
 func Lambda(h Handler) idemhttp.APIGatewayV2Handler {
 	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		return h(ctx, req).Response, nil
+		return h(tracing.Invocation(ctx), req).Response, nil
 	}
 }
 

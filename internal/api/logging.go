@@ -12,8 +12,8 @@ import (
 )
 
 // Logged writes one JSON line per request, msg at info level, or at error
-// level for a 5xx: the Lambda and API Gateway request ids, the X-Ray trace
-// id and header, the outcome
+// level for a 5xx: the Lambda and API Gateway request ids, the trace id
+// (X-Ray's form), the outcome
 // and the attributes the handler added, the status, the duration and the
 // error. Never the body or the key: they can carry client data.
 func Logged(log *slog.Logger, msg string, next Handler) Handler {
@@ -27,10 +27,11 @@ func Logged(log *slog.Logger, msg string, next Handler) Handler {
 		if id := req.RequestContext.RequestID; id != "" {
 			attrs = append(attrs, slog.String("api_request_id", id))
 		}
-		// The invocation's X-Ray trace id: the relay and the consumer log
-		// it too, so one product can be followed to its consumers.
-		if h := tracing.FromContext(ctx); h != "" {
-			attrs = append(attrs, slog.String("trace_id", tracing.TraceID(h)), slog.String("trace_header", h))
+		// The request's trace id, in X-Ray's form: the relay and the
+		// consumer log it too, so one product can be followed to its
+		// consumers.
+		if id := tracing.TraceID(ctx); id != "" {
+			attrs = append(attrs, slog.String("trace_id", id))
 		}
 		if r.Outcome != "" {
 			attrs = append(attrs, slog.String("outcome", string(r.Outcome)))

@@ -40,10 +40,19 @@ type Event struct {
 	DataContentType string          `json:"datacontenttype"`
 	Data            json.RawMessage `json:"data"`
 
-	// TraceHeader is the X-Ray trace header of the request that created
-	// the event, or "". It is not part of the CloudEvent: it travels
-	// beside it, as the outbox item's trace_header, the PutEvents entry's
-	// TraceHeader and the SQS message's AWSTraceHeader.
+	// TraceParent and TraceState are the W3C trace context the event was
+	// created under (the POST's), both "" when there was none: the
+	// CloudEvents Distributed Tracing extension's attributes, so a
+	// consumer can link its work to the producer's span. The outbox item
+	// stores them beside the payload (traceparent, tracestate), and the
+	// relay puts them back on the CloudEvent it publishes.
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
+
+	// TraceHeader is the X-Ray trace header the event is sent with, not
+	// part of the CloudEvent and not stored: the relay sets it from the
+	// span that sends the event, as the PutEvents entry's TraceHeader,
+	// which EventBridge passes to the SQS message as AWSTraceHeader.
 	TraceHeader string `json:"-"`
 }
 

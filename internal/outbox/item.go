@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemlambda/idemlambda/internal/tracing"
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 )
 
@@ -25,8 +27,14 @@ const (
 	AttrPayload = "payload"
 	// AttrExpiresAt is the item's TTL, epoch seconds.
 	AttrExpiresAt = "expires_at"
-	// AttrTraceHeader is the X-Ray trace header of the request that
-	// created the event; absent when it had none.
+	// AttrTraceParent and AttrTraceState are the W3C trace context the
+	// event was created under; absent when there was none.
+	AttrTraceParent = tracing.TraceParent
+	AttrTraceState  = tracing.TraceState
+	// AttrTraceHeader is what items written before the W3C attributes
+	// carried: the X-Ray trace header of the request that created the
+	// event. Such items are read (their trace continues) until their TTL
+	// has removed them, 7 days after the change; none is written.
 	AttrTraceHeader = "trace_header"
 )
 
@@ -40,7 +48,12 @@ func (e Event) Item(retention time.Duration) (map[string]types.AttributeValue, e
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
-	payload, err := json.Marshal(e)
+	// The trace context travels beside the CloudEvent in the table, so
+	// the stored envelope is the same whether the request was traced or
+	// not; the relay puts it back on the CloudEvent.
+	envelope := e
+	envelope.TraceParent, envelope.TraceState = "", ""
+	payload, err := json.Marshal(envelope)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: encode envelope: %w", err)
 	}
@@ -52,8 +65,11 @@ func (e Event) Item(retention time.Duration) (map[string]types.AttributeValue, e
 		AttrPayload:     ddbitem.S(string(payload)),
 		AttrExpiresAt:   ddbitem.N(e.Time.Add(retention).Unix()),
 	}
-	if e.TraceHeader != "" {
-		item[AttrTraceHeader] = ddbitem.S(e.TraceHeader)
+	if e.TraceParent != "" {
+		item[AttrTraceParent] = ddbitem.S(e.TraceParent)
+		if e.TraceState != "" {
+			item[AttrTraceState] = ddbitem.S(e.TraceState)
+		}
 	}
 	return item, nil
 }
@@ -74,10 +90,13 @@ func (e Event) Put(table string, retention time.Duration) (types.TransactWriteIt
 	}}, nil
 }
 
-// DecodeItem reads an outbox item back into its envelope and trace header.
-// Every failure wraps ErrUndecodable: the item is malformed and retrying
-// cannot help. A trace header that is not a string is left out, never a
-// failure: tracing must not cost an event.
+// DecodeItem reads an outbox item back into its envelope and the trace
+// context it was created under. Every failure wraps ErrUndecodable: the
+// item is malformed and retrying cannot help. A trace context that is not
+// a string, or not a well-formed one, is left out, never a failure:
+// tracing must not cost an event. An item written before the W3C
+// attributes, with the request's X-Ray header in trace_header, gets that
+// trace as its W3C context; one with neither has none, and still relays.
 func DecodeItem(item map[string]types.AttributeValue) (Event, error) {
 	r := ddbitem.Read(item)
 	payload, aggregate, eventID := r.S(AttrPayload), r.S(AttrAggregateID), r.S(AttrEventID)
@@ -97,8 +116,26 @@ func DecodeItem(item map[string]types.AttributeValue) (Event, error) {
 		return Event{}, fmt.Errorf("%w: keys (%s, %s) disagree with envelope (%s, %s)",
 			ErrUndecodable, aggregate, eventID, e.Subject, e.ID)
 	}
-	if h, ok := item[AttrTraceHeader].(*types.AttributeValueMemberS); ok {
-		e.TraceHeader = h.Value
-	}
+	e.TraceParent, e.TraceState = traceContext(item)
 	return e, nil
+}
+
+// traceContext is the item's W3C trace context, checked and written again
+// by the propagator, or none.
+func traceContext(item map[string]types.AttributeValue) (traceparent, tracestate string) {
+	str := func(name string) string {
+		v, _ := item[name].(*types.AttributeValueMemberS)
+		if v == nil {
+			return ""
+		}
+		return v.Value
+	}
+	ctx := context.Background()
+	if tp := str(AttrTraceParent); tp != "" {
+		return tracing.Inject(tracing.Extract(ctx, tp, str(AttrTraceState)))
+	}
+	if h := str(AttrTraceHeader); h != "" {
+		return tracing.Inject(tracing.FromXRay(ctx, h))
+	}
+	return "", ""
 }

@@ -98,28 +98,71 @@ func TestDecodeItemRejectsWhatCanNeverPublish(t *testing.T) {
 	}
 }
 
-func TestItemCarriesTheTraceHeaderBesideTheCloudEvent(t *testing.T) {
+// The W3C trace context the event was created under is stored beside the
+// CloudEvent, not in the stored envelope, and read back as it was.
+func TestItemCarriesTheTraceContextBesideTheCloudEvent(t *testing.T) {
 	t.Parallel()
-	const h = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	const (
+		tp = "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"
+		ts = "xray=1,vendor=x"
+	)
 	e, err := outbox.NewEvent("idemlambda.products", "ProductCreated", "p1", []byte(`{}`), time.Now())
 	require.NoError(t, err)
 
 	untraced, err := e.Item(outbox.DefaultRetention)
 	require.NoError(t, err)
-	assert.NotContains(t, untraced, outbox.AttrTraceHeader, "no trace header: no attribute")
+	assert.NotContains(t, untraced, outbox.AttrTraceParent, "no trace context: no attribute")
+	assert.NotContains(t, untraced, outbox.AttrTraceState)
 
-	e.TraceHeader = h
+	e.TraceParent, e.TraceState = tp, ts
 	item, err := e.Item(outbox.DefaultRetention)
 	require.NoError(t, err)
-	assert.Equal(t, &types.AttributeValueMemberS{Value: h}, item[outbox.AttrTraceHeader])
-	assert.NotContains(t, item["payload"].(*types.AttributeValueMemberS).Value, h, "not part of the CloudEvent")
+	assert.Equal(t, &types.AttributeValueMemberS{Value: tp}, item[outbox.AttrTraceParent])
+	assert.Equal(t, &types.AttributeValueMemberS{Value: ts}, item[outbox.AttrTraceState])
+	assert.NotContains(t, item[outbox.AttrPayload].(*types.AttributeValueMemberS).Value, "trace", "not in the stored envelope")
+	assert.Equal(t, untraced[outbox.AttrPayload], item[outbox.AttrPayload], "the stored envelope is the same traced or not")
 	back, err := outbox.DecodeItem(item)
 	require.NoError(t, err)
-	assert.Equal(t, h, back.TraceHeader)
+	assert.Equal(t, tp, back.TraceParent)
+	assert.Equal(t, ts, back.TraceState)
+	assert.Empty(t, back.TraceHeader, "the send header is the relay's, never stored")
 
-	// A trace header of another type costs the trace, never the event.
-	item[outbox.AttrTraceHeader] = &types.AttributeValueMemberN{Value: "1"}
+	// A trace context of another type, or malformed, costs the trace,
+	// never the event.
+	for name, bad := range map[string]types.AttributeValue{
+		"number":    &types.AttributeValueMemberN{Value: "1"},
+		"malformed": &types.AttributeValueMemberS{Value: "00-xyz-53995c3f42cd8ad8-01"},
+	} {
+		item[outbox.AttrTraceParent] = bad
+		back, err = outbox.DecodeItem(item)
+		require.NoError(t, err, name)
+		assert.Empty(t, back.TraceParent, name)
+		assert.Empty(t, back.TraceState, name)
+	}
+}
+
+// Items written before the W3C attributes still decode: one with the
+// request's X-Ray header (trace_header) continues that trace; one with no
+// trace field at all has none.
+func TestOldItemsStillDecode(t *testing.T) {
+	t.Parallel()
+	e, err := outbox.NewEvent("idemlambda.products", "ProductCreated", "p1", []byte(`{"a":1}`), time.Now())
+	require.NoError(t, err)
+	item, err := e.Item(outbox.DefaultRetention)
+	require.NoError(t, err)
+	back, err := outbox.DecodeItem(item)
+	require.NoError(t, err)
+	assert.Empty(t, back.TraceParent)
+
+	item[outbox.AttrTraceHeader] = &types.AttributeValueMemberS{Value: "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"}
 	back, err = outbox.DecodeItem(item)
 	require.NoError(t, err)
-	assert.Empty(t, back.TraceHeader)
+	assert.Equal(t, "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01", back.TraceParent)
+	assert.Empty(t, back.TraceState)
+	assert.Equal(t, e.ID, back.ID)
+
+	item[outbox.AttrTraceHeader] = &types.AttributeValueMemberS{Value: "Root=garbage"}
+	back, err = outbox.DecodeItem(item)
+	require.NoError(t, err)
+	assert.Empty(t, back.TraceParent)
 }

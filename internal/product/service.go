@@ -73,8 +73,9 @@ type Creation struct {
 // Create makes a new product from cmd, with a new id and the time now,
 // and the writes that store it. It writes nothing: the caller commits
 // Writes (createproduct commits them with its idempotency key's
-// completion). The event carries the invocation's trace header when ctx
-// has a well-formed one, so the product can be followed to its consumers.
+// completion). The event carries the trace context of ctx's span (the
+// W3C traceparent and tracestate), when ctx has one, so the product can be
+// followed to its consumers in one trace.
 func (s *Service) Create(ctx context.Context, cmd CreateCommand) (Creation, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -92,9 +93,7 @@ func (s *Service) Create(ctx context.Context, cmd CreateCommand) (Creation, erro
 	if err != nil {
 		return Creation{}, err
 	}
-	if h := tracing.FromContext(ctx); tracing.Valid(h) {
-		event.TraceHeader = h
-	}
+	event.TraceParent, event.TraceState = tracing.Inject(ctx)
 	eventPut, err := event.Put(s.cfg.OutboxTable, s.cfg.EventRetention)
 	if err != nil {
 		return Creation{}, err

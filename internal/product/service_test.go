@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
 func TestConstructorsRejectMissingWiring(t *testing.T) {
@@ -51,6 +52,31 @@ func TestCreateReturnsTheWritesItImplies(t *testing.T) {
 	back, err := product.DecodeCreatedData(ev.Data)
 	require.NoError(t, err)
 	assert.Equal(t, c.Product, back)
+}
+
+// The event carries the trace context Create runs under, so a consumer
+// can link its work to the request that created the product; with none,
+// it carries none.
+func TestCreateCarriesTheTraceContext(t *testing.T) {
+	t.Parallel()
+	svc, err := product.NewService(product.Config{ProductsTable: "p", OutboxTable: "o", EventSource: "s"})
+	require.NoError(t, err)
+	cmd, err := product.NewCreateCommand(product.CreateInput{Name: "Widget", PriceCents: 999, Currency: "EUR", SellerID: "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"})
+	require.NoError(t, err)
+	const tp = "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"
+	for ctx, want := range map[context.Context]string{
+		tracing.Extract(context.Background(), tp, "k=v"): tp,
+		context.Background():                             "",
+	} {
+		c, err := svc.Create(ctx, cmd)
+		require.NoError(t, err)
+		ev, err := outbox.DecodeItem(c.Writes[1].Put.Item)
+		require.NoError(t, err)
+		assert.Equal(t, want, ev.TraceParent)
+		if want != "" {
+			assert.Equal(t, "k=v", ev.TraceState)
+		}
+	}
 }
 
 func TestDecodeCreatedDataIsStrict(t *testing.T) {

@@ -52,7 +52,7 @@ type counts struct {
 // source mapping retries from that record on and the order per shard
 // holds. It returns an error only when that record has no sequence number
 // to report, which makes Lambda retry the whole batch. Each published
-// event gets a log line with its keys and trace header; each batch ends in
+// event gets a log line with its keys and trace id; each batch ends in
 // one summary log line and one metrics line.
 func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	start := time.Now()
@@ -131,6 +131,8 @@ func (h *Handler) decodeInserts(ctx context.Context, records []events.DynamoDBEv
 			h.log.ErrorContext(ctx, "undecodable outbox record", recordAttrs(r, slog.Any("err", err))...)
 			continue
 		}
+		// Sent under the trace it was created in: PutEvents' TraceHeader.
+		e.TraceHeader = tracing.XRayHeader(tracing.Extract(ctx, e.TraceParent, e.TraceState))
 		pending = append(pending, e)
 		from = append(from, i)
 	}
@@ -139,8 +141,8 @@ func (h *Handler) decodeInserts(ctx context.Context, records []events.DynamoDBEv
 
 // logPublished writes one line per event known to be published: those
 // before the point Publish stopped at that it did not reject. The line
-// carries the trace header the event travels with, so a product can be
-// followed from its POST, by trace id, through the relay.
+// carries the id of the trace the event was created in, so a product can
+// be followed from its POST, by trace id, through the relay.
 func (h *Handler) logPublished(ctx context.Context, pending []outbox.Event, res outbox.Result, err error) {
 	stop := len(pending)
 	if err != nil {
@@ -158,8 +160,8 @@ func (h *Handler) logPublished(ctx context.Context, pending []outbox.Event, res 
 			continue
 		}
 		attrs := []slog.Attr{slog.String(outbox.AttrAggregateID, e.Subject), slog.String(outbox.AttrEventID, e.ID)}
-		if e.TraceHeader != "" {
-			attrs = append(attrs, slog.String("trace_id", tracing.TraceID(e.TraceHeader)), slog.String("trace_header", e.TraceHeader))
+		if id := tracing.XRayTraceID(tracing.SpanContext(e.TraceParent, e.TraceState).TraceID()); id != "" {
+			attrs = append(attrs, slog.String("trace_id", id))
 		}
 		h.log.LogAttrs(ctx, slog.LevelInfo, "outbox event published", attrs...)
 	}

@@ -26,6 +26,11 @@ type ProductCreated struct {
 	Source string
 	// Product is the product the event carries, validated by product.New.
 	Product product.Product
+	// TraceParent and TraceState are the W3C trace context the event was
+	// created under (the CloudEvents Distributed Tracing extension), ""
+	// for an event that carries none. They are not checked here: a bad
+	// one costs the trace, never the count.
+	TraceParent, TraceState string
 }
 
 // eventBridgeEvent is the part of the EventBridge event (an SQS message's
@@ -58,7 +63,7 @@ func DecodeMessage(body string) (ProductCreated, error) {
 	if len(env.Detail) == 0 || env.Detail[0] != '{' {
 		return poison("detail is not an object")
 	}
-	var ce outbox.Event
+	var ce cloudEvent
 	if err := strictjson.Unmarshal(env.Detail, &ce, "specversion", "id", "source", "type", "subject", "time", "datacontenttype", "data"); err != nil {
 		return poison("detail is not a CloudEvent: %v", err)
 	}
@@ -83,5 +88,23 @@ func DecodeMessage(body string) (ProductCreated, error) {
 	if err != nil || eventID.String() != ce.ID {
 		return poison("CloudEvent id %q is not a lowercase UUID, as the relay writes them", ce.ID)
 	}
-	return ProductCreated{EventID: ce.ID, Source: ce.Source, Product: p}, nil
+	return ProductCreated{EventID: ce.ID, Source: ce.Source, Product: p, TraceParent: str(ce.TraceParent), TraceState: str(ce.TraceState)}, nil
+}
+
+// cloudEvent is the CloudEvent with its Distributed Tracing attributes
+// read apart (these fields, shallower, win over the Event's of the same
+// names), so one of another JSON type costs the trace, not the count.
+type cloudEvent struct {
+	outbox.Event
+	TraceParent json.RawMessage `json:"traceparent"`
+	TraceState  json.RawMessage `json:"tracestate"`
+}
+
+// str is a JSON string's value, or "" for anything else.
+func str(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
 }

@@ -44,6 +44,32 @@ func TestDecodeMessageReadsWhatTheRelayPublishes(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// The CloudEvent's Distributed Tracing attributes come out as they were
+// published; one of another JSON type, or in another case, costs the
+// trace, never the count.
+func TestDecodeMessageReadsTheTraceContext(t *testing.T) {
+	t.Parallel()
+	c := newProduct(t, uuid.New(), eur(t, 100))
+	c.event.TraceParent, c.event.TraceState = "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01", "k=v"
+	body := c.body(t)
+	require.Contains(t, body, `"traceparent":"00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"`)
+	got, err := sellers.DecodeMessage(body)
+	require.NoError(t, err)
+	assert.Equal(t, c.event.TraceParent, got.TraceParent)
+	assert.Equal(t, "k=v", got.TraceState)
+
+	for name, b := range map[string]string{
+		"a number": strings.Replace(body, `"traceparent":"00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"`, `"traceparent":7`, 1),
+		"an array": strings.Replace(body, `"tracestate":"k=v"`, `"tracestate":["k=v"]`, 1),
+		"capitals": strings.Replace(body, `"traceparent"`, `"TraceParent"`, 1),
+	} {
+		require.NotEqual(t, body, b, name)
+		got, err := sellers.DecodeMessage(b)
+		require.NoError(t, err, name)
+		assert.Equal(t, c.event.ID, got.EventID, name)
+	}
+}
+
 // encoding/json alone matches member names in any case and keeps the
 // last of two; a wrong price could be counted that way.
 func TestDecodeMessageRefusesAmbiguousMembers(t *testing.T) {

@@ -1,16 +1,21 @@
-// Package tracing carries the AWS X-Ray trace header through the event
-// path, so one product can be followed from its POST to the consumer: the
-// header Lambda gives an invocation is stored on the outbox item, set on
-// the PutEvents entry, and arrives as the SQS message's AWSTraceHeader.
+// Package tracing carries one trace through the functions with
+// OpenTelemetry's propagators, and is what a function traces with
+// (Tracing). The trace Lambda starts an invocation in arrives as an X-Ray
+// header in the handler's context (Invocation); an event carries the W3C
+// trace context it was created under (traceparent and tracestate, on the
+// outbox item and, by the CloudEvents Distributed Tracing extension, on
+// the CloudEvent: Inject, Extract); PutEvents takes an X-Ray header per
+// entry (XRayHeader), which reaches the SQS message as AWSTraceHeader
+// (FromXRay). No header is parsed or written here by hand: the X-Ray and
+// W3C propagators do both.
 package tracing
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
-	"strings"
-	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // lambdaContextKey is the context key under which aws-lambda-go puts each
@@ -22,18 +27,15 @@ const lambdaContextKey = "x-amzn-trace-id"
 // header EventBridge (or a sender) passed on.
 const SQSAttribute = "AWSTraceHeader"
 
-// HTTPHeader is the HTTP header a client may send a trace header in.
+// HTTPHeader is the X-Ray trace header's name, in HTTP requests and in the
+// X-Ray propagator's carriers.
 const HTTPHeader = "X-Amzn-Trace-Id"
-
-// MaxHeaderBytes is the longest trace header PutEvents accepts in an
-// entry's TraceHeader; a longer one would fail the entry, and with it the
-// relay's batch, again and again.
-const MaxHeaderBytes = 500
 
 // FromContext returns the trace header of the Lambda invocation ctx
 // belongs to, or "" when there is none (no tracing, or not in Lambda).
 // The context value is per invocation; the _X_AMZN_TRACE_ID environment
-// variable aws-lambda-go also sets is the process's latest one.
+// variable aws-lambda-go also sets is the process's latest one, which
+// concurrent invocations (make run) would share.
 func FromContext(ctx context.Context) string {
 	h, _ := ctx.Value(lambdaContextKey).(string)
 	return h
@@ -46,49 +48,76 @@ func NewContext(ctx context.Context, header string) context.Context {
 	return context.WithValue(ctx, lambdaContextKey, header)
 }
 
-// TraceID returns the Root field of a trace header, the trace id X-Ray
-// shows and searches by ("1-5759e988-bd862e3fe1be46a994272793"), or ""
-// when the header has no well-formed one. Every hop adds its own Parent,
-// so the Root is what stays the same from the POST to the consumer.
-func TraceID(header string) string {
-	for field := range strings.SplitSeq(header, ";") {
-		k, v, ok := strings.Cut(strings.TrimSpace(field), "=")
-		if ok && k == "Root" && validRoot(v) {
-			return v
-		}
+// Provider is a tracer provider that can flush and shut down: the SDK's
+// (*sdktrace.TracerProvider), which internal/app builds.
+type Provider interface {
+	trace.TracerProvider
+	// ForceFlush exports every span ended so far.
+	ForceFlush(ctx context.Context) error
+	// Shutdown flushes, then stops the provider.
+	Shutdown(ctx context.Context) error
+}
+
+// Tracing is what a function traces with: a tracer provider, and the
+// propagator its AWS SDK calls inject their trace header with. A nil
+// *Tracing traces nothing: its tracers are no-op ones, which cost next to
+// nothing and still pass a parent's context on (the trace Lambda began
+// an invocation in still reaches the outbox item and PutEvents).
+type Tracing struct {
+	provider   Provider
+	propagator propagation.TextMapPropagator
+}
+
+// New returns the Tracing of provider, its AWS SDK calls injecting their
+// trace header with propagator (nil: none).
+func New(provider Provider, propagator propagation.TextMapPropagator) *Tracing {
+	if propagator == nil {
+		propagator = propagation.NewCompositeTextMapPropagator()
 	}
-	return ""
+	return &Tracing{provider: provider, propagator: propagator}
 }
 
-// Valid reports whether header can travel with an event: it has a
-// well-formed Root and fits in a PutEvents entry.
-func Valid(header string) bool {
-	return len(header) <= MaxHeaderBytes && TraceID(header) != ""
-}
+// On reports whether spans are recorded and exported.
+func (t *Tracing) On() bool { return t != nil && t.provider != nil }
 
-// validRoot checks the X-Ray trace id format: "1-", 8 hex digits (the
-// epoch seconds), "-", 24 hex digits.
-func validRoot(v string) bool {
-	version, rest, ok1 := strings.Cut(v, "-")
-	epoch, random, ok2 := strings.Cut(rest, "-")
-	return ok1 && ok2 && version == "1" && len(epoch) == 8 && isHex(epoch) && len(random) == 24 && isHex(random)
-}
-
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
+// Tracer returns the tracer of an instrumentation scope (the package's
+// import path).
+func (t *Tracing) Tracer(scope string) trace.Tracer {
+	if !t.On() {
+		return noop.Tracer{}
 	}
-	return true
+	return t.provider.Tracer(scope)
 }
 
-// New returns a fresh, sampled trace header in X-Ray's format, as Lambda
-// would begin a trace at now: "Root=1-<epoch>-<random>;Parent=<id>;Sampled=1".
-func New(now time.Time) string {
-	var b [20]byte // 12 for the trace id's random part, 8 for the parent
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("Root=1-%08x-%s;Parent=%s;Sampled=1",
-		uint32(now.Unix()), hex.EncodeToString(b[:12]), hex.EncodeToString(b[12:]))
+// Provider returns the tracer provider; a no-op one when t is off.
+func (t *Tracing) Provider() trace.TracerProvider {
+	if !t.On() {
+		return noop.NewTracerProvider()
+	}
+	return t.provider
+}
+
+// Propagator returns the propagator of the AWS SDK calls' trace header.
+func (t *Tracing) Propagator() propagation.TextMapPropagator {
+	if !t.On() {
+		return propagation.NewCompositeTextMapPropagator()
+	}
+	return t.propagator
+}
+
+// Flush exports every span ended so far: a Lambda function calls it at
+// the end of each invocation, before Lambda may freeze the environment.
+func (t *Tracing) Flush(ctx context.Context) error {
+	if !t.On() {
+		return nil
+	}
+	return t.provider.ForceFlush(ctx)
+}
+
+// Shutdown flushes and stops the provider (make run, when it stops).
+func (t *Tracing) Shutdown(ctx context.Context) error {
+	if !t.On() {
+		return nil
+	}
+	return t.provider.Shutdown(ctx)
 }

@@ -18,6 +18,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/contrib/propagators/aws/xray"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemlambda/idemlambda/internal/tracing"
 )
@@ -41,8 +43,9 @@ type Route struct {
 // problem+json 404, as API Gateway answers an unknown route.
 func New(routes ...Route) http.Handler {
 	mux := http.NewServeMux()
+	ids := xray.NewIDGenerator()
 	for _, r := range routes {
-		mux.Handle(r.Method+" "+r.Pattern, serve(r))
+		mux.Handle(r.Method+" "+r.Pattern, serve(r, ids))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/problem+json")
@@ -52,7 +55,7 @@ func New(routes ...Route) http.Handler {
 	return mux
 }
 
-func serve(route Route) http.Handler {
+func serve(route Route, ids *xray.IDGenerator) http.Handler {
 	params := wildcards(route.Pattern)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := Request(r, route, params)
@@ -60,7 +63,7 @@ func serve(route Route) http.Handler {
 			http.Error(w, "cannot read request body", http.StatusBadRequest)
 			return
 		}
-		resp, err := route.Handler(tracing.NewContext(r.Context(), traceHeader(r)), req)
+		resp, err := route.Handler(tracing.NewContext(r.Context(), traceHeader(r, ids)), req)
 		if err != nil {
 			// API Gateway's answer to a function error.
 			w.Header().Set("Content-Type", "application/json")
@@ -172,13 +175,17 @@ func Write(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
 }
 
 // traceHeader is the trace header Lambda would give the invocation: the
-// client's X-Amzn-Trace-Id when it is well formed, so a caller can pick
-// the id to follow, else a new sampled one.
-func traceHeader(r *http.Request) string {
-	if h := r.Header.Get(tracing.HTTPHeader); tracing.Valid(h) {
+// client's X-Amzn-Trace-Id when the X-Ray propagator can read it, so a
+// caller can pick the id to follow, else a new sampled one, its ids made
+// by X-Ray's ID generator and written by its propagator.
+func traceHeader(r *http.Request, ids *xray.IDGenerator) string {
+	ctx := r.Context()
+	if h := r.Header.Get(tracing.HTTPHeader); trace.SpanContextFromContext(tracing.FromXRay(ctx, h)).IsValid() {
 		return h
 	}
-	return tracing.New(time.Now())
+	traceID, spanID := ids.NewIDs(ctx)
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled})
+	return tracing.XRayHeader(trace.ContextWithSpanContext(ctx, sc))
 }
 
 func requestID() string {

@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/assert"
@@ -103,5 +105,12 @@ func TestEachRequestGetsATraceHeaderAsLambdaGivesIt(t *testing.T) {
 	for _, got := range seen[1:] {
 		assert.Regexp(t, `^Root=1-[0-9a-f]{8}-[0-9a-f]{24};Parent=[0-9a-f]{16};Sampled=1$`, got)
 	}
-	assert.NotEqual(t, tracing.TraceID(seen[1]), tracing.TraceID(seen[2]), "one trace per request")
+	traceID := func(h string) string { return tracing.TraceID(tracing.FromXRay(context.Background(), h)) }
+	assert.NotEqual(t, traceID(seen[1]), traceID(seen[2]), "one trace per request")
+	now := time.Now().Unix()
+	for _, h := range seen[1:] {
+		epoch, err := strconv.ParseInt(traceID(h)[2:10], 16, 64)
+		require.NoError(t, err)
+		assert.InDelta(t, now, epoch, 60, "X-Ray's trace ids begin with the epoch second: %s", h)
+	}
 }

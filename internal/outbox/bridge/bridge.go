@@ -15,7 +15,6 @@ import (
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
-	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
 // PutEvents limits.
@@ -51,7 +50,8 @@ type Config struct {
 
 // Publisher publishes events with EventBridge PutEvents: one
 // entry per event (Source, DetailType = the event type, Detail = the
-// CloudEvent JSON, Time = the event time, TraceHeader = the event's), in calls of at most
+// CloudEvent JSON with its traceparent and tracestate, Time = the event
+// time, TraceHeader = the event's X-Ray header), in calls of at most
 // MaxEntriesPerCall entries and MaxRequestBytes bytes. It is safe for
 // concurrent use.
 type Publisher struct {
@@ -108,10 +108,10 @@ func (p *Publisher) Entry(e outbox.Event) (ebtypes.PutEventsRequestEntry, int, e
 		EventBusName: aws.String(p.cfg.Bus),
 		Time:         aws.Time(e.Time),
 	}
-	// X-Ray follows the event to the rule's targets (SQS: the message's
-	// AWSTraceHeader). One PutEvents would refuse is left out: the event
-	// matters, its trace does not.
-	if tracing.Valid(e.TraceHeader) {
+	// The trace follows the event to the rule's targets (SQS: the
+	// message's AWSTraceHeader); the Detail carries the trace context the
+	// event was created under (traceparent, tracestate).
+	if e.TraceHeader != "" {
 		entry.TraceHeader = aws.String(e.TraceHeader)
 	}
 	return entry, EntrySize(entry), nil

@@ -263,21 +263,31 @@ func TestNewEventBridgePublisherValidates(t *testing.T) {
 	assert.Error(t, err)
 }
 
-func TestEventBridgeEntryCarriesTheTraceHeader(t *testing.T) {
+// An entry carries the event's X-Ray header as its TraceHeader, and its
+// Detail the CloudEvent with the trace context it was created under, as
+// the Distributed Tracing extension's attributes; an untraced event has
+// neither.
+func TestEventBridgeEntryCarriesTheTrace(t *testing.T) {
 	t.Parallel()
-	const h = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	const (
+		h  = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=0102030405060708;Sampled=1"
+		tp = "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"
+	)
 	bus := &outboxtest.Bus{}
-	traced, untraced, malformed := newEvent(t, 1, `{}`), newEvent(t, 2, `{}`), newEvent(t, 3, `{}`)
-	traced.TraceHeader = h
-	malformed.TraceHeader = "Root=" + strings.Repeat("x", 600)
-	res, err := newPublisher(t, bus).Publish(t.Context(), []outbox.Event{traced, untraced, malformed})
+	traced, untraced := newEvent(t, 1, `{}`), newEvent(t, 2, `{}`)
+	traced.TraceHeader, traced.TraceParent, traced.TraceState = h, tp, "k=v"
+	res, err := newPublisher(t, bus).Publish(t.Context(), []outbox.Event{traced, untraced})
 	require.NoError(t, err)
-	assert.Equal(t, outbox.Result{Published: 3}, res, "a bad trace header costs the trace, not the event")
+	assert.Equal(t, outbox.Result{Published: 2}, res)
 	calls := bus.Calls()
 	require.Len(t, calls, 1)
-	require.Len(t, calls[0], 3)
+	require.Len(t, calls[0], 2)
 	assert.Equal(t, h, aws.ToString(calls[0][0].TraceHeader))
 	assert.Nil(t, calls[0][1].TraceHeader)
-	assert.Nil(t, calls[0][2].TraceHeader)
-	assert.NotContains(t, aws.ToString(calls[0][0].Detail), h, "not part of the CloudEvent")
+	var detail map[string]any
+	require.NoError(t, json.Unmarshal([]byte(aws.ToString(calls[0][0].Detail)), &detail))
+	assert.Equal(t, tp, detail["traceparent"])
+	assert.Equal(t, "k=v", detail["tracestate"])
+	assert.NotContains(t, aws.ToString(calls[0][0].Detail), "Root=", "the X-Ray header is not part of the CloudEvent")
+	assert.NotContains(t, aws.ToString(calls[0][1].Detail), "trace")
 }

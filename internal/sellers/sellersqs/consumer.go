@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemlambda/idemlambda/internal/ddb"
 	"github.com/idemlambda/idemlambda/internal/deadline"
@@ -70,7 +71,7 @@ type Counts struct {
 }
 
 // Handle counts the batch's events. Each message it tries ends in one log
-// line: its messageId, CloudEvent id, outcome and trace header. Every
+// line: its messageId, CloudEvent id, outcome and trace id. Every
 // message that is not counted or acknowledged as a duplicate is in
 // batchItemFailures, by messageId, with its reason in that line: nothing
 // is dropped silently. It never returns
@@ -100,10 +101,10 @@ func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 		err     error
 	}
 	msgs := make([]message, len(ev.Records))
-	eventIDs := make(map[string]string, len(ev.Records)) // by messageId
+	decoded := make(map[string]sellers.ProductCreated, len(ev.Records)) // by messageId
 	decode := func(m events.SQSMessage) (sellers.ProductCreated, error) {
 		pc, err := c.decode(m)
-		eventIDs[m.MessageId] = pc.EventID
+		decoded[m.MessageId] = pc
 		return pc, err
 	}
 	if err := work.Err(); err != nil {
@@ -113,7 +114,7 @@ func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 		}
 	} else {
 		for i, r := range c.batches.apply(work, ev, decode) {
-			msgs[i] = message{eventID: eventIDs[ev.Records[i].MessageId], outcome: r.Outcome, err: r.Err}
+			msgs[i] = message{eventID: decoded[ev.Records[i].MessageId].EventID, outcome: r.Outcome, err: r.Err}
 		}
 	}
 	if err := work.Err(); err != nil {
@@ -127,7 +128,7 @@ func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 	var n Counts
 	for i, m := range ev.Records {
 		r := msgs[i]
-		attrs := messageAttrs(m, r.eventID, r.outcome)
+		attrs := messageAttrs(m, r.eventID, r.outcome, decoded[m.MessageId])
 		switch {
 		case r.err == nil && r.outcome == idem.OutcomeReplayed:
 			n.Duplicate++
@@ -172,20 +173,33 @@ func (c *Consumer) decode(m events.SQSMessage) (sellers.ProductCreated, error) {
 }
 
 // messageAttrs are the attributes of a message's one log line: which
-// message and event, and what became of it. The trace header is the one
-// X-Ray passed along from the POST that created the product (via the
-// outbox, PutEvents and the rule), so the line can be found by the
-// request's trace id; a message without one simply has none.
-func messageAttrs(m events.SQSMessage, eventID string, outcome idem.Outcome) []any {
+// message and event, and what became of it, with the id of the trace the
+// event was created in (producer), so the line can be found from the POST
+// that created the product; a message without one simply has none.
+func messageAttrs(m events.SQSMessage, eventID string, outcome idem.Outcome, pc sellers.ProductCreated) []any {
 	attrs := []any{slog.String("message_id", m.MessageId), slog.String("receive_count", m.Attributes["ApproximateReceiveCount"])}
 	if eventID != "" {
 		attrs = append(attrs, slog.String("event_id", eventID))
 	}
 	attrs = append(attrs, slog.String("outcome", string(outcome)))
-	if h := m.Attributes[tracing.SQSAttribute]; h != "" {
-		attrs = append(attrs, slog.String("trace_id", tracing.TraceID(h)), slog.String("trace_header", h))
+	if id := tracing.XRayTraceID(producer(m, pc).TraceID()); id != "" {
+		attrs = append(attrs, slog.String("trace_id", id))
 	}
 	return attrs
+}
+
+// producer is the span context a message's event was created under: the
+// CloudEvent's traceparent, or, for an event that carries none (a
+// producer without the Distributed Tracing extension), the AWSTraceHeader
+// the message arrived with; invalid when it has neither.
+func producer(m events.SQSMessage, pc sellers.ProductCreated) trace.SpanContext {
+	if sc := tracing.SpanContext(pc.TraceParent, pc.TraceState); sc.IsValid() {
+		return sc
+	}
+	if h := m.Attributes[tracing.SQSAttribute]; h != "" {
+		return trace.SpanContextFromContext(tracing.FromXRay(context.Background(), h))
+	}
+	return trace.SpanContext{}
 }
 
 // permanent reports whether no redelivery can change err: a message that
