@@ -28,7 +28,7 @@ func NewClient(endpoint string, hc aws.HTTPClient) (*dynamodb.Client, error) {
 	if hc != nil {
 		opts = append(opts, func(o *dynamodb.Options) { o.HTTPClient = hc })
 	}
-	return app.Client(config.AWS{Region: "us-east-1", AccessKeyID: "local", SecretAccessKey: "local", Endpoint: endpoint},
+	return app.Client(config.AWS{Region: "us-east-1", AccessKeyID: "local", SecretAccessKey: "local", Endpoint: endpoint}, nil,
 		dynamodb.NewFromConfig, opts...)
 }
 

@@ -104,7 +104,7 @@ func functionEnv(name string) []string {
 		}
 		for _, v := range slices.Concat(f.Vars, f.SDKVars) {
 			val := v.Default
-			if val == "" && !slices.Contains(f.SDKVars, v) {
+			if val == "" && !v.Optional && !slices.Contains(f.SDKVars, v) {
 				val = "placeholder"
 			}
 			env = append(env, v.Name+"="+val)

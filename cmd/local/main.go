@@ -129,7 +129,7 @@ func relayTo(cfg *local.Config, rc config.OutboxRelay, getenv func(string) strin
 	if rc.AWS.Endpoint != "" {
 		// A real bus: its rule and queue, not this process, feed the consumer.
 		cfg.ConsumeEvents = false
-		client, err := app.Client(rc.AWS, eventbridge.NewFromConfig)
+		client, err := app.Client(rc.AWS, nil, eventbridge.NewFromConfig)
 		if err != nil {
 			return "", err
 		}
@@ -147,7 +147,7 @@ func relayTo(cfg *local.Config, rc config.OutboxRelay, getenv func(string) strin
 	// emulators serve both.
 	streams := config.LoadAWS(getenv, config.EndpointDynamoDBStreams)
 	streams.Endpoint = cmp.Or(streams.Endpoint, cfg.Endpoint)
-	client, err := app.Client(streams, dynamodbstreams.NewFromConfig)
+	client, err := app.Client(streams, nil, dynamodbstreams.NewFromConfig)
 	if err != nil {
 		return "", err
 	}

@@ -3,8 +3,6 @@
 package main
 
 import (
-	"io"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/internal/app"
@@ -14,11 +12,11 @@ import (
 )
 
 func main() {
-	app.Main(config.NameCreateProduct, config.LoadCreateProduct, func(cfg config.CreateProduct, out io.Writer) (any, error) {
-		db, err := app.Client(cfg.AWS, dynamodb.NewFromConfig, ddb.CountPerContext)
+	app.Main(config.NameCreateProduct, config.LoadCreateProduct, func(cfg config.CreateProduct, rt app.Runtime) (any, error) {
+		db, err := app.Client(cfg.AWS, rt.Tracing, dynamodb.NewFromConfig, ddb.CountPerContext)
 		if err != nil {
 			return nil, err
 		}
-		return createproduct.New(db, cfg, out)
+		return createproduct.New(db, cfg, rt)
 	})
 }

@@ -3,8 +3,6 @@
 package main
 
 import (
-	"io"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/internal/app"
@@ -14,11 +12,11 @@ import (
 )
 
 func main() {
-	app.Main(config.NameGetSeller, config.LoadGetSeller, func(cfg config.GetSeller, out io.Writer) (any, error) {
-		db, err := app.Client(cfg.AWS, dynamodb.NewFromConfig, ddb.CountPerContext)
+	app.Main(config.NameGetSeller, config.LoadGetSeller, func(cfg config.GetSeller, rt app.Runtime) (any, error) {
+		db, err := app.Client(cfg.AWS, rt.Tracing, dynamodb.NewFromConfig, ddb.CountPerContext)
 		if err != nil {
 			return nil, err
 		}
-		return getseller.New(db, cfg, out)
+		return getseller.New(db, cfg, rt)
 	})
 }

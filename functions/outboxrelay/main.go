@@ -4,8 +4,6 @@
 package main
 
 import (
-	"io"
-
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/idemlambda/idemlambda/internal/app"
@@ -14,8 +12,8 @@ import (
 )
 
 func main() {
-	app.Main(config.NameOutboxRelay, config.LoadOutboxRelay, func(cfg config.OutboxRelay, out io.Writer) (any, error) {
-		client, err := app.Client(cfg.AWS, eventbridge.NewFromConfig)
+	app.Main(config.NameOutboxRelay, config.LoadOutboxRelay, func(cfg config.OutboxRelay, rt app.Runtime) (any, error) {
+		client, err := app.Client(cfg.AWS, rt.Tracing, eventbridge.NewFromConfig)
 		if err != nil {
 			return nil, err
 		}
@@ -23,7 +21,7 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		relay, err := outboxrelay.New(pub, cfg, out)
+		relay, err := outboxrelay.New(pub, cfg, rt)
 		if err != nil {
 			return nil, err
 		}

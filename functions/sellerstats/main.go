@@ -4,8 +4,6 @@
 package main
 
 import (
-	"io"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/internal/app"
@@ -15,12 +13,12 @@ import (
 )
 
 func main() {
-	app.Main(config.NameSellerStats, config.LoadSellerStats, func(cfg config.SellerStats, out io.Writer) (any, error) {
-		db, err := app.Client(cfg.AWS, dynamodb.NewFromConfig, ddb.CountPerContext)
+	app.Main(config.NameSellerStats, config.LoadSellerStats, func(cfg config.SellerStats, rt app.Runtime) (any, error) {
+		db, err := app.Client(cfg.AWS, rt.Tracing, dynamodb.NewFromConfig, ddb.CountPerContext)
 		if err != nil {
 			return nil, err
 		}
-		consumer, err := sellerstats.New(db, cfg, out)
+		consumer, err := sellerstats.New(db, cfg, rt)
 		if err != nil {
 			return nil, err
 		}

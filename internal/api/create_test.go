@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
@@ -263,7 +264,7 @@ func TestCreateUnexpectedFailureIs500AndReleasesTheKey(t *testing.T) {
 		f := newFixtureMode(t, mode, slog.LevelDebug)
 		c := createConfig(f.env.Tables, mode)
 		c.ProductsTable = "no-such-table"
-		broken, err := createproduct.New(f.env.Client, c, f.logs)
+		broken, err := createproduct.New(f.env.Client, c, app.Runtime{Out: f.logs})
 		require.NoError(t, err)
 		resp, err := broken(context.Background(), postReq(jsonHeaders("k-500"), widget))
 		require.NoError(t, err)
@@ -411,7 +412,7 @@ func TestCreateHungStoreIs503BeforeTheDeadline(t *testing.T) {
 		client, err := local.Client(hung.URL)
 		require.NoError(t, err)
 		logs := &logbuf.Buffer{}
-		h, err := createproduct.New(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}, mode), logs)
+		h, err := createproduct.New(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}, mode), app.Runtime{Out: logs})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()

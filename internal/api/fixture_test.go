@@ -86,9 +86,9 @@ func newFixtureOut(t testing.TB, mode config.Mode, level slog.Level, logs io.Wri
 	env := ddbtest.New(t)
 	cfg := createConfig(env.Tables, mode)
 	cfg.LogLevel = level
-	create, err := createproduct.New(env.Client, cfg, logs, opts...)
+	create, err := createproduct.New(env.Client, cfg, app.Runtime{Out: logs}, opts...)
 	require.NoError(t, err)
-	get, err := getproduct.New(env.Client, config.GetProduct{Common: cfg.Common, ProductsTable: env.Tables.Products}, logs)
+	get, err := getproduct.New(env.Client, config.GetProduct{Common: cfg.Common, ProductsTable: env.Tables.Products}, app.Runtime{Out: logs})
 	require.NoError(t, err)
 	return &fixture{env: env, create: create, get: get}
 }

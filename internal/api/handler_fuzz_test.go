@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/config"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 )
@@ -24,7 +25,7 @@ func FuzzCreateHandler(f *testing.F) {
 	env := ddbtest.New(f)
 	cfg := createConfig(env.Tables, config.ModeTransact)
 	cfg.LogLevel = slog.LevelError
-	h, err := createproduct.New(env.Client, cfg, io.Discard)
+	h, err := createproduct.New(env.Client, cfg, app.Runtime{Out: io.Discard})
 	if err != nil {
 		f.Fatal(err)
 	}

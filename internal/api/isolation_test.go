@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
@@ -52,7 +53,7 @@ func TestEightEnvironmentsFortyKeysFourDuplicates(t *testing.T) {
 		for i := range handlers {
 			client, _ := f.env.NewClient(t)
 			logs[i] = &logbuf.Buffer{}
-			h, err := createproduct.New(client, createConfig(f.env.Tables, mode), logs[i])
+			h, err := createproduct.New(client, createConfig(f.env.Tables, mode), app.Runtime{Out: logs[i]})
 			require.NoError(t, err)
 			handlers[i] = h
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/app/getproduct"
 	"github.com/idemlambda/idemlambda/internal/config"
@@ -107,9 +108,9 @@ func TestClosedStdoutNeverChangesAResponse(t *testing.T) {
 		_, err = stdout.Write([]byte("x"))
 		require.ErrorIs(t, err, os.ErrClosed, "the file is closed")
 		cfg := createConfig(f.env.Tables, mode)
-		closed, err := createproduct.New(f.env.Client, cfg, stdout)
+		closed, err := createproduct.New(f.env.Client, cfg, app.Runtime{Out: stdout})
 		require.NoError(t, err)
-		getClosed, err := getproduct.New(f.env.Client, config.GetProduct{ProductsTable: f.env.Tables.Products}, stdout)
+		getClosed, err := getproduct.New(f.env.Client, config.GetProduct{ProductsTable: f.env.Tables.Products}, app.Runtime{Out: stdout})
 		require.NoError(t, err)
 
 		call := func(h func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {

@@ -1,7 +1,8 @@
 // Package app is what every function's assembly shares, and nothing
 // function-specific: a Lambda main's start (Main), the AWS clients built
 // from config.AWS (Client, for every caller: the mains, make run, the
-// tests and the benchmarks), the JSON logger and the metrics recorder.
+// tests and the benchmarks), the JSON logger, the metrics recorder and
+// the tracing (Tracing, Flushed).
 // Each function is assembled in a package of its own under internal/app
 // (createproduct, getproduct, getseller, sellerstats, outboxrelay), which
 // imports only what that function runs, so each bootstrap links only its
@@ -17,19 +18,30 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	//lint:ignore SA1019 the chosen AWS SDK instrumentation; its contrib module lost its owner in 2026-09 (docs/operations.md, Tracing)
+	"go.opentelemetry.io/contrib/instrumentation/github.com/aws/aws-sdk-go-v2/otelaws"
 
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/metrics"
+	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
+// Config is what every function's configuration has: config's Common,
+// which each embeds.
+type Config interface {
+	Shared() config.Common
+}
+
 // Main is a Lambda function's bootstrap: load reads the function's
-// configuration from the environment, build makes its clients and
-// assembles its handler (any function lambda.Start takes), whose log and
-// metrics lines go to stdout, and Main starts the Lambda runtime with it.
-// A load or build error is printed to stderr after the function's name,
-// and the process exits 1, which Lambda reports as an init error.
-func Main[C any](name string, load func(getenv func(string) string) (C, error), build func(cfg C, stdout io.Writer) (any, error)) {
-	h, err := start(load, build, os.Getenv, os.Stdout)
+// configuration from the environment, Main builds its tracing from it
+// (Tracing), build makes its clients and assembles its handler (any
+// function lambda.Start takes), whose log and metrics lines go to stdout,
+// and Main starts the Lambda runtime with it, its spans flushed at the
+// end of each invocation (Flushed). A load or build error is printed to
+// stderr after the function's name, and the process exits 1, which
+// Lambda reports as an init error.
+func Main[C Config](name string, load func(getenv func(string) string) (C, error), build func(cfg C, rt Runtime) (any, error)) {
+	h, err := start(name, load, build, os.Getenv, os.Stdout)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
@@ -38,12 +50,21 @@ func Main[C any](name string, load func(getenv func(string) string) (C, error), 
 }
 
 // start is Main up to the runtime: the handler, or why there is none.
-func start[C any](load func(getenv func(string) string) (C, error), build func(cfg C, stdout io.Writer) (any, error), getenv func(string) string, stdout io.Writer) (any, error) {
+func start[C Config](name string, load func(getenv func(string) string) (C, error), build func(cfg C, rt Runtime) (any, error), getenv func(string) string, stdout io.Writer) (any, error) {
 	cfg, err := load(getenv)
 	if err != nil {
 		return nil, err
 	}
-	return build(cfg, stdout)
+	common := cfg.Shared()
+	t, err := Tracing(common.Tracing, name, stdout)
+	if err != nil {
+		return nil, err
+	}
+	h, err := build(cfg, Runtime{Out: stdout, Tracing: t})
+	if err != nil {
+		return nil, err
+	}
+	return Flushed(h, t, Logger(common, stdout)), nil
 }
 
 // Client builds an AWS SDK client, any service's (newClient is its
@@ -51,8 +72,9 @@ func start[C any](load func(getenv func(string) string) (C, error), build func(c
 // from a: the region, the credentials, and the endpoint, the service's
 // SDK variable's value (AWS_ENDPOINT_URL_DYNAMODB, ...), set on the
 // client as the SDK's own loader would, or the regional endpoint when it
-// is empty. opts adjust the client (ddb.CountPerContext for the metrics'
-// DynamoDB calls).
+// is empty. With t on, each call is a client span of t's, its request
+// carrying t's trace headers (otelaws). opts adjust the client
+// (ddb.CountPerContext for the metrics' DynamoDB calls).
 //
 // It does not run the SDK's configuration loader (config.LoadDefaultConfig):
 // the loader's shared files and credential providers (SSO, STS web
@@ -61,8 +83,8 @@ func start[C any](load func(getenv func(string) string) (C, error), build func(c
 // cold start about a millisecond of package initialisers. Callers outside
 // Lambda fill a in from their environment too (config's loaders), or with
 // a local endpoint and dummy credentials.
-func Client[C any, O any](a config.AWS, newClient func(aws.Config, ...func(*O)) C, opts ...func(*O)) (C, error) {
-	cfg, err := AWSConfig(a)
+func Client[C any, O any](a config.AWS, t *tracing.Tracing, newClient func(aws.Config, ...func(*O)) C, opts ...func(*O)) (C, error) {
+	cfg, err := AWSConfig(a, t)
 	if err != nil {
 		var zero C
 		return zero, err
@@ -70,9 +92,9 @@ func Client[C any, O any](a config.AWS, newClient func(aws.Config, ...func(*O)) 
 	return newClient(cfg, opts...), nil
 }
 
-// AWSConfig is the SDK configuration of the clients a describes (see
-// Client).
-func AWSConfig(a config.AWS) (aws.Config, error) {
+// AWSConfig is the SDK configuration of the clients a describes, traced
+// by t (see Client).
+func AWSConfig(a config.AWS, t *tracing.Tracing) (aws.Config, error) {
 	switch {
 	case a.Region == "":
 		return aws.Config{}, fmt.Errorf("app: %s is not set (Lambda sets it)", config.Region.Name)
@@ -87,6 +109,9 @@ func AWSConfig(a config.AWS) (aws.Config, error) {
 		// Every service client takes its base endpoint from here, and,
 		// with no configuration sources, from nowhere else.
 		cfg.BaseEndpoint = aws.String(a.Endpoint)
+	}
+	if t.On() {
+		otelaws.AppendMiddlewares(&cfg.APIOptions, otelaws.WithTracerProvider(t.Provider()), otelaws.WithTextMapPropagator(t.Propagator()))
 	}
 	return cfg, nil
 }

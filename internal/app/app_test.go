@@ -2,14 +2,15 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -45,7 +46,7 @@ func TestMetricsNameTheFunction(t *testing.T) {
 func TestClientsFromTheConfiguration(t *testing.T) {
 	t.Parallel()
 	a := config.AWS{Region: "eu-central-1", AccessKeyID: "AKID", SecretAccessKey: "secret", SessionToken: "token", Endpoint: "http://127.0.0.1:8000"}
-	db, err := Client(a, dynamodb.NewFromConfig)
+	db, err := Client(a, nil, dynamodb.NewFromConfig)
 	require.NoError(t, err)
 	o := db.Options()
 	assert.Equal(t, "eu-central-1", o.Region)
@@ -55,26 +56,26 @@ func TestClientsFromTheConfiguration(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"AKID", "secret", "token"}, []string{creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken})
 
-	streams, err := Client(a, dynamodbstreams.NewFromConfig)
+	streams, err := Client(a, nil, dynamodbstreams.NewFromConfig)
 	require.NoError(t, err)
 	assert.Equal(t, "http://127.0.0.1:8000", *streams.Options().BaseEndpoint)
-	bus, err := Client(a, eventbridge.NewFromConfig)
+	bus, err := Client(a, nil, eventbridge.NewFromConfig)
 	require.NoError(t, err)
 	assert.Equal(t, "http://127.0.0.1:8000", *bus.Options().BaseEndpoint)
 
 	counted := false
-	_, err = Client(a, dynamodb.NewFromConfig, func(*dynamodb.Options) { counted = true })
+	_, err = Client(a, nil, dynamodb.NewFromConfig, func(*dynamodb.Options) { counted = true })
 	require.NoError(t, err)
 	assert.True(t, counted, "the caller's options apply")
 
 	a.Endpoint = ""
-	db, err = Client(a, dynamodb.NewFromConfig)
+	db, err = Client(a, nil, dynamodb.NewFromConfig)
 	require.NoError(t, err)
 	assert.Nil(t, db.Options().BaseEndpoint, "no endpoint: the regional one")
 
-	_, err = Client(config.AWS{AccessKeyID: "a", SecretAccessKey: "s"}, dynamodb.NewFromConfig)
+	_, err = Client(config.AWS{AccessKeyID: "a", SecretAccessKey: "s"}, nil, dynamodb.NewFromConfig)
 	assert.ErrorContains(t, err, "AWS_REGION")
-	_, err = Client(config.AWS{Region: "us-east-1"}, eventbridge.NewFromConfig)
+	_, err = Client(config.AWS{Region: "us-east-1"}, nil, eventbridge.NewFromConfig)
 	assert.ErrorContains(t, err, "AWS_ACCESS_KEY_ID")
 }
 
@@ -84,7 +85,7 @@ func TestClientsFromTheConfiguration(t *testing.T) {
 func TestTheEnvironmentDoesNotMoveAClient(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:2")
-	db, err := Client(config.AWS{Region: "us-east-1", AccessKeyID: "a", SecretAccessKey: "s", Endpoint: "http://127.0.0.1:8000"}, dynamodb.NewFromConfig)
+	db, err := Client(config.AWS{Region: "us-east-1", AccessKeyID: "a", SecretAccessKey: "s", Endpoint: "http://127.0.0.1:8000"}, nil, dynamodb.NewFromConfig)
 	require.NoError(t, err)
 	assert.Equal(t, "http://127.0.0.1:8000", *db.Options().BaseEndpoint)
 }
@@ -96,23 +97,33 @@ func TestStartLoadsThenBuilds(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"PRODUCTS_TABLE": "p"}
 	var out bytes.Buffer
-	h, err := start(config.LoadGetProduct, func(cfg config.GetProduct, stdout io.Writer) (any, error) {
+	h, err := start(config.NameGetProduct, config.LoadGetProduct, func(cfg config.GetProduct, rt Runtime) (any, error) {
 		assert.Equal(t, "p", cfg.ProductsTable)
-		assert.Same(t, &out, stdout)
+		assert.Same(t, &out, rt.Out)
+		assert.Nil(t, rt.Tracing, "no exporter: nothing traced")
 		return "handler", nil
 	}, func(k string) string { return env[k] }, &out)
 	require.NoError(t, err)
-	assert.Equal(t, "handler", h)
+	assert.Equal(t, "handler", h, "no exporter: the handler itself, nothing to flush")
 
-	_, err = start(config.LoadGetProduct, func(config.GetProduct, io.Writer) (any, error) {
+	_, err = start(config.NameGetProduct, config.LoadGetProduct, func(config.GetProduct, Runtime) (any, error) {
 		t.Fatal("built without a configuration")
 		return nil, nil
 	}, func(string) string { return "" }, &out)
 	assert.ErrorIs(t, err, config.ErrInvalid)
 
 	boom := errors.New("boom")
-	_, err = start(config.LoadGetProduct, func(config.GetProduct, io.Writer) (any, error) { return nil, boom }, func(k string) string { return env[k] }, &out)
+	_, err = start(config.NameGetProduct, config.LoadGetProduct, func(config.GetProduct, Runtime) (any, error) { return nil, boom }, func(k string) string { return env[k] }, &out)
 	assert.ErrorIs(t, err, boom)
+
+	// An exporter: the function traces, and its handler flushes.
+	env["OTEL_TRACES_EXPORTER"] = "console"
+	h, err = start(config.NameGetProduct, config.LoadGetProduct, func(_ config.GetProduct, rt Runtime) (any, error) {
+		assert.True(t, rt.Tracing.On())
+		return func(context.Context) error { return nil }, nil
+	}, func(k string) string { return env[k] }, &out)
+	require.NoError(t, err)
+	assert.Implements(t, (*lambda.Handler)(nil), h)
 }
 
 // A client built from what a loader read (config.LoadAWS) honours the
@@ -130,17 +141,17 @@ func TestClientsHonourTheSDKsEndpointVariables(t *testing.T) {
 	type endpoints struct{ ours, sdks *string }
 	both := map[config.Var]func(t *testing.T) endpoints{
 		config.EndpointDynamoDB: func(t *testing.T) endpoints {
-			ours, err := Client(config.LoadAWS(os.Getenv, config.EndpointDynamoDB), dynamodb.NewFromConfig)
+			ours, err := Client(config.LoadAWS(os.Getenv, config.EndpointDynamoDB), nil, dynamodb.NewFromConfig)
 			require.NoError(t, err)
 			return endpoints{ours.Options().BaseEndpoint, dynamodb.NewFromConfig(sdkConfig(t)).Options().BaseEndpoint}
 		},
 		config.EndpointDynamoDBStreams: func(t *testing.T) endpoints {
-			ours, err := Client(config.LoadAWS(os.Getenv, config.EndpointDynamoDBStreams), dynamodbstreams.NewFromConfig)
+			ours, err := Client(config.LoadAWS(os.Getenv, config.EndpointDynamoDBStreams), nil, dynamodbstreams.NewFromConfig)
 			require.NoError(t, err)
 			return endpoints{ours.Options().BaseEndpoint, dynamodbstreams.NewFromConfig(sdkConfig(t)).Options().BaseEndpoint}
 		},
 		config.EndpointEventBridge: func(t *testing.T) endpoints {
-			ours, err := Client(config.LoadAWS(os.Getenv, config.EndpointEventBridge), eventbridge.NewFromConfig)
+			ours, err := Client(config.LoadAWS(os.Getenv, config.EndpointEventBridge), nil, eventbridge.NewFromConfig)
 			require.NoError(t, err)
 			return endpoints{ours.Options().BaseEndpoint, eventbridge.NewFromConfig(sdkConfig(t)).Options().BaseEndpoint}
 		},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/app/getproduct"
 	"github.com/idemlambda/idemlambda/internal/app/getseller"
@@ -19,14 +20,14 @@ import (
 func TestAssembliesRefuseMissingDependencies(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	_, err := createproduct.New(nil, config.CreateProduct{}, &out)
+	_, err := createproduct.New(nil, config.CreateProduct{}, app.Runtime{Out: &out})
 	assert.Error(t, err)
-	_, err = getproduct.New(nil, config.GetProduct{}, &out)
+	_, err = getproduct.New(nil, config.GetProduct{}, app.Runtime{Out: &out})
 	assert.Error(t, err)
-	_, err = getseller.New(nil, config.GetSeller{}, &out)
+	_, err = getseller.New(nil, config.GetSeller{}, app.Runtime{Out: &out})
 	assert.Error(t, err)
-	_, err = sellerstats.New(nil, config.SellerStats{}, &out)
+	_, err = sellerstats.New(nil, config.SellerStats{}, app.Runtime{Out: &out})
 	assert.Error(t, err)
-	_, err = outboxrelay.New(nil, config.OutboxRelay{}, &out)
+	_, err = outboxrelay.New(nil, config.OutboxRelay{}, app.Runtime{Out: &out})
 	assert.Error(t, err)
 }

@@ -6,9 +6,11 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,8 +23,12 @@ import (
 type Var struct {
 	// Name is the variable's name.
 	Name string
-	// Default applies when the variable is unset or empty; "" means required.
+	// Default applies when the variable is unset or empty; "" means
+	// required, unless Optional.
 	Default string
+	// Optional variables may be unset or empty, with no default: their
+	// absence means something ("no exporter").
+	Optional bool
 	// Doc says what it is for.
 	Doc string
 }
@@ -40,6 +46,45 @@ var (
 	IdempotencyCacheSize = Var{Name: "IDEMPOTENCY_CACHE_SIZE", Default: "1000", Doc: "completed records kept in memory per execution environment; 0 turns the cache off"}
 	LogLevel             = Var{Name: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error"}
 	MetricsNamespace     = Var{Name: "METRICS_NAMESPACE", Default: metrics.DefaultNamespace, Doc: "CloudWatch namespace of the function's EMF metrics"}
+)
+
+// OpenTelemetry's own variables, with the meaning its specification gives
+// them, except where Doc says otherwise: every function reads them
+// (Common.Tracing), and internal/app builds the function's tracing from
+// what they say.
+var (
+	ServiceName    = Var{Name: "OTEL_SERVICE_NAME", Optional: true, Doc: "the service.name of the function's spans (empty: the function's name)"}
+	TracesExporter = Var{Name: "OTEL_TRACES_EXPORTER", Optional: true, Doc: "otlp, console or none (empty: otlp when OTEL_EXPORTER_OTLP_ENDPOINT is set, else none)"}
+	OTLPEndpoint   = Var{Name: "OTEL_EXPORTER_OTLP_ENDPOINT", Optional: true, Doc: "OTLP/HTTP base URL the otlp exporter sends to, /v1/traces appended (empty: http://localhost:4318)"}
+	Propagators    = Var{Name: "OTEL_PROPAGATORS", Default: "tracecontext,baggage", Doc: "the trace headers the function's AWS SDK requests carry: tracecontext, baggage, xray or none, comma-separated"}
+)
+
+// DefaultOTLPEndpoint is the OTLP/HTTP endpoint of the specification, and
+// where the ADOT collector layer listens.
+const DefaultOTLPEndpoint = "http://localhost:4318"
+
+// Exporter is where a function's spans go (OTEL_TRACES_EXPORTER).
+type Exporter string
+
+// The exporters.
+const (
+	// ExporterNone records and exports nothing: a no-op tracer provider,
+	// which still passes the trace Lambda began on to the events.
+	ExporterNone Exporter = "none"
+	// ExporterOTLP sends spans over OTLP/HTTP (protobuf) to Endpoint, in
+	// batches flushed at the end of each invocation.
+	ExporterOTLP Exporter = "otlp"
+	// ExporterConsole writes each span as a JSON line to the function's
+	// stdout (make run: stderr, with the logs).
+	ExporterConsole Exporter = "console"
+)
+
+// The propagators OTEL_PROPAGATORS may name.
+const (
+	PropagatorTraceContext = "tracecontext"
+	PropagatorBaggage      = "baggage"
+	PropagatorXRay         = "xray"
+	PropagatorNone         = "none"
 )
 
 // The functions' names: the Function dimension of their metrics, and
@@ -87,6 +132,27 @@ type Common struct {
 	// MetricsNamespace is the CloudWatch namespace of its metrics;
 	// empty is metrics.DefaultNamespace.
 	MetricsNamespace string
+	// Tracing is where its spans go.
+	Tracing Tracing
+}
+
+// Shared returns what every function's configuration has, whichever
+// function's it is (each embeds Common): what app.Main builds the log and
+// the tracing from.
+func (c Common) Shared() Common { return c }
+
+// Tracing is how a function exports its spans. The zero value exports
+// nothing.
+type Tracing struct {
+	// ServiceName is the spans' service.name; "" is the function's name.
+	ServiceName string
+	// Exporter is where the spans go; "" is ExporterNone.
+	Exporter Exporter
+	// Endpoint is the OTLP/HTTP base URL of ExporterOTLP.
+	Endpoint string
+	// Propagators name the trace headers the AWS SDK requests carry, in
+	// order; none for "none".
+	Propagators []string
 }
 
 // AWS is what a function's AWS clients are built from.
@@ -211,7 +277,53 @@ func LoadGetSeller(getenv func(string) string) (GetSeller, error) {
 }
 
 func readCommon(e *env) Common {
-	return Common{LogLevel: e.level(LogLevel), MetricsNamespace: e.namespace(MetricsNamespace)}
+	return Common{LogLevel: e.level(LogLevel), MetricsNamespace: e.namespace(MetricsNamespace), Tracing: readTracing(e)}
+}
+
+// readTracing reads OpenTelemetry's variables. An endpoint alone turns
+// the otlp exporter on; the exporter alone sends to the default endpoint.
+func readTracing(e *env) Tracing {
+	t := Tracing{ServiceName: e.opt(ServiceName)}
+	endpoint := e.opt(OTLPEndpoint)
+	if endpoint != "" {
+		if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+			e.errs = append(e.errs, fmt.Errorf("%w: %s=%q: want an http or https URL such as %s", ErrInvalid, OTLPEndpoint.Name, endpoint, DefaultOTLPEndpoint))
+		}
+	}
+	switch x := Exporter(e.opt(TracesExporter)); x {
+	case "":
+		t.Exporter = ExporterNone
+		if endpoint != "" {
+			t.Exporter = ExporterOTLP
+		}
+	case ExporterNone, ExporterOTLP, ExporterConsole:
+		t.Exporter = x
+	default:
+		e.errs = append(e.errs, fmt.Errorf("%w: %s=%q: want %s, %s or %s", ErrInvalid, TracesExporter.Name, x, ExporterOTLP, ExporterConsole, ExporterNone))
+	}
+	if t.Exporter == ExporterOTLP {
+		t.Endpoint = cmp.Or(endpoint, DefaultOTLPEndpoint)
+	}
+	t.Propagators = parse(e, Propagators, func(s string) ([]string, error) {
+		var names []string
+		for name := range strings.SplitSeq(s, ",") {
+			switch name = strings.TrimSpace(name); name {
+			case PropagatorNone:
+				if s = strings.TrimSpace(s); s != PropagatorNone {
+					return nil, errors.New(`"none" stands alone`)
+				}
+				return nil, nil
+			case PropagatorTraceContext, PropagatorBaggage, PropagatorXRay:
+				if !slices.Contains(names, name) {
+					names = append(names, name)
+				}
+			default:
+				return nil, fmt.Errorf("%q is not one of tracecontext, baggage, xray, none", name)
+			}
+		}
+		return names, nil
+	})
+	return t
 }
 
 func readIdempotency(e *env) Idempotency {
@@ -357,6 +469,14 @@ type env struct {
 func (e *env) optional(kind *[]Var, v Var) string {
 	if !slices.Contains(*kind, v) {
 		*kind = append(*kind, v)
+	}
+	return strings.TrimSpace(e.getenv(v.Name))
+}
+
+// opt returns an Optional variable's value, "" when unset.
+func (e *env) opt(v Var) string {
+	if !slices.Contains(e.read, v) {
+		e.read = append(e.read, v)
 	}
 	return strings.TrimSpace(e.getenv(v.Name))
 }

@@ -24,7 +24,8 @@ func TestLoadCreateProduct(t *testing.T) {
 	c, err := config.LoadCreateProduct(env(vals))
 	require.NoError(t, err)
 	assert.Equal(t, config.CreateProduct{
-		Common:        config.Common{LogLevel: slog.LevelWarn, MetricsNamespace: "idemlambda"},
+		Common: config.Common{LogLevel: slog.LevelWarn, MetricsNamespace: "idemlambda",
+			Tracing: config.Tracing{Exporter: config.ExporterNone, Propagators: []string{"tracecontext", "baggage"}}},
 		ProductsTable: "p", OutboxTable: "o", EventSource: "idemlambda.products",
 		Idempotency: config.Idempotency{Table: "i", Retention: 2 * time.Hour, Mode: config.ModeReserve, CacheSize: 1000},
 	}, c)
@@ -93,6 +94,48 @@ func TestFunctionsListWhatTheLoadersRead(t *testing.T) {
 		assert.Equal(t, asked, listed, fn.Name)
 		assert.True(t, listed["LOG_LEVEL"], fn.Name)
 		assert.True(t, listed["METRICS_NAMESPACE"], fn.Name)
+	}
+}
+
+// OpenTelemetry's variables: nothing set exports nothing; an endpoint
+// alone turns OTLP on; otlp alone sends to the specification's default
+// endpoint; console needs no endpoint; the propagators are a list.
+func TestLoadTracing(t *testing.T) {
+	t.Parallel()
+	load := func(vals map[string]string) (config.Tracing, error) {
+		vals["PRODUCTS_TABLE"] = "p"
+		g, err := config.LoadGetProduct(env(vals))
+		return g.Tracing, err
+	}
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		want config.Tracing
+	}{
+		"nothing": {map[string]string{}, config.Tracing{Exporter: config.ExporterNone, Propagators: []string{"tracecontext", "baggage"}}},
+		"endpoint alone": {map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"},
+			config.Tracing{Exporter: config.ExporterOTLP, Endpoint: "http://collector:4318", Propagators: []string{"tracecontext", "baggage"}}},
+		"otlp alone": {map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_PROPAGATORS": "xray"},
+			config.Tracing{Exporter: config.ExporterOTLP, Endpoint: "http://localhost:4318", Propagators: []string{"xray"}}},
+		"console, named": {map[string]string{"OTEL_TRACES_EXPORTER": " console ", "OTEL_SERVICE_NAME": "shop-getproduct", "OTEL_PROPAGATORS": "none"},
+			config.Tracing{ServiceName: "shop-getproduct", Exporter: config.ExporterConsole}},
+		"none wins over an endpoint": {map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_PROPAGATORS": "xray, tracecontext,xray"},
+			config.Tracing{Exporter: config.ExporterNone, Propagators: []string{"xray", "tracecontext"}}},
+	} {
+		got, err := load(tc.env)
+		require.NoError(t, err, name)
+		assert.Equal(t, tc.want, got, name)
+	}
+	for bad, want := range map[string]string{
+		"OTEL_TRACES_EXPORTER=jaeger":                `OTEL_TRACES_EXPORTER="jaeger": want otlp, console or none`,
+		"OTEL_EXPORTER_OTLP_ENDPOINT=localhost:4318": `OTEL_EXPORTER_OTLP_ENDPOINT="localhost:4318": want an http or https URL`,
+		"OTEL_EXPORTER_OTLP_ENDPOINT=grpc://c:4317":  `want an http or https URL`,
+		"OTEL_PROPAGATORS=b3":                        `OTEL_PROPAGATORS="b3": "b3" is not one of tracecontext, baggage, xray, none`,
+		"OTEL_PROPAGATORS=none,xray":                 `"none" stands alone`,
+	} {
+		k, v, _ := strings.Cut(bad, "=")
+		_, err := load(map[string]string{k: v})
+		assert.ErrorIs(t, err, config.ErrInvalid, bad)
+		assert.ErrorContains(t, err, want, bad)
 	}
 }
 

@@ -194,10 +194,10 @@ func newClients(t *testing.T, endpoint string) clients {
 	a := internalconfig.AWS{Region: "us-east-1", AccessKeyID: "e2e", SecretAccessKey: "e2e", Endpoint: endpoint}
 	var c clients
 	var errs [4]error
-	c.ddb, errs[0] = app.Client(a, dynamodb.NewFromConfig, ddb.CountPerContext)
-	c.streams, errs[1] = app.Client(a, dynamodbstreams.NewFromConfig)
-	c.events, errs[2] = app.Client(a, eventbridge.NewFromConfig)
-	c.sqs, errs[3] = app.Client(a, sqs.NewFromConfig)
+	c.ddb, errs[0] = app.Client(a, nil, dynamodb.NewFromConfig, ddb.CountPerContext)
+	c.streams, errs[1] = app.Client(a, nil, dynamodbstreams.NewFromConfig)
+	c.events, errs[2] = app.Client(a, nil, eventbridge.NewFromConfig)
+	c.sqs, errs[3] = app.Client(a, nil, sqs.NewFromConfig)
 	require.NoError(t, errors.Join(errs[:]...))
 	return c
 }
@@ -275,7 +275,7 @@ func postConcurrently(ctx context.Context, t *testing.T, c clients, st stack, pr
 	cfg, err := internalconfig.LoadCreateProduct(mapEnv(st.env))
 	require.NoError(t, err)
 	cfg.LogLevel = slog.LevelWarn
-	h, err := createproduct.New(c.ddb, cfg, functionOut(t))
+	h, err := createproduct.New(c.ddb, cfg, app.Runtime{Out: functionOut(t)})
 	require.NoError(t, err)
 	tmpl := createEvent(t)
 
@@ -640,7 +640,7 @@ func functionOut(t *testing.T) *logbuf.Buffer {
 // through pub.
 func relayHandler(t *testing.T, pub outbox.Publisher, out io.Writer) *relay.Handler {
 	t.Helper()
-	h, err := outboxrelay.New(pub, internalconfig.OutboxRelay{Common: internalconfig.Common{LogLevel: slog.LevelInfo}}, out)
+	h, err := outboxrelay.New(pub, internalconfig.OutboxRelay{Common: internalconfig.Common{LogLevel: slog.LevelInfo}}, app.Runtime{Out: out})
 	require.NoError(t, err)
 	return h
 }

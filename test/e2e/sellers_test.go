@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/app/sellerstats"
 	internalconfig "github.com/idemlambda/idemlambda/internal/config"
@@ -55,7 +56,7 @@ func sellerStats(t *testing.T, c clients) {
 	cfg, err := internalconfig.LoadCreateProduct(mapEnv(st.env))
 	require.NoError(t, err)
 	cfg.LogLevel = slog.LevelWarn
-	create, err := createproduct.New(c.ddb, cfg, functionOut(t))
+	create, err := createproduct.New(c.ddb, cfg, app.Runtime{Out: functionOut(t)})
 	require.NoError(t, err)
 
 	// 12 products for 3 sellers in 2 currencies, each POSTed twice.
@@ -112,7 +113,7 @@ func sellerStats(t *testing.T, c clients) {
 	sc.Idempotency.Mode = "transact"
 	sc.LogLevel = slog.LevelWarn
 	consumerOut := functionOut(t)
-	consumer, err := sellerstats.New(c.ddb, sc, consumerOut)
+	consumer, err := sellerstats.New(c.ddb, sc, app.Runtime{Out: consumerOut})
 	require.NoError(t, err)
 	receives := map[string]int{}
 	var invoked, deleted, reported int

@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/idemlambda/idemlambda/bench/benchrun"
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/sellerstats"
 	"github.com/idemlambda/idemlambda/internal/config"
 )
@@ -89,7 +90,7 @@ func run() error {
 			CacheSize: 0,
 		},
 	}
-	c, err := sellerstats.New(client, cfg, io.Discard)
+	c, err := sellerstats.New(client, cfg, app.Runtime{Out: io.Discard})
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
 	"github.com/idemlambda/idemlambda/bench/benchrun"
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
@@ -95,7 +96,7 @@ func run() error {
 			CacheSize: 0,
 		},
 	}
-	h, err := createproduct.New(client, cfg, io.Discard)
+	h, err := createproduct.New(client, cfg, app.Runtime{Out: io.Discard})
 	if err != nil {
 		return err
 	}

@@ -763,7 +763,7 @@ func cleanEnv() []string {
 // that the partial checksum did not match; the response itself had
 // decoded in full.
 func directClient(endpoint string, log io.Writer) (*dynamodb.Client, error) {
-	return app.Client(config.AWS{Region: "us-east-1", AccessKeyID: "local", SecretAccessKey: "local", Endpoint: endpoint},
+	return app.Client(config.AWS{Region: "us-east-1", AccessKeyID: "local", SecretAccessKey: "local", Endpoint: endpoint}, nil,
 		dynamodb.NewFromConfig, func(o *dynamodb.Options) { o.Logger = logging.NewStandardLogger(log) })
 }
 

@@ -5,7 +5,6 @@ package createproduct
 
 import (
 	"errors"
-	"io"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -18,10 +17,10 @@ import (
 )
 
 // New assembles createproduct on db, its log and metrics lines written to
-// out (the function's stdout). opts add to, and override, the configured
+// rt.Out (the function's stdout). opts add to, and override, the configured
 // store options.
-func New(db *dynamodb.Client, cfg config.CreateProduct, out io.Writer, opts ...idem.Option) (idemhttp.APIGatewayV2Handler, error) {
-	if db == nil || out == nil {
+func New(db *dynamodb.Client, cfg config.CreateProduct, rt app.Runtime, opts ...idem.Option) (idemhttp.APIGatewayV2Handler, error) {
+	if db == nil || rt.Out == nil {
 		return nil, errors.New("createproduct: needs a DynamoDB client and an output")
 	}
 	// The release must finish inside the handler's deadline margin.
@@ -47,9 +46,9 @@ func New(db *dynamodb.Client, cfg config.CreateProduct, out io.Writer, opts ...i
 	if err != nil {
 		return nil, err
 	}
-	rec, err := app.Metrics(cfg.Common, out, config.NameCreateProduct)
+	rec, err := app.Metrics(cfg.Common, rt.Out, config.NameCreateProduct)
 	if err != nil {
 		return nil, err
 	}
-	return api.Function(app.Logger(cfg.Common, out), rec, "create product", api.NewCreateHandler(creator).Serve), nil
+	return api.Function(app.Logger(cfg.Common, rt.Out), rec, "create product", api.NewCreateHandler(creator).Serve), nil
 }

@@ -5,7 +5,6 @@ package getproduct
 
 import (
 	"errors"
-	"io"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -17,18 +16,18 @@ import (
 )
 
 // New assembles getproduct on db, its log and metrics lines written to
-// out (the function's stdout).
-func New(db *dynamodb.Client, cfg config.GetProduct, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
-	if db == nil || out == nil {
+// rt.Out (the function's stdout).
+func New(db *dynamodb.Client, cfg config.GetProduct, rt app.Runtime) (idemhttp.APIGatewayV2Handler, error) {
+	if db == nil || rt.Out == nil {
 		return nil, errors.New("getproduct: needs a DynamoDB client and an output")
 	}
 	reader, err := product.NewReader(db, cfg.ProductsTable)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := app.Metrics(cfg.Common, out, config.NameGetProduct)
+	rec, err := app.Metrics(cfg.Common, rt.Out, config.NameGetProduct)
 	if err != nil {
 		return nil, err
 	}
-	return api.Function(app.Logger(cfg.Common, out), rec, "get product", api.NewGetHandler(reader).Serve), nil
+	return api.Function(app.Logger(cfg.Common, rt.Out), rec, "get product", api.NewGetHandler(reader).Serve), nil
 }

@@ -5,7 +5,6 @@ package getseller
 
 import (
 	"errors"
-	"io"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -17,19 +16,19 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
-// New assembles getseller on db, its log and metrics lines written to out
-// (the function's stdout).
-func New(db *dynamodb.Client, cfg config.GetSeller, out io.Writer) (idemhttp.APIGatewayV2Handler, error) {
-	if db == nil || out == nil {
+// New assembles getseller on db, its log and metrics lines written to
+// rt.Out (the function's stdout).
+func New(db *dynamodb.Client, cfg config.GetSeller, rt app.Runtime) (idemhttp.APIGatewayV2Handler, error) {
+	if db == nil || rt.Out == nil {
 		return nil, errors.New("getseller: needs a DynamoDB client and an output")
 	}
 	reader, err := sellers.NewReader(db, cfg.SellersTable)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := app.Metrics(cfg.Common, out, config.NameGetSeller)
+	rec, err := app.Metrics(cfg.Common, rt.Out, config.NameGetSeller)
 	if err != nil {
 		return nil, err
 	}
-	return api.Function(app.Logger(cfg.Common, out), rec, "get seller", sellershttp.NewHandler(reader).Serve), nil
+	return api.Function(app.Logger(cfg.Common, rt.Out), rec, "get seller", sellershttp.NewHandler(reader).Serve), nil
 }

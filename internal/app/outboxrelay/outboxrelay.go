@@ -5,7 +5,6 @@ package outboxrelay
 
 import (
 	"errors"
-	"io"
 
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
@@ -21,14 +20,14 @@ func Bridge(client bridge.PutEventsAPI, cfg config.OutboxRelay) (*bridge.Publish
 }
 
 // New assembles outboxrelay around pub, its log and metrics lines written
-// to out (the function's stdout).
-func New(pub outbox.Publisher, cfg config.OutboxRelay, out io.Writer) (*relay.Handler, error) {
-	if pub == nil || out == nil {
+// to rt.Out (the function's stdout).
+func New(pub outbox.Publisher, cfg config.OutboxRelay, rt app.Runtime) (*relay.Handler, error) {
+	if pub == nil || rt.Out == nil {
 		return nil, errors.New("outboxrelay: needs a publisher and an output")
 	}
-	rec, err := app.Metrics(cfg.Common, out, config.NameOutboxRelay)
+	rec, err := app.Metrics(cfg.Common, rt.Out, config.NameOutboxRelay)
 	if err != nil {
 		return nil, err
 	}
-	return relay.NewHandler(pub, app.Logger(cfg.Common, out), rec), nil
+	return relay.NewHandler(pub, app.Logger(cfg.Common, rt.Out), rec), nil
 }

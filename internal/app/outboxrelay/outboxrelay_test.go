@@ -29,15 +29,15 @@ func TestTheRelayAssemblesFromItsConfiguration(t *testing.T) {
 		"EVENT_BUS_NAME": "bus", "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "s",
 		"AWS_ENDPOINT_URL_EVENTBRIDGE": "http://127.0.0.1:1",
 	})
-	client, err := app.Client(cfg.AWS, eventbridge.NewFromConfig)
+	client, err := app.Client(cfg.AWS, nil, eventbridge.NewFromConfig)
 	require.NoError(t, err)
 	assert.Equal(t, "http://127.0.0.1:1", *client.Options().BaseEndpoint)
 	pub, err := outboxrelay.Bridge(client, cfg)
 	require.NoError(t, err)
-	h, err := outboxrelay.New(pub, cfg, io.Discard)
+	h, err := outboxrelay.New(pub, cfg, app.Runtime{Out: io.Discard})
 	require.NoError(t, err)
 	assert.NotNil(t, h)
 
-	_, err = outboxrelay.New(nil, cfg, io.Discard)
+	_, err = outboxrelay.New(nil, cfg, app.Runtime{Out: io.Discard})
 	assert.Error(t, err, "no publisher")
 }

@@ -6,7 +6,6 @@ package sellerstats
 
 import (
 	"errors"
-	"io"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -18,10 +17,10 @@ import (
 )
 
 // New assembles sellerstats on db, its log and metrics lines written to
-// out (the function's stdout). opts add to, and override, the configured
+// rt.Out (the function's stdout). opts add to, and override, the configured
 // store options.
-func New(db *dynamodb.Client, cfg config.SellerStats, out io.Writer, opts ...idem.Option) (*sellersqs.Consumer, error) {
-	if db == nil || out == nil {
+func New(db *dynamodb.Client, cfg config.SellerStats, rt app.Runtime, opts ...idem.Option) (*sellersqs.Consumer, error) {
+	if db == nil || rt.Out == nil {
 		return nil, errors.New("sellerstats: needs a DynamoDB client and an output")
 	}
 	// A transaction's outcome, when unknown, is read back detached from
@@ -40,9 +39,9 @@ func New(db *dynamodb.Client, cfg config.SellerStats, out io.Writer, opts ...ide
 	if err != nil {
 		return nil, err
 	}
-	rec, err := app.Metrics(cfg.Common, out, config.NameSellerStats)
+	rec, err := app.Metrics(cfg.Common, rt.Out, config.NameSellerStats)
 	if err != nil {
 		return nil, err
 	}
-	return sellersqs.NewConsumer(store, counter, cfg.EventSource, app.Logger(cfg.Common, out), rec)
+	return sellersqs.NewConsumer(store, counter, cfg.EventSource, app.Logger(cfg.Common, rt.Out), rec)
 }

@@ -155,15 +155,15 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 // apiRoutes are the HTTP API's routes, each served by its function's
 // handler as the Lambda main assembles it.
 func apiRoutes(client *dynamodb.Client, cfg Config) ([]httpadapter.Route, error) {
-	create, err := createproduct.New(client, cfg.CreateProduct, cfg.Out)
+	create, err := createproduct.New(client, cfg.CreateProduct, app.Runtime{Out: cfg.Out})
 	if err != nil {
 		return nil, err
 	}
-	get, err := getproduct.New(client, cfg.GetProduct, cfg.Out)
+	get, err := getproduct.New(client, cfg.GetProduct, app.Runtime{Out: cfg.Out})
 	if err != nil {
 		return nil, err
 	}
-	seller, err := getseller.New(client, cfg.GetSeller, cfg.Out)
+	seller, err := getseller.New(client, cfg.GetSeller, app.Runtime{Out: cfg.Out})
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func apiRoutes(client *dynamodb.Client, cfg Config) ([]httpadapter.Route, error)
 func (r *Runner) startRelay(ctx, bgCtx context.Context, cfg Config) error {
 	pub := cfg.Publisher
 	if cfg.ConsumeEvents {
-		consumer, err := sellerstats.New(r.Client, cfg.SellerStats, cfg.Out)
+		consumer, err := sellerstats.New(r.Client, cfg.SellerStats, app.Runtime{Out: cfg.Out})
 		if err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func (r *Runner) startRelay(ctx, bgCtx context.Context, cfg Config) error {
 		r.background(func() { r.queue.Run(bgCtx) })
 		pub = tee{pub, r.queue}
 	}
-	h, err := outboxrelay.New(pub, cfg.OutboxRelay, cfg.Out)
+	h, err := outboxrelay.New(pub, cfg.OutboxRelay, app.Runtime{Out: cfg.Out})
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func (r *Runner) Close(ctx context.Context) error {
 // credentials: nothing here may touch a real account by accident. It
 // counts its calls per context, as the functions' clients do.
 func Client(endpoint string) (*dynamodb.Client, error) {
-	return app.Client(config.AWS{Region: "us-east-1", AccessKeyID: "local", SecretAccessKey: "local", Endpoint: endpoint},
+	return app.Client(config.AWS{Region: "us-east-1", AccessKeyID: "local", SecretAccessKey: "local", Endpoint: endpoint}, nil,
 		dynamodb.NewFromConfig, ddb.CountPerContext)
 }
 

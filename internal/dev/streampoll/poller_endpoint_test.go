@@ -49,7 +49,7 @@ func streamsEnv(t *testing.T) (*ddbtest.Env, *dynamodbstreams.Client) {
 		a = config.LoadAWS(os.Getenv, config.EndpointDynamoDBStreams)
 	}
 	a.Endpoint = cmp.Or(a.Endpoint, env.URL)
-	client, err := app.Client(a, dynamodbstreams.NewFromConfig)
+	client, err := app.Client(a, nil, dynamodbstreams.NewFromConfig)
 	require.NoError(t, err)
 	return env, client
 }

@@ -25,7 +25,7 @@ func TestEventBridgePublisherAgainstEndpoint(t *testing.T) {
 		t.Skip("set AWS_ENDPOINT_URL_EVENTBRIDGE (moto, make e2e) to publish to a real EventBridge API")
 	}
 	ctx := t.Context()
-	client, err := app.Client(config.LoadAWS(os.Getenv, config.EndpointEventBridge), eventbridge.NewFromConfig)
+	client, err := app.Client(config.LoadAWS(os.Getenv, config.EndpointEventBridge), nil, eventbridge.NewFromConfig)
 	require.NoError(t, err)
 	bus := fmt.Sprintf("outbox-test-%d", time.Now().UnixNano())
 	_, err = client.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String(bus)})

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/getseller"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/problem"
@@ -34,7 +35,7 @@ func TestGetSeller(t *testing.T) {
 	t.Parallel()
 	env := ddbtest.New(t)
 	logs := &logbuf.Buffer{}
-	h, err := getseller.New(env.Client, config.GetSeller{SellersTable: env.Tables.Sellers}, logs)
+	h, err := getseller.New(env.Client, config.GetSeller{SellersTable: env.Tables.Sellers}, app.Runtime{Out: logs})
 	require.NoError(t, err)
 	seller := uuid.New()
 

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/sellerstats"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
@@ -220,7 +221,7 @@ func TestAFailedTransactionReportsOnlyItsMessage(t *testing.T) {
 	})
 	cfg := config.SellerStats{SellersTable: f.env.Tables.Sellers, EventSource: source,
 		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: 24 * 3600e9, Mode: config.ModeTransact}}
-	flaky, err := sellerstats.New(client, cfg, f.logs)
+	flaky, err := sellerstats.New(client, cfg, app.Runtime{Out: f.logs})
 	require.NoError(t, err)
 	resp, err := flaky.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{a.message(t, 1), b.message(t, 1), c.message(t, 1)}})
 	require.NoError(t, err)
@@ -399,7 +400,7 @@ func TestAHungStoreAnswersBeforeTheDeadline(t *testing.T) {
 	})
 	cfg := config.SellerStats{SellersTable: f.env.Tables.Sellers, EventSource: source,
 		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: time.Hour, Mode: config.ModeTransact}}
-	hung, err := sellerstats.New(client, cfg, f.logs)
+	hung, err := sellerstats.New(client, cfg, app.Runtime{Out: f.logs})
 	require.NoError(t, err)
 	seller := uuid.New()
 	var msgs []events.SQSMessage

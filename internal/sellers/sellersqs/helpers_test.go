@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/sellerstats"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
@@ -65,7 +66,7 @@ func (f *fixture) newConsumerOn(t testing.TB, client *dynamodb.Client, cacheSize
 		SellersTable: f.env.Tables.Sellers, EventSource: source,
 		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: 7 * 24 * time.Hour, Mode: config.ModeTransact, CacheSize: cacheSize},
 	}
-	c, err := sellerstats.New(client, cfg, f.logs, opts...)
+	c, err := sellerstats.New(client, cfg, app.Runtime{Out: f.logs}, opts...)
 	require.NoError(t, err)
 	if f.shards > 0 {
 		sellersqs.SetShards(c, f.shards)

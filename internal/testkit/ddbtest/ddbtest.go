@@ -242,5 +242,5 @@ func environmentClient(opts ...func(*dynamodb.Options)) (*dynamodb.Client, error
 // newClient builds a client as the functions do (app.Client), counting its
 // calls per context as theirs do.
 func newClient(a config.AWS, opts ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
-	return app.Client(a, dynamodb.NewFromConfig, append([]func(*dynamodb.Options){ddb.CountPerContext}, opts...)...)
+	return app.Client(a, nil, dynamodb.NewFromConfig, append([]func(*dynamodb.Options){ddb.CountPerContext}, opts...)...)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/app/getproduct"
 	"github.com/idemlambda/idemlambda/internal/app/getseller"
@@ -63,7 +64,7 @@ func emitMetrics(t *testing.T) emitted {
 	idemCfg := config.Idempotency{Table: env.Tables.Idempotency, Retention: time.Hour, Mode: config.ModeReserve}
 
 	create, err := createproduct.New(env.Client, config.CreateProduct{Common: common, ProductsTable: env.Tables.Products,
-		OutboxTable: env.Tables.Outbox, EventSource: "idemlambda.products", Idempotency: idemCfg}, out)
+		OutboxTable: env.Tables.Outbox, EventSource: "idemlambda.products", Idempotency: idemCfg}, app.Runtime{Out: out})
 	must(t, err)
 	post := events.APIGatewayV2HTTPRequest{
 		Headers: map[string]string{"content-type": "application/json", "idempotency-key": `"drift-1"`},
@@ -83,7 +84,7 @@ func emitMetrics(t *testing.T) emitted {
 	_, err = create(ctx, bad) // rejected
 	must(t, err)
 	broken, err := createproduct.New(env.Client, config.CreateProduct{Common: common, ProductsTable: "no-such-table",
-		OutboxTable: env.Tables.Outbox, EventSource: "idemlambda.products", Idempotency: idemCfg}, out)
+		OutboxTable: env.Tables.Outbox, EventSource: "idemlambda.products", Idempotency: idemCfg}, app.Runtime{Out: out})
 	must(t, err)
 	fault := post
 	fault.Headers = map[string]string{"content-type": "application/json", "idempotency-key": `"drift-500"`}
@@ -93,17 +94,17 @@ func emitMetrics(t *testing.T) emitted {
 		t.Fatalf("POST /products on a missing table = %d, want 500 (the scenario no longer holds)", resp500.StatusCode)
 	}
 
-	get, err := getproduct.New(env.Client, config.GetProduct{Common: common, ProductsTable: env.Tables.Products}, out)
+	get, err := getproduct.New(env.Client, config.GetProduct{Common: common, ProductsTable: env.Tables.Products}, app.Runtime{Out: out})
 	must(t, err)
 	id := strings.TrimPrefix(first.Headers["Location"], "/products/")
 	_, err = get(ctx, events.APIGatewayV2HTTPRequest{PathParameters: map[string]string{"id": id}})
 	must(t, err)
-	seller, err := getseller.New(env.Client, config.GetSeller{Common: common, SellersTable: env.Tables.Sellers}, out)
+	seller, err := getseller.New(env.Client, config.GetSeller{Common: common, SellersTable: env.Tables.Sellers}, app.Runtime{Out: out})
 	must(t, err)
 	_, err = seller(ctx, events.APIGatewayV2HTTPRequest{PathParameters: map[string]string{"id": "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}})
 	must(t, err)
 
-	relayHandler, err := outboxrelay.New(refusingPublisher{t}, config.OutboxRelay{Common: common}, out)
+	relayHandler, err := outboxrelay.New(refusingPublisher{t}, config.OutboxRelay{Common: common}, app.Runtime{Out: out})
 	must(t, err)
 	ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
 		relayInsert(t, 0), relayInsert(t, 1), relayInsert(t, 2), relayInsert(t, 3),
@@ -116,7 +117,7 @@ func emitMetrics(t *testing.T) emitted {
 	}
 
 	consumer, err := sellerstats.New(env.Client, config.SellerStats{Common: common, SellersTable: env.Tables.Sellers,
-		EventSource: "idemlambda.products", Idempotency: config.Idempotency{Table: env.Tables.Idempotency, Retention: time.Hour, Mode: config.ModeTransact}}, out)
+		EventSource: "idemlambda.products", Idempotency: config.Idempotency{Table: env.Tables.Idempotency, Retention: time.Hour, Mode: config.ModeTransact}}, app.Runtime{Out: out})
 	must(t, err)
 	items, err := env.Client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(env.Tables.Outbox)})
 	must(t, err)

@@ -39,7 +39,7 @@ func TestSamLocalEnvFiles(t *testing.T) {
 			}
 			var required []string
 			for _, v := range functionVars()[fn] {
-				if v.Default == "" {
+				if v.Default == "" && !v.Optional {
 					required = append(required, v.Name)
 				}
 			}

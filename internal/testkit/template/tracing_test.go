@@ -1,9 +1,13 @@
 package template_test
 
 import (
+	"encoding/json"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/testkit/template"
 )
 
@@ -47,6 +51,46 @@ func TestEveryFunctionTracesActively(t *testing.T) {
 		slices.Sort(granted)
 		if !slices.Equal(granted, xrayActions) {
 			t.Errorf("%s (role %s) X-Ray grants = %v, want %v on Resource \"*\" (they have no resource-level permissions)", id, role, granted, xrayActions)
+		}
+	}
+}
+
+// TestTheCollectorLayerSwitchesTheExport: CollectorLayerArn, empty by
+// default, adds the layer to every function and, under the same
+// condition, points OTLP at it; without it nothing is exported. Each
+// function's spans name it as Lambda does (OTEL_SERVICE_NAME is its
+// FunctionName).
+func TestTheCollectorLayerSwitchesTheExport(t *testing.T) {
+	tpl := load(t)
+	param, _ := tpl.Parameters["CollectorLayerArn"].(map[string]any)
+	if param == nil || param["Default"] != "" {
+		t.Fatalf("CollectorLayerArn = %v, want a parameter with Default \"\" (no layer unless asked for)", param)
+	}
+	cond, _ := json.Marshal(tpl.Conditions["HasCollectorLayer"])
+	if string(cond) != `{"Fn::Not":[{"Fn::Equals":[{"Ref":"CollectorLayerArn"},""]}]}` {
+		t.Errorf("HasCollectorLayer = %s, want the layer ARN not empty", cond)
+	}
+	ifLayer := func(then, otherwise any) any {
+		return map[string]any{"Fn::If": []any{"HasCollectorLayer", then, otherwise}}
+	}
+	for what, want := range map[string]any{
+		"Layers": ifLayer([]any{map[string]any{"Ref": "CollectorLayerArn"}}, map[string]any{"Ref": "AWS::NoValue"}),
+		"Environment.Variables." + config.TracesExporter.Name: ifLayer(string(config.ExporterOTLP), string(config.ExporterNone)),
+		"Environment.Variables." + config.OTLPEndpoint.Name:   ifLayer(config.DefaultOTLPEndpoint, ""),
+	} {
+		got := template.Path(tpl.Globals, append([]string{"Function"}, strings.Split(what, ".")...)...)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Globals.Function.%s = %#v, want %#v", what, got, want)
+		}
+	}
+	for fn, id := range functionIDs(t, tpl) {
+		props := tpl.Resources[id].Properties
+		if _, ok := props["Layers"]; ok {
+			t.Errorf("%s sets its own Layers: SAM would add the collector layer to them, or not, unlike the others", id)
+		}
+		name, service := props["FunctionName"], functionEnv(tpl, id)[config.ServiceName.Name]
+		if !reflect.DeepEqual(name, service) || !reflect.DeepEqual(name, map[string]any{"Fn::Sub": "${AWS::StackName}-" + fn}) {
+			t.Errorf("%s OTEL_SERVICE_NAME = %v, FunctionName = %v, want both !Sub ${AWS::StackName}-%s", id, service, name, fn)
 		}
 	}
 }
