@@ -66,7 +66,7 @@ const DefaultMaxBodyBytes = 1 << 20
 // (docs/library.md in the repository). Requests with a safe method (GET,
 // HEAD, OPTIONS, TRACE) pass straight through, so one middleware can wrap a
 // whole router. The handler finds the request's scope, its key included,
-// with ScopeFrom. Set Store; without one every request gets a 500.
+// with idem.ScopeFrom. Set Store; without one every request gets a 500.
 type Middleware struct {
 	// Store keeps the records.
 	Store *idem.Store
