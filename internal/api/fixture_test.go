@@ -20,9 +20,11 @@ import (
 	"github.com/idemlambda/idemlambda/internal/app/getproduct"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
+	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/problem"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
+	"github.com/idemlambda/idemlambda/internal/tracing"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
@@ -83,12 +85,27 @@ func newFixtureMode(t testing.TB, mode config.Mode, level slog.Level, opts ...id
 
 func newFixtureOut(t testing.TB, mode config.Mode, level slog.Level, logs io.Writer, opts ...idem.Option) *fixture {
 	t.Helper()
+	return newFixtureRuntime(t, mode, level, app.Runtime{Out: logs}, opts...)
+}
+
+// newFixtureTraced's functions trace with tr.
+func newFixtureTraced(t testing.TB, tr *tracing.Tracing) *fixture {
+	t.Helper()
+	logs := &logbuf.Buffer{}
+	f := newFixtureRuntime(t, config.ModeReserve, slog.LevelDebug, app.Runtime{Out: logs, Tracing: tr})
+	f.logs = logs
+	return f
+}
+
+func newFixtureRuntime(t testing.TB, mode config.Mode, level slog.Level, rt app.Runtime, opts ...idem.Option) *fixture {
+	t.Helper()
+	logs := rt.Out
 	env := ddbtest.New(t)
 	cfg := createConfig(env.Tables, mode)
 	cfg.LogLevel = level
-	create, err := createproduct.New(env.Client, cfg, app.Runtime{Out: logs}, opts...)
+	create, err := createproduct.New(env.Client, cfg, rt, opts...)
 	require.NoError(t, err)
-	get, err := getproduct.New(env.Client, config.GetProduct{Common: cfg.Common, ProductsTable: env.Tables.Products}, app.Runtime{Out: logs})
+	get, err := getproduct.New(env.Client, config.GetProduct{Common: cfg.Common, ProductsTable: env.Tables.Products}, app.Runtime{Out: logs, Tracing: rt.Tracing})
 	require.NoError(t, err)
 	return &fixture{env: env, create: create, get: get}
 }
@@ -171,4 +188,15 @@ func (f *fixture) assertNothingWritten(t *testing.T) {
 	for _, tb := range tables.All() {
 		assert.Zero(t, f.count(t, f.env.Tables.Of(tb)), "%s has items after a rejected request", tb.Logical)
 	}
+}
+
+// outboxEvent is the one event in the outbox table.
+func (f *fixture) outboxEvent(t *testing.T) outbox.Event {
+	t.Helper()
+	out, err := f.env.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(f.env.Tables.Outbox), ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	require.Len(t, out.Items, 1)
+	ev, err := outbox.DecodeItem(out.Items[0])
+	require.NoError(t, err)
+	return ev
 }

@@ -33,11 +33,10 @@ type Handler func(context.Context, events.APIGatewayV2HTTPRequest) Reply
 
 // Lambda adapts h to the Lambda runtime. It never returns an error: every
 // failure is a problem+json response, so API Gateway never turns one into
-// an opaque 502. The request runs in the trace Lambda began the
-// invocation in.
+// an opaque 502.
 func Lambda(h Handler) idemhttp.APIGatewayV2Handler {
 	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		return h(tracing.Invocation(ctx), req).Response, nil
+		return h(ctx, req).Response, nil
 	}
 }
 
@@ -46,9 +45,9 @@ func fail(p problem.Problem, outcome idem.Outcome, err error) Reply {
 	return Reply{Response: p.APIGatewayV2(), Outcome: outcome, Err: err}
 }
 
-// Function is an API function's Lambda handler: h with its request log
-// (msg, written by log) and its metrics (rec) around it, adapted to
-// Lambda.
-func Function(log *slog.Logger, rec *metrics.Recorder, msg string, h Handler) idemhttp.APIGatewayV2Handler {
-	return Lambda(Logged(log, msg, Measured(rec, h)))
+// Function is an API function's Lambda handler: h with its span (traced
+// by t), its request log (msg, written by log) and its metrics (rec)
+// around it, adapted to Lambda.
+func Function(log *slog.Logger, rec *metrics.Recorder, t *tracing.Tracing, msg string, h Handler) idemhttp.APIGatewayV2Handler {
+	return Lambda(Traced(t, Logged(log, msg, Measured(rec, h))))
 }

@@ -11,6 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/tracing"
@@ -35,11 +38,17 @@ type Config struct {
 	EventRetention time.Duration
 	// Now replaces time.Now in tests.
 	Now func() time.Time
+	// Tracing records a creation's span; nil records none.
+	Tracing *tracing.Tracing
 }
+
+// Scope is the instrumentation scope of the product spans.
+const Scope = "github.com/idemlambda/idemlambda/internal/product"
 
 // Service creates products.
 type Service struct {
-	cfg Config
+	cfg    Config
+	tracer trace.Tracer
 }
 
 // NewService checks the configuration and returns the service.
@@ -56,7 +65,7 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{cfg: cfg}, nil
+	return &Service{cfg: cfg, tracer: cfg.Tracing.Tracer(Scope)}, nil
 }
 
 // Creation is a new product and the writes that store it: the product
@@ -73,10 +82,24 @@ type Creation struct {
 // Create makes a new product from cmd, with a new id and the time now,
 // and the writes that store it. It writes nothing: the caller commits
 // Writes (createproduct commits them with its idempotency key's
-// completion). The event carries the trace context of ctx's span (the
-// W3C traceparent and tracestate), when ctx has one, so the product can be
-// followed to its consumers in one trace.
+// completion). Creating the event is a producer span ("create
+// ProductCreated", the messaging conventions' create operation), whose
+// trace context (the W3C traceparent and tracestate) the event carries,
+// so its consumers link their work to it and the product is one trace
+// from the POST on. With tracing off, the event carries the context ctx
+// has (the trace Lambda began), or none.
 func (s *Service) Create(ctx context.Context, cmd CreateCommand) (Creation, error) {
+	ctx, span := s.tracer.Start(ctx, "create "+EventCreated, trace.WithSpanKind(trace.SpanKindProducer))
+	defer span.End()
+	c, err := s.create(ctx, span, cmd)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "product not created")
+	}
+	return c, err
+}
+
+func (s *Service) create(ctx context.Context, span trace.Span, cmd CreateCommand) (Creation, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Creation{}, fmt.Errorf("product: new id: %w", err)
@@ -94,6 +117,14 @@ func (s *Service) Create(ctx context.Context, cmd CreateCommand) (Creation, erro
 		return Creation{}, err
 	}
 	event.TraceParent, event.TraceState = tracing.Inject(ctx)
+	if span.IsRecording() {
+		span.SetAttributes(
+			semconv.MessagingSystemKey.String(tracing.EventBridge), semconv.MessagingOperationTypeCreate,
+			semconv.MessagingOperationName("create"), semconv.MessagingMessageID(event.ID),
+			semconv.CloudEventsEventID(event.ID), semconv.CloudEventsEventType(event.Type),
+			semconv.CloudEventsEventSource(event.Source), semconv.CloudEventsEventSubject(event.Subject),
+		)
+	}
 	eventPut, err := event.Put(s.cfg.OutboxTable, s.cfg.EventRetention)
 	if err != nil {
 		return Creation{}, err

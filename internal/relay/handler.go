@@ -8,9 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/metrics"
@@ -24,17 +29,23 @@ import (
 // rather than a timeout that would retry the whole batch.
 const deadlineMargin = 500 * time.Millisecond
 
+// Scope is the instrumentation scope of the relay's spans.
+const Scope = "github.com/idemlambda/idemlambda/internal/relay"
+
 // Handler relays outbox events from the table's stream to a Publisher.
 type Handler struct {
-	publisher outbox.Publisher
-	log       *slog.Logger
-	metrics   *metrics.Recorder
+	publisher   outbox.Publisher
+	log         *slog.Logger
+	metrics     *metrics.Recorder
+	tracer      trace.Tracer
+	destination string
 }
 
-// NewHandler returns a Handler that publishes through p, logs to log and
-// writes one metrics line per batch to rec.
-func NewHandler(p outbox.Publisher, log *slog.Logger, rec *metrics.Recorder) *Handler {
-	return &Handler{publisher: p, log: log, metrics: rec}
+// NewHandler returns a Handler that publishes through p to destination
+// (the bus's name, for its spans), logs to log, writes one metrics line
+// per batch to rec and traces with t (nil: no spans recorded).
+func NewHandler(p outbox.Publisher, log *slog.Logger, rec *metrics.Recorder, t *tracing.Tracing, destination string) *Handler {
+	return &Handler{publisher: p, log: log, metrics: rec, tracer: t.Tracer(Scope), destination: destination}
 }
 
 // counts is the outcome of one batch, logged and measured once per
@@ -54,14 +65,53 @@ type counts struct {
 // to report, which makes Lambda retry the whole batch. Each published
 // event gets a log line with its keys and trace id; each batch ends in
 // one summary log line and one metrics line.
+//
+// The batch is a consumer span, a child of the trace Lambda began the
+// invocation in, with its counts; each event is sent in a producer span
+// ("send <bus>") of the trace it was created in, linked to the batch's,
+// and its PutEvents entry carries that span's X-Ray header (TraceHeader),
+// so the product's trace goes on through EventBridge and SQS. An event
+// created without a trace is sent in the batch's.
 func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	start := time.Now()
+	ctx, span := h.tracer.Start(tracing.Invocation(ctx), "process "+streamTable(ev), trace.WithSpanKind(trace.SpanKindConsumer))
+	defer span.End()
 	resp, c, err := h.handle(ctx, ev)
 	h.logOutcome(ctx, len(ev.Records), c)
 	h.metrics.RelayBatch(ctx, metrics.Relay{
 		Records: len(ev.Records), Published: c.published, Failed: c.failed, Dropped: c.undecodable,
 	}, time.Since(start))
+	if span.IsRecording() {
+		span.SetAttributes(semconv.FaaSTriggerDatasource, semconv.MessagingOperationTypeProcess, semconv.MessagingOperationName("process"),
+			semconv.MessagingBatchMessageCount(len(ev.Records)),
+			tracing.AttrPublished.Int(c.published), tracing.AttrFailed.Int(c.failed),
+			tracing.AttrDropped.Int(c.undecodable), tracing.AttrSkipped.Int(c.skipped))
+		if lc, ok := lambdacontext.FromContext(ctx); ok {
+			span.SetAttributes(semconv.FaaSInvocationID(lc.AwsRequestID))
+		}
+		switch {
+		case err != nil:
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "the whole batch is retried")
+		case c.failed > 0 || c.undecodable > 0:
+			span.SetStatus(codes.Error, "records not published")
+		}
+	}
 	return resp, err
+}
+
+// streamTable is the table whose stream the batch comes from, by its
+// records' event source ARN (arn:aws:dynamodb:...:table/<name>/stream/...),
+// or "outbox" when it names none.
+func streamTable(ev events.DynamoDBEvent) string {
+	if len(ev.Records) > 0 {
+		if _, rest, ok := strings.Cut(ev.Records[0].EventSourceArn, ":table/"); ok {
+			if name, _, ok := strings.Cut(rest, "/"); ok && name != "" {
+				return name
+			}
+		}
+	}
+	return "outbox"
 }
 
 func (h *Handler) handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, counts, error) {
@@ -79,9 +129,11 @@ func (h *Handler) handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		return c
 	}
 	if len(pending) > 0 {
+		sends := h.startSends(ctx, pending)
 		pctx, cancel := deadline.Before(ctx, deadlineMargin)
 		res, err := h.publisher.Publish(pctx, pending)
 		cancel()
+		endSends(sends, res, err)
 		c.published = res.Published
 		h.logPublished(ctx, pending, res, err)
 		for _, rej := range res.Rejected {
@@ -131,12 +183,78 @@ func (h *Handler) decodeInserts(ctx context.Context, records []events.DynamoDBEv
 			h.log.ErrorContext(ctx, "undecodable outbox record", recordAttrs(r, slog.Any("err", err))...)
 			continue
 		}
-		// Sent under the trace it was created in: PutEvents' TraceHeader.
-		e.TraceHeader = tracing.XRayHeader(tracing.Extract(ctx, e.TraceParent, e.TraceState))
 		pending = append(pending, e)
 		from = append(from, i)
 	}
 	return pending, from
+}
+
+// startSends starts each event's send span, in the trace the event was
+// created in (the batch's when it has none), linked to the batch's span,
+// and sets the event's TraceHeader to the span's X-Ray header. Off, the
+// no-op spans carry the event's own context, which the header then
+// names.
+func (h *Handler) startSends(ctx context.Context, pending []outbox.Event) []trace.Span {
+	batch := trace.LinkFromContext(ctx)
+	spans := make([]trace.Span, len(pending))
+	for i := range pending {
+		e := &pending[i]
+		parent := ctx
+		if sc := tracing.SpanContext(e.TraceParent, e.TraceState); sc.IsValid() {
+			parent = trace.ContextWithRemoteSpanContext(ctx, sc)
+		}
+		sctx, span := h.tracer.Start(parent, "send "+h.destination, trace.WithSpanKind(trace.SpanKindProducer), trace.WithLinks(batch))
+		if span.IsRecording() {
+			span.SetAttributes(
+				semconv.MessagingSystemKey.String(tracing.EventBridge), semconv.MessagingOperationTypeSend,
+				semconv.MessagingOperationName("send"), semconv.MessagingDestinationName(h.destination),
+				semconv.MessagingMessageID(e.ID), semconv.CloudEventsEventID(e.ID), semconv.CloudEventsEventType(e.Type),
+				semconv.CloudEventsEventSource(e.Source), semconv.CloudEventsEventSubject(e.Subject),
+			)
+		}
+		e.TraceHeader = tracing.XRayHeader(sctx)
+		spans[i] = span
+	}
+	return spans
+}
+
+// endSends ends each send span with what became of its event: published,
+// refused for good, or not published (retried from the stream).
+func endSends(spans []trace.Span, res outbox.Result, err error) {
+	stop, rejected := outcome(len(spans), res, err)
+	for i, span := range spans {
+		why, refused := rejected[i]
+		switch {
+		case refused:
+			if why != nil {
+				span.RecordError(why)
+			}
+			span.SetStatus(codes.Error, "refused for good; passed over")
+		case i >= stop:
+			if err != nil {
+				span.RecordError(err)
+			}
+			span.SetStatus(codes.Error, "not published; retried from the stream")
+		}
+		span.End()
+	}
+}
+
+// outcome says which of n events Publish published: those before stop
+// that it did not reject (rejected holds each rejection's reason).
+func outcome(n int, res outbox.Result, err error) (stop int, rejected map[int]error) {
+	stop = n
+	if err != nil {
+		stop = 0
+		if pe, ok := errors.AsType[*outbox.PublishError](err); ok {
+			stop = min(max(pe.Index, 0), n)
+		}
+	}
+	rejected = make(map[int]error, len(res.Rejected))
+	for _, r := range res.Rejected {
+		rejected[r.Index] = r.Err
+	}
+	return stop, rejected
 }
 
 // logPublished writes one line per event known to be published: those
@@ -144,19 +262,9 @@ func (h *Handler) decodeInserts(ctx context.Context, records []events.DynamoDBEv
 // carries the id of the trace the event was created in, so a product can
 // be followed from its POST, by trace id, through the relay.
 func (h *Handler) logPublished(ctx context.Context, pending []outbox.Event, res outbox.Result, err error) {
-	stop := len(pending)
-	if err != nil {
-		stop = 0
-		if pe, ok := errors.AsType[*outbox.PublishError](err); ok {
-			stop = min(max(pe.Index, 0), len(pending))
-		}
-	}
-	rejected := make(map[int]bool, len(res.Rejected))
-	for _, r := range res.Rejected {
-		rejected[r.Index] = true
-	}
+	stop, rejected := outcome(len(pending), res, err)
 	for i, e := range pending[:stop] {
-		if rejected[i] {
+		if _, refused := rejected[i]; refused {
 			continue
 		}
 		attrs := []slog.Attr{slog.String(outbox.AttrAggregateID, e.Subject), slog.String(outbox.AttrEventID, e.ID)}

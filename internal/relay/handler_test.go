@@ -64,7 +64,7 @@ func newHarness(t testing.TB) *harness {
 	buf := &logbuf.Buffer{}
 	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() { buf.Metrics(t) }) // every line meets the EMF specification
-	return &harness{bus: bus, log: buf, h: NewHandler(pub, log, recorder(t, buf))}
+	return &harness{bus: bus, log: buf, h: NewHandler(pub, log, recorder(t, buf), nil, "bus")}
 }
 
 func recorder(t testing.TB, w io.Writer) *metrics.Recorder {
@@ -402,7 +402,7 @@ func (blockingPublisher) Publish(ctx context.Context, _ []outbox.Event) (outbox.
 
 func TestHandleAnswersBeforeTheInvocationDeadline(t *testing.T) {
 	t.Parallel()
-	h := NewHandler(blockingPublisher{}, slog.New(slog.DiscardHandler), recorder(t, io.Discard))
+	h := NewHandler(blockingPublisher{}, slog.New(slog.DiscardHandler), recorder(t, io.Discard), nil, "bus")
 	ev, _ := batch(t, 3)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
@@ -415,7 +415,7 @@ func TestHandleAnswersBeforeTheInvocationDeadline(t *testing.T) {
 func TestHandleRelaysThroughJSONLines(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	h := NewHandler(outbox.NewJSONLinesPublisher(&out), slog.New(slog.DiscardHandler), recorder(t, io.Discard))
+	h := NewHandler(outbox.NewJSONLinesPublisher(&out), slog.New(slog.DiscardHandler), recorder(t, io.Discard), nil, "bus")
 	ev, es := batch(t, 3)
 	resp, err := h.Handle(t.Context(), ev)
 	require.NoError(t, err)

@@ -33,7 +33,7 @@ func New(db *dynamodb.Client, cfg config.CreateProduct, rt app.Runtime, opts ...
 		return nil, err
 	}
 	products, err := product.NewService(product.Config{
-		ProductsTable: cfg.ProductsTable, OutboxTable: cfg.OutboxTable, EventSource: cfg.EventSource,
+		ProductsTable: cfg.ProductsTable, OutboxTable: cfg.OutboxTable, EventSource: cfg.EventSource, Tracing: rt.Tracing,
 	})
 	if err != nil {
 		return nil, err
@@ -50,5 +50,5 @@ func New(db *dynamodb.Client, cfg config.CreateProduct, rt app.Runtime, opts ...
 	if err != nil {
 		return nil, err
 	}
-	return api.Function(app.Logger(cfg.Common, rt.Out), rec, "create product", api.NewCreateHandler(creator).Serve), nil
+	return api.Function(app.Logger(cfg.Common, rt.Out), rec, rt.Tracing, "create product", api.NewCreateHandler(creator).Serve), nil
 }

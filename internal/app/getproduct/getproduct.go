@@ -29,5 +29,5 @@ func New(db *dynamodb.Client, cfg config.GetProduct, rt app.Runtime) (idemhttp.A
 	if err != nil {
 		return nil, err
 	}
-	return api.Function(app.Logger(cfg.Common, rt.Out), rec, "get product", api.NewGetHandler(reader).Serve), nil
+	return api.Function(app.Logger(cfg.Common, rt.Out), rec, rt.Tracing, "get product", api.NewGetHandler(reader).Serve), nil
 }

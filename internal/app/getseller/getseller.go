@@ -30,5 +30,5 @@ func New(db *dynamodb.Client, cfg config.GetSeller, rt app.Runtime) (idemhttp.AP
 	if err != nil {
 		return nil, err
 	}
-	return api.Function(app.Logger(cfg.Common, rt.Out), rec, "get seller", sellershttp.NewHandler(reader).Serve), nil
+	return api.Function(app.Logger(cfg.Common, rt.Out), rec, rt.Tracing, "get seller", sellershttp.NewHandler(reader).Serve), nil
 }

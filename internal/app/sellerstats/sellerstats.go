@@ -43,5 +43,5 @@ func New(db *dynamodb.Client, cfg config.SellerStats, rt app.Runtime, opts ...id
 	if err != nil {
 		return nil, err
 	}
-	return sellersqs.NewConsumer(store, counter, cfg.EventSource, app.Logger(cfg.Common, rt.Out), rec)
+	return sellersqs.NewConsumer(store, counter, cfg.EventSource, app.Logger(cfg.Common, rt.Out), rec, rt.Tracing)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/internal/testkit/outboxtest"
+	"github.com/idemlambda/idemlambda/internal/tracing"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
@@ -36,6 +37,8 @@ type fixture struct {
 	// shards, when set, is how many shards consumers made by newConsumer
 	// spread a seller over (sellers.Shards otherwise).
 	shards int
+	// tracing, when set, is what consumers made by newConsumer trace with.
+	tracing *tracing.Tracing
 }
 
 func newFixture(t testing.TB, opts ...idem.Option) *fixture {
@@ -66,7 +69,7 @@ func (f *fixture) newConsumerOn(t testing.TB, client *dynamodb.Client, cacheSize
 		SellersTable: f.env.Tables.Sellers, EventSource: source,
 		Idempotency: config.Idempotency{Table: f.env.Tables.Idempotency, Retention: 7 * 24 * time.Hour, Mode: config.ModeTransact, CacheSize: cacheSize},
 	}
-	c, err := sellerstats.New(client, cfg, app.Runtime{Out: f.logs}, opts...)
+	c, err := sellerstats.New(client, cfg, app.Runtime{Out: f.logs, Tracing: f.tracing}, opts...)
 	require.NoError(t, err)
 	if f.shards > 0 {
 		sellersqs.SetShards(c, f.shards)
