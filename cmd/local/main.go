@@ -2,7 +2,10 @@
 // DynamoDB-compatible store (or the endpoint AWS_ENDPOINT_URL_DYNAMODB
 // names), the tables, the API handlers on a port and the outbox relay,
 // each function configured by the same loader as its Lambda, with the
-// local defaults below laid over the environment. `make run` starts it.
+// local defaults below laid over the environment, and traced as its
+// Lambda is: OTEL_TRACES_EXPORTER=console prints each span on stderr,
+// OTEL_EXPORTER_OTLP_ENDPOINT sends them to a collector. `make run`
+// starts it.
 package main
 
 import (
@@ -101,6 +104,7 @@ func run() error {
 	}
 	local.Banner(os.Stdout, r)
 	fmt.Fprintln(os.Stdout, where)
+	fmt.Fprintln(os.Stdout, spansTo(create.Tracing))
 	select {
 	case <-ctx.Done():
 	case err = <-r.Err():
@@ -153,4 +157,16 @@ func relayTo(cfg *local.Config, rc config.OutboxRelay, getenv func(string) strin
 	}
 	cfg.Streams = client
 	return where + " (polling the outbox table's stream at the endpoint)", nil
+}
+
+// spansTo says where the functions' spans go (each function reads the
+// same OTEL_* variables here).
+func spansTo(t config.Tracing) string {
+	switch t.Exporter {
+	case config.ExporterConsole:
+		return "spans: one JSON line each on stderr, with the logs, when each request or batch ends"
+	case config.ExporterOTLP:
+		return "spans: OTLP/HTTP to " + t.Endpoint + ", when each request or batch ends"
+	}
+	return "spans: off (OTEL_TRACES_EXPORTER=console prints them on stderr; OTEL_EXPORTER_OTLP_ENDPOINT sends them to a collector)"
 }

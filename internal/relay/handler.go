@@ -203,7 +203,7 @@ func (h *Handler) startSends(ctx context.Context, pending []outbox.Event) []trac
 		if sc := tracing.SpanContext(e.TraceParent, e.TraceState); sc.IsValid() {
 			parent = trace.ContextWithRemoteSpanContext(ctx, sc)
 		}
-		sctx, span := h.tracer.Start(parent, "send "+h.destination, trace.WithSpanKind(trace.SpanKindProducer), trace.WithLinks(batch))
+		sctx, span := h.tracer.Start(parent, strings.TrimSpace("send "+h.destination), trace.WithSpanKind(trace.SpanKindProducer), trace.WithLinks(batch))
 		if span.IsRecording() {
 			span.SetAttributes(
 				semconv.MessagingSystemKey.String(tracing.EventBridge), semconv.MessagingOperationTypeSend,

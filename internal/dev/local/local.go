@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
@@ -32,7 +33,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
-	"github.com/idemlambda/idemlambda/internal/relay"
+	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
 // Config says what to run.
@@ -73,6 +74,9 @@ type Config struct {
 	// Streams reads the endpoint's stream; required with Endpoint and
 	// Publisher.
 	Streams streampoll.Client
+	// SpanProcessors also receive every function's spans, whatever its
+	// exporter (tests record them).
+	SpanProcessors []sdktrace.SpanProcessor
 }
 
 // tables names the tables the functions use.
@@ -94,13 +98,14 @@ type Runner struct {
 	// Embedded is the embedded store, nil with an external endpoint.
 	Embedded *embedded.Store
 
-	store *http.Server // the embedded store's, nil with an endpoint
-	api   *http.Server
-	errs  chan error
-	feed  *feed
-	queue *eventbus.Queue
-	stop  context.CancelFunc
-	bg    sync.WaitGroup
+	store   *http.Server // the embedded store's, nil with an endpoint
+	api     *http.Server
+	tracing []*tracing.Tracing // the functions', shut down last
+	errs    chan error
+	feed    *feed
+	queue   *eventbus.Queue
+	stop    context.CancelFunc
+	bg      sync.WaitGroup
 }
 
 // Start brings the store, tables and API up and returns once they serve.
@@ -139,7 +144,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.APIAddr == "" {
 		return r, nil
 	}
-	routes, err := apiRoutes(client, cfg)
+	routes, err := r.apiRoutes(cfg)
 	if err != nil {
 		return nil, errors.Join(err, r.Close(ctx))
 	}
@@ -153,25 +158,79 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 }
 
 // apiRoutes are the HTTP API's routes, each served by its function's
-// handler as the Lambda main assembles it.
-func apiRoutes(client *dynamodb.Client, cfg Config) ([]httpadapter.Route, error) {
-	create, err := createproduct.New(client, cfg.CreateProduct, app.Runtime{Out: cfg.Out})
+// handler as the Lambda main assembles it, with its own tracing and
+// DynamoDB client.
+func (r *Runner) apiRoutes(cfg Config) ([]httpadapter.Route, error) {
+	rt, client, err := r.function(cfg, config.NameCreateProduct, cfg.CreateProduct.Common)
 	if err != nil {
 		return nil, err
 	}
-	get, err := getproduct.New(client, cfg.GetProduct, app.Runtime{Out: cfg.Out})
+	create, err := createproduct.New(client, cfg.CreateProduct, rt)
 	if err != nil {
 		return nil, err
 	}
-	seller, err := getseller.New(client, cfg.GetSeller, app.Runtime{Out: cfg.Out})
+	createRoute := httpadapter.Route{Method: http.MethodPost, Pattern: "/products", Handler: flushed(rt.Tracing, httpadapter.Handler(create))}
+	if rt, client, err = r.function(cfg, config.NameGetProduct, cfg.GetProduct.Common); err != nil {
+		return nil, err
+	}
+	get, err := getproduct.New(client, cfg.GetProduct, rt)
 	if err != nil {
 		return nil, err
 	}
-	return []httpadapter.Route{
-		{Method: http.MethodPost, Pattern: "/products", Handler: httpadapter.Handler(create)},
-		{Method: http.MethodGet, Pattern: "/products/{id}", Handler: httpadapter.Handler(get)},
-		{Method: http.MethodGet, Pattern: "/sellers/{id}", Handler: httpadapter.Handler(seller)},
-	}, nil
+	getRoute := httpadapter.Route{Method: http.MethodGet, Pattern: "/products/{id}", Handler: flushed(rt.Tracing, httpadapter.Handler(get))}
+	if rt, client, err = r.function(cfg, config.NameGetSeller, cfg.GetSeller.Common); err != nil {
+		return nil, err
+	}
+	seller, err := getseller.New(client, cfg.GetSeller, rt)
+	if err != nil {
+		return nil, err
+	}
+	sellerRoute := httpadapter.Route{Method: http.MethodGet, Pattern: "/sellers/{id}", Handler: flushed(rt.Tracing, httpadapter.Handler(seller))}
+	return []httpadapter.Route{createRoute, getRoute, sellerRoute}, nil
+}
+
+// function is what the named function runs with: its tracing, from its
+// configuration (c), its output, and a DynamoDB client of its own on the
+// store, traced as its Lambda's is.
+func (r *Runner) function(cfg Config, name string, c config.Common) (app.Runtime, *dynamodb.Client, error) {
+	rt, err := r.runtime(cfg, name, c)
+	if err != nil {
+		return app.Runtime{}, nil, err
+	}
+	client, err := app.Client(storeAWS(r.StoreURL), rt.Tracing, dynamodb.NewFromConfig, ddb.CountPerContext)
+	if err != nil {
+		return app.Runtime{}, nil, err
+	}
+	return rt, client, nil
+}
+
+// runtime is the named function's tracing, from its configuration (c),
+// and its output.
+func (r *Runner) runtime(cfg Config, name string, c config.Common) (app.Runtime, error) {
+	t, err := app.Tracing(c.Tracing, name, cfg.Out, cfg.SpanProcessors...)
+	if err != nil {
+		return app.Runtime{}, err
+	}
+	if t.On() {
+		r.tracing = append(r.tracing, t)
+	}
+	return app.Runtime{Out: cfg.Out, Tracing: t}, nil
+}
+
+// flushed exports t's spans once h has answered, as app.Flushed does at
+// the end of each Lambda invocation: each request's spans show up when
+// it ends.
+func flushed[E, R any](t *tracing.Tracing, h func(context.Context, E) (R, error)) func(context.Context, E) (R, error) {
+	if !t.On() {
+		return h
+	}
+	return func(ctx context.Context, e E) (R, error) {
+		r, err := h(ctx, e)
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), app.FlushTimeout)
+		defer cancel()
+		_ = t.Flush(fctx) // the exporter reports its own failures
+		return r, err
+	}
 }
 
 // startRelay runs the outbox relay into cfg.Publisher (and, with
@@ -180,23 +239,32 @@ func apiRoutes(client *dynamodb.Client, cfg Config) ([]httpadapter.Route, error)
 func (r *Runner) startRelay(ctx, bgCtx context.Context, cfg Config) error {
 	pub := cfg.Publisher
 	if cfg.ConsumeEvents {
-		consumer, err := sellerstats.New(r.Client, cfg.SellerStats, app.Runtime{Out: cfg.Out})
+		rt, client, err := r.function(cfg, config.NameSellerStats, cfg.SellerStats.Common)
 		if err != nil {
 			return err
 		}
-		r.queue = eventbus.NewQueue(consumer.Handle, cfg.Log)
+		consumer, err := sellerstats.New(client, cfg.SellerStats, rt)
+		if err != nil {
+			return err
+		}
+		r.queue = eventbus.NewQueue(flushed(rt.Tracing, consumer.Handle), cfg.Log)
 		r.background(func() { r.queue.Run(bgCtx) })
 		pub = tee{pub, r.queue}
 	}
-	h, err := outboxrelay.New(pub, cfg.OutboxRelay, app.Runtime{Out: cfg.Out})
+	rt, err := r.runtime(cfg, config.NameOutboxRelay, cfg.OutboxRelay.Common)
 	if err != nil {
 		return err
 	}
+	h, err := outboxrelay.New(pub, cfg.OutboxRelay, rt)
+	if err != nil {
+		return err
+	}
+	handle := flushed(rt.Tracing, h.Handle)
 	if r.feed != nil {
-		r.background(func() { r.feed.run(bgCtx, h.Handle) })
+		r.background(func() { r.feed.run(bgCtx, handle) })
 		return nil
 	}
-	return r.pollStream(ctx, bgCtx, cfg, h)
+	return r.pollStream(ctx, bgCtx, cfg, handle)
 }
 
 // tee publishes to first, then hands what first accepted to also, as the
@@ -242,7 +310,7 @@ func (r *Runner) serve(ln net.Listener, h http.Handler) *http.Server {
 
 // pollStream reads the endpoint's outbox stream into the relay, as the
 // event source mapping would.
-func (r *Runner) pollStream(ctx, bgCtx context.Context, cfg Config, h *relay.Handler) error {
+func (r *Runner) pollStream(ctx, bgCtx context.Context, cfg Config, handle streampoll.Handler) error {
 	if cfg.Streams == nil {
 		return errors.New("local: an endpoint relay needs a Streams client")
 	}
@@ -250,7 +318,7 @@ func (r *Runner) pollStream(ctx, bgCtx context.Context, cfg Config, h *relay.Han
 	if err != nil {
 		return err
 	}
-	p, err := streampoll.NewPoller(cfg.Streams, arn, h.Handle, streampoll.Options{Logger: cfg.Log})
+	p, err := streampoll.NewPoller(cfg.Streams, arn, handle, streampoll.Options{Logger: cfg.Log})
 	if err != nil {
 		return err
 	}
@@ -275,8 +343,9 @@ func (r *Runner) Err() <-chan error { return r.errs }
 
 // Close shuts the API down, letting requests in progress finish until ctx
 // ends, then stops the relay and the embedded store, which no request
-// needs any more. (A graceful shutdown of the store would wait 5 s for
-// the SDK's spare connections, which never carry a request.)
+// needs any more, and last the functions' tracing, flushing what spans
+// are left. (A graceful shutdown of the store would wait 5 s for the
+// SDK's spare connections, which never carry a request.)
 func (r *Runner) Close(ctx context.Context) error {
 	var err error
 	if r.api != nil {
@@ -289,14 +358,23 @@ func (r *Runner) Close(ctx context.Context) error {
 	if r.store != nil {
 		err = errors.Join(err, r.store.Close())
 	}
+	for _, t := range r.tracing {
+		err = errors.Join(err, t.Shutdown(ctx))
+	}
 	return err
+}
+
+// storeAWS is what clients of a local endpoint are built from: dummy
+// credentials, so nothing here may touch a real account by accident.
+func storeAWS(endpoint string) config.AWS {
+	return config.AWS{Region: "us-east-1", AccessKeyID: "local", SecretAccessKey: "local", Endpoint: endpoint}
 }
 
 // Client returns a DynamoDB client for a local endpoint with dummy
 // credentials: nothing here may touch a real account by accident. It
 // counts its calls per context, as the functions' clients do.
 func Client(endpoint string) (*dynamodb.Client, error) {
-	return app.Client(config.AWS{Region: "us-east-1", AccessKeyID: "local", SecretAccessKey: "local", Endpoint: endpoint}, nil,
+	return app.Client(storeAWS(endpoint), nil,
 		dynamodb.NewFromConfig, ddb.CountPerContext)
 }
 

@@ -36,8 +36,15 @@ func startWith(t *testing.T, pub outbox.Publisher) *local.Runner {
 // metrics to out.
 func startWithOut(t *testing.T, pub outbox.Publisher, out io.Writer) *local.Runner {
 	t.Helper()
+	return startConfigured(t, pub, out, func(*local.Config) {})
+}
+
+// startConfigured is startWithOut with the configuration adjusted by
+// adjust before the runner starts.
+func startConfigured(t *testing.T, pub outbox.Publisher, out io.Writer, adjust func(*local.Config)) *local.Runner {
+	t.Helper()
 	ctx := context.Background()
-	r, err := local.Start(ctx, local.Config{
+	cfg := local.Config{
 		Publisher: pub,
 		APIAddr:   "127.0.0.1:0", StoreAddr: "127.0.0.1:0",
 		CreateProduct: config.CreateProduct{
@@ -53,7 +60,9 @@ func startWithOut(t *testing.T, pub outbox.Publisher, out io.Writer) *local.Runn
 		ConsumeEvents: pub != nil,
 		Out:           out,
 		Log:           slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	})
+	}
+	adjust(&cfg)
+	r, err := local.Start(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		// Idle client connections would hold a graceful shutdown.
