@@ -120,12 +120,15 @@ clean: ## Remove build output.
 # Where make init-time builds its host-architecture bootstraps.
 INIT_TIME_DIR ?= $(BIN)/init-time
 INIT_TIME_RUNS ?= 21
+# NAME=value pairs added to each function's environment (not hello's), e.g.
+# INIT_TIME_ENV="OTEL_TRACES_EXPORTER=otlp" to start with the exporter built.
+INIT_TIME_ENV ?=
 .PHONY: init-time
-init-time: ## Each bootstrap, built for this machine, from exec to its first /next, against hello-world aws-lambda-go (INIT_TIME_RUNS).
+init-time: ## Each bootstrap, built for this machine, from exec to its first /next, against hello-world aws-lambda-go (INIT_TIME_RUNS, INIT_TIME_ENV).
 	@mkdir -p $(INIT_TIME_DIR)
 	@for fn in hello $(FUNCTIONS); do \
 		src=./functions/$$fn; [ $$fn = hello ] && src=./cmd/inittime/hello; \
 		CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(INIT_TIME_DIR)/$$fn $$src; \
 	done
-	$(GO) run ./cmd/inittime -n $(INIT_TIME_RUNS) hello=$(INIT_TIME_DIR)/hello \
+	$(GO) run ./cmd/inittime -n $(INIT_TIME_RUNS) $(foreach e,$(INIT_TIME_ENV),-env $(e)) hello=$(INIT_TIME_DIR)/hello \
 		$(foreach fn,$(FUNCTIONS),$(fn)=$(INIT_TIME_DIR)/$(fn))

@@ -4,7 +4,7 @@
 // against the same for a hello-world aws-lambda-go bootstrap in the same
 // run. `make init-time` builds the bootstraps and runs it.
 //
-// Usage: inittime [-n runs] hello=path/to/bootstrap name=path/to/bootstrap...
+// Usage: inittime [-n runs] [-env NAME=value]... hello=path/to/bootstrap name=path/to/bootstrap...
 //
 // Each bootstrap runs -n times, the bootstraps interleaved so a busy
 // machine slows them alike; the median is reported, with the ratio to
@@ -43,6 +43,8 @@ type bootstrap struct {
 func run() error {
 	runs := flag.Int("n", 21, "runs per bootstrap")
 	timeout := flag.Duration("timeout", 10*time.Second, "longest wait for one bootstrap's first /next")
+	var extra envFlag
+	flag.Var(&extra, "env", "NAME=value added to every function's environment, not hello's (repeatable): OTEL_TRACES_EXPORTER=otlp measures a start with the exporter built")
 	flag.Parse()
 	var bs []*bootstrap
 	for _, arg := range flag.Args() {
@@ -50,7 +52,11 @@ func run() error {
 		if !ok {
 			return fmt.Errorf("%q: want name=path", arg)
 		}
-		bs = append(bs, &bootstrap{name: name, path: path, env: functionEnv(name)})
+		env := functionEnv(name)
+		if name != "hello" {
+			env = append(env, extra...)
+		}
+		bs = append(bs, &bootstrap{name: name, path: path, env: env})
 	}
 	if len(bs) == 0 || bs[0].name != "hello" {
 		return errors.New("the first bootstrap must be hello=<path>, the yardstick")
@@ -111,6 +117,19 @@ func functionEnv(name string) []string {
 		}
 	}
 	return env
+}
+
+// envFlag collects -env NAME=value flags.
+type envFlag []string
+
+func (e *envFlag) String() string { return strings.Join(*e, " ") }
+
+func (e *envFlag) Set(v string) error {
+	if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+		return fmt.Errorf("%q: want NAME=value", v)
+	}
+	*e = append(*e, v)
+	return nil
 }
 
 // runtimeAPI answers the first GET /next of each bootstrap by noting the

@@ -3,11 +3,28 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/ddb"
+	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
+	"github.com/idemlambda/idemlambda/internal/tracing"
+	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 // The API benchmarks run per mode, and the replay with and without the
@@ -114,5 +131,83 @@ func BenchmarkCreateRejected(b *testing.B) {
 	}
 	if f.env.Counter.Total() != 0 {
 		b.Fatalf("a rejected request reached DynamoDB: %s", f.env.Counter)
+	}
+}
+
+// BenchmarkCreateTracing is BenchmarkCreateFirstExecution (reserve mode)
+// as a traced function runs it, under a sampled Lambda trace header:
+// off (no exporter: no-op tracers, the header still carried to the
+// outbox item); on, its spans built and batched and the batch flushed
+// after each request as app.Flushed does in Lambda, to an exporter that
+// drops them; and on with OTLP, flushed over OTLP/HTTP to a receiver on
+// loopback that discards the body (its own share of the CPU is in the
+// figure). The DynamoDB client is the function's own, with otelaws when
+// on. Compare cpu-ns/op (this process's CPU time per request: with make
+// bench's store in another process, the function's own), B/op and
+// allocs/op across the three; ns/op adds the store's latency.
+func BenchmarkCreateTracing(b *testing.B) {
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	b.Cleanup(receiver.Close)
+	for _, variant := range []struct {
+		name   string
+		config config.Tracing
+		extra  []sdktrace.SpanProcessor
+	}{
+		{name: "off"},
+		{name: "on", extra: []sdktrace.SpanProcessor{sdktrace.NewBatchSpanProcessor(tracetest.NewNoopExporter())}},
+		{name: "on-otlp", config: config.Tracing{Exporter: config.ExporterOTLP, Endpoint: receiver.URL}},
+	} {
+		b.Run(variant.name, func(b *testing.B) {
+			tr, err := app.Tracing(variant.config, config.NameCreateProduct, io.Discard, variant.extra...)
+			require.NoError(b, err)
+			b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+			env := ddbtest.New(b)
+			client, err := app.Client(config.AWS{Region: "us-east-1", AccessKeyID: "bench", SecretAccessKey: "bench", Endpoint: env.URL},
+				tr, dynamodb.NewFromConfig, ddb.CountPerContext)
+			require.NoError(b, err)
+			cfg := createConfig(env.Tables, config.ModeReserve)
+			cfg.LogLevel = slog.LevelError
+			create, err := createproduct.New(client, cfg, app.Runtime{Out: io.Discard, Tracing: tr})
+			require.NoError(b, err)
+			ctx := tracing.NewContext(context.Background(), "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
+			b.ReportAllocs()
+			i := 0
+			cpu := processCPU()
+			for b.Loop() {
+				resp, _ := create(ctx, postReq(jsonHeaders("traced-"+strconv.Itoa(i)), widget))
+				if resp.StatusCode != 201 {
+					b.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+				}
+				if err := tr.Flush(ctx); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/float64(i), "cpu-ns/op")
+		})
+	}
+}
+
+// BenchmarkTraced is the request span's own cost, around a handler that
+// does nothing, under a sampled Lambda trace header: off (no-op tracer),
+// and on (the SDK's span, its attributes, ended into a batch that drops
+// it).
+func BenchmarkTraced(b *testing.B) {
+	on, err := app.Tracing(config.Tracing{}, config.NameCreateProduct, io.Discard, sdktrace.NewBatchSpanProcessor(tracetest.NewNoopExporter()))
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = on.Shutdown(context.Background()) })
+	ctx := tracing.NewContext(context.Background(), "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
+	req := postReq(jsonHeaders("k"), widget)
+	created := api.Reply{Response: events.APIGatewayV2HTTPResponse{StatusCode: 201}, Outcome: idem.OutcomeExecuted}
+	for name, t := range map[string]*tracing.Tracing{"off": nil, "on": on} {
+		b.Run(name, func(b *testing.B) {
+			h := api.Traced(t, func(context.Context, events.APIGatewayV2HTTPRequest) api.Reply { return created })
+			b.ReportAllocs()
+			for b.Loop() {
+				h(ctx, req)
+			}
+		})
 	}
 }
