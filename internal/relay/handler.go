@@ -276,14 +276,19 @@ func (h *Handler) logPublished(ctx context.Context, pending []outbox.Event, res 
 }
 
 // logOutcome writes the batch's one summary line, at warn level when
-// something was not published.
+// something was not published, with the batch's trace id.
 func (h *Handler) logOutcome(ctx context.Context, records int, c counts) {
 	level := slog.LevelInfo
 	if c.failed > 0 || c.undecodable > 0 {
 		level = slog.LevelWarn
 	}
-	h.log.Log(ctx, level, "outbox relay batch", slog.Int("records", records), slog.Int("published", c.published),
-		slog.Int("skipped", c.skipped), slog.Int("undecodable", c.undecodable), slog.Int("failed", c.failed))
+	attrs := []any{slog.Int("records", records), slog.Int("published", c.published),
+		slog.Int("skipped", c.skipped), slog.Int("undecodable", c.undecodable), slog.Int("failed", c.failed)}
+	if id := tracing.TraceID(ctx); id != "" {
+		// The batch's own trace, which each event's send span links.
+		attrs = append(attrs, slog.String("trace_id", id))
+	}
+	h.log.Log(ctx, level, "outbox relay batch", attrs...)
 }
 
 // decode turns an INSERT record's new image into the event it carries.

@@ -152,6 +152,12 @@ func TestOneProductIsOneTrace(t *testing.T) {
 		require.Len(t, ls, 1, msg)
 		assert.Equal(t, "1-5759e988-bd862e3fe1be46a994272793", ls[0]["trace_id"], msg)
 	}
+	// The batches' summary lines name their own traces, which link it.
+	for msg, span := range map[string]sdktrace.ReadOnlySpan{"outbox relay batch": one("process outbox"), "seller stats batch": batch} {
+		ls := logsWith(t, p.out, msg)
+		require.Len(t, ls, 1, msg)
+		assert.Equal(t, tracing.XRayTraceID(span.SpanContext().TraceID()), ls[0]["trace_id"], msg)
+	}
 }
 
 // TestConcurrentRequestsKeepTheirTraces: products created at once, each

@@ -235,8 +235,13 @@ func (c *Consumer) handle(ctx context.Context, ev events.SQSEvent, byMessage dec
 	if n.Poison > 0 || n.Failed > 0 {
 		level = slog.LevelWarn
 	}
-	c.log.Log(ctx, level, "seller stats batch", slog.Int("records", len(ev.Records)),
-		slog.Int("applied", n.Applied), slog.Int("duplicate", n.Duplicate), slog.Int("poison", n.Poison), slog.Int("failed", n.Failed))
+	attrs := []any{slog.Int("records", len(ev.Records)),
+		slog.Int("applied", n.Applied), slog.Int("duplicate", n.Duplicate), slog.Int("poison", n.Poison), slog.Int("failed", n.Failed)}
+	if id := tracing.TraceID(ctx); id != "" {
+		// The batch's own trace, which links each message's producer.
+		attrs = append(attrs, slog.String("trace_id", id))
+	}
+	c.log.Log(ctx, level, "seller stats batch", attrs...)
 	return resp, n
 }
 
