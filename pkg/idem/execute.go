@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -189,8 +190,10 @@ func (s *Store) run(ctx context.Context, id, fingerprint string, claim claimed, 
 }
 
 // standIn is what Run stores for a response that cannot be stored as it
-// is: its metadata if they are storable, no body, and metaOmitted saying
-// why.
+// is: its metadata if they are storable, else only the library's own
+// entries (keys beginning with ':', such as idemhttp's status, without
+// which a replay could not say what the first call answered), no body,
+// and metaOmitted saying why.
 func (s *Store) standIn(resp Response, why error) Response {
 	out := Response{Meta: maps.Clone(resp.Meta)}
 	if out.Meta == nil {
@@ -198,7 +201,16 @@ func (s *Store) standIn(resp Response, why error) Response {
 	}
 	out.Meta[metaOmitted] = "true"
 	if s.validate(out) != nil {
-		out.Meta = map[string]string{metaOmitted: "true"}
+		out.Meta = map[string]string{}
+		for k, v := range resp.Meta {
+			if strings.HasPrefix(k, ":") {
+				out.Meta[k] = v
+			}
+		}
+		out.Meta[metaOmitted] = "true"
+		if s.validate(out) != nil {
+			out.Meta = map[string]string{metaOmitted: "true"}
+		}
 	}
 	if errors.Is(why, ErrResponseTooLarge) {
 		out.Meta[metaOmitted] = "too large"
