@@ -36,6 +36,11 @@ type Runtime struct {
 // answer costs an invocation this much at most, never its response.
 const FlushTimeout = time.Second
 
+// FlushMargin is the time the flush leaves before the invocation's
+// deadline, to send the answer in: one sent at the deadline is a timeout
+// (the relay's whole batch retried, an API request's 5xx).
+const FlushMargin = 100 * time.Millisecond
+
 // Tracing builds what the function named function traces with, from c:
 // nil with no exporter (nothing is recorded or exported; the no-op
 // tracers still pass the trace Lambda began on to the events). Otherwise
@@ -109,8 +114,10 @@ func propagator(names []string) propagation.TextMapPropagator {
 // t's spans at the end of each invocation, before it answers: Lambda may
 // freeze the environment once the invocation is answered, and a span
 // left in the batch would wait for the next invocation, or be lost with
-// the environment. A failed export is logged to log, never the
-// invocation's failure. With t off, h itself: nothing to flush.
+// the environment. The flush takes at most FlushTimeout and ends
+// FlushMargin before the invocation's deadline, so the answer is never
+// late for it. A failed export is logged to log, never the invocation's
+// failure. With t off, h itself: nothing to flush.
 func Flushed(h any, t *tracing.Tracing, log *slog.Logger) any {
 	if !t.On() {
 		return h
@@ -126,7 +133,17 @@ type flushed struct {
 
 func (f flushed) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	out, err := f.inner.Invoke(ctx, payload)
-	fctx, cancel := context.WithTimeout(ctx, FlushTimeout)
+	until := time.Now().Add(FlushTimeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Add(-FlushMargin).Before(until) {
+		until = dl.Add(-FlushMargin)
+	}
+	if !time.Now().Before(until) {
+		// No time left to flush in: the spans stay in the batch, for the
+		// next invocation's flush, and the answer goes out in time.
+		f.log.WarnContext(ctx, "spans not exported", slog.String("err", "no time left before the invocation's deadline"))
+		return out, err
+	}
+	fctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
 	if ferr := f.tracing.Flush(fctx); ferr != nil {
 		f.log.WarnContext(ctx, "spans not exported", slog.Any("err", ferr))

@@ -19,6 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
@@ -153,4 +154,44 @@ func TestClientCallsAreSpans(t *testing.T) {
 	assert.Equal(t, tracing.XRayHeader(trace.ContextWithSpanContext(context.Background(), call.SpanContext())), headers[0],
 		"the traced request carries its span's X-Ray header")
 	assert.Empty(t, headers[1], "an untraced client adds no header")
+}
+
+// blockingProvider is a tracer provider whose flush waits for its
+// context, as one does whose collector never answers.
+type blockingProvider struct {
+	noop.TracerProvider
+}
+
+func (blockingProvider) ForceFlush(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (blockingProvider) Shutdown(context.Context) error { return nil }
+
+// The flush never runs the invocation past its deadline: an answer sent
+// at the deadline is a timeout, which for the relay retries its whole
+// batch and for an API function turns a done request into a 5xx.
+// Whatever the handler left of its time, the flush leaves FlushMargin
+// of it to answer in.
+func TestFlushLeavesTimeToAnswer(t *testing.T) {
+	t.Parallel()
+	tr := tracing.New(blockingProvider{}, nil)
+	var out logbuf.Buffer
+	h := Flushed(func(context.Context) (string, error) { return "done", nil }, tr, Logger(config.Common{}, &out)).(interface {
+		Invoke(context.Context, []byte) ([]byte, error)
+	})
+	for _, left := range []time.Duration{300 * time.Millisecond, FlushMargin / 2} {
+		ctx, cancel := context.WithTimeout(context.Background(), left)
+		dl, _ := ctx.Deadline()
+		resp, err := h.Invoke(ctx, []byte(`{}`))
+		answered := time.Now()
+		cancel()
+		require.NoError(t, err)
+		assert.JSONEq(t, `"done"`, string(resp))
+		assert.True(t, answered.Before(dl), "answered %v after the deadline (%v left)", answered.Sub(dl), left)
+		if left > 2*FlushMargin {
+			assert.GreaterOrEqual(t, dl.Sub(answered), FlushMargin*9/10, "%v left", left)
+		}
+	}
 }
