@@ -139,3 +139,37 @@ func TestBatchSpanLinksEachProducer(t *testing.T) {
 	require.Len(t, batch.Events(), 1)
 	assert.Equal(t, "poison message", batch.Events()[0].Name)
 }
+
+// TestTheTraceIsNotPartOfTheEvent: an event counted as it was relayed
+// before the trace context (none on the CloudEvent), then redelivered
+// with one, with another, with a malformed one and another
+// AWSTraceHeader, is the same event each time: a duplicate acknowledged,
+// never key reuse or poison, and counted once.
+func TestTheTraceIsNotPartOfTheEvent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	seller := uuid.New()
+	p := newProduct(t, seller, eur(t, 100))
+	first := p.delivery(t, 1)
+	require.Empty(t, failedIDs(f.handle(t, first)))
+
+	for n, tc := range []struct{ traceparent, tracestate, header string }{
+		{"00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01", "k=v", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=0102030405060708;Sampled=1"},
+		{"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", "", ""},
+		{"00-xyz-53995c3f42cd8ad8-01", "not a tracestate", "Root=garbage"},
+	} {
+		again := p
+		again.event.TraceParent, again.event.TraceState = tc.traceparent, tc.tracestate
+		m := again.delivery(t, n+2)
+		if tc.header != "" {
+			m.Attributes[tracing.SQSAttribute] = tc.header
+		}
+		assert.Empty(t, failedIDs(f.handle(t, m)), "delivery %d", n+2)
+	}
+	got, err := f.reader.Get(context.Background(), seller)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), got.ProductCount)
+	_, sum := f.batchTotals(t)
+	assert.Equal(t, map[string]float64{"Records": 4, "Applied": 1, "Duplicate": 3, "Poison": 0, "Failed": 0}, map[string]float64{
+		"Records": sum["Records"], "Applied": sum["Applied"], "Duplicate": sum["Duplicate"], "Poison": sum["Poison"], "Failed": sum["Failed"]})
+}
