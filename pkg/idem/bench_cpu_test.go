@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
 
 // stubAPI answers every request at once, as a table where each key is
@@ -111,7 +112,11 @@ func benchStubCalls(b *testing.B, opts ...idem.Option) {
 	})
 }
 
-// BenchmarkCallCPU is the CPU per call that is this package's own.
+// BenchmarkCallCPU is the CPU per call that is this package's own: with
+// no trace, and with a trace whose hooks are all nil, which must cost
+// nothing (pkg/idem/idemotel's BenchmarkCallCPU measures a trace that
+// records spans).
 func BenchmarkCallCPU(b *testing.B) {
 	b.Run("off", func(b *testing.B) { benchStubCalls(b) })
+	b.Run("nil-hooks", func(b *testing.B) { benchStubCalls(b, idem.WithTrace(&idemtrace.Trace{})) })
 }
