@@ -13,6 +13,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/idemotel"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
 
 // A store whose calls are traced: a first Run and its retry, each a span
@@ -58,7 +59,7 @@ func ExampleNewTrace() {
 		switch s.Name() {
 		case "idem.run":
 			fmt.Println(s.Name(), value(s.Attributes(), idemotel.AttrOutcome),
-				value(s.Attributes(), idemotel.AttrScopeHash) == idemotel.ScopeHash(scope))
+				value(s.Attributes(), idemotel.AttrScopeHash) == idemtrace.ScopeHash(scope.ID()))
 		case "idem.claim":
 			fmt.Println("  ", s.Name(), value(s.Attributes(), idemotel.AttrClaimResult))
 		default:

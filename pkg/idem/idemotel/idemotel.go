@@ -64,11 +64,11 @@
 // An idempotency key and the principal it is scoped to may be personal
 // data. The spans never carry them, nor the scope's ID: idem.scope_hash
 // is the first 16 hex digits of the SHA-256 of the scope's ID
-// (ScopeHash), enough to find every span of one key, and to find a key's
-// spans from the key, not the other way round. Error messages are not
-// recorded either (an operation's error may quote its request): a failed
-// span has status Error, whose description is the outcome, and
-// error.type, DynamoDB's error code or the kind of failure.
+// (idemtrace.ScopeHash), enough to find every span of one key from the
+// key (idemctl lookup prints it), never the key from a span. Error
+// messages are not recorded either (an operation's error may quote its
+// request): a failed span has status Error, whose description is the
+// outcome, and error.type, DynamoDB's error code or the kind of failure.
 //
 // A span's status is Error for a failure of the operation or the store
 // (outcomes error, unavailable, lease_lost, not_recorded, released, and
@@ -77,13 +77,9 @@
 package idemotel
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
 
@@ -122,25 +118,8 @@ const (
 	AttrBatchItemIndex       = attribute.Key("idem.batch.item_index")
 )
 
-const (
-	// The values of Mode.
-	modeReserve, modeTransact = "reserve", "transact"
-	// scopeHashDigits is how much of the SHA-256 idem.scope_hash keeps:
-	// 64 bits, so that two of a million keys share one with a chance of
-	// about 3 in 100 million.
-	scopeHashDigits = 16
-)
-
-// ScopeHash is the idem.scope_hash of scope's spans: the first 16 hex
-// digits of the SHA-256 of its ID (idem.Scope.ID). An operator who has a
-// request's operation, principal and key computes it to find the
-// request's spans.
-func ScopeHash(scope idem.Scope) string { return hashID(scope.ID()) }
-
-func hashID(id string) string {
-	sum := sha256.Sum256([]byte(id))
-	return hex.EncodeToString(sum[:scopeHashDigits/2])
-}
+// The values of AttrMode.
+const modeReserve, modeTransact = "reserve", "transact"
 
 // NewTrace returns a trace (for idem.WithTrace, or idemtrace.WithTrace
 // for the calls made with one context) that records each call as spans

@@ -21,6 +21,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/idemotel"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
@@ -159,8 +160,8 @@ func TestACallIsASpanWithItsPhasesAsChildren(t *testing.T) {
 	check.Equal(t, "execute", attr(a, idemotel.AttrWay))
 	check.Equal(t, "reserve", attr(a, idemotel.AttrMode))
 	check.Equal(t, "POST /products", attr(a, idemotel.AttrOperation))
-	check.Equal(t, idemotel.ScopeHash(sc), attr(a, idemotel.AttrScopeHash))
-	check.Len(t, idemotel.ScopeHash(sc), 16)
+	check.Equal(t, idemtrace.ScopeHash(sc.ID()), attr(a, idemotel.AttrScopeHash))
+	check.Len(t, idemtrace.ScopeHash(sc.ID()), 16)
 	check.Equal(t, "executed", attr(a, idemotel.AttrOutcome))
 	check.Equal(t, codes.Unset, call.Status().Code)
 
@@ -381,7 +382,7 @@ func TestABatchShowsItsTransactionsAndTheirCancellationReasons(t *testing.T) {
 	must.Len(t, got, 3)
 	for i, e := range got {
 		check.Equal(t, fmt.Sprint(i), attr(e.Attributes, idemotel.AttrBatchItemIndex))
-		check.Equal(t, idemotel.ScopeHash(items[i].Scope), attr(e.Attributes, idemotel.AttrScopeHash))
+		check.Equal(t, idemtrace.ScopeHash(items[i].Scope.ID()), attr(e.Attributes, idemotel.AttrScopeHash))
 		check.Equal(t, string(res[i].Outcome), attr(e.Attributes, idemotel.AttrOutcome))
 	}
 }

@@ -148,7 +148,7 @@ func (r *recorder) callStart(ctx context.Context, i idemtrace.CallStartInfo) con
 	if i.Way == idemtrace.WayBatch {
 		attrs = append(attrs, AttrBatchItems.Int(i.Items))
 	} else {
-		attrs = append(attrs, AttrOperation.String(i.Operation), AttrScopeHash.String(hashID(i.ScopeID)))
+		attrs = append(attrs, AttrOperation.String(i.Operation), AttrScopeHash.String(idemtrace.ScopeHash(i.ScopeID)))
 	}
 	return r.begin(ctx, "idem."+string(i.Way), attrs...)
 }
@@ -175,7 +175,7 @@ func (r *recorder) callDone(ctx context.Context, i idemtrace.CallDoneInfo) {
 
 func (r *recorder) cacheHit(ctx context.Context, i idemtrace.CacheHitInfo) {
 	if p := recording(ctx); p != nil {
-		p.span.AddEvent("idem.cache_hit", trace.WithAttributes(AttrOutcome.String(i.Outcome), AttrScopeHash.String(hashID(i.ScopeID))))
+		p.span.AddEvent("idem.cache_hit", trace.WithAttributes(AttrOutcome.String(i.Outcome), AttrScopeHash.String(idemtrace.ScopeHash(i.ScopeID))))
 	}
 }
 
@@ -338,6 +338,6 @@ func (r *recorder) batchTxDone(ctx context.Context, i idemtrace.BatchTxDoneInfo)
 func (r *recorder) batchItem(ctx context.Context, i idemtrace.BatchItemInfo) {
 	if p := recording(ctx); p != nil {
 		p.span.AddEvent("idem.batch.item", trace.WithAttributes(
-			AttrBatchItemIndex.Int(i.Index), AttrScopeHash.String(hashID(i.ScopeID)), AttrOutcome.String(i.Outcome)))
+			AttrBatchItemIndex.Int(i.Index), AttrScopeHash.String(idemtrace.ScopeHash(i.ScopeID)), AttrOutcome.String(i.Outcome)))
 	}
 }
