@@ -164,6 +164,8 @@ func (r *recorder) callDone(ctx context.Context, i idemtrace.CallDoneInfo) {
 			if failedOutcome(outcome) {
 				fail(p, i.Outcome, i.Err)
 			}
+		case i.Err != nil: // a batch that could not run
+			fail(p, "error", i.Err)
 		}
 		var inflight *idem.InFlightError
 		if errors.As(i.Err, &inflight) {
