@@ -43,9 +43,9 @@ func (stubAPI) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsI
 // BenchmarkCallCPU is the CPU per call of Execute (claim, effect,
 // commit: four spans when traced) and Run (claim, effect, completion),
 // each a first execution on the stub API: with no trace; with idemotel
-// on a no-op provider (tracing off in the SDK's sense); on the SDK with
-// every span sampled out; and on the SDK recording every span, ended
-// into a batch processor whose exporter drops them.
+// on a no-op provider (tracing off: NewTrace sets no hook); on the SDK
+// with every span sampled out; and on the SDK recording every span,
+// ended into a batch processor whose exporter drops them.
 func BenchmarkCallCPU(b *testing.B) {
 	sampled := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 	b.Cleanup(func() { _ = sampled.Shutdown(context.Background()) })

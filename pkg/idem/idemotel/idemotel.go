@@ -79,6 +79,7 @@ package idemotel
 import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
@@ -124,8 +125,13 @@ const modeReserve, modeTransact = "reserve", "transact"
 // NewTrace returns a trace (for idem.WithTrace, or idemtrace.WithTrace
 // for the calls made with one context) that records each call as spans
 // of a tracer from tp, named ScopeName. A nil tp is the global
-// provider's (otel.GetTracerProvider), looked up at each span.
+// provider's (otel.GetTracerProvider), looked up at each span. A no-op
+// provider (go.opentelemetry.io/otel/trace/noop) gets a trace of nil
+// hooks, which costs nothing: its spans would record nothing.
 func NewTrace(tp trace.TracerProvider) *idemtrace.Trace {
+	if _, ok := tp.(noop.TracerProvider); ok {
+		return &idemtrace.Trace{}
+	}
 	r := &recorder{}
 	if tp != nil {
 		r.tracer = tp.Tracer(ScopeName)

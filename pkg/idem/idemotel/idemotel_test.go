@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemotel"
@@ -436,6 +437,13 @@ func TestConcurrentClaimsEachHaveTheirOwnSpans(t *testing.T) {
 		// Every phase's parent is a call or a phase of the same trace.
 		check.True(t, sp.Parent().IsValid(), "%s has a parent", sp.Name())
 	}
+}
+
+// A no-op provider records nothing: NewTrace sets no hook, which costs
+// nothing.
+func TestANoopProviderCostsNothing(t *testing.T) {
+	t.Parallel()
+	check.Equal(t, idemtrace.Trace{}, *idemotel.NewTrace(noop.NewTracerProvider()))
 }
 
 // The spans carry a hash of the scope, never the key, the principal or
