@@ -108,7 +108,16 @@ func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func
 	if t != noTrace || traceOf(ctx) != noTrace {
 		ctx = withCall(ctx, Scope{}, false, t) // for the phases: traceOf
 	}
+	panicking := t.CallDone != nil // in shared: as admit's
+	if panicking {
+		defer func() {
+			if panicking {
+				t.CallDone(ctx, idemtrace.CallDoneInfo{Way: idemtrace.WayBatch, Panicked: true})
+			}
+		}()
+	}
 	res, err := s.executeBatch(ctx, items, shared)
+	panicking = false
 	for i, it := range items {
 		outcome, ierr := OutcomeRejected, err
 		if err == nil {

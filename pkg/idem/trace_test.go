@@ -499,3 +499,18 @@ func TestTraceReportsAPanic(t *testing.T) {
 		"call.done execute panicked",
 	}, log.take(t))
 }
+
+// A batch whose shared writes function panics reports its call's end as
+// panicked, and the panic goes on.
+func TestTraceReportsAPanicInABatch(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	log := &traceLog{}
+	s := newStore(t, env, idem.WithTrace(log.trace()))
+	func() {
+		defer func() { check.Equal(t, "bang", recover()) }()
+		_, _ = s.ExecuteBatch(context.Background(), []idem.BatchItem{{Scope: scope(t, "trace-batch-panic"), Fingerprint: "fp"}},
+			func([]int, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { panic("bang") })
+	}()
+	check.Equal(t, []string{"call.start batch  items=1", "call.done batch panicked"}, log.take(t))
+}
