@@ -25,7 +25,8 @@
 // BatchItem). A Start hook that returns nil leaves the context as it
 // was. Each Start is followed by its Done, once, on the same goroutine;
 // an operation that panics reports EffectDone and CallDone with Panicked
-// set, and the panic goes on. The phases of each way in, in order:
+// set (ExecuteBatch's shared writes function: CallDone), and the panic
+// goes on. The phases of each way in, in order:
 //
 //	Execute        Call( Claim( Wait* ) Effect Commit Release? )
 //	Run, Do        Call( Claim( Wait* ) Effect Commit Release? )
