@@ -35,7 +35,7 @@ func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, finge
 			}
 		}()
 	}
-	id, res, err, done := s.enter(ctx, t, scope, fingerprint)
+	id, res, err, done := s.enter(ctx, t, scope, fingerprint, nil)
 	if !done {
 		res, err = call(withCall(ctx, scope, true, t), id)
 	}
@@ -49,12 +49,19 @@ func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, finge
 }
 
 // enter is admission's first half: a scope NewScope would not have made
-// is rejected, and a key the cache holds answers from it (reported to
-// t). done is true when res and err are the call's answer; else id is
-// the scope's record id.
-func (s *Store) enter(ctx context.Context, t *idemtrace.Trace, scope Scope, fingerprint string) (id string, res Result, err error, done bool) {
+// is rejected, and so is a call valid (when set) refuses; a key the
+// cache holds answers from it (reported to t). The refusals come before
+// the cache, so a cached key never answers a call the table would
+// refuse. done is true when res and err are the call's answer; else id
+// is the scope's record id.
+func (s *Store) enter(ctx context.Context, t *idemtrace.Trace, scope Scope, fingerprint string, valid func() error) (id string, res Result, err error, done bool) {
 	if err := s.check(scope); err != nil {
 		return "", Result{Outcome: OutcomeRejected}, err, true
+	}
+	if valid != nil {
+		if err := valid(); err != nil {
+			return "", Result{Outcome: OutcomeRejected}, err, true
+		}
 	}
 	id = scope.ID()
 	if res, err, hit := s.fromCache(id, fingerprint); hit {

@@ -160,10 +160,13 @@
 //	lease_token       the holder's fencing token (a record Transact or
 //	                  ExecuteBatch wrote carries its request's token)
 //	lease_expires_at  epoch milliseconds; after it the key can be taken over
-//	format            2 on a completed record: its result's format (a
-//	                  record without one is format 1, and still replays)
+//	format            N, once COMPLETED: the stored response's format (2;
+//	                  a record without it is format 1, written before)
 //	response_body     S (or B for bytes that are not UTF-8) and
-//	response_meta     M of S: the stored Response, Body and Meta
+//	response_meta     M of S (absent when empty): the stored Response's
+//	                  Body and Meta; a format 1 record holds
+//	                  response_status (N), response_headers (M of S) and
+//	                  response_body instead, and replays the same
 //	created_at        RFC 3339; completed_at when COMPLETED
 //	completion_id     the completing call's own id, so a call that meets a
 //	                  completed record can tell its own write from another's
