@@ -52,8 +52,9 @@ fmt-check: ## Fail if any Go file is not gofmt-formatted.
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # The Go modules (scripts/modules.sh): the application (.), the library
-# (pkg), the library's conformance suite (pkg/idem/internal/conformance)
-# and the adopter test module (test/adopter).
+# (pkg), its OpenTelemetry adapter (pkg/idem/idemotel), the library's
+# conformance suite (pkg/idem/internal/conformance) and the adopter test
+# module (test/adopter).
 MODULES = $(shell scripts/modules.sh)
 
 .PHONY: vet

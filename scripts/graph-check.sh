@@ -2,16 +2,18 @@
 # The library's published module graph, as an adopter resolves it.
 #
 # An adopter requires github.com/idemlambda/idemlambda/pkg and nothing
-# else of ours. This builds two throwaway modules in a temporary
+# else of ours. This builds three throwaway modules in a temporary
 # directory and runs `go mod tidy` in each:
 #
-#   adopter     imports pkg/idem, idemhttp, idemsqs, idemevent and
-#               pkg/money; its go.mod replaces only this repository's own
-#               modules (by the committed go.mod files of this checkout);
-#   comparison  imports the third-party packages the library stands on,
-#               directly: the SDK's config, DynamoDB client and
-#               attributevalue, aws-lambda-go, uuid, bojanz/currency, at
-#               the versions the library's go.mod selects.
+#   adopter      imports pkg/idem, idemhttp, idemsqs, idemevent and
+#                pkg/money; its go.mod replaces only this repository's own
+#                modules (by the committed go.mod files of this checkout);
+#   comparison   imports the third-party packages the library stands on,
+#                directly: the SDK's config, DynamoDB client and
+#                attributevalue, aws-lambda-go, uuid, bojanz/currency, at
+#                the versions the library's go.mod selects;
+#   oteladopter  imports pkg/idem/idemotel, the OpenTelemetry adapter (a
+#                module of its own), with the same replaces,
 #
 # and fails unless: the library's go.mod has no replace and requires no
 # module at the zero pseudo-version (v0.0.0-00010101000000-000000000000,
@@ -20,9 +22,11 @@
 # porcupine, yaml, testcontainers, x/exp, ...) is in its go.mod, nor in
 # its go.sum unless the comparison's go.sum has it too (aws-lambda-go's
 # own tests import testify, so go mod tidy keeps testify's checksums in
-# any module that imports aws-lambda-go/events); and its go.sum has no
-# more lines than the comparison's. It prints both modules' go.sum lines
-# and module counts.
+# any module that imports aws-lambda-go/events); its go.sum has no
+# more lines than the comparison's, and no OpenTelemetry module (that is
+# idemotel's, never the library's); and the idemotel adopter tidies and
+# builds with neither a test-only module nor the OpenTelemetry SDK in
+# its go.mod. It prints the modules' go.sum lines and module counts.
 #
 # Fast on a warm module cache (no download); GRAPH_CHECK_KEEP=1 keeps
 # the temporary directory and prints where it is.
@@ -176,4 +180,48 @@ if [ "$a" -gt "$c" ]; then
 	comm -23 <(sort "$tmp/adopter/go.sum") <(sort "$tmp/comparison/go.sum") >&2
 	fail "the adopter's go.sum ($a lines) is longer than the comparison's ($c)"
 fi
+# OpenTelemetry is the adapter's (pkg/idem/idemotel, a module of its
+# own): an adopter of the library resolves none of it.
+if grep -q '^go.opentelemetry.io/' "$tmp/adopter/go.sum"; then
+	awk '$1 ~ /^go.opentelemetry.io\// { print $1 }' "$tmp/adopter/go.sum" | sort -u >&2
+	fail "OpenTelemetry is in the library adopter's go.sum: pkg must not depend on it (pkg/idem/idemotel does)"
+fi
+
+# The adapter's adopter: pkg/idem/idemotel brings OpenTelemetry's API,
+# and neither the SDK (its tests' only) nor a test-only module.
+mkdir -p "$tmp/oteladopter"
+{
+	echo "module example.com/oteladopter"
+	echo
+	echo "go $goversion"
+	echo
+	echo "require $lib/idem/idemotel v0.0.0-00010101000000-000000000000"
+	echo
+	for m in $(scripts/modules.sh); do
+		path=$(cd "$m" && $GO list -m)
+		echo "replace $path => $root/$m"
+	done
+} >"$tmp/oteladopter/go.mod"
+cat >"$tmp/oteladopter/main.go" <<'EOF'
+package main
+
+import (
+	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemotel"
+)
+
+var _ = idem.WithTrace(idemotel.NewTrace(nil))
+
+func main() {}
+EOF
+if ! (cd "$tmp/oteladopter" && $GO mod tidy) >"$tmp/oteladopter.log" 2>&1; then
+	cat "$tmp/oteladopter.log" >&2
+	fail "go mod tidy failed for the idemotel adopter module"
+fi
+(cd "$tmp/oteladopter" && $GO build ./...) || fail "the idemotel adopter module does not build"
+if grep -Eq "$testonly|go.opentelemetry.io/otel/sdk " "$tmp/oteladopter/go.mod"; then
+	grep -E "$testonly|go.opentelemetry.io/otel/sdk " "$tmp/oteladopter/go.mod" >&2
+	fail "a test-only module (or the OpenTelemetry SDK) is in the idemotel adopter's go.mod"
+fi
+echo "graph-check: idemotel adopter: go.sum $(count oteladopter) lines, $(modules oteladopter) modules in its graph"
 echo "graph-check: ok"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Go modules of this repository, one directory a line, the
 # application's (.) first: the library (pkg, its test store
-# pkg/idem/idemtest included), the library's conformance suite
+# pkg/idem/idemtest included), its OpenTelemetry adapter (pkg/idem/idemotel,
+# so that pkg stays free of OpenTelemetry), the library's conformance suite
 # (pkg/idem/internal/conformance) and the adopter test module (test/adopter)
 # are modules of their own. Every make target that vets, lints, tests, fuzzes
 # or benchmarks runs once per module.

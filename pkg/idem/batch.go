@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
 
 // DynamoDB's limits on one TransactWriteItems: 100 actions, 4 MB of items.
@@ -101,14 +103,32 @@ type BatchResult struct {
 // The returned error is only for a call that cannot run at all (no shared
 // function); every other failure is its item's Err.
 func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error)) ([]BatchResult, error) {
+	t := s.traceFor(ctx)
+	ctx = start(ctx, t.CallStart, idemtrace.CallStartInfo{Way: idemtrace.WayBatch, Items: len(items)})
+	if t != noTrace || traceOf(ctx) != noTrace {
+		ctx = withCall(ctx, Scope{}, false, t) // for the phases: traceOf
+	}
+	panicking := t.CallDone != nil // in shared: as admit's
+	if panicking {
+		defer func() {
+			if panicking {
+				t.CallDone(ctx, idemtrace.CallDoneInfo{Way: idemtrace.WayBatch, Panicked: true})
+			}
+		}()
+	}
 	res, err := s.executeBatch(ctx, items, shared)
+	panicking = false
 	for i, it := range items {
-		if err != nil {
-			s.leave(ctx, it.Scope, OutcomeRejected, err)
-		} else {
-			s.leave(ctx, it.Scope, res[i].Outcome, res[i].Err)
+		outcome, ierr := OutcomeRejected, err
+		if err == nil {
+			outcome, ierr = res[i].Outcome, res[i].Err
+		}
+		s.leave(ctx, it.Scope, outcome, ierr)
+		if t.BatchItem != nil {
+			t.BatchItem(ctx, idemtrace.BatchItemInfo{Index: i, Operation: it.Scope.Operation, ScopeID: it.Scope.ID(), Outcome: string(outcome), Err: ierr})
 		}
 	}
+	event(ctx, t.CallDone, idemtrace.CallDoneInfo{Way: idemtrace.WayBatch, Err: err})
 	return res, err
 }
 
@@ -124,10 +144,11 @@ func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func
 	var pending []int
 	first := map[string]int{}
 	follows := map[int]int{}
+	t := traceOf(ctx)
 	for i, it := range items {
 		// Admission, each item on its own (the hook hears of each when
 		// the batch is done).
-		id, res, err, done := s.enter(it.Scope, it.Fingerprint, func() error { return s.validate(it.Response) })
+		id, res, err, done := s.enter(ctx, t, it.Scope, it.Fingerprint, func() error { return s.validate(it.Response) })
 		if done {
 			b.res[i] = BatchResult{res, err}
 			continue
@@ -212,7 +233,7 @@ type batch struct {
 // commit executes the pending items (indexes into b.items) in as few
 // transactions as it can, and sets each one's answer.
 func (b *batch) commit(ctx context.Context, pending []int) {
-	s := b.s
+	s, t := b.s, traceOf(ctx)
 	conflicts := 0
 	for len(pending) > 0 {
 		if err := ctx.Err(); err != nil {
@@ -245,7 +266,14 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 		}
 		// A fresh input per attempt: the SDK gives each its own
 		// ClientRequestToken, which makes its retries of one attempt safe.
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
+		tctx := ctx
+		if t.BatchTxStart != nil {
+			tctx = start(ctx, t.BatchTxStart, idemtrace.BatchTxStartInfo{Items: slices.Clone(pending), Writes: len(writes), Attempt: conflicts + 1})
+		}
+		_, err = s.db.TransactWriteItems(tctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
+		if t.BatchTxDone != nil {
+			t.BatchTxDone(tctx, idemtrace.BatchTxDoneInfo{Reasons: txReasons(err), Err: err})
+		}
 		if err == nil {
 			for _, i := range pending {
 				b.executed(i, expires)

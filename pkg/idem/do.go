@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
 
 // Do runs fn at most once per scope and payload fingerprint, for effects
@@ -18,7 +20,7 @@ import (
 // and the effect still runs once.
 func Do[T any](ctx context.Context, s *Store, scope Scope, fingerprint string, fn func(context.Context) (T, error)) (T, Outcome, error) {
 	var v T
-	res, err := s.admit(ctx, scope, fingerprint, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
+	res, err := s.admit(ctx, idemtrace.WayDo, scope, fingerprint, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
 		return s.run(ctx, id, fingerprint, claim, encode(fn, &v))
 	}), func(res Result, err error) (Result, error) {
 		if res.Outcome == OutcomeReplayed {

@@ -128,6 +128,18 @@
 // a live Execute or Run holder (or waits for its response, with WithWait), takes a dead one's key over in its one
 // transaction, and a key completed by one replays for the others.
 //
+// # Observing calls
+//
+// WithOutcomeHook reports how each call ended (an Outcome); WithTrace
+// reports what happened on the way, phase by phase, to a trace hook
+// (pkg/idem/idemtrace, in the manner of net/http/httptrace): the claim
+// and what it met (a live holder, a running transaction, a dead holder's
+// key and when its lease ended), each wait and its polls, the effect,
+// the commit and its retries, the release, a cache hit, a batch's
+// transactions and their cancellation reasons. Every way in reports
+// through both. pkg/idem/idemotel, a module of its own so that this one
+// depends on no tracing library, maps the trace to OpenTelemetry spans.
+//
 // # Table
 //
 // One table, partition key "id" (S), TTL on "expires_at";

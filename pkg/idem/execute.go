@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	stored "github.com/idemlambda/idemlambda/pkg/idem/internal/record"
 )
 
@@ -71,7 +72,7 @@ func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn
 	if s.executeTransacts {
 		return s.Transact(ctx, scope, fingerprint, fn)
 	}
-	return s.admit(ctx, scope, fingerprint, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
+	return s.admit(ctx, idemtrace.WayExecute, scope, fingerprint, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
 		return s.execute(ctx, id, fingerprint, claim, fn)
 	}), nil)
 }
@@ -86,7 +87,10 @@ func (s *Store) execute(ctx context.Context, id, fingerprint string, claim claim
 	if err != nil {
 		return s.abandon(ctx, lease, err, false)
 	}
-	expires, cid, err := lease.commit(ctx, eff.Response, eff.Writes)
+	t := traceOf(ctx)
+	cctx := start(ctx, t.CommitStart, idemtrace.CommitStartInfo{Request: "TransactWriteItems", Writes: len(eff.Writes)})
+	expires, cid, err := lease.commit(cctx, eff.Response, eff.Writes)
+	event(cctx, t.CommitDone, idemtrace.CommitDoneInfo{Err: err})
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrLeaseLost):
@@ -108,7 +112,12 @@ func (s *Store) execute(ctx context.Context, id, fingerprint string, claim claim
 // call's answer without way (a replay, or why the claim failed).
 func (s *Store) claiming(fingerprint string, way func(ctx context.Context, id string, claim claimed) (Result, error)) func(context.Context, string) (Result, error) {
 	return func(ctx context.Context, id string) (Result, error) {
-		claim, err := s.reserve(ctx, id, fingerprint)
+		t, cctx := traceOf(ctx), ctx
+		if t.ClaimStart != nil {
+			cctx = start(ctx, t.ClaimStart, idemtrace.ClaimStartInfo{Wait: s.waitOf(ctx).max})
+		}
+		claim, err := s.reserve(cctx, id, fingerprint)
+		claimDone(cctx, t, claim, err)
 		switch {
 		case err != nil:
 			return Result{Outcome: outcomeOf(err)}, err
@@ -163,7 +172,7 @@ func runReleasing[T any](ctx context.Context, l *hold, fn func(context.Context) 
 // an effect that is itself idempotent (pass the scope's key to the payment
 // API), or one made of DynamoDB writes (use Execute), closes it.
 func (s *Store) Run(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Response, error)) (Result, error) {
-	return s.admit(ctx, scope, fingerprint, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
+	return s.admit(ctx, idemtrace.WayRun, scope, fingerprint, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
 		return s.run(ctx, id, fingerprint, claim, fn)
 	}), nil)
 }
@@ -181,7 +190,10 @@ func (s *Store) run(ctx context.Context, id, fingerprint string, claim claimed, 
 	if verr := s.validate(resp); verr != nil {
 		stored = s.standIn(resp, verr)
 	}
-	expires, err := claim.Lease.record(ctx, stored)
+	t := traceOf(ctx)
+	cctx := start(ctx, t.CommitStart, idemtrace.CommitStartInfo{Request: "UpdateItem"})
+	expires, err := claim.Lease.record(cctx, stored)
+	event(cctx, t.CommitDone, idemtrace.CommitDoneInfo{Err: err})
 	if err != nil {
 		return Result{Response: resp, Outcome: OutcomeNotRecorded}, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
@@ -337,15 +349,15 @@ func writeTarget(w types.TransactWriteItem) (*string, map[string]types.Attribute
 // lose the race, so it must have no effect outside its writes. Errors are
 // Execute's.
 func (s *Store) Transact(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
-	return s.admit(ctx, scope, fingerprint, func(ctx context.Context, id string) (Result, error) {
+	return s.admit(ctx, idemtrace.WayTransact, scope, fingerprint, func(ctx context.Context, id string) (Result, error) {
 		return s.transact(ctx, id, fingerprint, fn)
 	}, nil)
 }
 
 // transact is Transact after admission: one TransactWriteItems carries
 // the writes and the completed record, under the claim's condition.
-func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
-	eff, err := fn(ctx)
+func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(context.Context) (Effect, error)) (_ Result, err error) {
+	eff, err := callEffect(ctx, time.Time{}, fn)
 	if err == nil {
 		err = s.checkEffect(id, eff)
 	}
@@ -354,6 +366,11 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 	}
 	if err != nil {
 		return Result{Outcome: OutcomeReleased}, err // nothing was claimed
+	}
+	t := traceOf(ctx)
+	if t.CommitStart != nil || t.CommitDone != nil {
+		ctx = start(ctx, t.CommitStart, idemtrace.CommitStartInfo{Request: "TransactWriteItems", Writes: len(eff.Writes), Claims: true})
+		defer func() { event(ctx, t.CommitDone, idemtrace.CommitDoneInfo{Err: err}) }()
 	}
 	// One token for every attempt of this call: finding it on the record
 	// means an earlier attempt landed.
@@ -371,6 +388,7 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 			TransactItems: append([]types.TransactWriteItem{{Put: put}}, eff.Writes...),
 		})
 		if err == nil {
+			event(ctx, t.ClaimAttempt, idemtrace.ClaimAttemptInfo{Attempt: conflicts + vanished + 1, Result: idemtrace.ClaimWon})
 			s.remember(id, fingerprint, eff.Response, expires)
 			return Result{Response: eff.Response, Outcome: OutcomeExecuted}, nil
 		}
@@ -386,6 +404,11 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 			v := verdictAbsent // released between our write and our read
 			if found {
 				v = judge(rec, fingerprint, token, now)
+			}
+			if t.ClaimAttempt != nil {
+				info := idemtrace.ClaimAttemptInfo{Attempt: conflicts + vanished + 1}
+				info.Result, info.HolderLeaseExpiresAt, info.RetryAfter = seenRecord(rec, found, fingerprint, token, now)
+				t.ClaimAttempt(ctx, info)
 			}
 			if v == verdictInFlight && wait.on() {
 				// A live Execute or Run holder: wait for its response.
@@ -410,16 +433,20 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 			}
 		case retryableTx(err):
 			if conflicts++; conflicts < s.maxTxAttempts {
+				traceRetry(ctx, conflicts, err)
 				werr := backoff(ctx, conflicts)
 				if werr == nil {
 					if res, err, done := s.peek(ctx, id, fingerprint, token, eff.Response, expires, err, wait); done {
+						traceDecided(ctx, t, conflicts+vanished, res, err)
 						return res, err
 					}
 					continue
 				}
 				err = fmt.Errorf("%w: %w", err, werr)
 			}
-			return s.settle(ctx, id, fingerprint, token, eff.Response, expires, err)
+			res, err := s.settle(ctx, id, fingerprint, token, eff.Response, expires, err)
+			traceDecided(ctx, t, conflicts+vanished, res, err)
+			return res, err
 		default:
 			// A business condition, or an error after the SDK's retries:
 			// then the transaction may have landed with every answer lost,

@@ -21,10 +21,11 @@ import (
 // (less the margin, which covers clock skew), fn's context is cancelled
 // with a cause wrapping ErrLeaseLost: fn should stop, since another
 // caller may take the key over, and then whatever fn returns is fenced
-// out.
+// out. fn is the call's effect, for its trace (callEffect).
 func keepAlive[T any](ctx context.Context, l *hold, fn func(context.Context) (T, error)) (T, error) {
+	lease := l.expiresAt // read before the heartbeat renews it
 	if _, ok := ctx.Deadline(); ok {
-		return fn(ctx)
+		return callEffect(ctx, lease, fn)
 	}
 	ctx, lost := context.WithCancelCause(ctx)
 	stop := make(chan struct{})
@@ -35,7 +36,7 @@ func keepAlive[T any](ctx context.Context, l *hold, fn func(context.Context) (T,
 		wg.Wait()
 		lost(nil)
 	}()
-	return fn(ctx)
+	return callEffect(ctx, lease, fn)
 }
 
 // heartbeat renews l every third of a lease until stop closes or ctx

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	stored "github.com/idemlambda/idemlambda/pkg/idem/internal/record"
 )
 
@@ -130,6 +131,7 @@ func (l *hold) commit(ctx context.Context, resp Response, items []types.Transact
 		if !retryableTx(err) || attempt >= l.store.maxTxAttempts {
 			return time.Time{}, cid, err
 		}
+		traceRetry(ctx, attempt, err)
 		if werr := backoff(ctx, attempt); werr != nil {
 			return time.Time{}, cid, fmt.Errorf("%w: %w", err, werr)
 		}
@@ -146,6 +148,7 @@ func (s *Store) retryConflicts(ctx context.Context, write func() error) error {
 		if !isConflict(err) || attempt >= s.maxTxAttempts {
 			return err
 		}
+		traceRetry(ctx, attempt, err)
 		if werr := backoff(ctx, attempt); werr != nil {
 			return fmt.Errorf("%w: %w", err, werr)
 		}
@@ -264,6 +267,7 @@ func (l *hold) record(ctx context.Context, resp Response) (time.Time, error) {
 		if until.Sub(l.store.now()) <= pause {
 			return expires, err
 		}
+		traceRetry(ctx, attempt, err)
 		time.Sleep(pause)
 	}
 }
@@ -286,6 +290,10 @@ func (l *hold) free(ctx context.Context) error {
 func (l *hold) release(ctx context.Context, cid string) (landed bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.store.releaseTimeout)
 	defer cancel()
+	if t := traceOf(ctx); t.ReleaseStart != nil || t.ReleaseDone != nil {
+		ctx = start(ctx, t.ReleaseStart, idemtrace.ReleaseStartInfo{LeaseExpiresAt: l.expiresAt})
+		defer func() { event(ctx, t.ReleaseDone, idemtrace.ReleaseDoneInfo{Landed: landed, Err: err}) }()
+	}
 	err = l.store.retryConflicts(ctx, func() error {
 		_, err := l.store.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 			TableName:                           aws.String(l.store.table),

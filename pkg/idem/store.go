@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
 
 // API is the part of the DynamoDB client the store uses; *dynamodb.Client
@@ -67,7 +68,8 @@ type Store struct {
 	cache            *cache
 	newToken         func() string
 	outcomeHook      func(context.Context, Scope, Outcome, error)
-	wait             time.Duration // WithWait
+	trace            *idemtrace.Trace // WithTrace
+	wait             time.Duration    // WithWait
 }
 
 // Option configures a Store.
@@ -187,6 +189,7 @@ type claimed struct {
 	Outcome Outcome
 
 	expiresAt time.Time // the replayed record's, for the cache
+	deadLease time.Time // a takeover's: when the dead holder's lease ended
 }
 
 // reserve claims the key of the record id for this caller with one conditional
@@ -203,6 +206,7 @@ func (s *Store) reserve(ctx context.Context, id, fingerprint string) (claimed, e
 	wait := s.waitOf(ctx)
 	for attempts := 0; attempts < s.maxAttempts; attempts++ {
 		a, err := s.tryReserve(ctx, id, fingerprint, token)
+		traceAttempt(ctx, attempts+1, a, err, fingerprint)
 		var holder record // a live holder's record, to wait out
 		if isConflict(err) {
 			// The record is in another request's running transaction: its
@@ -258,6 +262,8 @@ func (s *Store) reserve(ctx context.Context, id, fingerprint string) (claimed, e
 // still there at the end is in flight (409 with Retry-After), never a
 // 500. again is true when the record is gone or dead: claim again.
 func (s *Store) waitOut(ctx context.Context, id, fingerprint string, a attempt) (claim claimed, again bool, err error) {
+	ctx, wt := startWait(ctx, idemtrace.WaitStartInfo{Reason: idemtrace.WaitTransaction})
+	defer func() { wt.done(err) }()
 	// This call's own claim may have landed on an earlier attempt whose
 	// answer was lost: unless the record says otherwise, remove it
 	// (fenced by the call's token) before giving up.
@@ -271,6 +277,7 @@ func (s *Store) waitOut(ctx context.Context, id, fingerprint string, a attempt) 
 			return giveUp(fmt.Errorf("idem: reserve: waiting out a running transaction: %w", werr))
 		}
 		rec, found, err := s.current(ctx, id, nil)
+		wt.poll(rec, found, err, fingerprint, a.token, s.now)
 		if err != nil {
 			return giveUp(err)
 		}
@@ -357,6 +364,11 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint, token string) (
 	})
 	if err == nil {
 		a.claim = s.leased(id, a, s.wasHeldByAnother(out.Attributes, a.token))
+		if a.claim.Outcome == OutcomeTakeover {
+			if old, err := s.decodeRecord(out.Attributes); err == nil {
+				a.claim.deadLease = old.LeaseExpiresAt
+			}
+		}
 		return a, nil
 	}
 	var ccf *types.ConditionalCheckFailedException

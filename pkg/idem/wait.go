@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
@@ -85,8 +86,10 @@ type seen struct {
 // out or ctx ends first, or when the holder dies: its lease ends without
 // a completion. A takeover is left to the client's retry, so a waiter
 // never runs the operation in a dead holder's place.
-func (s *Store) awaitHolder(ctx context.Context, id, fingerprint, token string, w *waiting, last record) (seen, error) {
+func (s *Store) awaitHolder(ctx context.Context, id, fingerprint, token string, w *waiting, last record) (_ seen, err error) {
 	w.start(ctx)
+	ctx, wt := startWait(ctx, idemtrace.WaitStartInfo{Reason: idemtrace.WaitHolder, HolderLeaseExpiresAt: last.LeaseExpiresAt, Until: w.end})
+	defer func() { wt.done(err) }()
 	retryAfter := untilFree(last, s.now())
 	for i := 0; ; i++ {
 		left := time.Until(w.end)
@@ -103,6 +106,7 @@ func (s *Store) awaitHolder(ctx context.Context, id, fingerprint, token string, 
 		case <-t.C:
 		}
 		rec, found, err := s.poll(ctx, id)
+		wt.poll(rec, found, err, fingerprint, token, s.now)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 				// Out of time mid-read: the holder was live when last seen.

@@ -10,6 +10,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
@@ -65,6 +66,7 @@ func TestIdemctlAgainstTheEmbeddedStore(t *testing.T) {
 	check.Equal(t, "fp-1", rec["fingerprint"])
 	check.EqualValues(t, 201, rec["response_status"])
 	check.Equal(t, sc.ID(), rec["id"])
+	check.Equal(t, idemtrace.ScopeHash(sc.ID()), rec["scope_hash"], "what traces record of the scope")
 	check.Equal(t, false, rec["expired"])
 	check.NotEmpty(t, rec["expires_at"])
 

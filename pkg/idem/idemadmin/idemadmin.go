@@ -28,6 +28,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	"github.com/idemlambda/idemlambda/pkg/idem/internal/record"
 )
 
@@ -49,7 +50,11 @@ var (
 // Record is what an operator sees of one record.
 type Record struct {
 	// ID is the scope's ID (idem.Scope.ID), without the layout's prefix.
-	ID          string `json:"id"`
+	ID string `json:"id"`
+	// ScopeHash is what a trace records in place of the scope
+	// (idemtrace.ScopeHash; pkg/idem/idemotel's idem.scope_hash): the
+	// spans of this key are found by it.
+	ScopeHash   string `json:"scope_hash"`
 	Operation   string `json:"operation"`
 	Principal   string `json:"principal"`
 	Key         string `json:"key"`
@@ -155,11 +160,11 @@ func Evict(ctx context.Context, db API, table string, layout idemtable.Layout, s
 		return Record{}, fmt.Errorf("idemadmin: evict: %w", err)
 	}
 	if len(out.Attributes) == 0 { // a backend that does not return ALL_OLD
-		return Record{ID: scope.ID(), Operation: scope.Operation, Principal: scope.Principal, Key: scope.Key}, nil
+		return base(scope), nil
 	}
 	rec, derr := decode(l, scope, out.Attributes, now)
 	if derr != nil { // deleted all the same: a corrupt record goes too
-		return Record{ID: scope.ID(), Operation: scope.Operation, Principal: scope.Principal, Key: scope.Key}, nil
+		return base(scope), nil
 	}
 	return rec, nil
 }
@@ -176,6 +181,12 @@ func prepare(layout idemtable.Layout, scope idem.Scope) (idemtable.Layout, error
 	return layout.WithDefaults(), nil
 }
 
+// base is what a Record says of its scope.
+func base(scope idem.Scope) Record {
+	id := scope.ID()
+	return Record{ID: id, ScopeHash: idemtrace.ScopeHash(id), Operation: scope.Operation, Principal: scope.Principal, Key: scope.Key}
+}
+
 // decode reads a record item in layout l, at now, with pkg/idem's own
 // reader: a record of any format the library reads.
 func decode(l idemtable.Layout, scope idem.Scope, item map[string]types.AttributeValue, now time.Time) (Record, error) {
@@ -183,11 +194,9 @@ func decode(l idemtable.Layout, scope idem.Scope, item map[string]types.Attribut
 	if err != nil {
 		return Record{}, fmt.Errorf("idemadmin: %s: %w", scope.ID(), err)
 	}
-	r := Record{
-		ID: scope.ID(), Operation: scope.Operation, Principal: scope.Principal, Key: scope.Key,
-		Status: rec.Status, Fingerprint: rec.Fingerprint, Format: rec.Format,
-		ExpiresAt: rec.ExpiresAt.UTC(), CreatedAt: rec.CreatedAt, CompletedAt: rec.CompletedAt,
-	}
+	r := base(scope)
+	r.Status, r.Fingerprint, r.Format = rec.Status, rec.Fingerprint, rec.Format
+	r.ExpiresAt, r.CreatedAt, r.CompletedAt = rec.ExpiresAt.UTC(), rec.CreatedAt, rec.CompletedAt
 	if !rec.LeaseExpiresAt.IsZero() {
 		r.LeaseExpiresAt = rec.LeaseExpiresAt.UTC()
 	}
