@@ -80,6 +80,7 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-ole/go-ole v1.3.0 // indirect
 	github.com/idemlambda/idemlambda/pkg v0.0.0-00010101000000-000000000000
+	github.com/idemlambda/idemlambda/pkg/idem/idemotel v0.0.0-00010101000000-000000000000
 	github.com/jessevdk/go-flags v1.5.0 // indirect
 	github.com/klauspost/compress v1.18.7 // indirect
 	github.com/lufia/plan9stats v0.0.0-20260330125221-c963978e514e // indirect
@@ -123,3 +124,5 @@ tool (
 )
 
 replace github.com/idemlambda/idemlambda/pkg => ./pkg
+
+replace github.com/idemlambda/idemlambda/pkg/idem/idemotel => ./pkg/idem/idemotel

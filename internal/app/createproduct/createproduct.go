@@ -13,6 +13,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemotel"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
@@ -27,6 +28,9 @@ func New(db *dynamodb.Client, cfg config.CreateProduct, rt app.Runtime, opts ...
 	opts = append([]idem.Option{
 		idem.WithRetention(cfg.Idempotency.Retention), idem.WithCache(cfg.Idempotency.CacheSize, 0),
 		idem.WithReleaseTimeout(api.DeadlineMargin / 2),
+		// The idempotency phases as spans in the function's trace
+		// (none, and no cost, when tracing is off).
+		idem.WithTrace(idemotel.NewTrace(rt.Tracing.Provider())),
 	}, opts...)
 	store, err := idem.NewStore(db, cfg.Idempotency.Table, opts...)
 	if err != nil {

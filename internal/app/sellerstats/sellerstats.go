@@ -14,6 +14,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/internal/sellers/sellersqs"
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemotel"
 )
 
 // New assembles sellerstats on db, its log and metrics lines written to
@@ -28,9 +29,10 @@ func New(db *dynamodb.Client, cfg config.SellerStats, rt app.Runtime, opts ...id
 	opts = append([]idem.Option{
 		idem.WithRetention(cfg.Idempotency.Retention), idem.WithCache(cfg.Idempotency.CacheSize, 0),
 		idem.WithReleaseTimeout(sellersqs.DeadlineMargin / 2), idem.WithConflictAttempts(sellersqs.MaxTxAttempts),
+		// The idempotency phases as spans in the function's trace
+		// (none, and no cost, when tracing is off).
+		idem.WithTrace(idemotel.NewTrace(rt.Tracing.Provider())),
 	}, opts...)
-	// The counter's batches read which item a cancelled transaction met
-	// held: only their seller shard's makes them move to another.
 	store, err := idem.NewStore(db, cfg.Idempotency.Table, opts...)
 	if err != nil {
 		return nil, err

@@ -115,19 +115,30 @@ func TestOneProductIsOneTrace(t *testing.T) {
 		assert.Equal(t, traceID, s.SpanContext().TraceID().String(), "%s is in the POST's trace", s.Name())
 	}
 	assert.Equal(t, "53995c3f42cd8ad8", server.Parent().SpanID().String(), "the request continues Lambda's segment")
-	assert.Equal(t, server.SpanContext().SpanID(), create.Parent().SpanID())
 	assert.Equal(t, create.SpanContext().SpanID(), send.Parent().SpanID(), "sent in the trace it was created in")
 	assert.Equal(t, id, attr(create, "cloudevents.event_subject"))
 	assert.Equal(t, attr(create, "messaging.message.id"), attr(send, "messaging.message.id"))
-	// The createproduct function's DynamoDB calls are in the request's trace.
-	calls := 0
+	// The idempotency phases (pkg/idem/idemotel) are the request's
+	// children, and the createproduct function's DynamoDB calls run in
+	// them: the claim's PutItem and the commit's transaction.
+	execute := one("idem.execute")
+	assert.Equal(t, server.SpanContext().SpanID(), execute.Parent().SpanID())
+	assert.Equal(t, "executed", attr(execute, "idem.outcome"))
+	claim, effect, commit := one("idem.claim"), one("idem.effect"), one("idem.commit")
+	assert.Equal(t, effect.SpanContext().SpanID(), create.Parent().SpanID(), "the event is created by the effect")
+	for _, phase := range []sdktrace.ReadOnlySpan{claim, effect, commit} {
+		assert.Equal(t, execute.SpanContext().SpanID(), phase.Parent().SpanID(), phase.Name())
+	}
+	calls := map[string]string{}
 	for _, s := range p.spans() {
-		if strings.HasPrefix(s.Name(), "DynamoDB.") && s.Parent().SpanID() == server.SpanContext().SpanID() {
-			assert.Equal(t, traceID, s.SpanContext().TraceID().String())
-			calls++
+		if strings.HasPrefix(s.Name(), "DynamoDB.") && s.SpanContext().TraceID().String() == traceID {
+			calls[s.Name()] = s.Parent().SpanID().String()
 		}
 	}
-	assert.Equal(t, 2, calls, "reserve mode: the claim and the commit")
+	assert.Equal(t, map[string]string{
+		"DynamoDB.PutItem":            claim.SpanContext().SpanID().String(),
+		"DynamoDB.TransactWriteItems": commit.SpanContext().SpanID().String(),
+	}, calls, "reserve mode: the claim and the commit, each in its phase's span")
 
 	// The relay's PutEvents entry: the send span's X-Ray header, and the
 	// CloudEvent with the create span's context.
