@@ -99,7 +99,16 @@ func (s *Store) execute(ctx context.Context, id, fingerprint string, claim claim
 		}
 	}
 	s.remember(id, fingerprint, eff.Response, expires)
+	s.executed(ctx, lease)
 	return Result{Response: eff.Response, Outcome: claim.Outcome}, nil
+}
+
+// executed learns how long the execution under l took, for the waiters
+// of the same operation.
+func (s *Store) executed(ctx context.Context, l *hold) {
+	if scope, ok := ScopeFrom(ctx); ok {
+		s.tookExec(scope.Operation, l.claimedAt, l.completedAt)
+	}
 }
 
 // claiming is the call of Execute, Run and Do after admission: the key
@@ -185,6 +194,7 @@ func (s *Store) run(ctx context.Context, id, fingerprint string, claim claimed, 
 		return Result{Response: resp, Outcome: OutcomeNotRecorded}, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	s.remember(id, fingerprint, stored, expires)
+	s.executed(ctx, claim.Lease)
 	return Result{Response: resp, Outcome: claim.Outcome}, nil
 }
 
@@ -353,10 +363,12 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 		// condition (minidyn does) then still says whether the key is
 		// taken. A fresh input per attempt: the SDK gives each its own
 		// ClientRequestToken, which makes its retries of one attempt safe.
+		start := time.Now()
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 			TransactItems: append([]types.TransactWriteItem{{Put: put}}, eff.Writes...),
 		})
 		if err == nil {
+			s.tookTx(start)
 			s.remember(id, fingerprint, eff.Response, expires)
 			return Result{Response: eff.Response, Outcome: OutcomeExecuted}, nil
 		}

@@ -68,6 +68,7 @@ type Store struct {
 	newToken         func() string
 	outcomeHook      func(context.Context, Scope, Outcome, error)
 	wait             time.Duration // WithWait
+	learned          *learned
 }
 
 // Option configures a Store.
@@ -142,7 +143,7 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 		lease: defaultLease, margin: defaultLeaseMargin, retention: defaultRetention,
 		maxAttempts: defaultConflictAttempts, maxResponseBytes: defaultMaxResponseBytes,
 		releaseTimeout: defaultReleaseTimeout, maxTxAttempts: defaultConflictAttempts,
-		cacheBytes: defaultCacheBytes, newToken: uuid.NewString,
+		cacheBytes: defaultCacheBytes, newToken: uuid.NewString, learned: newLearned(),
 	}
 	for _, o := range opts {
 		o(s)
@@ -412,7 +413,7 @@ func (s *Store) leased(id string, a attempt, takeover bool) claimed {
 		outcome = OutcomeTakeover
 	}
 	return claimed{
-		Lease:   &hold{store: s, id: id, token: a.token, expiresAt: a.leaseEnd},
+		Lease:   &hold{store: s, id: id, token: a.token, expiresAt: a.leaseEnd, claimedAt: a.now},
 		Outcome: outcome,
 	}
 }
