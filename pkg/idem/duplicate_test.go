@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -15,9 +16,76 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
+
+// TestMidCommitDuplicateIsInFlightAtOnce: without a wait, a duplicate
+// that meets the key in the winner's running transaction (reserve mode:
+// its claim refused with TransactionConflictException while the holder
+// commits; transact mode: its transaction cancelled with
+// TransactionConflict on the record) is a concurrent duplicate of a
+// request still running: ErrInFlight at once, after its one call, with
+// no read. The winner's commit still lands, once, and replays after.
+func TestMidCommitDuplicateIsInFlightAtOnce(t *testing.T) {
+	t.Parallel()
+	eachMode(t, func(t *testing.T, mode idem.Mode) {
+		env := newEnv(t)
+		if env.Store == nil {
+			t.Skip("holds a transaction at the strict store")
+		}
+		ctx := context.Background()
+		sc := scope(t, "mid-commit")
+		winner := newStore(t, env, idem.WithMode(mode))
+		held := env.Store.Hold(idemtest.OpTransactWriteItems)
+		var first idem.Result
+		var firstErr error
+		var wg sync.WaitGroup
+		wg.Go(func() { first, firstErr = winner.Execute(ctx, sc, "fp", effect(env)) })
+		<-held.Arrived() // the winner's transaction holds the record
+
+		const dups = 32
+		var tl tally
+		counters := make([]*callCounter, dups)
+		var dupsWG sync.WaitGroup
+		for i := range dups {
+			client, c := env.NewClient(t)
+			s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithMode(mode))
+			must.NoError(t, err)
+			counters[i] = c
+			dupsWG.Go(func() {
+				res, err := s.Execute(ctx, sc, "fp", effect(env))
+				tl.add(res, err)
+				var inflight *idem.InFlightError
+				if errors.As(err, &inflight) {
+					check.Positive(t, inflight.RetryAfter)
+					check.Equal(t, idem.OutcomeInFlight, res.Outcome)
+				}
+			})
+		}
+		dupsWG.Wait()
+		held.Release()
+		wg.Wait()
+		must.NoError(t, firstErr)
+		check.EqualValues(t, dups, tl.inFlight.Load(), "every duplicate in flight")
+		for i, c := range counters {
+			check.Equal(t, 1, c.Total(), "duplicate %d: one call (%s)", i, c)
+			check.Zero(t, c.Get("GetItem"), "duplicate %d: no read", i)
+		}
+		check.Equal(t, 1, countItems(t, env, env.Tables.Products), "one effect")
+
+		// The commit landed: a duplicate now replays it, in one call.
+		client, c := env.NewClient(t)
+		late, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithMode(mode))
+		must.NoError(t, err)
+		res, err := late.Execute(ctx, sc, "fp", effect(env))
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeReplayed, res.Outcome)
+		check.Equal(t, first.Response, res.Response)
+		check.Equal(t, 1, c.Total())
+	})
+}
 
 // bubble is a strict store and the tables newEnv makes, created inside a
 // testing/synctest bubble and reached in-process, so that every wait and
@@ -58,6 +126,68 @@ func (b *bubble) store(t *testing.T, opts ...idem.Option) (*idem.Store, *callCou
 	s, err := idem.NewStore(client, b.env.Tables.Idempotency, opts...)
 	must.NoError(t, err)
 	return s, c
+}
+
+// TestMidCommitDuplicateWithAWaitReadsOnce: with a wait, or for a way in
+// whose in-flight answer would cost a redelivery (idemevent, the queue
+// ways in: callopt.WithFollow), a duplicate that meets the winner's
+// running transaction waits about what a transaction takes (10 ms
+// before the store has seen one), then reads the record once instead of
+// sending its write again: the commit, 8 ms long here, has landed, and
+// every duplicate replays it 10 ms after it met the commit, in two calls
+// (its claim, one consistent GetItem). In fake time, so the figures are
+// exact.
+func TestMidCommitDuplicateWithAWaitReadsOnce(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []idem.Option
+		ctx  func(context.Context) context.Context
+	}{
+		{"wait", []idem.Option{idem.WithWait(time.Second)}, func(ctx context.Context) context.Context { return ctx }},
+		{"follow", nil, callopt.WithFollow},
+	} {
+		for _, mode := range modes {
+			t.Run(c.name+"/"+string(mode), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					b := newBubble(t, idemtest.WithTransactionLatency(8*time.Millisecond))
+					ctx := context.Background()
+					sc := scope(t, "mid-commit-wait")
+					winner, _ := b.store(t, idem.WithMode(mode))
+					var first idem.Result
+					var wg sync.WaitGroup
+					wg.Go(func() {
+						var err error
+						first, err = winner.Execute(ctx, sc, "fp", effect(b.env))
+						check.NoError(t, err)
+					})
+					synctest.Wait() // the winner's transaction holds the record
+					met := time.Now()
+					const dups = 16
+					var tl tally
+					var dupsWG sync.WaitGroup
+					got := make([]idem.Response, dups)
+					for i := range dups {
+						s, calls := b.store(t, append([]idem.Option{idem.WithMode(mode)}, c.opts...)...)
+						dupsWG.Go(func() {
+							res, err := s.Execute(c.ctx(ctx), sc, "fp", effect(b.env))
+							tl.add(res, err)
+							got[i] = res.Response
+							check.Equal(t, 10*time.Millisecond, time.Since(met), "a transaction's time after it met the commit")
+							check.Equal(t, 2, calls.Total(), "its claim and one read: %s", calls)
+							check.Equal(t, 1, calls.Get("GetItem"))
+						})
+					}
+					dupsWG.Wait()
+					wg.Wait()
+					for i, r := range got {
+						check.Equal(t, first.Response, r, "duplicate %d: the winner's response", i)
+					}
+					check.EqualValues(t, dups, tl.replayed.Load(), "every duplicate replays")
+					check.Equal(t, 1, countItems(t, b.env, b.env.Tables.Products))
+				})
+			})
+		}
+	}
 }
 
 // TestWaiterPollsForTheExpectedCompletion: a waiter whose store knows how

@@ -325,13 +325,15 @@ func writeTarget(w types.TransactWriteItem) (*string, map[string]types.Attribute
 // fn runs first and only computes its response and writes, then one
 // TransactWriteItems commits them with the key's record, already
 // COMPLETED, under the claim's condition. One call on a first execution;
-// no IN_PROGRESS state, so nothing can wedge or needs releasing, and a
-// concurrent duplicate gets the winner's response instead of ErrInFlight
-// (a live Execute or Run holder of the same key is ErrInFlight, or with
-// WithWait waited for; a dead one's key is taken over in its one
-// transaction). fn may run in callers that
-// lose the race, so it must have no effect outside its writes. Errors are
-// Execute's.
+// no IN_PROGRESS state, so nothing can wedge or needs releasing. A
+// duplicate whose transaction comes after the winner's commit gets the
+// winner's response, in its one call; one whose transaction meets the
+// winner's still running is ErrInFlight at once, or with WithWait reads
+// the record once the commit should have landed and replays it. A live
+// Execute or Run holder of the same key is ErrInFlight, or with WithWait
+// waited for; a dead one's key is taken over in its one transaction. fn
+// may run in callers that lose the race, so it must have no effect
+// outside its writes. Errors are Execute's.
 func (s *Store) Transact(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
 	return s.admit(ctx, scope, fingerprint, func(ctx context.Context, id string) (Result, error) {
 		return s.transact(ctx, id, fingerprint, fn)
@@ -363,10 +365,11 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 		// condition (minidyn does) then still says whether the key is
 		// taken. A fresh input per attempt: the SDK gives each its own
 		// ClientRequestToken, which makes its retries of one attempt safe.
+		var sent sends
 		start := time.Now()
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 			TransactItems: append([]types.TransactWriteItem{{Put: put}}, eff.Writes...),
-		})
+		}, sent.option)
 		if err == nil {
 			s.tookTx(start)
 			s.remember(id, fingerprint, eff.Response, expires)
@@ -407,11 +410,31 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 				return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: time.Second}
 			}
 		case retryableTx(err):
-			if conflicts++; conflicts < s.maxTxAttempts {
-				werr := backoff(ctx, conflicts)
+			conflicts++
+			held := recordHeld(err)
+			if held && !wait.follows() {
+				// A concurrent duplicate of a request still committing:
+				// in flight at once, with no other call, unless an
+				// earlier attempt of this one may have landed (the SDK
+				// sent it more than once): then the record says.
+				if sent.once() {
+					return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: s.txTime()}
+				}
+				return s.settle(ctx, id, fingerprint, token, eff.Response, expires, err)
+			}
+			if conflicts < s.maxTxAttempts {
+				var werr error
+				if held {
+					// About what a transaction takes, then one read.
+					werr = wait.pause(ctx, s.txTime(), s.txTime())
+				} else {
+					werr = backoff(ctx, conflicts)
+				}
 				if werr == nil {
-					if res, err, done := s.peek(ctx, id, fingerprint, token, eff.Response, expires, err, wait); done {
-						return res, err
+					if held {
+						if res, err, done := s.peek(ctx, id, fingerprint, token, eff.Response, expires, wait); done {
+							return res, err
+						}
 					}
 					continue
 				}
@@ -431,20 +454,25 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 	}
 }
 
-// peek follows a record that another request's transaction held when
-// this call's transaction was cancelled (TransactionConflict on the
-// record): most often a duplicate committing the same key. One consistent
-// read, which never conflicts, answers the call when that commit has
-// landed (a replay, or key reuse) or a reserve-mode holder is live (in
-// flight, or with a wait, its response once it completes); only a record still absent or dead is worth another
-// transaction, which would otherwise hold the record too and keep the
-// duplicates conflicting with each other. done is false then, or when
-// the conflict was elsewhere or the read failed.
-func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Response, expires time.Time, err error, wait *waiting) (res Result, _ error, done bool) {
+// recordHeld reports whether a transaction was cancelled because another
+// request's running transaction held the key's record (reason
+// TransactionConflict on the claim, its first item): most often a
+// duplicate committing the same key.
+func recordHeld(err error) bool {
 	var txErr *txError
-	if !errors.As(err, &txErr) || txErr.Index != 0 || txErr.Code != "TransactionConflict" {
-		return Result{}, nil, false
-	}
+	return errors.As(err, &txErr) && txErr.Index == 0 && txErr.Code == "TransactionConflict"
+}
+
+// peek reads the record once, consistently, after this call's transaction
+// met the record held by another request's and waited about what a
+// transaction takes: the read never conflicts, and costs one read unit
+// where another transaction cancelled on a completed record would cost a
+// write unit per item it carries. It answers the call when that commit
+// has landed (a replay, key reuse, or this call's own earlier attempt)
+// or a reserve-mode holder is live (its response once it completes,
+// waited for); done is false when the record is still absent or dead,
+// which only another transaction can settle, or when the read failed.
+func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Response, expires time.Time, wait *waiting) (res Result, _ error, done bool) {
 	rec, found, rerr := s.current(ctx, id, nil)
 	if rerr != nil || !found {
 		return Result{}, nil, false
@@ -461,6 +489,8 @@ func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Re
 		}
 		rec, now = got.rec, got.at
 		v = judge(rec, fingerprint, token, now)
+	} else if v != verdictInFlight {
+		s.learnExec(ctx, rec) // a commit this call watched land
 	}
 	return s.verdictAnswer(v, id, fingerprint, resp, expires, rec, now)
 }

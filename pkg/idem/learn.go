@@ -3,7 +3,11 @@ package idem
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // What a store learns from the calls it makes, so that a duplicate
@@ -121,3 +125,26 @@ func (s *Store) learnExec(ctx context.Context, rec record) {
 		s.tookExec(scope.Operation, rec.CreatedAt, rec.CompletedAt)
 	}
 }
+
+// sends counts the attempts the SDK makes of one call, its retries
+// included: a write refused after more than one may have landed on an
+// earlier attempt whose answer was lost.
+type sends struct{ n atomic.Int32 }
+
+// option adds the count to one call's middleware stack, after the SDK's
+// retry loop, so it runs once per attempt.
+func (c *sends) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+		return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("idem.sends",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				c.n.Add(1)
+				return next.HandleFinalize(ctx, in)
+			}), middleware.After)
+	})
+}
+
+// once reports whether the call was sent exactly once: then a refusal
+// means that nothing it wrote landed. It is false after a retry, and
+// when the API did not run the option (a client other than
+// *dynamodb.Client): then nothing is known.
+func (c *sends) once() bool { return c.n.Load() == 1 }

@@ -43,10 +43,17 @@ const (
 // retry, never inside the wait. A wait never runs past the caller's
 // context deadline: it stops 100 ms before it.
 //
+// A duplicate that meets the key in a running transaction (its holder
+// committing, or another Transact caller claiming it) waits about what
+// a transaction takes (the store's average), then reads the record once
+// rather than send its own write again: one consistent GetItem, which
+// costs a read unit where a transaction cancelled on the record costs a
+// write unit per item. Without a wait it answers ErrInFlight at once.
+//
 // It applies to Execute, Run and Do, and to Transact meeting a live
-// Execute or Run holder; ExecuteBatch reports in-flight items at once.
-// Each read is one consistent GetItem. 0 (the default) means no wait;
-// idemhttp.Middleware's Wait sets it per request.
+// Execute or Run holder or a running commit; ExecuteBatch reports
+// in-flight items at once. Each read is one consistent GetItem. 0 (the
+// default) means no wait; idemhttp.Middleware's Wait sets it per request.
 func WithWait(max time.Duration) Option { return func(s *Store) { s.wait = max } }
 
 // waiting is one call's budget for waiting out live holders, across the
@@ -56,6 +63,9 @@ type waiting struct {
 	max   time.Duration
 	end   time.Time
 	begun bool
+	// follow: without a wait, a claim that meets its key in a running
+	// transaction still follows it once (callopt.WithFollow).
+	follow bool
 }
 
 // waitOf is the wait of a call made with ctx: idemhttp's per-call setting,
@@ -65,11 +75,18 @@ func (s *Store) waitOf(ctx context.Context) *waiting {
 	if cd, ok := callopt.Wait(ctx); ok {
 		d = cd
 	}
-	return &waiting{max: d}
+	return &waiting{max: d, follow: callopt.Follow(ctx)}
 }
 
 // on reports whether the call waits at all.
 func (w *waiting) on() bool { return w.max > 0 }
+
+// follows reports whether a claim that meets its key in a running
+// transaction follows it (waits about a transaction's time, then reads
+// the record once) rather than answer in flight at once: with a wait,
+// or for a way in whose source would deliver the call again
+// (callopt.WithFollow).
+func (w *waiting) follows() bool { return w.on() || w.follow }
 
 // start fixes the end of the wait at its first use.
 func (w *waiting) start(ctx context.Context) {
