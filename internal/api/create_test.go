@@ -421,7 +421,11 @@ func TestCreateHungStoreIs503BeforeTheDeadline(t *testing.T) {
 		took := time.Since(start)
 		assertProblem(t, resp, 503, "unavailable")
 		assert.Equal(t, "1", resp.Headers["Retry-After"])
-		assert.Less(t, took, 3*time.Second-api.DeadlineMargin/4, "answered inside the invocation")
+		// The work stops a margin before the deadline and the detached
+		// release or read-back gets half the margin: about 2.5 s. The
+		// contract is the invocation's deadline; the half margin left is
+		// slack for a loaded machine.
+		assert.Less(t, took, 3*time.Second, "answered inside the invocation")
 		assert.Contains(t, logs.String(), `"outcome":"unavailable"`)
 	})
 }

@@ -14,7 +14,7 @@ func (s *Store) admit(ctx context.Context, scope Scope, fingerprint string,
 	call func(ctx context.Context, id string) (Result, error),
 	finish func(Result, error) (Result, error),
 ) (Result, error) {
-	id, res, err, done := s.enter(scope, fingerprint)
+	id, res, err, done := s.enter(scope, fingerprint, nil)
 	if !done {
 		res, err = call(withScope(ctx, scope), id)
 	}
@@ -26,12 +26,19 @@ func (s *Store) admit(ctx context.Context, scope Scope, fingerprint string,
 }
 
 // enter is admission's first half: a scope NewScope would not have made
-// is rejected, and a key the cache holds answers from it. done is true
+// is rejected, and so is a call valid (when set) refuses; a key the
+// cache holds answers from it. The refusals come before the cache, so a
+// cached key never answers a call the table would refuse. done is true
 // when res and err are the call's answer; else id is the scope's record
 // id.
-func (s *Store) enter(scope Scope, fingerprint string) (id string, res Result, err error, done bool) {
+func (s *Store) enter(scope Scope, fingerprint string, valid func() error) (id string, res Result, err error, done bool) {
 	if err := s.check(scope); err != nil {
 		return "", Result{Outcome: OutcomeRejected}, err, true
+	}
+	if valid != nil {
+		if err := valid(); err != nil {
+			return "", Result{Outcome: OutcomeRejected}, err, true
+		}
 	}
 	id = scope.ID()
 	if res, err, hit := s.fromCache(id, fingerprint); hit {

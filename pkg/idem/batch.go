@@ -127,12 +127,7 @@ func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func
 	for i, it := range items {
 		// Admission, each item on its own (the hook hears of each when
 		// the batch is done).
-		id, res, err, done := s.enter(it.Scope, it.Fingerprint)
-		if !done {
-			if err = s.validate(it.Response); err != nil {
-				res, done = Result{Outcome: OutcomeRejected}, true
-			}
-		}
+		id, res, err, done := s.enter(it.Scope, it.Fingerprint, func() error { return s.validate(it.Response) })
 		if done {
 			b.res[i] = BatchResult{res, err}
 			continue

@@ -39,16 +39,36 @@
 //     dies (or the lease ends) before the completion lands, a retry after
 //     the lease runs the effect again. Pass the scope's key to a
 //     downstream API that takes one to close it.
-//   - pkg/idem/idemhttp wraps Run as middleware for aws-lambda-go API
-//     Gateway handlers and net/http handlers, and provides the HTTP
-//     answers (problem+json, Retry-After, Idempotent-Replayed) for
-//     handlers that call Execute themselves.
+//   - pkg/idem/idemhttp is the HTTP side: Middleware wraps Run around an
+//     aws-lambda-go API Gateway handler or a net/http handler, and for a
+//     handler that calls Execute or Transact itself (its effect is
+//     DynamoDB writes) Middleware.ScopeV2 and AnswerV2 are the same
+//     prologue (key, caller, scope) and answers (problem+json,
+//     Retry-After, Idempotent-Replayed); the HTTP response is stored as
+//     the opaque Response.
+//   - pkg/idem/idemsqs applies an SQS batch's messages, each under its
+//     own key: Transact (the batch's new messages and their shared writes
+//     in one transaction, through ExecuteBatch) or Run (each message
+//     through Run), with the partial batch failures for the queue.
+//   - pkg/idem/idemstream does the same for a Kinesis Data Streams or
+//     DynamoDB Streams shard: its records in order, the first failure's
+//     sequence number the point Lambda retries the shard from.
 //   - pkg/idem/idemevent wraps Do around a typed Lambda handler for any
 //     other event (EventBridge, a direct invocation, a Step Functions
 //     task), with the key, principal and fingerprint taken from the event.
 //
 // Each of them owns the whole sequence (claim, replay, commit, release), so
-// no caller holds a lease itself.
+// no caller holds a lease itself, and every one goes through the same
+// admission step: the scope is checked (NewScope's rules, an empty
+// principal refused), a completed key in the cache (WithCache) answers
+// from memory, the operation runs with the scope in its context
+// (ScopeFrom), and the outcome goes to WithOutcomeHook's function.
+//
+// Around them: pkg/idem/idemtable creates the table and describes its
+// layout, pkg/idem/idemshard spreads a hot aggregate over shard items,
+// pkg/idem/idemadmin looks up or evicts one key (pkg/cmd/idemctl on the
+// command line), and pkg/idem/idemtest is a strict DynamoDB-compatible
+// store for tests. docs/library.md is the guide.
 //
 // # Guarantees
 //
@@ -98,13 +118,8 @@
 //     completions retry such conflicts.
 //   - A duplicate that finds a live holder (Execute, Run, Do, and Transact
 //     meeting an Execute or Run holder) gets ErrInFlight (409 with
-//     Retry-After) at once, or with WithWait (idemhttp: Middleware.Wait)
-//     follows the record with consistent reads, full jitter, and replays
-//     the holder's response once it completes (ErrKeyReuse for another
-//     payload). It gets ErrInFlight only when its wait runs out, never
-//     past its context deadline, or when the holder dies (its lease ends
-//     without a completion); a waiter never takes a key over: the
-//     client's retry does. ExecuteBatch reports in-flight items at once.
+//     Retry-After) at once, or waits for the holder's response with
+//     WithWait (docs/library.md, "Waiting instead of 409").
 //   - An Effect is checked before anything is claimed or written: at most
 //     99 writes, none to the key's own record (ErrInvalidEffect). A
 //     scope that NewScope did not make is ErrInvalidKey.
@@ -140,8 +155,13 @@
 //	lease_token       the holder's fencing token (a record Transact or
 //	                  ExecuteBatch wrote carries its request's token)
 //	lease_expires_at  epoch milliseconds; after it the key can be taken over
-//	response_status   N, response_headers M of S, response_body S (or B for
-//	                  a body that is not UTF-8): the stored response
+//	format            N, once COMPLETED: the stored response's format (2;
+//	                  a record without it is format 1, written before)
+//	response_body     S (or B for bytes that are not UTF-8) and
+//	response_meta     M of S (absent when empty): the stored Response's
+//	                  Body and Meta; a format 1 record holds
+//	                  response_status (N), response_headers (M of S) and
+//	                  response_body instead, and replays the same
 //	created_at        RFC 3339; completed_at when COMPLETED
 //	completion_id     the completing call's own id, so a call that meets a
 //	                  completed record can tell its own write from another's

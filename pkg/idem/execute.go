@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -199,23 +200,36 @@ func (s *Store) run(ctx context.Context, id, fingerprint string, claim claimed, 
 }
 
 // standIn is what Run stores for a response that cannot be stored as it
-// is: its metadata if they are storable, no body, and metaOmitted saying
-// why.
+// is: its metadata if they are storable, else only the library's own
+// entries (keys beginning with ':', such as idemhttp's status, without
+// which a replay could not say what the first call answered), no body,
+// and metaOmitted saying why. Each is checked with the reason it will
+// carry: a stand-in the limit refused at its completion would leave the
+// key open, and the effect would run again after the lease.
 func (s *Store) standIn(resp Response, why error) Response {
+	reason := "not storable"
+	if errors.Is(why, ErrResponseTooLarge) {
+		reason = "too large"
+	}
 	out := Response{Meta: maps.Clone(resp.Meta)}
 	if out.Meta == nil {
 		out.Meta = map[string]string{}
 	}
-	out.Meta[metaOmitted] = "true"
-	if s.validate(out) != nil {
-		out.Meta = map[string]string{metaOmitted: "true"}
+	out.Meta[metaOmitted] = reason
+	if s.validate(out) == nil {
+		return out
 	}
-	if errors.Is(why, ErrResponseTooLarge) {
-		out.Meta[metaOmitted] = "too large"
-	} else {
-		out.Meta[metaOmitted] = "not storable"
+	out.Meta = map[string]string{}
+	for k, v := range resp.Meta {
+		if strings.HasPrefix(k, ":") {
+			out.Meta[k] = v
+		}
 	}
-	return out
+	out.Meta[metaOmitted] = reason
+	if s.validate(out) == nil {
+		return out
+	}
+	return Response{Meta: map[string]string{metaOmitted: reason}}
 }
 
 // abandon releases a lease after the operation (or, with store set, its

@@ -1,5 +1,5 @@
 // Command goconsumer is the idemlambda side of make bench-peer's consumer
-// workload: the sellerstats function's handler (sellers.NewSellerStats,
+// workload: the sellerstats function's handler (sellerstats.New,
 // transact mode, a batch in one TransactWriteItems), invoked in this
 // process with SQS events, as one Lambda execution environment.
 //

@@ -10,15 +10,16 @@
 //     409 with Retry-After while another request holds the key, 422 for a
 //     key reused with another payload, 503 with Retry-After when the store
 //     is unavailable, 500 without internal detail;
-//   - APIGatewayV2 and FromAPIGatewayV2 turn stored responses into API
-//     Gateway responses and back, with Idempotent-Replayed: true on a
-//     replay;
+//   - FromAPIGatewayV2 and ToAPIGatewayV2 turn an API Gateway response
+//     into the store's opaque idem.Response (the status and headers as
+//     its metadata) and back, with Idempotent-Replayed: true on a replay;
 //   - Middleware makes a whole handler idempotent, for handlers whose
-//     effect is outside DynamoDB (idem.Store.Run underneath); with its
-//     Wait, a duplicate that arrives while the first request runs gets the
-//     first's response rather than 409.
+//     effect is outside DynamoDB (idem.Store.Run underneath); its Wait
+//     is idem.WithWait per request.
 //
 // A handler whose effect is DynamoDB writes should call idem.Store.Execute
-// itself, so that the writes and the key's completion commit together, and
-// use the rest of this package for its HTTP answers.
+// or Transact itself, so that the writes and the key's completion commit
+// together, with Middleware.ScopeV2 before (the key, the caller, the
+// scope) and Middleware.AnswerV2 after (the stored response or the
+// problem): the middleware's own prologue and answers.
 package idemhttp

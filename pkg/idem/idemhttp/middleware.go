@@ -66,7 +66,7 @@ const DefaultMaxBodyBytes = 1 << 20
 // (docs/library.md in the repository). Requests with a safe method (GET,
 // HEAD, OPTIONS, TRACE) pass straight through, so one middleware can wrap a
 // whole router. The handler finds the request's scope, its key included,
-// with ScopeFrom. Set Store; without one every request gets a 500.
+// with idem.ScopeFrom. Set Store; without one every request gets a 500.
 type Middleware struct {
 	// Store keeps the records.
 	Store *idem.Store
@@ -110,13 +110,12 @@ type Middleware struct {
 	// ProblemTypeBase prefixes the type URI of every problem the
 	// middleware answers with; see ProblemFor. Empty gives "about:blank".
 	ProblemTypeBase string
-	// Wait is how long a request that finds its key held by a live
-	// request waits for that request's response (replayed, with
-	// Idempotent-Replayed: true) before it answers 409 with Retry-After;
-	// it never waits past the request's context deadline, nor past the
-	// holder's death, and the retry after a 409 takes a dead holder's key
-	// over. 0 leaves the store's idem.WithWait in force; a negative Wait
-	// turns waiting off for this middleware.
+	// Wait is idem.WithWait for this middleware's requests: how long a
+	// request that finds its key held by a live request waits for that
+	// request's response (replayed, with Idempotent-Replayed: true)
+	// before it answers 409 with Retry-After. 0 leaves the store's
+	// idem.WithWait in force; a negative Wait turns waiting off for this
+	// middleware.
 	Wait time.Duration
 	// Observe, when set, is called once per request after its answer is
 	// decided, with the outcome and the error behind it (nil on success):

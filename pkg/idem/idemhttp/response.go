@@ -87,15 +87,20 @@ type response struct {
 
 // stored is r as pkg/idem stores it: the body as the result's bytes, the
 // status as the metadata entry ":status", each header as an entry of its
-// own name (no header name holds a colon). A status that is not an HTTP
-// status, or a header name or value that is not UTF-8, cannot be stored:
-// the result then holds the status (500 for a status that is the
-// problem) and the reserved entry ":omitted" ("not storable"), which a
-// replay sends as HeaderBodyOmitted, so the handler still runs once.
+// own name. A name that begins with ':' is no HTTP field name (net/http
+// never sends one) and would take a reserved entry's place: it is left
+// out, like a hop-by-hop header. A status that is not an HTTP status, or
+// a header name or value that is not UTF-8, cannot be stored: the result
+// then holds the status (500 for a status that is the problem) and the
+// reserved entry ":omitted" ("not storable"), which a replay sends as
+// HeaderBodyOmitted, so the handler still runs once.
 func (r response) stored() idem.Response {
 	meta := make(map[string]string, len(r.headers)+1)
 	for k, v := range r.headers {
-		if k == "" || strings.HasPrefix(k, ":") || !utf8.ValidString(k) || !utf8.ValidString(v) {
+		switch {
+		case strings.HasPrefix(k, ":"):
+			continue
+		case k == "" || !utf8.ValidString(k) || !utf8.ValidString(v):
 			return standIn(r.status)
 		}
 		meta[k] = v

@@ -58,18 +58,7 @@ type Batch[T any] struct {
 // end, and before it when the time left is less than the slowest record
 // so far took, reporting the untried records unavailable.
 func Run[T any](ctx context.Context, b Batch[T], effect func(context.Context, T) error) []Result {
-	var slowest time.Duration // of the records applied so far
-	return b.each(func(i int) Result {
-		if err := ctx.Err(); err != nil {
-			return Result{idem.OutcomeUnavailable, fmt.Errorf("untried: %w", err)}
-		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < slowest {
-			// A record started now would likely run into the deadline,
-			// and the whole batch would come again.
-			return Result{idem.OutcomeUnavailable, errNoTime}
-		}
-		start := time.Now()
-		defer func() { slowest = max(slowest, time.Since(start)) }()
+	return b.each(ctx, func(i int) Result {
 		item, v, err := b.admit(i)
 		if err != nil {
 			return Result{idem.OutcomeRejected, err}
@@ -86,10 +75,10 @@ func Run[T any](ctx context.Context, b Batch[T], effect func(context.Context, T)
 // Transact applies the records' DynamoDB writes once: every new record's
 // key and the writes shared by exactly those records in one transaction
 // (idem.Store.ExecuteBatch); in order, each record is its own
-// transaction.
+// transaction, and like Run it stops before the deadline.
 func Transact[T any](ctx context.Context, b Batch[T], shared func(executing []T, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error)) []Result {
 	if b.InOrder {
-		return b.each(func(i int) Result {
+		return b.each(ctx, func(i int) Result {
 			one := b
 			one.Len, one.InOrder = 1, false
 			one.Decode = func(int) (Entry[T], error) { return b.Decode(i) }
@@ -131,11 +120,14 @@ func Transact[T any](ctx context.Context, b Batch[T], shared func(executing []T,
 }
 
 // each applies the records one after another; in order, after the first
-// that needs redelivery the rest are skipped, untried. After a record
+// that needs redelivery the rest are skipped, untried. It stops at ctx's
+// end, and before it when the time left is less than the slowest record
+// so far took, reporting the untried records unavailable: after a record
 // left untried for lack of time, the rest are left untried too.
-func (b Batch[T]) each(apply func(i int) Result) []Result {
+func (b Batch[T]) each(ctx context.Context, apply func(i int) Result) []Result {
 	results := make([]Result, b.Len)
 	var stop error
+	var slowest time.Duration // of the records applied so far
 	for i := range results {
 		if stop != nil {
 			results[i] = Result{idem.OutcomeUnavailable, stop}
@@ -144,7 +136,19 @@ func (b Batch[T]) each(apply func(i int) Result) []Result {
 			}
 			continue
 		}
-		results[i] = apply(i)
+		dl, hasDeadline := ctx.Deadline()
+		switch {
+		case ctx.Err() != nil:
+			results[i] = Result{idem.OutcomeUnavailable, fmt.Errorf("untried: %w", ctx.Err())}
+		case hasDeadline && time.Until(dl) < slowest:
+			// A record started now would likely run into the deadline,
+			// and the whole batch would come again.
+			results[i] = Result{idem.OutcomeUnavailable, errNoTime}
+		default:
+			start := time.Now()
+			results[i] = apply(i)
+			slowest = max(slowest, time.Since(start))
+		}
 		switch r := results[i]; {
 		case r.Err == errNoTime:
 			stop = errNoTime
