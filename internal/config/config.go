@@ -178,8 +178,8 @@ const (
 	// duplicate in flight gets 409.
 	ModeReserve Mode = "reserve"
 	// ModeTransact claims the key in the work's own transaction
-	// (idem.Store.Transact): one call, and a concurrent duplicate gets the
-	// winner's response.
+	// (idem.Store.Transact): one call, and a duplicate gets the winner's
+	// response once it has committed (409 while it commits).
 	ModeTransact Mode = "transact"
 )
 

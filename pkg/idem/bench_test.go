@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -73,39 +74,80 @@ func BenchmarkExecuteReplay(b *testing.B) {
 	}
 }
 
-// BenchmarkExecuteConcurrentDuplicates sends 8 identical requests at once
-// per fresh key; an op is one request, so the figures are per request,
-// averaged over the winner and its 7 duplicates.
-func BenchmarkExecuteConcurrentDuplicates(b *testing.B) {
+// stormTxLatency is how long the strict store holds a transaction's items
+// in BenchmarkStorm: about what DynamoDB's TransactWriteItems takes
+// against a single-item write, so that duplicates meet the winner's
+// running commit as they do there.
+const stormTxLatency = 5 * time.Millisecond
+
+// BenchmarkStorm is a duplicate storm, as workload 2a of make bench-peer:
+// keys in turn, each sent by 8 identical requests at once. An op is one
+// request, so the figures are per request, averaged over each key's
+// winner and its 7 duplicates: ddb-calls/op, reads/op (consistent
+// GetItem), in-flight/op (answered 409), p50-ms and p99-ms (each
+// request's own time). With wait, the duplicates wait (WithWait) rather
+// than answer 409. On the strict store, transactions hold their items
+// stormTxLatency; on an endpoint, as long as that server takes.
+func BenchmarkStorm(b *testing.B) {
 	const dups = 8
 	for _, mode := range modes {
-		b.Run(string(mode), func(b *testing.B) {
-			env := newEnv(b)
-			s := newStore(b, env, idem.WithMode(mode))
-			ctx := context.Background()
-			var tl tally
-			b.ReportAllocs()
-			requests := 0
-			for i := 0; b.Loop(); i++ {
-				if i%dups != 0 {
-					continue // one round of 8 requests per 8 ops
-				}
-				sc := scope(b, fmt.Sprintf("dup-%d", i))
-				var wg sync.WaitGroup
-				for range dups {
-					wg.Go(func() { tl.add(s.Execute(ctx, sc, "fp", effect(env))) })
-				}
-				wg.Wait()
-				requests += dups
+		for _, wait := range []bool{false, true} {
+			name := string(mode)
+			opts := []idem.Option{idem.WithMode(mode)}
+			if wait {
+				name += "/wait"
+				opts = append(opts, idem.WithWait(5*time.Second))
 			}
-			if tl.other.Load() != 0 {
-				b.Fatalf("%d requests failed", tl.other.Load())
-			}
-			b.ReportMetric(float64(env.Counter.Total())/float64(requests), "ddb-calls/op")
-			b.ReportMetric(float64(tl.inFlight.Load())/float64(requests), "in-flight/op")
-		})
+			b.Run(name, func(b *testing.B) {
+				env := newEnv(b)
+				if env.Store != nil {
+					env.Store.SetTransactionLatency(stormTxLatency)
+				}
+				s := newStore(b, env, opts...)
+				ctx := context.Background()
+				var tl tally
+				var mu sync.Mutex
+				var took []time.Duration
+				b.ReportAllocs()
+				requests := 0
+				for i := 0; b.Loop(); i++ {
+					if i%dups != 0 {
+						continue // one round of 8 requests per 8 ops
+					}
+					sc := scope(b, fmt.Sprintf("storm-%d", i))
+					var wg sync.WaitGroup
+					for range dups {
+						wg.Go(func() {
+							t0 := time.Now()
+							res, err := s.Execute(ctx, sc, "fp", effect(env))
+							d := time.Since(t0)
+							tl.add(res, err)
+							mu.Lock()
+							took = append(took, d)
+							mu.Unlock()
+						})
+					}
+					wg.Wait()
+					requests += dups
+				}
+				if tl.other.Load() != 0 {
+					b.Fatalf("%d requests failed", tl.other.Load())
+				}
+				if tl.executed.Load() != int64(requests/dups) {
+					b.Fatalf("%d executions for %d keys", tl.executed.Load(), requests/dups)
+				}
+				slices.Sort(took)
+				b.ReportMetric(float64(env.Counter.Total())/float64(requests), "ddb-calls/op")
+				b.ReportMetric(float64(env.Counter.Get("GetItem"))/float64(requests), "reads/op")
+				b.ReportMetric(float64(tl.inFlight.Load())/float64(requests), "in-flight/op")
+				b.ReportMetric(ms(took[len(took)/2]), "p50-ms")
+				b.ReportMetric(ms(took[len(took)*99/100]), "p99-ms")
+			})
+		}
 	}
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // BenchmarkDo is Do's first execution: reserve, run, complete.
 func BenchmarkDo(b *testing.B) {
@@ -143,38 +185,64 @@ func BenchmarkScopeAndFingerprint(b *testing.B) {
 // call holds its key for 1 s, and waits for its response (WithWait)
 // instead of answering ErrInFlight: ddb-calls/op is the waiter's own
 // calls (its claim, then one consistent GetItem per poll), a figure the
-// polls' timing decides.
+// polls' timing decides. cold is a waiter whose store has seen no
+// execution of the operation (a fresh store per op); warm one whose
+// store has watched one complete before.
 func BenchmarkWaitingDuplicate(b *testing.B) {
 	const hold = time.Second
-	env := newEnv(b)
-	holder := newStore(b, env)
-	client, calls := env.NewClient(b)
-	waiter, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithWait(3*hold))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	n := 0
-	for b.Loop() {
-		sc := scope(b, fmt.Sprintf("wait-%d", n))
-		started := make(chan struct{})
-		var runs atomic.Int64
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			if _, err := holder.Run(ctx, sc, "fp", slowResponse(hold, started, &runs)); err != nil {
-				b.Error(err)
-			}
-		})
-		<-started
-		res, err := waiter.Run(ctx, sc, "fp", func(context.Context) (idem.Response, error) {
-			return idem.Response{}, errors.New("a waiter ran the operation")
-		})
-		wg.Wait()
-		if err != nil || res.Outcome != idem.OutcomeReplayed {
-			b.Fatalf("the waiter got %s, %v", res.Outcome, err)
+	for _, warm := range []bool{false, true} {
+		name := "cold"
+		if warm {
+			name = "warm"
 		}
-		n++
+		b.Run(name, func(b *testing.B) {
+			env := newEnv(b)
+			holder := newStore(b, env)
+			client, calls := env.NewClient(b)
+			newWaiter := func() *idem.Store {
+				s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithLayout(env.Layout), idem.WithWait(3*hold))
+				if err != nil {
+					b.Fatal(err)
+				}
+				return s
+			}
+			waiter := newWaiter()
+			ctx := context.Background()
+			n, keys := 0, 0
+			wait := func() {
+				keys++
+				sc := scope(b, fmt.Sprintf("wait-%s-%d", name, keys))
+				started := make(chan struct{})
+				var runs atomic.Int64
+				var wg sync.WaitGroup
+				wg.Go(func() {
+					if _, err := holder.Run(ctx, sc, "fp", slowResponse(hold, started, &runs)); err != nil {
+						b.Error(err)
+					}
+				})
+				<-started
+				res, err := waiter.Run(ctx, sc, "fp", func(context.Context) (idem.Response, error) {
+					return idem.Response{}, errors.New("a waiter ran the operation")
+				})
+				wg.Wait()
+				if err != nil || res.Outcome != idem.OutcomeReplayed {
+					b.Fatalf("the waiter got %s, %v", res.Outcome, err)
+				}
+				n++
+			}
+			if warm {
+				wait()
+				calls.Reset()
+				n = 0
+			}
+			for b.Loop() {
+				if !warm {
+					waiter = newWaiter()
+				}
+				wait()
+			}
+			b.ReportMetric(float64(calls.Total())/float64(n), "ddb-calls/op")
+			b.ReportMetric(float64(calls.Get("GetItem"))/float64(n), "polls/op")
+		})
 	}
-	b.ReportMetric(float64(calls.Total())/float64(n), "ddb-calls/op")
-	b.ReportMetric(float64(calls.Get("GetItem"))/float64(n), "polls/op")
 }

@@ -19,9 +19,10 @@
 //     arrives while the first runs gets ErrInFlight, a 409, or with
 //     WithWait waits for the first's response), right for work that takes
 //     time. Transact puts the claim into that one transaction
-//     (1 call; a concurrent duplicate gets the winner's response, and
-//     nothing is ever left IN_PROGRESS), right when the writes are
-//     computed from the request alone.
+//     (1 call; a duplicate gets the winner's response once it has
+//     committed, ErrInFlight while it commits, and nothing is ever left
+//     IN_PROGRESS), right when the writes are computed from the request
+//     alone.
 //   - Store.ExecuteBatch, for many keys at once (an SQS batch): every new
 //     key's record, COMPLETED with its response, and the writes shared by
 //     exactly those keys (one aggregated update per account, say) commit
@@ -105,10 +106,16 @@
 //   - A duplicate that meets the key's record in another request's running
 //     transaction (DynamoDB refuses the write with
 //     TransactionConflictException, or cancels the transaction with reason
-//     TransactionConflict) follows the record with consistent reads, which
-//     never conflict: it replays the winner's response once committed, or
-//     gets ErrInFlight (409 with Retry-After), never an unexpected error.
-//     Releases and fenced completions retry such conflicts.
+//     TransactionConflict) is a concurrent duplicate of a request still
+//     running: it gets ErrInFlight (409 with Retry-After) at once, after
+//     its one call, never an unexpected error. (Unless the SDK sent its
+//     write more than once: an earlier attempt may have landed, and one
+//     consistent read says whether it did.) With WithWait, and in the
+//     ways in whose in-flight answer is a redelivery (idemevent, idemsqs
+//     and idemstream's Run), it waits about what a transaction takes and
+//     reads the record once, consistently (a read never conflicts): it
+//     replays the winner's response once committed. Releases and fenced
+//     completions retry such conflicts.
 //   - A duplicate that finds a live holder (Execute, Run, Do, and Transact
 //     meeting an Execute or Run holder) gets ErrInFlight (409 with
 //     Retry-After) at once, or waits for the holder's response with

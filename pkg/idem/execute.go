@@ -104,7 +104,16 @@ func (s *Store) execute(ctx context.Context, id, fingerprint string, claim claim
 		}
 	}
 	s.remember(id, fingerprint, eff.Response, expires)
+	s.executed(ctx, lease)
 	return Result{Response: eff.Response, Outcome: claim.Outcome}, nil
+}
+
+// executed learns how long the execution under l took, for the waiters
+// of the same operation.
+func (s *Store) executed(ctx context.Context, l *hold) {
+	if scope, ok := ScopeFrom(ctx); ok {
+		s.tookExec(scope.Operation, l.claimedAt, l.completedAt)
+	}
 }
 
 // claiming is the call of Execute, Run and Do after admission: the key
@@ -198,6 +207,7 @@ func (s *Store) run(ctx context.Context, id, fingerprint string, claim claimed, 
 		return Result{Response: resp, Outcome: OutcomeNotRecorded}, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	s.remember(id, fingerprint, stored, expires)
+	s.executed(ctx, claim.Lease)
 	return Result{Response: resp, Outcome: claim.Outcome}, nil
 }
 
@@ -341,13 +351,15 @@ func writeTarget(w types.TransactWriteItem) (*string, map[string]types.Attribute
 // fn runs first and only computes its response and writes, then one
 // TransactWriteItems commits them with the key's record, already
 // COMPLETED, under the claim's condition. One call on a first execution;
-// no IN_PROGRESS state, so nothing can wedge or needs releasing, and a
-// concurrent duplicate gets the winner's response instead of ErrInFlight
-// (a live Execute or Run holder of the same key is ErrInFlight, or with
-// WithWait waited for; a dead one's key is taken over in its one
-// transaction). fn may run in callers that
-// lose the race, so it must have no effect outside its writes. Errors are
-// Execute's.
+// no IN_PROGRESS state, so nothing can wedge or needs releasing. A
+// duplicate whose transaction comes after the winner's commit gets the
+// winner's response, in its one call; one whose transaction meets the
+// winner's still running is ErrInFlight at once, or with WithWait reads
+// the record once the commit should have landed and replays it. A live
+// Execute or Run holder of the same key is ErrInFlight, or with WithWait
+// waited for; a dead one's key is taken over in its one transaction. fn
+// may run in callers that lose the race, so it must have no effect
+// outside its writes. Errors are Execute's.
 func (s *Store) Transact(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
 	return s.admit(ctx, idemtrace.WayTransact, scope, fingerprint, func(ctx context.Context, id string) (Result, error) {
 		return s.transact(ctx, id, fingerprint, fn)
@@ -384,10 +396,13 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 		// condition (minidyn does) then still says whether the key is
 		// taken. A fresh input per attempt: the SDK gives each its own
 		// ClientRequestToken, which makes its retries of one attempt safe.
+		var sent sends
+		start := time.Now()
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 			TransactItems: append([]types.TransactWriteItem{{Put: put}}, eff.Writes...),
-		})
+		}, sent.option)
 		if err == nil {
+			s.tookTx(start)
 			event(ctx, t.ClaimAttempt, idemtrace.ClaimAttemptInfo{Attempt: conflicts + vanished + 1, Result: idemtrace.ClaimWon})
 			s.remember(id, fingerprint, eff.Response, expires)
 			return Result{Response: eff.Response, Outcome: OutcomeExecuted}, nil
@@ -432,13 +447,35 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 				return Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: time.Second}
 			}
 		case retryableTx(err):
-			if conflicts++; conflicts < s.maxTxAttempts {
+			conflicts++
+			held := recordHeld(err)
+			if held && !wait.follows() {
+				// A concurrent duplicate of a request still committing:
+				// in flight at once, with no other call, unless an
+				// earlier attempt of this one may have landed (the SDK
+				// sent it more than once): then the record says.
+				res, derr := Result{Outcome: OutcomeInFlight}, error(&InFlightError{RetryAfter: s.txTime()})
+				if !sent.once() {
+					res, derr = s.settle(ctx, id, fingerprint, token, eff.Response, expires, err)
+				}
+				traceDecided(ctx, t, conflicts+vanished, res, derr)
+				return res, derr
+			}
+			if conflicts < s.maxTxAttempts {
 				traceRetry(ctx, conflicts, err)
-				werr := backoff(ctx, conflicts)
+				var werr error
+				if held {
+					// About what a transaction takes, then one read.
+					werr = wait.pause(ctx, s.txTime(), s.txTime())
+				} else {
+					werr = backoff(ctx, conflicts)
+				}
 				if werr == nil {
-					if res, err, done := s.peek(ctx, id, fingerprint, token, eff.Response, expires, err, wait); done {
-						traceDecided(ctx, t, conflicts+vanished, res, err)
-						return res, err
+					if held {
+						if res, err, done := s.peek(ctx, id, fingerprint, token, eff.Response, expires, wait); done {
+							traceDecided(ctx, t, conflicts+vanished, res, err)
+							return res, err
+						}
 					}
 					continue
 				}
@@ -460,20 +497,25 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 	}
 }
 
-// peek follows a record that another request's transaction held when
-// this call's transaction was cancelled (TransactionConflict on the
-// record): most often a duplicate committing the same key. One consistent
-// read, which never conflicts, answers the call when that commit has
-// landed (a replay, or key reuse) or a reserve-mode holder is live (in
-// flight, or with a wait, its response once it completes); only a record still absent or dead is worth another
-// transaction, which would otherwise hold the record too and keep the
-// duplicates conflicting with each other. done is false then, or when
-// the conflict was elsewhere or the read failed.
-func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Response, expires time.Time, err error, wait *waiting) (res Result, _ error, done bool) {
+// recordHeld reports whether a transaction was cancelled because another
+// request's running transaction held the key's record (reason
+// TransactionConflict on the claim, its first item): most often a
+// duplicate committing the same key.
+func recordHeld(err error) bool {
 	var txErr *txError
-	if !errors.As(err, &txErr) || txErr.Index != 0 || txErr.Code != "TransactionConflict" {
-		return Result{}, nil, false
-	}
+	return errors.As(err, &txErr) && txErr.Index == 0 && txErr.Code == "TransactionConflict"
+}
+
+// peek reads the record once, consistently, after this call's transaction
+// met the record held by another request's and waited about what a
+// transaction takes: the read never conflicts, and costs one read unit
+// where another transaction cancelled on a completed record would cost a
+// write unit per item it carries. It answers the call when that commit
+// has landed (a replay, key reuse, or this call's own earlier attempt)
+// or a reserve-mode holder is live (its response once it completes,
+// waited for); done is false when the record is still absent or dead,
+// which only another transaction can settle, or when the read failed.
+func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Response, expires time.Time, wait *waiting) (res Result, _ error, done bool) {
 	rec, found, rerr := s.current(ctx, id, nil)
 	if rerr != nil || !found {
 		return Result{}, nil, false
@@ -490,6 +532,8 @@ func (s *Store) peek(ctx context.Context, id, fingerprint, token string, resp Re
 		}
 		rec, now = got.rec, got.at
 		v = judge(rec, fingerprint, token, now)
+	} else if v != verdictInFlight {
+		s.learnExec(ctx, rec) // a commit this call watched land
 	}
 	return s.verdictAnswer(v, id, fingerprint, resp, expires, rec, now)
 }

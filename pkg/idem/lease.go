@@ -27,6 +27,9 @@ type hold struct {
 	id        string
 	token     string
 	expiresAt time.Time // when others may take the key over
+	// claimedAt is the claim's created_at, completedAt the completed_at
+	// of its last completion written: how long the execution took.
+	claimedAt, completedAt time.Time
 }
 
 // fence is the condition on every write a holder makes.
@@ -67,6 +70,7 @@ func (l *hold) completion(resp Response) (*types.Update, time.Time, string, erro
 		return nil, time.Time{}, "", err
 	}
 	now := l.store.now()
+	l.completedAt = now
 	expires := time.Unix(now.Add(l.store.retention).Unix(), 0)
 	completionID := l.store.newToken()
 	values := l.fenceValues()
@@ -116,8 +120,10 @@ func (l *hold) commit(ctx context.Context, resp Response, items []types.Transact
 	for attempt := 1; ; attempt++ {
 		// A fresh input per attempt: the SDK fills in a ClientRequestToken,
 		// and a cancelled transaction's token is not one to reuse.
+		start := time.Now()
 		_, err = l.store.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
 		if err == nil {
+			l.store.tookTx(start)
 			return expires, cid, nil
 		}
 		err = explainTx(err, 0)

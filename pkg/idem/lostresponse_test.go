@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -292,9 +293,9 @@ func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode idem.Mode) {
 		env := newEnv(t)
-		store := func(c *conflicting) *idem.Store {
+		store := func(c *conflicting, opts ...idem.Option) *idem.Store {
 			client, _ := env.NewClient(t, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: c} })
-			s, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithMode(mode), idem.WithConflictAttempts(4))
+			s, err := idem.NewStore(client, env.Tables.Idempotency, append([]idem.Option{idem.WithMode(mode), idem.WithConflictAttempts(4)}, opts...)...)
 			must.NoError(t, err)
 			return s
 		}
@@ -309,17 +310,23 @@ func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
 		must.ErrorIs(t, err, idem.ErrConflict)
 		check.Equal(t, 1, c.conflicts, "WithMaxTxAttempts(1) sends one transaction")
 
-		// Three conflicts, then the fourth attempt lands.
+		// Three conflicts on the key's record, then the fourth attempt
+		// lands: the holder's commit in reserve mode, retried with
+		// jitter; in transact mode the claim, which with a wait reads
+		// the record (absent) after each and tries again.
 		c = &conflicting{left: 3}
-		res, err := store(c).Execute(ctx, scope(t, "conflicts"), "fp", effect(env))
+		res, err := store(c, idem.WithWait(time.Minute)).Execute(ctx, scope(t, "conflicts"), "fp", effect(env))
 		must.NoError(t, err)
 		check.Equal(t, idem.OutcomeExecuted, res.Outcome)
 		check.Equal(t, 3, c.conflicts)
 		check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 
-		// Conflicts on the key's record past the bound: in transact mode
-		// the key is in flight (another request's transaction holds the
-		// record), 409 with Retry-After, not a 503.
+		// Conflicts on the key's record: in transact mode the key is in
+		// flight (another request's transaction holds the record), 409
+		// with Retry-After, not a 503. Without a wait, at once: a
+		// concurrent duplicate of a request still committing. With one,
+		// after WithConflictAttempts(4) transactions, each conflict
+		// followed by a pause and a read that finds the record absent.
 		if mode == idem.ModeTransact {
 			c = &conflicting{left: 100}
 			res, err = store(c).Execute(ctx, scope(t, "record-contended"), "fp", effect(env))
@@ -327,7 +334,13 @@ func TestTransactionConflictIsRetriedThenReportedAsUnavailable(t *testing.T) {
 			must.ErrorAs(t, err, &inFlight)
 			check.Equal(t, idem.OutcomeInFlight, res.Outcome)
 			check.Positive(t, inFlight.RetryAfter)
-			check.Equal(t, 4, c.conflicts, "WithMaxTxAttempts(4)")
+			check.Equal(t, 1, c.conflicts, "no wait: in flight after the one transaction")
+
+			c = &conflicting{left: 100}
+			res, err = store(c, idem.WithWait(time.Minute)).Execute(ctx, scope(t, "record-contended-wait"), "fp", effect(env))
+			must.ErrorAs(t, err, &inFlight)
+			check.Equal(t, idem.OutcomeInFlight, res.Outcome)
+			check.Equal(t, 4, c.conflicts, "WithConflictAttempts(4)")
 		}
 
 		// Conflicts on a business item past the bound: nothing written, a

@@ -70,6 +70,7 @@ type Store struct {
 	outcomeHook      func(context.Context, Scope, Outcome, error)
 	trace            *idemtrace.Trace // WithTrace
 	wait             time.Duration    // WithWait
+	learned          *learned
 }
 
 // Option configures a Store.
@@ -144,7 +145,7 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 		lease: defaultLease, margin: defaultLeaseMargin, retention: defaultRetention,
 		maxAttempts: defaultConflictAttempts, maxResponseBytes: defaultMaxResponseBytes,
 		releaseTimeout: defaultReleaseTimeout, maxTxAttempts: defaultConflictAttempts,
-		cacheBytes: defaultCacheBytes, newToken: uuid.NewString,
+		cacheBytes: defaultCacheBytes, newToken: uuid.NewString, learned: newLearned(),
 	}
 	for _, o := range opts {
 		o(s)
@@ -211,15 +212,14 @@ func (s *Store) reserve(ctx context.Context, id, fingerprint string) (claimed, e
 		if isConflict(err) {
 			// The record is in another request's running transaction: its
 			// holder is committing, or a transact-mode caller is claiming.
-			claim, again, err := s.waitOut(ctx, id, fingerprint, a)
+			claim, live, again, err := s.waitOut(ctx, id, fingerprint, a, wait)
 			if again {
 				continue
 			}
-			var inflight *InFlightError
-			if !wait.on() || !errors.As(err, &inflight) {
+			if live == nil {
 				return claim, err
 			}
-			holder.LeaseExpiresAt = a.now.Add(inflight.RetryAfter - time.Millisecond)
+			holder = *live
 		} else {
 			if err != nil || a.claim.Outcome != "" {
 				return a.claim, err
@@ -253,49 +253,64 @@ func (s *Store) reserve(ctx context.Context, id, fingerprint string) (claimed, e
 	return claimed{}, &InFlightError{RetryAfter: time.Second}
 }
 
-// waitOut follows a record that a running transaction holds: DynamoDB
-// refused the claim with TransactionConflictException, which the SDK does
-// not retry. It polls the record with consistent reads, which see the
-// last committed value and never conflict (another claim attempt would
-// only stand in the holder's commit's way), with full jitter, a bounded
-// number of times. A commit that lands in time is replayed; a live holder
-// still there at the end is in flight (409 with Retry-After), never a
-// 500. again is true when the record is gone or dead: claim again.
-func (s *Store) waitOut(ctx context.Context, id, fingerprint string, a attempt) (claim claimed, again bool, err error) {
+// waitOut answers a claim that DynamoDB refused with
+// TransactionConflictException (which the SDK does not retry): another
+// request's running transaction holds the record, a holder committing
+// this key or a transact-mode caller claiming it. That is a concurrent
+// duplicate of a request still running, so without a wait the claim is
+// in flight (409, Retry-After about a transaction's time) at once, with
+// no other call; unless the SDK sent the claim more than once (an
+// earlier attempt may have landed: one consistent read says whether it
+// did). With a wait, or for a way in whose in-flight answer would cost
+// a redelivery (an event, a queue message: callopt.WithFollow), it
+// follows the commit: it waits about what a transaction takes (the
+// store's average), then reads the record once, consistently (the read
+// never conflicts, and costs a read unit where another claim would cost
+// a write unit and only stand in the commit's way). A commit that landed
+// is replayed (or is key reuse); a live holder's record is returned as
+// live, for a wait to follow, or is in flight. again is true when the
+// record is gone or dead: claim again.
+func (s *Store) waitOut(ctx context.Context, id, fingerprint string, a attempt, wait *waiting) (claim claimed, live *record, again bool, err error) {
+	retryAfter := s.txTime()
+	if !wait.follows() && a.sentOnce {
+		return claimed{}, nil, false, &InFlightError{RetryAfter: retryAfter}
+	}
 	ctx, wt := startWait(ctx, idemtrace.WaitStartInfo{Reason: idemtrace.WaitTransaction})
 	defer func() { wt.done(err) }()
-	// This call's own claim may have landed on an earlier attempt whose
-	// answer was lost: unless the record says otherwise, remove it
-	// (fenced by the call's token) before giving up.
-	giveUp := func(err error) (claimed, bool, error) {
-		_ = (&hold{store: s, id: id, token: a.token}).free(ctx)
-		return claimed{}, false, err
+	// Unless this claim was sent once, it may have landed on an earlier
+	// attempt whose answer was lost: unless the record says otherwise,
+	// remove it (fenced by the call's token) before giving up.
+	giveUp := func(err error) (claimed, *record, bool, error) {
+		if !a.sentOnce {
+			_ = (&hold{store: s, id: id, token: a.token}).free(ctx)
+		}
+		return claimed{}, nil, false, err
 	}
-	retryAfter := time.Second
-	for i := 1; i < s.maxTxAttempts; i++ {
-		if werr := backoff(ctx, i); werr != nil {
-			return giveUp(fmt.Errorf("idem: reserve: waiting out a running transaction: %w", werr))
-		}
-		rec, found, err := s.current(ctx, id, nil)
-		wt.poll(rec, found, err, fingerprint, a.token, s.now)
-		if err != nil {
-			return giveUp(err)
-		}
-		if !found {
-			return claimed{}, true, nil
-		}
-		a.now = s.now()
-		claim, done, err := s.decide(rec, fingerprint, a)
-		switch {
-		case done && errors.Is(err, ErrInFlight):
-			retryAfter = untilFree(rec, a.now) // the holder may yet commit
-		case done:
-			return claim, false, err
-		default:
-			return claimed{}, true, nil
+	if wait.follows() {
+		if werr := wait.pause(ctx, retryAfter, retryAfter); werr != nil {
+			return giveUp(werr)
 		}
 	}
-	return claimed{}, false, &InFlightError{RetryAfter: retryAfter}
+	rec, found, err := s.current(ctx, id, nil)
+	wt.poll(rec, found, err, fingerprint, a.token, s.now)
+	if err != nil {
+		return giveUp(err)
+	}
+	if !found {
+		return claimed{}, nil, true, nil
+	}
+	a.now = s.now()
+	if wait.on() && judge(rec, fingerprint, a.token, a.now) == verdictInFlight {
+		return claimed{}, &rec, false, nil
+	}
+	claim, done, err := s.decide(rec, fingerprint, a)
+	if !done {
+		return claimed{}, nil, true, nil
+	}
+	if wait.follows() {
+		s.learnExec(ctx, rec) // a commit this call watched land
+	}
+	return claim, nil, false, err
 }
 
 // decide answers a claim that lost its condition to rec. done is false
@@ -332,6 +347,9 @@ type attempt struct {
 	token    string    // the lease token this attempt wrote
 	now      time.Time // the time the condition compared against
 	leaseEnd time.Time
+	// sentOnce is true when the SDK sent the put once: a refusal then
+	// means that it did not land.
+	sentOnce bool
 }
 
 // tryReserve sends the conditional put. On a lost condition it returns the
@@ -344,6 +362,7 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint, token string) (
 	}
 	leaseEnd = leaseEnd.Add(s.margin)
 	a := attempt{token: token, now: now, leaseEnd: leaseEnd}
+	var sent sends
 	out, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table),
 		Item: s.withKey(id, map[string]types.AttributeValue{
@@ -361,7 +380,8 @@ func (s *Store) tryReserve(ctx context.Context, id, fingerprint, token string) (
 		ReturnValues: types.ReturnValueAllOld,
 		// On failure: the item that beat us, so no second read is needed.
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	}, sent.option)
+	a.sentOnce = sent.once()
 	if err == nil {
 		a.claim = s.leased(id, a, s.wasHeldByAnother(out.Attributes, a.token))
 		if a.claim.Outcome == OutcomeTakeover {
@@ -424,7 +444,7 @@ func (s *Store) leased(id string, a attempt, takeover bool) claimed {
 		outcome = OutcomeTakeover
 	}
 	return claimed{
-		Lease:   &hold{store: s, id: id, token: a.token, expiresAt: a.leaseEnd},
+		Lease:   &hold{store: s, id: id, token: a.token, expiresAt: a.leaseEnd, claimedAt: a.now},
 		Outcome: outcome,
 	}
 }

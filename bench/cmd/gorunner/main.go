@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -29,11 +30,13 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/bench/benchrun"
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
@@ -44,7 +47,7 @@ type flags struct {
 	endpoint, products, idempotency, outbox string
 	workload, prefix, eventFile, mode       string
 	keys, dup, warmup                       int
-	timeout                                 time.Duration
+	timeout, hold                           time.Duration
 }
 
 func main() {
@@ -60,7 +63,7 @@ func run() error {
 	flag.StringVar(&f.products, "products", "", "products table")
 	flag.StringVar(&f.idempotency, "idempotency", "", "idempotency table")
 	flag.StringVar(&f.outbox, "outbox", "", "outbox table")
-	flag.StringVar(&f.workload, "workload", "seq", "seq | dup | serve | crash | retry")
+	flag.StringVar(&f.workload, "workload", "seq", "seq | dup | serve | crash | retry | wait")
 	flag.StringVar(&f.prefix, "prefix", "w", "key prefix")
 	flag.StringVar(&f.eventFile, "event", "events/create.json", "API Gateway v2 event template")
 	flag.IntVar(&f.keys, "keys", 10, "distinct keys")
@@ -68,6 +71,7 @@ func run() error {
 	flag.IntVar(&f.warmup, "warmup", 20, "warm-up keys (each sent twice, then 8-way concurrent rounds)")
 	flag.DurationVar(&f.timeout, "timeout", 30*time.Second, "Lambda timeout: each invocation's context deadline")
 	flag.StringVar(&f.mode, "mode", string(config.ModeReserve), "idem mode: reserve | transact")
+	flag.DurationVar(&f.hold, "hold", time.Second, "wait workload: how long the first call holds each key")
 	flag.Parse()
 	mode, err := config.ParseMode(f.mode)
 	if err != nil {
@@ -168,6 +172,17 @@ func run() error {
 			"wall_ms": float64(time.Since(wall0).Microseconds()) / 1000})
 		time.Sleep(time.Hour) // killed before this ends
 		return nil
+	case "wait":
+		w, err := waiters(client, f)
+		if err != nil {
+			return err
+		}
+		cpu1, wall := benchrun.CPUTime(), time.Since(wall0)
+		emit(map[string]any{"phase": "done", "requests": len(w.lat), "latency_us": w.lat, "outcomes": w.outcomes,
+			"waiter_calls": w.calls, "waiter_gets": w.gets,
+			"cpu_user_ms": cpu1.User - cpu0.User, "cpu_sys_ms": cpu1.Sys - cpu0.Sys,
+			"wall_ms": float64(wall.Microseconds()) / 1000})
+		return nil
 	default:
 		return fmt.Errorf("unknown workload %q", f.workload)
 	}
@@ -177,6 +192,97 @@ func run() error {
 		"writes": hook.writes.Load(), "cpu_user_ms": cpu1.User - cpu0.User, "cpu_sys_ms": cpu1.Sys - cpu0.Sys,
 		"wall_ms": float64(wall.Microseconds()) / 1000})
 	return nil
+}
+
+// waited is what the waiters of the wait workload saw, key by key.
+type waited struct {
+	lat         []int64 // each waiter's time, µs
+	calls, gets []int   // each waiter's DynamoDB calls, and of them GetItems
+	outcomes    map[string]int
+}
+
+// waiters is the wait workload: for each key, a first call (idem.Store.Run,
+// its own store and client, as another Lambda execution environment)
+// holds the key for f.hold, and a duplicate on a store of its own that
+// waits (idem.WithWait) arrives just after its claim. The waiter's store
+// lives across the keys, as one execution environment's does, so it knows
+// nothing of the operation at the first key and has watched one
+// execution complete at each later one. Only the waiter's calls are
+// counted, by its own client.
+func waiters(client *dynamodb.Client, f flags) (waited, error) {
+	w := waited{outcomes: map[string]int{}}
+	holder, err := idem.NewStore(client, f.idempotency)
+	if err != nil {
+		return w, err
+	}
+	counter := &countingClient{base: awshttp.NewBuildableClient(), ops: map[string]int{}}
+	waiterClient, err := benchrun.NewClient(f.endpoint, counter)
+	if err != nil {
+		return w, err
+	}
+	waiter, err := idem.NewStore(waiterClient, f.idempotency, idem.WithWait(3*f.hold))
+	if err != nil {
+		return w, err
+	}
+	for i := range f.keys {
+		scope, err := idem.NewScope("POST /wait", "bench", fmt.Sprintf("%s-k%04d", f.prefix, i))
+		if err != nil {
+			return w, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+		started := make(chan struct{})
+		held := make(chan error, 1)
+		go func() {
+			_, err := holder.Run(ctx, scope, "fp", func(context.Context) (idem.Response, error) {
+				close(started)
+				time.Sleep(f.hold)
+				return idem.Response{Body: []byte(scope.Key)}, nil
+			})
+			held <- err
+		}()
+		<-started
+		before := counter.snapshot()
+		t0 := time.Now()
+		res, err := waiter.Run(ctx, scope, "fp", func(context.Context) (idem.Response, error) {
+			return idem.Response{}, fmt.Errorf("a waiter ran the operation of %s", scope.Key)
+		})
+		took := time.Since(t0)
+		after := counter.snapshot()
+		herr := <-held
+		cancel()
+		if err != nil || herr != nil {
+			return w, fmt.Errorf("key %s: waiter %v, holder %v", scope.Key, err, herr)
+		}
+		w.lat = append(w.lat, took.Microseconds())
+		w.outcomes[string(res.Outcome)]++
+		calls, gets := 0, after["GetItem"]-before["GetItem"]
+		for op, n := range after {
+			calls += n - before[op]
+		}
+		w.calls, w.gets = append(w.calls, calls), append(w.gets, gets)
+	}
+	return w, nil
+}
+
+// countingClient counts the requests it sends, by DynamoDB operation.
+type countingClient struct {
+	base aws.HTTPClient
+	mu   sync.Mutex
+	ops  map[string]int
+}
+
+func (c *countingClient) Do(req *http.Request) (*http.Response, error) {
+	target := req.Header.Get("X-Amz-Target")
+	c.mu.Lock()
+	c.ops[target[strings.LastIndexByte(target, '.')+1:]]++
+	c.mu.Unlock()
+	return c.base.Do(req)
+}
+
+func (c *countingClient) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.ops)
 }
 
 // runner invokes the handler and records each request's latency and outcome.

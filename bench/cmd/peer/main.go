@@ -83,6 +83,8 @@ type options struct {
 	consumerEvents                                             int
 	consumerSellers, consumerProcs                             string
 	crashTimeout, phaseTimeout                                 time.Duration
+	waitKeys                                                   int
+	waitHold                                                   time.Duration
 	markdownOnly                                               bool
 }
 
@@ -106,6 +108,8 @@ func main() {
 	flag.IntVar(&o.warmup, "warmup", 20, "warm-up keys per process (not measured)")
 	flag.DurationVar(&o.crashTimeout, "crash-timeout", 2*time.Second, "workload 3: the crashed invocations' Lambda timeout")
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 3*time.Minute, "limit for one runner process")
+	flag.IntVar(&o.waitKeys, "wait-keys", 5, "workload 5: keys, each held by a first call while a duplicate waits")
+	flag.DurationVar(&o.waitHold, "wait-hold", time.Second, "workload 5: how long the first call holds each key")
 	flag.BoolVar(&o.markdownOnly, "markdown-only", false, "rewrite RESULTS.md from results.json, without running anything")
 	flag.Parse()
 	run := run
@@ -178,6 +182,24 @@ type Results struct {
 	Seconds  float64           `json:"seconds"`
 	// Prices are the prices the costs were computed with.
 	Prices *Prices `json:"prices,omitempty"`
+	// Waiter is workload 5, a waiting duplicate (idemlambda only).
+	Waiter *WaiterRun `json:"waiter,omitempty"`
+}
+
+// WaiterRun is workload 5: for each key in turn, a first call holds it
+// (pkg/idem's Store.Run, HoldMs long) and a duplicate on a store of its
+// own waits for its response (idem.WithWait). The waiter's store lives
+// across the keys: at the first it knows nothing of the operation, at
+// the others it has watched an execution complete. Calls are the
+// waiter's own, counted by its client.
+type WaiterRun struct {
+	Keys          int            `json:"keys"`
+	HoldMs        float64        `json:"hold_ms"`
+	Calls         []int          `json:"waiter_calls"`
+	Gets          []int          `json:"waiter_get_items"`
+	WaitMs        []float64      `json:"waiter_ms"`
+	Outcomes      map[string]int `json:"outcomes"`
+	LoadAvgBefore string         `json:"loadavg_before"`
 }
 
 func run(o options) error {
@@ -272,6 +294,9 @@ func run(o options) error {
 	}
 	if err := b.consumers(ctx); err != nil {
 		return err
+	}
+	if err := b.waiter(ctx); err != nil {
+		return fmt.Errorf("wait: %w", err)
 	}
 	res.Seconds = time.Since(began).Seconds()
 	res.Machine["loadavg_end"] = loadavg()
@@ -384,6 +409,48 @@ func (b *bench) workload(ctx context.Context, impl, w string) error {
 	return err
 }
 
+// waiter runs workload 5 (see WaiterRun) in one idemlambda runner.
+func (b *bench) waiter(ctx context.Context) error {
+	if b.o.waitKeys < 1 {
+		return nil
+	}
+	if err := b.createTables(ctx, Ours, "wait"); err != nil {
+		return err
+	}
+	n := names(Ours, "wait")
+	args := []string{
+		"--endpoint=" + b.proxyURL, "--products=" + n.Products, "--idempotency=" + n.Idempotency, "--outbox=" + n.Outbox,
+		"--workload=wait", "--prefix=wait", fmt.Sprintf("--keys=%d", b.o.waitKeys), "--hold=" + b.o.waitHold.String(),
+		fmt.Sprintf("--warmup=%d", b.o.warmup), "--event=" + b.o.event,
+	}
+	w := &WaiterRun{Keys: b.o.waitKeys, HoldMs: float64(b.o.waitHold.Milliseconds()), LoadAvgBefore: loadavg()}
+	fmt.Printf("  %-19s %-5s %-5s keys=%d hold=%v load %s ... ", Ours, "wait", "run", w.Keys, b.o.waitHold, w.LoadAvgBefore)
+	x, _, err := b.start(Ours, args, "idemlambda-wait-run-0.log")
+	if err != nil {
+		return err
+	}
+	defer func() { x.kill(); x.log.Close() }()
+	timer := time.AfterFunc(b.o.phaseTimeout, func() { _ = x.cmd.Process.Kill() })
+	defer timer.Stop()
+	if err := x.send("go"); err != nil {
+		return err
+	}
+	m, err := x.next()
+	if err != nil || m.Phase != "done" {
+		return fmt.Errorf("runner: %v %q (see %s)", err, m.Phase, x.log.Name())
+	}
+	if len(m.WaiterCalls) != w.Keys || len(m.LatencyUS) != w.Keys || m.Outcomes["replayed"] != w.Keys {
+		return fmt.Errorf("runner: %d waiters' calls, %d latencies, outcomes %v for %d keys", len(m.WaiterCalls), len(m.LatencyUS), m.Outcomes, w.Keys)
+	}
+	w.Calls, w.Gets, w.Outcomes = m.WaiterCalls, m.WaiterGets, m.Outcomes
+	for _, us := range m.LatencyUS {
+		w.WaitMs = append(w.WaitMs, float64(us)/1000)
+	}
+	b.res.Waiter = w
+	fmt.Printf("waiter calls %v, of them GetItem %v\n", w.Calls, w.Gets)
+	return nil
+}
+
 type runnerMsg struct {
 	Phase     string            `json:"phase"`
 	Versions  map[string]string `json:"versions"`
@@ -394,6 +461,9 @@ type runnerMsg struct {
 	CPUUserMs float64           `json:"cpu_user_ms"`
 	CPUSysMs  float64           `json:"cpu_sys_ms"`
 	WallMs    float64           `json:"wall_ms"`
+	// The wait workload: each waiter's calls, and of them GetItems.
+	WaiterCalls []int `json:"waiter_calls"`
+	WaiterGets  []int `json:"waiter_gets"`
 	// One invocation in serve mode.
 	Latency int64  `json:"us"`
 	Outcome string `json:"outcome"`

@@ -62,6 +62,7 @@ import (
 	"fmt"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // ErrNoKey says an event carries no idempotency key. A Config.Key function
@@ -150,8 +151,10 @@ func Wrap[E, R any](store *idem.Store, cfg Config[E], handler func(context.Conte
 		if err != nil {
 			return zero, fmt.Errorf("idemevent: %s: fingerprint: %w", cfg.Operation, err)
 		}
-		out, _, err := idem.Do(ctx, store, scope, fp, func(ctx context.Context) (R, error) {
-			return handler(ctx, event)
+		// An in-flight answer is an error Lambda retries a minute later:
+		// a claim that meets a running commit follows it instead.
+		out, _, err := idem.Do(callopt.WithFollow(ctx), store, scope, fp, func(ctx context.Context) (R, error) {
+			return handler(callopt.Clear(ctx), event)
 		})
 		if errors.Is(err, idem.ErrNotRecorded) {
 			// The handler's effect happened; only its record did not

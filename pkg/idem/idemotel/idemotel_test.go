@@ -193,77 +193,90 @@ func TestACallIsASpanWithItsPhasesAsChildren(t *testing.T) {
 }
 
 // A duplicate that arrives while the first request's commit holds the
-// record in its transaction shows what it met: in reserve mode, its
-// claim's conflict and the polls of its wait; in transact mode, its
-// transaction's conflict retries; and then its 409, in flight, as an
-// event with the Retry-After it answers.
+// record in its transaction shows what it met and its 409, in flight, as
+// an event with the Retry-After it answers. Without a wait it is in
+// flight after its one write: in reserve mode its claim's conflict, in
+// transact mode its transaction's, and no wait. With a wait it follows
+// the commit: in reserve mode a wait on the transaction with its polls,
+// in transact mode its transaction's conflict retried, each on the key's
+// own record, until the wait runs out.
 func TestADuplicateDuringACommitShowsItsConflictRetriesAndIts409(t *testing.T) {
 	t.Parallel()
 	for _, way := range []string{"execute", "transact"} {
-		t.Run(way, func(t *testing.T) {
-			t.Parallel()
-			w := newWorld(t)
-			s := w.store(t)
-			sc := scope(t, "k-dup-"+way)
-			held := w.server.Hold(idemtest.OpTransactWriteItems) // the first request's commit
-			done := make(chan error)
-			go func() {
-				_, err := s.Execute(context.Background(), sc, "fp", product("p1"))
-				done <- err
-			}()
-			<-held.Arrived()
-			w.ended() // the first request's claim and effect
+		for _, wait := range []time.Duration{0, 100 * time.Millisecond} {
+			t.Run(fmt.Sprintf("%s/wait=%s", way, wait), func(t *testing.T) {
+				t.Parallel()
+				w := newWorld(t)
+				s := w.store(t, idem.WithWait(wait))
+				sc := scope(t, "k-dup-"+way)
+				held := w.server.Hold(idemtest.OpTransactWriteItems) // the first request's commit
+				done := make(chan error)
+				go func() {
+					_, err := s.Execute(context.Background(), sc, "fp", product("p1"))
+					done <- err
+				}()
+				<-held.Arrived()
+				w.ended() // the first request's claim and effect
 
-			dup := func() (idem.Result, error) {
-				if way == "transact" {
-					return s.Transact(context.Background(), sc, "fp", product("p1"))
+				dup := func() (idem.Result, error) {
+					if way == "transact" {
+						return s.Transact(context.Background(), sc, "fp", product("p1"))
+					}
+					return s.Execute(context.Background(), sc, "fp", product("p1"))
 				}
-				return s.Execute(context.Background(), sc, "fp", product("p1"))
-			}
-			res, err := dup()
-			var inflight *idem.InFlightError
-			must.ErrorAs(t, err, &inflight)
-			check.Equal(t, idem.OutcomeInFlight, res.Outcome)
-			spans := w.ended()
-			held.Release()
-			must.NoError(t, <-done)
+				res, err := dup()
+				var inflight *idem.InFlightError
+				must.ErrorAs(t, err, &inflight)
+				check.Equal(t, idem.OutcomeInFlight, res.Outcome)
+				spans := w.ended()
+				held.Release()
+				must.NoError(t, <-done)
 
-			call := one(t, spans, "idem."+way)
-			check.Equal(t, "in_flight", attr(call.Attributes(), idemotel.AttrOutcome))
-			check.Equal(t, codes.Unset, call.Status().Code, "a 409 is the client's to retry, not a failure")
-			e := events(call, "idem.in_flight")
-			must.Len(t, e, 1)
-			check.Equal(t, fmt.Sprint(inflight.RetryAfter.Milliseconds()), attr(e[0].Attributes, idemotel.AttrRetryAfterMillis))
+				call := one(t, spans, "idem."+way)
+				check.Equal(t, "in_flight", attr(call.Attributes(), idemotel.AttrOutcome))
+				check.Equal(t, codes.Unset, call.Status().Code, "a 409 is the client's to retry, not a failure")
+				e := events(call, "idem.in_flight")
+				must.Len(t, e, 1)
+				check.Equal(t, fmt.Sprint(inflight.RetryAfter.Milliseconds()), attr(e[0].Attributes, idemotel.AttrRetryAfterMillis))
 
-			if way == "execute" {
-				claim := one(t, spans, "idem.claim")
-				attempts := events(claim, "idem.claim.attempt")
+				if way == "execute" {
+					claim := one(t, spans, "idem.claim")
+					attempts := events(claim, "idem.claim.attempt")
+					must.NotEmpty(t, attempts)
+					check.Equal(t, "conflict", attr(attempts[0].Attributes, idemotel.AttrClaimResult))
+					check.Equal(t, "in_flight", attr(claim.Attributes(), idemotel.AttrClaimResult))
+					if wait == 0 {
+						check.Len(t, named(spans, "idem.wait"), 0, "in flight at once, no wait")
+						return
+					}
+					waits := named(spans, "idem.wait")
+					must.NotEmpty(t, waits)
+					check.Equal(t, "transaction", attr(waits[0].Attributes(), idemotel.AttrWaitReason))
+					polls := 0
+					for _, wt := range waits {
+						childOf(t, wt, claim)
+						polls += len(events(wt, "idem.wait.poll"))
+					}
+					check.GreaterOrEqual(t, polls, 1, "the wait read the record")
+					return
+				}
+				commit := one(t, spans, "idem.commit")
+				check.Equal(t, "true", attr(commit.Attributes(), idemotel.AttrCommitClaims))
+				attempts := events(commit, "idem.claim.attempt")
 				must.NotEmpty(t, attempts)
-				check.Equal(t, "conflict", attr(attempts[0].Attributes, idemotel.AttrClaimResult))
-				check.Equal(t, "in_flight", attr(claim.Attributes(), idemotel.AttrClaimResult))
-				wait := one(t, spans, "idem.wait")
-				childOf(t, wait, claim)
-				check.Equal(t, "transaction", attr(wait.Attributes(), idemotel.AttrWaitReason))
-				polls := events(wait, "idem.wait.poll")
-				check.Len(t, polls, 4, "a poll per conflict attempt left (WithConflictAttempts: 5)")
-				for _, p := range polls {
-					check.Equal(t, "in_flight", attr(p.Attributes, idemotel.AttrWaitResult))
+				check.Equal(t, "in_flight", attr(attempts[len(attempts)-1].Attributes, idemotel.AttrClaimResult))
+				retries := events(commit, "idem.retry")
+				if wait == 0 {
+					check.Len(t, retries, 0, "in flight at once, no retry")
+					return
 				}
-				check.Equal(t, "4", attr(wait.Attributes(), idemotel.AttrPolls))
-				return
-			}
-			commit := one(t, spans, "idem.commit")
-			check.Equal(t, "true", attr(commit.Attributes(), idemotel.AttrCommitClaims))
-			retries := events(commit, "idem.retry")
-			must.NotEmpty(t, retries)
-			for _, r := range retries {
-				check.Equal(t, "TransactionConflict", attr(r.Attributes, idemotel.AttrReason))
-				check.Equal(t, "0", attr(r.Attributes, idemotel.AttrTxItemIndex), "the conflict is on the key's own record")
-			}
-			attempts := events(commit, "idem.claim.attempt")
-			must.NotEmpty(t, attempts)
-			check.Equal(t, "in_flight", attr(attempts[len(attempts)-1].Attributes, idemotel.AttrClaimResult))
-		})
+				must.NotEmpty(t, retries)
+				for _, r := range retries {
+					check.Equal(t, "TransactionConflict", attr(r.Attributes, idemotel.AttrReason))
+					check.Equal(t, "0", attr(r.Attributes, idemotel.AttrTxItemIndex), "the conflict is on the key's own record")
+				}
+			})
+		}
 	}
 }
 

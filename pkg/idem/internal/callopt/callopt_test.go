@@ -25,3 +25,20 @@ func TestWait(t *testing.T) {
 		t.Fatal("Clear left the wait")
 	}
 }
+
+func TestFollow(t *testing.T) {
+	ctx := context.Background()
+	if Follow(ctx) {
+		t.Fatal("a bare context follows")
+	}
+	f := WithFollow(WithWait(ctx, time.Second))
+	if d, ok := Wait(f); !Follow(f) || !ok || d != time.Second {
+		t.Fatalf("Follow, Wait = %v, %v, %v; want true, 1s, true", Follow(f), d, ok)
+	}
+	if c := Clear(f); Follow(c) {
+		t.Fatal("Clear left the follow")
+	}
+	if !Follow(WithWait(WithFollow(ctx), 0)) {
+		t.Fatal("WithWait dropped the follow")
+	}
+}
