@@ -116,7 +116,14 @@ func TestCreateIsTracedUnderTheRequest(t *testing.T) {
 	server, create := byName["POST /products"], byName["create ProductCreated"]
 	require.NotNil(t, server, "spans: %v", rec.Ended())
 	require.NotNil(t, create, "spans: %v", rec.Ended())
-	assert.Equal(t, server.SpanContext().SpanID(), create.Parent().SpanID())
+	// The event is created by the idempotent effect, inside the
+	// request's idem.execute (pkg/idem/idemotel).
+	execute, effect := byName["idem.execute"], byName["idem.effect"]
+	require.NotNil(t, execute, "spans: %v", rec.Ended())
+	require.NotNil(t, effect, "spans: %v", rec.Ended())
+	assert.Equal(t, server.SpanContext().SpanID(), execute.Parent().SpanID())
+	assert.Equal(t, execute.SpanContext().SpanID(), effect.Parent().SpanID())
+	assert.Equal(t, effect.SpanContext().SpanID(), create.Parent().SpanID())
 	assert.Equal(t, trace.SpanKindProducer, create.SpanKind())
 	a := attrs(create)
 	assert.Equal(t, "create", a["messaging.operation.type"].AsString())

@@ -143,7 +143,7 @@ func TestTheBootstrapExportsEachInvocationsSpans(t *testing.T) {
 				continue
 			}
 			seen[id] = true
-			assert.ElementsMatch(t, []string{"POST /products", "create ProductCreated", "DynamoDB.PutItem", "DynamoDB.TransactWriteItems"},
+			assert.ElementsMatch(t, []string{"POST /products", "idem.execute", "idem.claim", "idem.effect", "idem.commit", "create ProductCreated", "DynamoDB.PutItem", "DynamoDB.TransactWriteItems"},
 				names, "invocation %d's spans", i)
 		}
 	}
