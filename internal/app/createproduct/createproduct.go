@@ -13,8 +13,8 @@ import (
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/pkg/idem"
-	"github.com/idemlambda/idemlambda/pkg/idem/idemotel"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemotel"
 )
 
 // New assembles createproduct on db, its log and metrics lines written to
