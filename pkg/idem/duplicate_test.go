@@ -346,3 +346,29 @@ func TestConcurrentWaitersLearnAndRunOnce(t *testing.T) {
 		check.Equal(t, keys*waiters, warm, "one read each")
 	})
 }
+
+// TestTransactWhoseEarlierAttemptLandedIsNotInFlight: sent.once() speaks
+// for one TransactWriteItems, but every attempt of a Transact call
+// writes the same token. Its first transaction lands with the answer
+// lost, the SDK's retry is cancelled for throttling (so the call tries
+// again), and its second transaction, sent once, meets another request's
+// transaction on the record. That refusal says nothing of the first: the
+// record holds this call's own commit, so the call executed; an
+// in-flight answer would tell the caller its effect had not landed.
+func TestTransactWhoseEarlierAttemptLandedIsNotInFlight(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	if env.Store == nil {
+		t.Skip("injects faults at the strict store")
+	}
+	ctx := context.Background()
+	sc := scope(t, "landed-then-conflict")
+	s := newStore(t, env, idem.WithMode(idem.ModeTransact))
+	env.Store.Inject(idemtest.OpTransactWriteItems, idemtest.LostAnswer, 1)
+	env.Store.Inject(idemtest.OpTransactWriteItems, idemtest.ThrottledPastRetries, 1)
+	env.Store.Inject(idemtest.OpTransactWriteItems, idemtest.Conflict, 1)
+	res, err := s.Execute(ctx, sc, "fp", effect(env))
+	must.NoError(t, err, "the first transaction landed")
+	check.Equal(t, idem.OutcomeExecuted, res.Outcome)
+	check.Equal(t, 1, countItems(t, env, env.Tables.Products))
+}

@@ -389,6 +389,11 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 	token := s.newToken()
 	wait := s.waitOf(ctx)
 	conflicts, vanished := 0, 0
+	// sentOnce: the SDK sent every transaction of this call once, so
+	// none refused can have landed. They all write the same token: one
+	// sent again (its answer lost, then refused) may have landed, and a
+	// later refusal says nothing of it.
+	sentOnce := true
 	for {
 		now := s.now()
 		put, expires := s.completedPut(id, fingerprint, token, eff.Response, now)
@@ -401,6 +406,7 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 			TransactItems: append([]types.TransactWriteItem{{Put: put}}, eff.Writes...),
 		}, sent.option)
+		sentOnce = sentOnce && sent.once()
 		if err == nil {
 			s.tookTx(start)
 			event(ctx, t.ClaimAttempt, idemtrace.ClaimAttemptInfo{Attempt: conflicts + vanished + 1, Result: idemtrace.ClaimWon})
@@ -452,10 +458,11 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 			if held && !wait.follows() {
 				// A concurrent duplicate of a request still committing:
 				// in flight at once, with no other call, unless an
-				// earlier attempt of this one may have landed (the SDK
-				// sent it more than once): then the record says.
+				// earlier attempt of this call may have landed (the SDK
+				// sent this transaction or an earlier one more than
+				// once): then the record says.
 				res, derr := Result{Outcome: OutcomeInFlight}, error(&InFlightError{RetryAfter: s.txTime()})
-				if !sent.once() {
+				if !sentOnce {
 					res, derr = s.settle(ctx, id, fingerprint, token, eff.Response, expires, err)
 				}
 				traceDecided(ctx, t, conflicts+vanished, res, derr)
