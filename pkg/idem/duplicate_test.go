@@ -372,3 +372,24 @@ func TestTransactWhoseEarlierAttemptLandedIsNotInFlight(t *testing.T) {
 	check.Equal(t, idem.OutcomeExecuted, res.Outcome)
 	check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 }
+
+// TestReserveClaimSentTwiceThenConflictedReadsItsOwn: the claim's first
+// attempt lands with its answer lost and the SDK's retry meets a running
+// transaction on the record: sent twice, so the record is read, and it
+// is this call's own claim, which goes on to execute (not ErrInFlight
+// with the key held by a claim nobody runs).
+func TestReserveClaimSentTwiceThenConflictedReadsItsOwn(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	if env.Store == nil {
+		t.Skip("injects faults at the strict store")
+	}
+	ctx := context.Background()
+	s := newStore(t, env, idem.WithMode(idem.ModeReserve))
+	env.Store.Inject(idemtest.OpPutItem, idemtest.LostAnswer, 1)
+	env.Store.Inject(idemtest.OpPutItem, idemtest.Conflict, 1)
+	res, err := s.Execute(ctx, scope(t, "sent-twice"), "fp", effect(env))
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeExecuted, res.Outcome)
+	check.Equal(t, 1, countItems(t, env, env.Tables.Products))
+}
