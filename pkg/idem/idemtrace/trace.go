@@ -22,8 +22,11 @@
 // the call and the effect, the operation's own function, so the spans of
 // a tracing library nest), and hands to the phase's Done hook and to the
 // events in between (ClaimAttempt, WaitPoll, Retry, CacheHit,
-// BatchItem). A Start hook that returns nil leaves the context as it
-// was. Each Start is followed by its Done, once, on the same goroutine;
+// BatchItem). The context it returns must be built on the one it was
+// given (context.WithValue, trace.ContextWithSpan): the phase keeps that
+// one's deadline, cancellation and values (the call's scope, its wait)
+// only through it. A Start hook that returns nil leaves the context as
+// it was. Each Start is followed by its Done, once, on the same goroutine;
 // an operation that panics reports EffectDone and CallDone with Panicked
 // set (ExecuteBatch's shared writes function: CallDone), and the panic
 // goes on. The phases of each way in, in order:
