@@ -74,7 +74,9 @@ func TestTheCollectorLayerSwitchesTheExport(t *testing.T) {
 		return map[string]any{"Fn::If": []any{"HasCollectorLayer", then, otherwise}}
 	}
 	for what, want := range map[string]any{
-		"Layers": ifLayer([]any{map[string]any{"Ref": "CollectorLayerArn"}}, map[string]any{"Ref": "AWS::NoValue"}),
+		// No layer is an empty list: sam local invoke takes AWS::NoValue
+		// here for a layer to download.
+		"Layers": ifLayer([]any{map[string]any{"Ref": "CollectorLayerArn"}}, []any{}),
 		"Environment.Variables." + config.TracesExporter.Name: ifLayer(string(config.ExporterOTLP), string(config.ExporterNone)),
 		"Environment.Variables." + config.OTLPEndpoint.Name:   ifLayer(config.DefaultOTLPEndpoint, ""),
 	} {
