@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemshard"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemsqs"
 )
 
@@ -26,11 +27,13 @@ const Operation = "sellerstats ProductCreated"
 type batches struct {
 	store   *idem.Store
 	counter *sellers.Counter
-	homes   *homes
+	// shards is where this consumer's batches write: each keeps one
+	// shard of its sellers, and moves off one another transaction holds.
+	shards *idemshard.Shards
 }
 
 func newBatches(store *idem.Store, counter *sellers.Counter) *batches {
-	return &batches{store: store, counter: counter, homes: newHomes(counter.Shards)}
+	return &batches{store: store, counter: counter, shards: idemshard.New(counter.Shards)}
 }
 
 // apply counts the events an SQS batch carries, each once, with
@@ -58,15 +61,16 @@ func (b *batches) apply(ctx context.Context, ev events.SQSEvent, decode func(eve
 		return idemsqs.Entry[sellers.Listing]{Principal: pc.Source, Key: pc.EventID, Value: l}, nil
 	}
 	// ExecuteBatch calls the shared writes once per transaction it sends,
-	// one after another: each updates the batch's home shard of its
-	// sellers, and after one cancelled because another transaction held
-	// that shard, the next goes to another (see homes).
-	home := b.homes.take()
-	defer func() { b.homes.give(home) }()
+	// one after another: each updates the batch's shard of its sellers,
+	// and after one cancelled because another transaction held that
+	// shard, the next goes to another (pkg/idem/idemshard). A Lambda
+	// execution environment runs one batch at a time, so it keeps writing
+	// to one shard, and environments spread out as their conflicts push
+	// them apart.
+	batch := b.shards.Batch()
+	defer batch.Done()
 	_, res := idemsqs.Transact(ctx, b.store, ev, Operation, entry, func(executing []sellers.Listing, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
-		if heldShard(contended, b.counter.Table) {
-			home = b.homes.move(home)
-		}
+		home := batch.Shard(heldShard(contended, b.counter.Table))
 		return b.counter.Writes(executing, func(string) int { return home }), nil
 	})
 	for i, r := range res {
