@@ -41,13 +41,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/idemlambda/idemlambda/internal/dev/embedded"
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/streams"
+	"github.com/idemlambda/idemlambda/internal/testkit/template"
 )
 
 // root is the repository, where sam build runs and the events live.
@@ -286,11 +286,13 @@ type sam struct {
 // removed when the test ends.
 func invokeTemplate(t *testing.T, dir string) string {
 	t.Helper()
-	built := filepath.Join(dir, ".aws-sam", "build", "template.yaml")
+	// Absolute: sam resolves a relative --template from where it runs.
+	built, err := filepath.Abs(filepath.Join(dir, ".aws-sam", "build", "template.yaml"))
+	require.NoError(t, err)
 	b, err := os.ReadFile(built)
 	require.NoError(t, err)
-	var tpl map[string]any
-	require.NoError(t, yaml.Unmarshal(b, &tpl))
+	tpl, err := template.Document(b)
+	require.NoError(t, err)
 	vars := tpl
 	for _, k := range []string{"Globals", "Function", "Environment", "Variables"} {
 		next, ok := vars[k].(map[string]any)
