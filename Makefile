@@ -63,16 +63,18 @@ fmt-check: ## Fail if any Go file is not gofmt-formatted.
 MODULES = $(shell scripts/modules.sh)
 
 .PHONY: vet
-vet: ## Run go vet on every package of every module, the e2e and sam build tags included.
+vet: ## Run go vet on every package of every module, the e2e, sam and deploy build tags included.
 	@for m in $(MODULES); do echo "vet $$m"; (cd $$m && $(GO) vet ./...); done
 	$(GO) vet -tags e2e ./test/e2e/
 	$(GO) vet -tags sam ./test/sam/
+	$(GO) vet -tags deploy ./test/deploy/
 
 .PHONY: lint
-lint: ## staticcheck (pinned as a tool in the application's go.mod) on every module, e2e build tag included.
+lint: ## staticcheck (pinned as a tool in the application's go.mod) on every module, the e2e, sam and deploy build tags included.
 	@sc=$$($(GO) tool -n staticcheck); for m in $(MODULES); do echo "staticcheck $$m"; (cd $$m && $$sc ./...); done
 	$(GO) tool staticcheck -tags e2e ./test/e2e/
 	$(GO) tool staticcheck -tags sam ./test/sam/
+	$(GO) tool staticcheck -tags deploy ./test/deploy/
 
 .PHONY: tidy-check
 tidy-check: ## Fail if go mod tidy would change any module's go.mod or go.sum.
@@ -119,7 +121,7 @@ sweep-sellers: ## Measure one hot seller's cost at 1, 2, 5 and 10 concurrent con
 	SELLERS_SWEEP=1 $(GO) test -race -count=1 -run 'TestHotSellerConcurrencySweep' -v ./internal/sellers/sellersqs/ | grep -v '^{'
 
 .PHONY: ci
-ci: fmt-check tidy-check graph-check api-check lint test mutants cover e2e api-fuzz validate fuzz ## Everything CI runs but its Docker steps (sam-test, container-test: .ci/run starts Docker for them).
+ci: fmt-check tidy-check graph-check api-check lint test mutants cover e2e api-fuzz validate fuzz ## Everything CI runs but its emulator and Docker steps (deploy-local, sam-test, container-test: .ci/run installs arm64 emulation and Docker for them).
 
 .PHONY: clean
 clean: ## Remove build output.

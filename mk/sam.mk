@@ -69,3 +69,10 @@ sam-test: $(SAM_STAMP) ## Test create, replay, get and relay through `sam local 
 	@if docker info >/dev/null 2>&1; then image=$$(scripts/sam-base-image.sh); else image=; fi; \
 	echo "SAM=$(abspath $(SAM)) SAM_INVOKE_IMAGE=$$image $(GO) test -tags sam -race -count=1 -v -timeout 15m ./test/sam/"; \
 	SAM=$(abspath $(SAM)) SAM_INVOKE_IMAGE=$$image $(GO) test -tags sam -race -count=1 -v -timeout 15m ./test/sam/
+
+# template.yaml deployed as committed to MiniStack, an AWS emulator, and the
+# README's requests through its API Gateway (scripts/deploy-local.sh,
+# test/deploy). Its own target and CI step: make test never runs it.
+.PHONY: deploy-local
+deploy-local: $(SAM_STAMP) ## Deploy template.yaml to MiniStack (pip, .venv/ministack; arm64 bootstraps under qemu) and send the README's requests through its API Gateway, signed; tears everything down.
+	SAM=$(abspath $(SAM)) GO=$(GO) scripts/deploy-local.sh

@@ -3,11 +3,11 @@
 # make container-test, started and stopped by .ci/run (which installs
 # Debian's docker.io, qemu-user-static and binfmt-support first).
 #
-#   scripts/ci-docker.sh up    mount binfmt_misc and enable qemu-aarch64 (flags
-#                              PF: the interpreter is loaded once, so it works
-#                              inside containers) where they are not already;
-#                              start dockerd on a private data root unless an
-#                              engine answers already
+#   scripts/ci-docker.sh up    arm64 emulation (scripts/arm64-binfmt.sh: mount
+#                              binfmt_misc and enable qemu-aarch64, flags PF, so
+#                              it works inside containers) where it is not on
+#                              already; start dockerd on a private data root
+#                              unless an engine answers already
 #   scripts/ci-docker.sh down  undo what up did: stop that dockerd, remove its
 #                              data root (images, containers), its bridge and
 #                              its iptables rules, and put binfmt_misc back as
@@ -25,18 +25,7 @@ say() { echo "ci-docker: $*" >&2; }
 up() {
 	mkdir -p "$state"
 	: >"$state/did"
-	local binfmt=/proc/sys/fs/binfmt_misc
-	if [ ! -e "$binfmt/register" ]; then
-		mount -t binfmt_misc binfmt_misc "$binfmt"
-		echo umount-binfmt >>"$state/did"
-	fi
-	if ! grep -qx enabled "$binfmt/qemu-aarch64" 2>/dev/null; then
-		update-binfmts --enable qemu-aarch64
-		echo disable-qemu >>"$state/did"
-	fi
-	grep -q '^flags:.*F' "$binfmt/qemu-aarch64" ||
-		{ say "qemu-aarch64 is registered without the F flag: $(grep flags "$binfmt/qemu-aarch64")"; exit 1; }
-	say "binfmt: qemu-aarch64 $(head -n1 "$binfmt/qemu-aarch64"), $(grep '^flags' "$binfmt/qemu-aarch64")"
+	"$(dirname "$0")/arm64-binfmt.sh" up "$state"
 
 	if docker info >/dev/null 2>&1; then
 		say "a Docker engine answers already: using it as it is"
@@ -93,12 +82,7 @@ down() {
 	if grep -qx delete-bridge "$state/did"; then
 		ip link delete docker0 2>/dev/null || true
 	fi
-	if grep -qx disable-qemu "$state/did"; then
-		update-binfmts --disable qemu-aarch64 || true
-	fi
-	if grep -qx umount-binfmt "$state/did"; then
-		umount /proc/sys/fs/binfmt_misc || true
-	fi
+	"$(dirname "$0")/arm64-binfmt.sh" down "$state"
 	rm -rf "$state"
 }
 

@@ -11,8 +11,10 @@
 #   never on every interface; with Docker Desktop, 127.0.0.1:8000, which
 #   containers reach as host.docker.internal.
 # - The function's variables: events/env/<FN>.json, with its endpoint
-#   pointed at that store (and, for the relay, at SAM_EVENTBRIDGE_URL when
-#   set).
+#   (AWS_ENDPOINT_URL) pointed at that store (for the relay, at
+#   SAM_EVENTBRIDGE_URL when set). template.yaml declares no endpoint
+#   variable and SAM passes a function only declared ones, so SAM invokes a
+#   copy of the built template whose Globals declare AWS_ENDPOINT_URL.
 # - The base image: scripts/sam-base-image.sh (the real one where a registry
 #   answers, a local stand-in where none does).
 # - Nothing leaves the machine: SAM's own AWS calls (STS, before every
@@ -98,10 +100,12 @@ store_url=http://$container_host:$store_port
 
 pids=()
 work=$(mktemp -d)
+invoke_template=
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	rm -rf "$work"
+	[ -z "$invoke_template" ] || rm -f "$invoke_template"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -124,17 +128,17 @@ else
 	say "started a temporary embedded store on $store_addr (stopped afterwards; keep one with make run STORE_ADDR=$store_addr)"
 fi
 
-# The env file, pointed at the store (and the relay at SAM_EVENTBRIDGE_URL).
-python3 - "$env_file" "$id" "$store_url" "${SAM_EVENTBRIDGE_URL:-}" >"$work/env.json" <<'PY'
+# The env file, its endpoint pointed at the store (the relay's at
+# SAM_EVENTBRIDGE_URL when set, else left as the file says).
+endpoint=$store_url
+[ "$fn" != outboxrelay ] || endpoint=${SAM_EVENTBRIDGE_URL:-}
+python3 - "$env_file" "$id" "$endpoint" >"$work/env.json" <<'PY'
 import json, sys
-path, fid, store, eventbridge = sys.argv[1:]
+path, fid, endpoint = sys.argv[1:]
 with open(path) as f:
     env = json.load(f)
-fn = env[fid]
-if "AWS_ENDPOINT_URL_DYNAMODB" in fn:
-    fn["AWS_ENDPOINT_URL_DYNAMODB"] = store
-if eventbridge and "AWS_ENDPOINT_URL_EVENTBRIDGE" in fn:
-    fn["AWS_ENDPOINT_URL_EVENTBRIDGE"] = eventbridge
+if endpoint:
+    env[fid]["AWS_ENDPOINT_URL"] = endpoint
 json.dump(env, sys.stdout, indent=2)
 PY
 
@@ -143,6 +147,17 @@ if ! "$SAM" build --build-in-source >"$work/build.log" 2>&1; then
 	say "sam build failed"
 	exit 1
 fi
+# The copy SAM invokes: the built template, AWS_ENDPOINT_URL declared (empty)
+# in its Globals. Beside the original, where its CodeUri paths resolve.
+invoke_template=$(mktemp .aws-sam/build/template.sam-invoke.XXXXXX)
+"$(dirname "$SAM")/python" - .aws-sam/build/template.yaml >"$invoke_template" <<'PY'
+import json, sys, yaml
+with open(sys.argv[1]) as f:
+    tpl = yaml.safe_load(f)
+env = tpl.setdefault("Globals", {}).setdefault("Function", {}).setdefault("Environment", {}).setdefault("Variables", {})
+env.setdefault("AWS_ENDPOINT_URL", "")
+json.dump(tpl, sys.stdout, indent=1)
+PY
 image=$(scripts/sam-base-image.sh)
 
 # SAM's AWS calls and HTTPS requests go to a port nothing listens on.
@@ -156,7 +171,7 @@ export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1 
 # SAM's stderr (its log and the function's) goes to the terminal and to
 # sam.err; its stdout (the function's answer) straight to stdout.
 invoke() {
-	{ "$SAM" local invoke "$id" --template .aws-sam/build/template.yaml --event "$event" \
+	{ "$SAM" local invoke "$id" --template "$invoke_template" --event "$event" \
 		--env-vars "$work/env.json" --invoke-image "$image" --skip-pull-image 2>&1 1>&3 3>&- |
 		tee "$work/sam.err" >&2; } 3>&1
 }

@@ -149,7 +149,10 @@ func relayTo(cfg *local.Config, rc config.OutboxRelay, getenv func(string) strin
 	}
 	// The SDK's own Streams variable, or the DynamoDB endpoint, where
 	// emulators serve both.
-	streams := config.LoadAWS(getenv, config.EndpointDynamoDBStreams)
+	streams, err := config.LoadAWS(getenv, config.EndpointDynamoDBStreams)
+	if err != nil {
+		return "", err
+	}
 	streams.Endpoint = cmp.Or(streams.Endpoint, cfg.Endpoint)
 	client, err := app.Client(streams, nil, dynamodbstreams.NewFromConfig)
 	if err != nil {

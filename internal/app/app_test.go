@@ -126,48 +126,89 @@ func TestStartLoadsThenBuilds(t *testing.T) {
 	assert.Implements(t, (*lambda.Handler)(nil), h)
 }
 
-// A client built from what a loader read (config.LoadAWS) honours the
-// SDK's endpoint variable of its service as the SDK's own loader does:
-// set, the client calls it; empty, the regional endpoint.
-func TestClientsHonourTheSDKsEndpointVariables(t *testing.T) {
+// A client built from what a loader read (config.LoadAWS) calls the
+// endpoint the SDK's own loader (config.LoadDefaultConfig) would, in every
+// combination of the SDK's endpoint variables: the service's variable,
+// else AWS_ENDPOINT_URL, else the regional endpoint, both ignored under
+// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true; a variable set to "" counts as
+// unset. An emulator that injects AWS_ENDPOINT_URL alone (MiniStack)
+// moves every client.
+func TestClientsResolveEndpointsAsTheSDKsLoader(t *testing.T) {
 	noFiles := filepath.Join(t.TempDir(), "none")
 	t.Setenv("AWS_CONFIG_FILE", noFiles)
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", noFiles)
-	t.Setenv("AWS_ENDPOINT_URL", "")
 	t.Setenv("AWS_PROFILE", "")
 	t.Setenv("AWS_REGION", "eu-central-1")
 	t.Setenv("AWS_ACCESS_KEY_ID", "a")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
 	type endpoints struct{ ours, sdks *string }
-	both := map[config.Var]func(t *testing.T) endpoints{
-		config.EndpointDynamoDB: func(t *testing.T) endpoints {
-			ours, err := Client(config.LoadAWS(os.Getenv, config.EndpointDynamoDB), nil, dynamodb.NewFromConfig)
+	services := map[config.Var]func(t *testing.T, a config.AWS) endpoints{
+		config.EndpointDynamoDB: func(t *testing.T, a config.AWS) endpoints {
+			ours, err := Client(a, nil, dynamodb.NewFromConfig)
 			require.NoError(t, err)
 			return endpoints{ours.Options().BaseEndpoint, dynamodb.NewFromConfig(sdkConfig(t)).Options().BaseEndpoint}
 		},
-		config.EndpointDynamoDBStreams: func(t *testing.T) endpoints {
-			ours, err := Client(config.LoadAWS(os.Getenv, config.EndpointDynamoDBStreams), nil, dynamodbstreams.NewFromConfig)
+		config.EndpointDynamoDBStreams: func(t *testing.T, a config.AWS) endpoints {
+			ours, err := Client(a, nil, dynamodbstreams.NewFromConfig)
 			require.NoError(t, err)
 			return endpoints{ours.Options().BaseEndpoint, dynamodbstreams.NewFromConfig(sdkConfig(t)).Options().BaseEndpoint}
 		},
-		config.EndpointEventBridge: func(t *testing.T) endpoints {
-			ours, err := Client(config.LoadAWS(os.Getenv, config.EndpointEventBridge), nil, eventbridge.NewFromConfig)
+		config.EndpointEventBridge: func(t *testing.T, a config.AWS) endpoints {
+			ours, err := Client(a, nil, eventbridge.NewFromConfig)
 			require.NoError(t, err)
 			return endpoints{ours.Options().BaseEndpoint, eventbridge.NewFromConfig(sdkConfig(t)).Options().BaseEndpoint}
 		},
 	}
-	for v, get := range both {
-		t.Setenv(v.Name, "")
-		e := get(t)
-		assert.Nil(t, e.sdks, "%s empty: the SDK's regional endpoint", v.Name)
-		assert.Nil(t, e.ours, "%s empty: the regional endpoint", v.Name)
-		t.Setenv(v.Name, "http://127.0.0.1:1")
-		e = get(t)
-		require.NotNil(t, e.sdks)
-		require.NotNil(t, e.ours, v.Name)
-		assert.Equal(t, *e.sdks, *e.ours, v.Name)
-		t.Setenv(v.Name, "")
+	const unset = "<unset>"
+	set := func(name, v string) {
+		t.Setenv(name, "") // restored when the test ends
+		if v == unset {
+			require.NoError(t, os.Unsetenv(name))
+		} else {
+			require.NoError(t, os.Setenv(name, v))
+		}
 	}
+	str := func(p *string) string {
+		if p == nil {
+			return "(regional)"
+		}
+		return *p
+	}
+	cases := 0
+	for service, get := range services {
+		for _, own := range []string{unset, "", "http://127.0.0.1:1"} {
+			for _, all := range []string{unset, "", "http://127.0.0.1:2"} {
+				for _, ignore := range []string{unset, "", "true", "TRUE", "false", "False"} {
+					set(service.Name, own)
+					set(config.EndpointURL.Name, all)
+					set(config.IgnoreConfiguredEndpointURLs.Name, ignore)
+					a, err := config.LoadAWS(os.Getenv, service)
+					require.NoError(t, err)
+					e := get(t, a)
+					assert.Equal(t, str(e.sdks), str(e.ours), "%s=%q AWS_ENDPOINT_URL=%q AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=%q",
+						service.Name, own, all, ignore)
+					cases++
+				}
+			}
+		}
+		// The SDK's loader refuses a flag that is neither true nor false;
+		// so does ours.
+		set(config.IgnoreConfiguredEndpointURLs.Name, "yes")
+		_, sdkErr := awsconfig.LoadDefaultConfig(t.Context())
+		require.Error(t, sdkErr)
+		_, err := config.LoadAWS(os.Getenv, service)
+		assert.ErrorIs(t, err, config.ErrInvalid, service.Name)
+	}
+	// AWS_ENDPOINT_URL alone, as an emulator injects it: every client there.
+	set(config.IgnoreConfiguredEndpointURLs.Name, unset)
+	set(config.EndpointURL.Name, "http://127.0.0.1:4566")
+	for service, get := range services {
+		set(service.Name, unset)
+		a, err := config.LoadAWS(os.Getenv, service)
+		require.NoError(t, err)
+		assert.Equal(t, "http://127.0.0.1:4566", str(get(t, a).ours), service.Name)
+	}
+	t.Logf("%d combinations of the endpoint variables, ours and the SDK's loader alike", cases)
 }
 
 func sdkConfig(t *testing.T) aws.Config {

@@ -97,17 +97,23 @@ const (
 	NameGetSeller     = "getseller"
 )
 
-// The AWS SDK's service endpoint variables, with the SDK's names and
-// meaning: a function reads its clients' (app.Client builds them without
-// the SDK's configuration loader). template.yaml declares each function's,
-// empty, because `sam local invoke` passes a function only the variables
-// its template declares; an empty value means the regional endpoint.
+// The AWS SDK's endpoint variables, with the SDK's names and meaning: a
+// function resolves its clients' endpoint from them exactly as the SDK's
+// configuration loader (config.LoadDefaultConfig) does, though app.Client
+// builds the clients without it. A client of a service calls the endpoint
+// its service's variable names, else AWS_ENDPOINT_URL's, else the service's
+// regional endpoint; AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true ignores both.
+// template.yaml sets none of them: Lambda sets none either, so a deployed
+// function calls the regional endpoints, and an emulator that injects
+// AWS_ENDPOINT_URL (MiniStack, LocalStack) moves every client at once.
 var (
-	EndpointDynamoDB    = Var{Name: "AWS_ENDPOINT_URL_DYNAMODB", Doc: "DynamoDB endpoint (empty: the regional endpoint)"}
-	EndpointEventBridge = Var{Name: "AWS_ENDPOINT_URL_EVENTBRIDGE", Doc: "EventBridge endpoint (empty: the regional endpoint)"}
+	EndpointURL                  = Var{Name: "AWS_ENDPOINT_URL", Optional: true, Doc: "every service's endpoint where the service's own variable is unset (unset: the regional endpoints)"}
+	IgnoreConfiguredEndpointURLs = Var{Name: "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", Optional: true, Doc: "true: ignore the endpoint variables, call the regional endpoints (true or false)"}
+	EndpointDynamoDB             = Var{Name: "AWS_ENDPOINT_URL_DYNAMODB", Optional: true, Doc: "DynamoDB endpoint (unset: AWS_ENDPOINT_URL's, else the regional endpoint)"}
+	EndpointEventBridge          = Var{Name: "AWS_ENDPOINT_URL_EVENTBRIDGE", Optional: true, Doc: "EventBridge endpoint (unset: AWS_ENDPOINT_URL's, else the regional endpoint)"}
 	// EndpointDynamoDBStreams is read by no function: make run polls the
 	// Streams API there when it is set.
-	EndpointDynamoDBStreams = Var{Name: "AWS_ENDPOINT_URL_DYNAMODB_STREAMS", Doc: "DynamoDB Streams endpoint (empty: the regional endpoint)"}
+	EndpointDynamoDBStreams = Var{Name: "AWS_ENDPOINT_URL_DYNAMODB_STREAMS", Optional: true, Doc: "DynamoDB Streams endpoint (unset: AWS_ENDPOINT_URL's, else the regional endpoint)"}
 )
 
 // The variables Lambda sets in every function's environment: the region
@@ -164,6 +170,8 @@ type AWS struct {
 	// life.
 	AccessKeyID, SecretAccessKey, SessionToken string
 	// Endpoint replaces the service's regional endpoint; "" keeps it.
+	// The loaders resolve it from the SDK's endpoint variables as the
+	// SDK's own loader does (see EndpointURL).
 	Endpoint string
 }
 
@@ -379,29 +387,57 @@ func readOutboxRelay(e *env) OutboxRelay {
 	}
 }
 
-// LoadAWS reads through getenv what a client for the service of endpoint
-// (one of the SDK's endpoint variables above) is built from, as a
-// function's loader does: for callers outside a function, make run and
-// the endpoint test backend.
-func LoadAWS(getenv func(string) string, endpoint Var) AWS {
-	return readAWS(&env{getenv: getenv}, endpoint)
+// LoadAWS reads through getenv what a client of service (the service's
+// endpoint variable, one of the SDK's endpoint variables above) is built
+// from, as a function's loader does: for callers outside a function, make
+// run and the endpoint test backend. A malformed
+// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is an error, as it is to the SDK's
+// loader.
+func LoadAWS(getenv func(string) string, service Var) (AWS, error) {
+	e := &env{getenv: getenv}
+	a := readAWS(e, service)
+	if err := errors.Join(e.errs...); err != nil {
+		return AWS{}, err
+	}
+	return a, nil
 }
 
-// readAWS reads what the function's client for the service of endpoint is
-// built from.
-func readAWS(e *env, endpoint Var) AWS {
+// readAWS reads what the function's client of service is built from.
+func readAWS(e *env, service Var) AWS {
 	return AWS{
 		Region:          e.optional(&e.lambda, Region),
 		AccessKeyID:     e.optional(&e.lambda, AccessKeyID),
 		SecretAccessKey: e.optional(&e.lambda, SecretAccessKey),
 		SessionToken:    e.optional(&e.lambda, SessionToken),
-		Endpoint:        e.optional(&e.sdk, endpoint),
+		Endpoint:        e.endpoint(service),
 	}
+}
+
+// endpoint resolves the endpoint of service's clients as the SDK's
+// configuration loader does from the environment: nothing when
+// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is true (case aside), else the
+// service's variable, else AWS_ENDPOINT_URL; a variable set to "" is
+// unset, and values are taken as they are, untrimmed, as the SDK takes
+// them.
+func (e *env) endpoint(service Var) string {
+	for _, v := range []Var{service, EndpointURL, IgnoreConfiguredEndpointURLs} {
+		if !slices.Contains(e.sdk, v) {
+			e.sdk = append(e.sdk, v)
+		}
+	}
+	switch ignore := e.getenv(IgnoreConfiguredEndpointURLs.Name); {
+	case strings.EqualFold(ignore, "true"):
+		return ""
+	case ignore != "" && !strings.EqualFold(ignore, "false"):
+		e.errs = append(e.errs, fmt.Errorf("%w: %s=%q: want true or false", ErrInvalid, IgnoreConfiguredEndpointURLs.Name, ignore))
+		return ""
+	}
+	return cmp.Or(e.getenv(service.Name), e.getenv(EndpointURL.Name))
 }
 
 // Function is one Lambda function and what its loader reads: its own
 // variables, which template.yaml sets; the AWS SDK endpoint variables of
-// the clients it builds, which template.yaml declares empty; and the
+// the clients it builds, which template.yaml never sets; and the
 // variables Lambda sets. Its name's CamelCase form plus "Function" is its
 // logical id in template.yaml.
 type Function struct {

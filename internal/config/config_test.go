@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -161,22 +162,87 @@ func TestOverlay(t *testing.T) {
 
 func TestSDKVarsAreTheSDKsEndpointVariables(t *testing.T) {
 	t.Parallel()
+	// Each function's service variable, then the two every service reads.
+	shared := []config.Var{config.EndpointURL, config.IgnoreConfiguredEndpointURLs}
 	want := map[string][]config.Var{
-		"createproduct": {config.EndpointDynamoDB},
-		"getproduct":    {config.EndpointDynamoDB},
-		"outboxrelay":   {config.EndpointEventBridge},
-		"sellerstats":   {config.EndpointDynamoDB},
-		"getseller":     {config.EndpointDynamoDB},
+		"createproduct": append([]config.Var{config.EndpointDynamoDB}, shared...),
+		"getproduct":    append([]config.Var{config.EndpointDynamoDB}, shared...),
+		"outboxrelay":   append([]config.Var{config.EndpointEventBridge}, shared...),
+		"sellerstats":   append([]config.Var{config.EndpointDynamoDB}, shared...),
+		"getseller":     append([]config.Var{config.EndpointDynamoDB}, shared...),
 	}
 	for _, f := range config.Functions() {
-		require.Len(t, f.SDKVars, 1, f.Name)
 		for _, v := range f.SDKVars {
-			assert.Regexp(t, `^AWS_ENDPOINT_URL_[A-Z_]+$`, v.Name, f.Name)
+			assert.Regexp(t, `^AWS_(IGNORE_CONFIGURED_)?ENDPOINT_URLS?(_[A-Z_]+)?$`, v.Name, f.Name)
 			assert.NotEmpty(t, v.Doc, v.Name)
 			for _, own := range f.Vars {
 				assert.NotEqual(t, own.Name, v.Name, "%s lists %s as its own and the SDK's", f.Name, v.Name)
 			}
 		}
 		assert.Equal(t, want[f.Name], f.SDKVars, f.Name)
+	}
+}
+
+// Every loader resolves its client's endpoint as the SDK's loader does:
+// the service's variable, else AWS_ENDPOINT_URL (what an emulator such as
+// MiniStack injects), neither under AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true.
+func TestLoadersResolveTheEndpointAsTheSDK(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{
+		"PRODUCTS_TABLE": "p", "IDEMPOTENCY_TABLE": "i", "OUTBOX_TABLE": "o", "SELLERS_TABLE": "s", "EVENT_BUS_NAME": "b",
+	}
+	with := func(kv ...string) func(string) string {
+		m := maps.Clone(base)
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return env(m)
+	}
+	endpoints := map[string]func(getenv func(string) string) (string, error){
+		"createproduct": func(g func(string) string) (string, error) {
+			c, err := config.LoadCreateProduct(g)
+			return c.AWS.Endpoint, err
+		},
+		"getproduct": func(g func(string) string) (string, error) {
+			c, err := config.LoadGetProduct(g)
+			return c.AWS.Endpoint, err
+		},
+		"outboxrelay": func(g func(string) string) (string, error) {
+			c, err := config.LoadOutboxRelay(g)
+			return c.AWS.Endpoint, err
+		},
+		"sellerstats": func(g func(string) string) (string, error) {
+			c, err := config.LoadSellerStats(g)
+			return c.AWS.Endpoint, err
+		},
+		"getseller": func(g func(string) string) (string, error) {
+			c, err := config.LoadGetSeller(g)
+			return c.AWS.Endpoint, err
+		},
+	}
+	require.Len(t, endpoints, len(config.Functions()))
+	for _, f := range config.Functions() {
+		load := endpoints[f.Name]
+		require.NotNil(t, load, f.Name)
+		own := f.SDKVars[0].Name
+		for _, c := range []struct {
+			kv   []string
+			want string
+		}{
+			{nil, ""},
+			{[]string{"AWS_ENDPOINT_URL", "http://emulator:4566"}, "http://emulator:4566"},
+			{[]string{own, "http://own:1"}, "http://own:1"},
+			{[]string{own, "http://own:1", "AWS_ENDPOINT_URL", "http://emulator:4566"}, "http://own:1"},
+			{[]string{own, "", "AWS_ENDPOINT_URL", "http://emulator:4566"}, "http://emulator:4566"},
+			{[]string{own, "http://own:1", "AWS_ENDPOINT_URL", "http://emulator:4566", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "True"}, ""},
+			{[]string{"AWS_ENDPOINT_URL", "http://emulator:4566", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "false"}, "http://emulator:4566"},
+		} {
+			got, err := load(with(c.kv...))
+			require.NoError(t, err, "%s %v", f.Name, c.kv)
+			assert.Equal(t, c.want, got, "%s %v", f.Name, c.kv)
+		}
+		_, err := load(with("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "1"))
+		assert.ErrorIs(t, err, config.ErrInvalid, f.Name)
+		assert.ErrorContains(t, err, "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", f.Name)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -46,6 +47,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/streams"
+	"github.com/idemlambda/idemlambda/internal/testkit/template"
 )
 
 // root is the repository, where sam build runs and the events live.
@@ -271,7 +273,44 @@ type sam struct {
 	bin, image string
 	env        []string
 	dir        string
-	durations  []string
+	// template is the built template SAM invokes (invokeTemplate).
+	template  string
+	durations []string
+}
+
+// invokeTemplate writes the copy of the built template that `sam local
+// invoke` runs: template.yaml declares no endpoint variable, and SAM passes
+// a function only the variables its template declares, so the copy's
+// Globals declare AWS_ENDPOINT_URL (empty), which the env files set. It
+// lies beside the built template, where its CodeUri paths resolve, and is
+// removed when the test ends.
+func invokeTemplate(t *testing.T, dir string) string {
+	t.Helper()
+	// Absolute: sam resolves a relative --template from where it runs.
+	built, err := filepath.Abs(filepath.Join(dir, ".aws-sam", "build", "template.yaml"))
+	require.NoError(t, err)
+	b, err := os.ReadFile(built)
+	require.NoError(t, err)
+	tpl, err := template.Document(b)
+	require.NoError(t, err)
+	vars := tpl
+	for _, k := range []string{"Globals", "Function", "Environment", "Variables"} {
+		next, ok := vars[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			vars[k] = next
+		}
+		vars = next
+	}
+	vars["AWS_ENDPOINT_URL"] = ""
+	out, err := json.Marshal(tpl)
+	require.NoError(t, err)
+	f, err := os.CreateTemp(filepath.Dir(built), "template.sam-test.*.json")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.Remove(f.Name()) })
+	_, err = f.Write(out)
+	require.NoError(t, errors.Join(err, f.Close()))
+	return f.Name()
 }
 
 // invocation is one `sam local invoke`: the function's response on stdout,
@@ -306,7 +345,7 @@ func (s *sam) invokeOnce(t *testing.T, id, event, envFile string) invocation {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.bin, "local", "invoke", id,
-		"--template", filepath.Join(".aws-sam", "build", "template.yaml"),
+		"--template", s.template,
 		"--event", event, "--env-vars", envFile,
 		"--invoke-image", s.image, "--skip-pull-image")
 	cmd.Dir, cmd.Env = s.dir, s.env
@@ -397,6 +436,7 @@ func TestSamLocalInvoke(t *testing.T) {
 	buildStart := time.Now()
 	_, err = run(ctx, root, s.env, samBin, "build", "--build-in-source")
 	require.NoError(t, err)
+	s.template = invokeTemplate(t, root)
 	t.Logf("docker engine %s (%s); base image %s; sam build %.1f s; functions reach this test at %s; SAM's AWS and HTTPS calls go to closed %s",
 		e.arch, e.os, s.image, time.Since(buildStart).Seconds(), e.containerHost, closed)
 
@@ -414,14 +454,14 @@ func TestSamLocalInvoke(t *testing.T) {
 	dir := t.TempDir()
 	createEnv := envFile(t, dir, "createproduct", createID, map[string]string{
 		"PRODUCTS_TABLE": names.Products, "IDEMPOTENCY_TABLE": names.Idempotency, "OUTBOX_TABLE": names.Outbox,
-		"AWS_ENDPOINT_URL_DYNAMODB": inContainer(storeURL),
+		"AWS_ENDPOINT_URL": inContainer(storeURL),
 	})
 	getEnv := envFile(t, dir, "getproduct", getID, map[string]string{
-		"PRODUCTS_TABLE": names.Products, "AWS_ENDPOINT_URL_DYNAMODB": inContainer(storeURL),
+		"PRODUCTS_TABLE": names.Products, "AWS_ENDPOINT_URL": inContainer(storeURL),
 	})
 	const busName = "sam-test-bus"
 	relayEnv := envFile(t, dir, "outboxrelay", relayID, map[string]string{
-		"EVENT_BUS_NAME": busName, "AWS_ENDPOINT_URL_EVENTBRIDGE": inContainer(busURL),
+		"EVENT_BUS_NAME": busName, "AWS_ENDPOINT_URL": inContainer(busURL),
 	})
 
 	// 1. Create: 201 with the product.

@@ -46,7 +46,8 @@ func streamsEnv(t *testing.T) (*ddbtest.Env, *dynamodbstreams.Client) {
 	// DynamoDB Local and moto serve Streams on the DynamoDB port.
 	a := config.AWS{Region: "us-east-1", AccessKeyID: "test", SecretAccessKey: "test"}
 	if env.Kind == ddbtest.Endpoint {
-		a = config.LoadAWS(os.Getenv, config.EndpointDynamoDBStreams)
+		a, err = config.LoadAWS(os.Getenv, config.EndpointDynamoDBStreams)
+		require.NoError(t, err)
 	}
 	a.Endpoint = cmp.Or(a.Endpoint, env.URL)
 	client, err := app.Client(a, nil, dynamodbstreams.NewFromConfig)

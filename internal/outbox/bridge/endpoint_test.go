@@ -17,15 +17,17 @@ import (
 )
 
 // TestEventBridgePublisherAgainstEndpoint sends real PutEvents requests
-// through the SDK to the endpoint in AWS_ENDPOINT_URL_EVENTBRIDGE (moto in
-// make e2e); without one it skips.
+// through the SDK to the endpoint AWS_ENDPOINT_URL_EVENTBRIDGE, else
+// AWS_ENDPOINT_URL, names (moto in make e2e); without one it skips.
 func TestEventBridgePublisherAgainstEndpoint(t *testing.T) {
 	t.Parallel()
-	if os.Getenv("AWS_ENDPOINT_URL_EVENTBRIDGE") == "" {
-		t.Skip("set AWS_ENDPOINT_URL_EVENTBRIDGE (moto, make e2e) to publish to a real EventBridge API")
+	a, err := config.LoadAWS(os.Getenv, config.EndpointEventBridge)
+	require.NoError(t, err)
+	if a.Endpoint == "" {
+		t.Skip("set AWS_ENDPOINT_URL_EVENTBRIDGE or AWS_ENDPOINT_URL (moto, make e2e) to publish to a real EventBridge API")
 	}
 	ctx := t.Context()
-	client, err := app.Client(config.LoadAWS(os.Getenv, config.EndpointEventBridge), nil, eventbridge.NewFromConfig)
+	client, err := app.Client(a, nil, eventbridge.NewFromConfig)
 	require.NoError(t, err)
 	bus := fmt.Sprintf("outbox-test-%d", time.Now().UnixNano())
 	_, err = client.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String(bus)})

@@ -4,8 +4,9 @@
 //   - embedded (default): the strict store of pkg/idem/idemtest behind an
 //     httptest server (internal/dev/embedded), reached by the real SDK over
 //     HTTP;
-//   - endpoint: whatever AWS_ENDPOINT_URL_DYNAMODB points at (DynamoDB Local,
-//     moto, or a real account when it is unset), with the region and
+//   - endpoint: whatever AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL,
+//     points at (DynamoDB Local, moto, or a real account when both are
+//     unset), as the SDK resolves them, with the region and
 //     credentials of AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
 //     and AWS_SESSION_TOKEN, as a function reads them;
 //   - container: amazon/dynamodb-local (or the image DYNAMODB_TEST_IMAGE
@@ -134,11 +135,15 @@ func Connect(tb testing.TB) *Env {
 		env.ExactNumbers = true
 		env.Client = staticClient(tb, env.URL, env.Counter.Option)
 	case Endpoint:
-		env.URL = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
+		a, err := environmentAWS()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		env.URL = a.Endpoint
 		env.PutItemReturnsOldItem = true
 		env.TransactPutReturnsOldItem = true
 		env.ExactNumbers = true
-		client, err := environmentClient(env.Counter.Option)
+		client, err := newClient(a, env.Counter.Option)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -232,11 +237,22 @@ func uniqueSuffix(tb testing.TB) string {
 	return name + "-" + hex.EncodeToString(b[:])
 }
 
+// environmentAWS is what a function builds its DynamoDB client from, read
+// from the environment (AWS_ENDPOINT_URL_DYNAMODB or AWS_ENDPOINT_URL,
+// AWS_REGION and the credentials' variables), for the endpoint backend,
+// which may be a real account.
+func environmentAWS() (config.AWS, error) {
+	return config.LoadAWS(os.Getenv, config.EndpointDynamoDB)
+}
+
 // environmentClient is a client as a function builds its own, from the
-// environment (AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION and the credentials'
-// variables), for the endpoint backend, which may be a real account.
+// environment (environmentAWS).
 func environmentClient(opts ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
-	return newClient(config.LoadAWS(os.Getenv, config.EndpointDynamoDB), opts...)
+	a, err := environmentAWS()
+	if err != nil {
+		return nil, err
+	}
+	return newClient(a, opts...)
 }
 
 // newClient builds a client as the functions do (app.Client), counting its

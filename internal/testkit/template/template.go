@@ -52,8 +52,11 @@ func Load(path string) (*Template, error) {
 	return t, nil
 }
 
-// Parse parses a template from YAML (JSON is YAML too).
-func Parse(b []byte) (*Template, error) {
+// Document parses a whole template from YAML (JSON is YAML too) into its
+// long JSON form, every section kept: for tools that rewrite a template
+// and hand it on (json.Marshal of the result is a template CloudFormation
+// reads).
+func Document(b []byte) (map[string]any, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, err
@@ -68,6 +71,15 @@ func Parse(b []byte) (*Template, error) {
 	top, ok := v.(map[string]any)
 	if !ok {
 		return nil, errors.New("template: top level is not a mapping")
+	}
+	return top, nil
+}
+
+// Parse parses a template from YAML (JSON is YAML too).
+func Parse(b []byte) (*Template, error) {
+	top, err := Document(b)
+	if err != nil {
+		return nil, err
 	}
 	t := &Template{
 		Parameters: mapOrEmpty(top["Parameters"]),

@@ -1,7 +1,6 @@
 package template_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -10,10 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
@@ -206,19 +201,21 @@ func TestFunctionEnvironmentMatchesConfig(t *testing.T) {
 			env := functionEnv(tpl, id)
 			got := sortedKeys(env)
 			var want []string
-			for _, v := range append(functionVars()[fn], functionSDKVars()[fn]...) {
+			for _, v := range functionVars()[fn] {
 				want = append(want, v.Name)
 			}
 			sort.Strings(want)
 			if !slices.Equal(got, want) {
-				t.Errorf("%s environment (Globals + function) = %v, config.Functions() says %s reads %v (its own and its SDK endpoint variables)\n  only in template: %v\n  only in config:   %v",
+				t.Errorf("%s environment (Globals + function) = %v, config.Functions() says %s reads %v (its own variables)\n  only in template: %v\n  only in config:   %v",
 					id, got, fn, want, minus(got, want), minus(want, got))
 			}
-			// The SDK's endpoint variables are declared for `sam local
-			// invoke` to set, and empty, so a deployed function calls AWS.
+			// The SDK's endpoint variables are never set, not even empty:
+			// a function's own value, "" included, would override the
+			// AWS_ENDPOINT_URL an emulator injects (MiniStack sets it on
+			// every function it runs), and Lambda sets none.
 			for _, v := range functionSDKVars()[fn] {
-				if val, ok := env[v.Name]; ok && val != "" {
-					t.Errorf("%s %s = %#v, want \"\" (the SDK ignores an empty endpoint; anything else redirects the deployed function)", id, v.Name, val)
+				if val, ok := env[v.Name]; ok {
+					t.Errorf("%s sets %s = %#v: the template sets no SDK endpoint variable, so the same template runs on AWS and on an emulator", id, v.Name, val)
 				}
 			}
 			// Table names come from the stack's own tables.
@@ -470,45 +467,6 @@ func TestTableResourceNames(t *testing.T) {
 		got, ok := tableResource(c.in)
 		if got != c.want || ok != (c.want != "") {
 			t.Errorf("tableResource(%v) = %q, %v; want %q", c.in, got, ok, c.want)
-		}
-	}
-}
-
-// TestEmptySDKEndpointIsIgnored holds the premise of the empty endpoint
-// variables in template.yaml: the SDK treats an empty value as unset, so a
-// deployed function keeps the regional endpoint, and a set one (what
-// `sam local invoke` passes) redirects the client.
-func TestEmptySDKEndpointIsIgnored(t *testing.T) {
-	noFiles := filepath.Join(t.TempDir(), "none")
-	t.Setenv("AWS_CONFIG_FILE", noFiles)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", noFiles)
-	t.Setenv("AWS_ENDPOINT_URL", "")
-	t.Setenv("AWS_PROFILE", "")
-	baseEndpoints := func() map[string]*string {
-		cfg, err := awsconfig.LoadDefaultConfig(context.Background(), awsconfig.WithRegion("eu-central-1"))
-		if err != nil {
-			t.Fatalf("load SDK config: %v", err)
-		}
-		return map[string]*string{
-			config.EndpointDynamoDB.Name:    dynamodb.NewFromConfig(cfg).Options().BaseEndpoint,
-			config.EndpointEventBridge.Name: eventbridge.NewFromConfig(cfg).Options().BaseEndpoint,
-		}
-	}
-	for _, name := range []string{config.EndpointDynamoDB.Name, config.EndpointEventBridge.Name} {
-		t.Setenv(name, "")
-	}
-	for name, got := range baseEndpoints() {
-		if got != nil {
-			t.Errorf("%s=\"\": the client's BaseEndpoint = %q, want none (the regional endpoint)", name, *got)
-		}
-	}
-	const local = "http://127.0.0.1:1"
-	for _, name := range []string{config.EndpointDynamoDB.Name, config.EndpointEventBridge.Name} {
-		t.Setenv(name, local)
-	}
-	for name, got := range baseEndpoints() {
-		if got == nil || *got != local {
-			t.Errorf("%s=%s: the client's BaseEndpoint = %v, want %s", name, local, got, local)
 		}
 	}
 }

@@ -1,0 +1,141 @@
+// Package emulator holds what a stack deployed to an AWS emulator
+// (MiniStack, `make deploy-local`) needs and the emulator does not do
+// itself, each piece derived from the template, never from a list kept by
+// hand:
+//
+//   - Adjust drops from a built template the resources the emulator refuses
+//     to create (an alarm on metric math), naming each and why, and fails if
+//     anything left refers to one;
+//   - Stack evaluates CloudFormation's intrinsic functions against a
+//     deployed stack (its parameters, conditions and resources), as
+//     CloudFormation resolves them;
+//   - HTTPAPI reads, from an HTTP API's resolved OpenAPI Body (the one SAM
+//     generates, which the emulator stores but ignores), the routes, their
+//     Lambda integrations and authorizers to create through the API Gateway
+//     v2 API instead.
+//
+// Nothing here talks to a network: test/deploy applies what it returns.
+package emulator
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Adjustment is one change Adjust made to a template.
+type Adjustment struct {
+	// Resource is the logical id of the resource dropped.
+	Resource string
+	// Type is its resource type.
+	Type string
+	// Why says what the emulator does not support.
+	Why string
+}
+
+func (a Adjustment) String() string {
+	return fmt.Sprintf("dropped %s (%s): %s", a.Resource, a.Type, a.Why)
+}
+
+// refused reports why the emulator refuses a resource, or "".
+func refused(typ string, props map[string]any) string {
+	// MiniStack 1.5.33 fails the stack: "AWS::CloudWatch::Alarm
+	// Properties.Metrics (metric math) is not supported; use MetricName and
+	// Namespace."
+	if _, math := props["Metrics"]; typ == "AWS::CloudWatch::Alarm" && math {
+		return "an alarm on metric math (Metrics), which MiniStack refuses to create"
+	}
+	return ""
+}
+
+// Adjust drops from tpl, a template in its long JSON form (template.Document
+// of `sam build`'s output), every resource the emulator refuses to create,
+// and returns what it dropped, sorted by logical id. It fails, changing
+// nothing, if a resource, output or condition left in the template refers
+// to a dropped one (Ref, Fn::GetAtt, Fn::Sub or DependsOn).
+func Adjust(tpl map[string]any) ([]Adjustment, error) {
+	resources, ok := tpl["Resources"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("emulator: the template has no Resources mapping")
+	}
+	var dropped []Adjustment
+	for id, raw := range resources {
+		r, _ := raw.(map[string]any)
+		typ, _ := r["Type"].(string)
+		props, _ := r["Properties"].(map[string]any)
+		if why := refused(typ, props); why != "" {
+			dropped = append(dropped, Adjustment{Resource: id, Type: typ, Why: why})
+		}
+	}
+	sort.Slice(dropped, func(i, j int) bool { return dropped[i].Resource < dropped[j].Resource })
+	for _, d := range dropped {
+		for section, v := range map[string]any{"Outputs": tpl["Outputs"], "Conditions": tpl["Conditions"]} {
+			if refersTo(v, d.Resource) {
+				return nil, fmt.Errorf("emulator: cannot drop %s: %s refers to it", d.Resource, section)
+			}
+		}
+		for id, raw := range resources {
+			if id != d.Resource && (refersTo(raw, d.Resource) || dependsOn(raw, d.Resource)) {
+				return nil, fmt.Errorf("emulator: cannot drop %s: %s refers to it", d.Resource, id)
+			}
+		}
+	}
+	for _, d := range dropped {
+		delete(resources, d.Resource)
+	}
+	return dropped, nil
+}
+
+// refersTo reports whether v holds a Ref, Fn::GetAtt or Fn::Sub reference
+// to the logical id.
+func refersTo(v any, id string) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		if len(v) == 1 {
+			if ref, ok := v["Ref"].(string); ok && ref == id {
+				return true
+			}
+			switch att := v["Fn::GetAtt"].(type) {
+			case []any:
+				if len(att) > 0 && att[0] == id {
+					return true
+				}
+			case string:
+				if name, _, _ := strings.Cut(att, "."); name == id {
+					return true
+				}
+			}
+			sub := v["Fn::Sub"]
+			if l, ok := sub.([]any); ok && len(l) > 0 {
+				sub = l[0]
+			}
+			if s, ok := sub.(string); ok && slices.ContainsFunc(subVariables(s), func(name string) bool {
+				base, _, _ := strings.Cut(name, ".")
+				return base == id
+			}) {
+				return true
+			}
+		}
+		for _, e := range v {
+			if refersTo(e, id) {
+				return true
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(v, func(e any) bool { return refersTo(e, id) })
+	}
+	return false
+}
+
+// dependsOn reports whether a resource's DependsOn names the logical id.
+func dependsOn(raw any, id string) bool {
+	r, _ := raw.(map[string]any)
+	switch d := r["DependsOn"].(type) {
+	case string:
+		return d == id
+	case []any:
+		return slices.Contains(d, any(id))
+	}
+	return false
+}
