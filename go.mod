@@ -76,7 +76,7 @@ require (
 	github.com/idemlambda/idemlambda/pkg v0.0.0-00010101000000-000000000000
 	github.com/idemlambda/idemlambda/pkg/idem/idemotel v0.0.0-00010101000000-000000000000
 	github.com/jessevdk/go-flags v1.5.0 // indirect
-	github.com/klauspost/compress v1.18.7 // indirect
+	github.com/klauspost/compress v1.20.2 // indirect
 	github.com/lufia/plan9stats v0.0.0-20260330125221-c963978e514e // indirect
 	github.com/magiconair/properties v1.18.12 // indirect
 	github.com/moby/docker-image-spec v1.3.1 // indirect
