@@ -120,8 +120,12 @@ bench: ## Run every benchmark with -benchmem, the store in its own process (BENC
 sweep-sellers: ## Measure one hot seller's cost at 1, 2, 5 and 10 concurrent consumer environments, and at 6 with 1 to 16 shards (the tables behind the template's queue settings and sellers.Shards).
 	SELLERS_SWEEP=1 $(GO) test -race -count=1 -run 'TestHotSellerConcurrencySweep' -v ./internal/sellers/sellersqs/ | grep -v '^{'
 
+.PHONY: scan
+scan: ## govulncheck on every module (the Go vulnerability database from the module proxy), checkov and the Serverless Rules on template.yaml; fails on any finding not in scripts/scan-baseline.yaml (scripts/scan.sh).
+	GO=$(GO) scripts/scan.sh
+
 .PHONY: ci
-ci: fmt-check tidy-check graph-check api-check lint test mutants cover e2e api-fuzz validate fuzz ## Everything CI runs but its emulator and Docker steps (deploy-local, sam-test, container-test: .ci/run installs arm64 emulation and Docker for them).
+ci: fmt-check tidy-check graph-check api-check lint test mutants cover e2e api-fuzz validate scan fuzz ## Everything CI runs but its emulator and Docker steps (deploy-local, sam-test, container-test: .ci/run installs arm64 emulation and Docker for them).
 
 .PHONY: clean
 clean: ## Remove build output.

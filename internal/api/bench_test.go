@@ -141,8 +141,8 @@ func BenchmarkCreateRejected(b *testing.B) {
 // after each request as app.Flushed does in Lambda, to an exporter that
 // drops them; and on with OTLP, flushed over OTLP/HTTP to a receiver on
 // loopback that discards the body (its own share of the CPU is in the
-// figure). The DynamoDB client is the function's own, with otelaws when
-// on. Compare cpu-ns/op (this process's CPU time per request: with make
+// figure). The DynamoDB client is the function's own, with
+// internal/awsotel's middleware when on. Compare cpu-ns/op (this process's CPU time per request: with make
 // bench's store in another process, the function's own), B/op and
 // allocs/op across the three; ns/op adds the store's latency.
 func BenchmarkCreateTracing(b *testing.B) {

@@ -18,9 +18,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	//lint:ignore SA1019 the chosen AWS SDK instrumentation; its contrib module lost its owner in 2026-09 (docs/operations.md, Tracing)
-	"go.opentelemetry.io/contrib/instrumentation/github.com/aws/aws-sdk-go-v2/otelaws"
 
+	"github.com/idemlambda/idemlambda/internal/awsotel"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/metrics"
 	"github.com/idemlambda/idemlambda/internal/tracing"
@@ -73,7 +72,7 @@ func start[C Config](name string, load func(getenv func(string) string) (C, erro
 // SDK variable's value (AWS_ENDPOINT_URL_DYNAMODB, ...), set on the
 // client as the SDK's own loader would, or the regional endpoint when it
 // is empty. With t on, each call is a client span of t's, its request
-// carrying t's trace headers (otelaws). opts adjust the client
+// carrying t's trace headers (internal/awsotel). opts adjust the client
 // (ddb.CountPerContext for the metrics' DynamoDB calls).
 //
 // It does not run the SDK's configuration loader (config.LoadDefaultConfig):
@@ -111,7 +110,7 @@ func AWSConfig(a config.AWS, t *tracing.Tracing) (aws.Config, error) {
 		cfg.BaseEndpoint = aws.String(a.Endpoint)
 	}
 	if t.On() {
-		otelaws.AppendMiddlewares(&cfg.APIOptions, otelaws.WithTracerProvider(t.Provider()), otelaws.WithTextMapPropagator(t.Propagator()))
+		awsotel.Append(&cfg.APIOptions, t.Provider(), t.Propagator())
 	}
 	return cfg, nil
 }

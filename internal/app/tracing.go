@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"go.opentelemetry.io/contrib/propagators/aws/xray"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -18,6 +17,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/otlp"
 	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
@@ -47,7 +47,7 @@ const FlushMargin = 100 * time.Millisecond
 // the SDK's tracer provider: X-Ray's trace ids (their first 32 bits are
 // the epoch second, as X-Ray requires of the traces it accepts), a
 // parent-based sampler (Lambda's sampling decision, in its trace header,
-// rules), spans batched to an OTLP/HTTP exporter sending to c.Endpoint
+// rules), spans batched to an OTLP/HTTP exporter (internal/otlp) sending to c.Endpoint
 // or, for console, one JSON line each to out. The AWS SDK's requests carry
 // the headers c.Propagators name. extra adds span processors, before the
 // exporter's (tests record spans with one).
@@ -59,11 +59,10 @@ func Tracing(c config.Tracing, function string, out io.Writer, extra ...sdktrace
 			return nil, nil
 		}
 	case config.ExporterOTLP:
-		exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(strings.TrimSuffix(c.Endpoint, "/")+"/v1/traces"))
-		if err != nil {
-			return nil, fmt.Errorf("app: OTLP exporter: %w", err)
-		}
-		exporter = exp
+		// internal/otlp, not OpenTelemetry's otlptracehttp: the same
+		// requests without the gRPC code that one links, which doubled
+		// every bootstrap and its start (docs/development.md, Start time).
+		exporter = otlp.New(strings.TrimSuffix(c.Endpoint, "/")+"/v1/traces", nil)
 	case config.ExporterConsole:
 		exp, err := stdouttrace.New(stdouttrace.WithWriter(out))
 		if err != nil {

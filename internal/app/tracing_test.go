@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,30 +80,40 @@ func TestFlushedExportsAtTheEndOfEachInvocation(t *testing.T) {
 	}
 }
 
-// A collector that is not there costs an invocation a logged warning
-// and at most FlushTimeout, never its answer.
+// A collector that refuses the spans costs an invocation a logged
+// warning, never its answer; one that asks to be retried later than the
+// flush's deadline is not waited for (FlushTimeout bounds the flush).
 func TestAFailedFlushIsLoggedNotReturned(t *testing.T) {
 	t.Parallel()
-	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusBadRequest) // not retried
-	}))
-	defer dead.Close()
-	var out logbuf.Buffer
-	tr, err := Tracing(config.Tracing{Exporter: config.ExporterOTLP, Endpoint: dead.URL}, "getproduct", &out)
-	require.NoError(t, err)
-	h := Flushed(func(ctx context.Context) (string, error) {
-		_, span := tr.Tracer("test").Start(ctx, "work")
-		span.End()
-		return "done", nil
-	}, tr, Logger(config.Common{}, &out)).(interface {
-		Invoke(context.Context, []byte) ([]byte, error)
-	})
-	start := time.Now()
-	resp, err := h.Invoke(context.Background(), []byte(`{}`))
-	require.NoError(t, err)
-	assert.JSONEq(t, `"done"`, string(resp))
-	assert.Less(t, time.Since(start), FlushTimeout+500*time.Millisecond)
-	assert.Contains(t, out.String(), `"msg":"spans not exported"`)
+	for _, answer := range []func(http.ResponseWriter){
+		func(w http.ResponseWriter) { w.WriteHeader(http.StatusBadRequest) }, // not retried
+		func(w http.ResponseWriter) { // retried only after an hour
+			w.Header().Set("Retry-After", "3600")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		},
+	} {
+		var calls atomic.Int32
+		dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			calls.Add(1)
+			answer(w)
+		}))
+		var out logbuf.Buffer
+		tr, err := Tracing(config.Tracing{Exporter: config.ExporterOTLP, Endpoint: dead.URL}, "getproduct", &out)
+		require.NoError(t, err)
+		h := Flushed(func(ctx context.Context) (string, error) {
+			_, span := tr.Tracer("test").Start(ctx, "work")
+			span.End()
+			return "done", nil
+		}, tr, Logger(config.Common{}, &out)).(interface {
+			Invoke(context.Context, []byte) ([]byte, error)
+		})
+		resp, err := h.Invoke(context.Background(), []byte(`{}`))
+		require.NoError(t, err)
+		assert.JSONEq(t, `"done"`, string(resp))
+		assert.Contains(t, out.String(), `"msg":"spans not exported"`)
+		assert.Equal(t, int32(1), calls.Load(), "one export, not retried")
+		dead.Close()
+	}
 }
 
 // With tracing on, each AWS SDK call is a client span of the function's

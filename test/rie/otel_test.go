@@ -68,6 +68,72 @@ func (c *collector) traces() map[string][]string {
 	return out
 }
 
+// bootstrap is the real createproduct bootstrap under aws-lambda-rie, its
+// OTLP exporter pointed at otlpURL, against a store of its own.
+type bootstrap struct {
+	url string         // the emulator's invocation URL
+	out *logbuf.Buffer // the processes' output
+}
+
+func startCreateProduct(t *testing.T, otlpURL string) bootstrap {
+	t.Helper()
+	dir := t.TempDir()
+	rie := filepath.Join(dir, "aws-lambda-rie")
+	bin := filepath.Join(dir, "bootstrap")
+	goBuild(t, nil, rie, "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie")
+	goBuild(t, []string{"CGO_ENABLED=0"}, bin, "-tags", "lambda.norpc", "-trimpath", "../../functions/createproduct")
+
+	store := httptest.NewServer(embedded.New())
+	t.Cleanup(store.Close)
+	client, err := local.Client(store.URL)
+	require.NoError(t, err)
+	n := tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox"}
+	require.NoError(t, local.EnsureTables(t.Context(), client, n))
+
+	addr := freePort(t)
+	out := &logbuf.Buffer{}
+	cmd := exec.Command(rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", freePort(t), bin)
+	cmd.Env = append(os.Environ(),
+		"AWS_ENDPOINT_URL_DYNAMODB="+store.URL, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"PRODUCTS_TABLE="+n.Products, "IDEMPOTENCY_TABLE="+n.Idempotency, "OUTBOX_TABLE="+n.Outbox, "LOG_LEVEL=warn",
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+otlpURL, "OTEL_PROPAGATORS=xray",
+	)
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return bootstrap{url: "http://" + addr + "/2015-03-31/functions/function/invocations", out: out}
+}
+
+// create invokes the bootstrap with a POST /products under key and
+// returns the API answer.
+func (b bootstrap) create(t *testing.T, key string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	payload, err := json.Marshal(events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: "POST /products", RawPath: "/products",
+		Headers: map[string]string{"content-type": "application/json", "idempotency-key": fmt.Sprintf("%q", key)},
+		Body:    `{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
+		},
+	})
+	require.NoError(t, err)
+	var resp *http.Response
+	require.Eventually(t, func() bool { // the emulator listens a moment after it starts
+		resp, err = http.Post(b.url, "application/json", bytes.NewReader(payload))
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "the emulator: %s", b.out)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s; output: %s", body, b.out)
+	var answer events.APIGatewayV2HTTPResponse
+	require.NoError(t, json.Unmarshal(body, &answer))
+	return answer
+}
+
 // TestTheBootstrapExportsEachInvocationsSpans runs the real createproduct
 // bootstrap, its OTLP exporter pointed at a receiver here: by the time an
 // invocation has answered, its spans are at the collector (the batch is
@@ -80,64 +146,18 @@ func TestTheBootstrapExportsEachInvocationsSpans(t *testing.T) {
 		t.Skip("-short: skipping the emulator test, which builds the bootstrap and aws-lambda-rie")
 	}
 	t.Parallel()
-	dir := t.TempDir()
-	rie := filepath.Join(dir, "aws-lambda-rie")
-	bootstrap := filepath.Join(dir, "bootstrap")
-	goBuild(t, nil, rie, "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie")
-	goBuild(t, []string{"CGO_ENABLED=0"}, bootstrap, "-tags", "lambda.norpc", "-trimpath", "../../functions/createproduct")
-
-	store := httptest.NewServer(embedded.New())
-	t.Cleanup(store.Close)
-	client, err := local.Client(store.URL)
-	require.NoError(t, err)
-	n := tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox"}
-	require.NoError(t, local.EnsureTables(t.Context(), client, n))
 	col := &collector{spans: map[string][]string{}}
 	otlp := httptest.NewServer(col)
 	t.Cleanup(otlp.Close)
-
-	addr := freePort(t)
-	out := &logbuf.Buffer{}
-	cmd := exec.Command(rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", freePort(t), bootstrap)
-	cmd.Env = append(os.Environ(),
-		"AWS_ENDPOINT_URL_DYNAMODB="+store.URL, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
-		"PRODUCTS_TABLE="+n.Products, "IDEMPOTENCY_TABLE="+n.Idempotency, "OUTBOX_TABLE="+n.Outbox, "LOG_LEVEL=warn",
-		"OTEL_EXPORTER_OTLP_ENDPOINT="+otlp.URL, "OTEL_PROPAGATORS=xray",
-	)
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	url := "http://" + addr + "/2015-03-31/functions/function/invocations"
+	b := startCreateProduct(t, otlp.URL)
 
 	seen := map[string]bool{}
 	for i := range 3 {
-		payload, err := json.Marshal(events.APIGatewayV2HTTPRequest{
-			Version: "2.0", RouteKey: "POST /products", RawPath: "/products",
-			Headers: map[string]string{"content-type": "application/json", "idempotency-key": fmt.Sprintf(`"otel-%d"`, i)},
-			Body:    `{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`,
-			RequestContext: events.APIGatewayV2HTTPRequestContext{
-				HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
-			},
-		})
-		require.NoError(t, err)
-		var resp *http.Response
-		require.Eventually(t, func() bool { // the emulator listens a moment after it starts
-			resp, err = http.Post(url, "application/json", bytes.NewReader(payload))
-			return err == nil
-		}, 10*time.Second, 20*time.Millisecond, "the emulator: %s", out)
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, resp.StatusCode, "%s; output: %s", body, out)
-		var answer events.APIGatewayV2HTTPResponse
-		require.NoError(t, json.Unmarshal(body, &answer))
+		answer := b.create(t, fmt.Sprintf("otel-%d", i))
 		require.Equal(t, 201, answer.StatusCode, answer.Body)
 
 		traces := col.traces()
-		require.Len(t, traces, i+1, "invocation %d's trace is at the collector when it answers; output: %s", i, out)
+		require.Len(t, traces, i+1, "invocation %d's trace is at the collector when it answers; output: %s", i, b.out)
 		for id, names := range traces {
 			if seen[id] {
 				continue
@@ -150,4 +170,31 @@ func TestTheBootstrapExportsEachInvocationsSpans(t *testing.T) {
 	col.mu.Lock()
 	defer col.mu.Unlock()
 	assert.Equal(t, 3, col.calls, "one export per invocation")
+}
+
+// A collector that is down (nothing listens on its port) or refuses every
+// export costs the invocation a warning in its log, never its answer.
+func TestACollectorDownNeverFailsAnInvocation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the emulator test, which builds the bootstrap and aws-lambda-rie")
+	}
+	t.Parallel()
+	down := httptest.NewServer(http.NotFoundHandler())
+	downURL := down.URL
+	down.Close()
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no", http.StatusBadRequest)
+	}))
+	t.Cleanup(refusing.Close)
+	for name, url := range map[string]string{"down": downURL, "refusing": refusing.URL} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := startCreateProduct(t, url)
+			for i := range 2 {
+				answer := b.create(t, fmt.Sprintf("down-%d", i))
+				require.Equal(t, 201, answer.StatusCode, answer.Body)
+			}
+			assert.Contains(t, b.out.String(), `"msg":"spans not exported"`)
+		})
+	}
 }

@@ -84,3 +84,29 @@ func TestEveryMakeTargetIsDocumented(t *testing.T) {
 		t.Error("found no Makefile targets: has the help-comment convention changed?")
 	}
 }
+
+// TestOperationsDocListsEveryAlarm holds docs/operations.md's Alarms
+// section to the template: every alarm is in its table, and every alarm
+// the table names exists.
+func TestOperationsDocListsEveryAlarm(t *testing.T) {
+	doc := readRepoFile(t, filepath.Join("docs", "operations.md"))
+	_, section, ok := strings.Cut(doc, "\n## Alarms\n")
+	if !ok {
+		t.Fatal("docs/operations.md has no Alarms section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`([A-Za-z0-9]+Alarm)`").FindAllStringSubmatch(section, -1) {
+		named[m[1]] = true
+	}
+	tpl := load(t)
+	for _, id := range tpl.OfType("AWS::CloudWatch::Alarm") {
+		if !named[id] {
+			t.Errorf("alarm %s is not in docs/operations.md's Alarms table", id)
+		}
+		delete(named, id)
+	}
+	for id := range named {
+		t.Errorf("docs/operations.md's Alarms table names %s, which template.yaml does not have", id)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/idemlambda/idemlambda/internal/testkit/template"
@@ -93,29 +94,73 @@ func alarmsOn(all map[string]alarmProps, namespace any, metric string) []string 
 	return ids
 }
 
+// Every alarm notifies a topic that exists: AlarmTopicArn when given,
+// else the stack's own, encrypted with a key CloudWatch may use (it cannot
+// use the AWS managed SNS key), which only this account's alarms publish
+// to. An alarm with no action, or one that notifies AlarmTopicArn only
+// when it is set, notifies nobody by default.
 func TestAlarmsNotifyTheAlarmTopic(t *testing.T) {
 	tpl := load(t)
-	if _, ok := tpl.Parameters["AlarmTopicArn"]; !ok {
+	p, ok := tpl.Parameters["AlarmTopicArn"].(map[string]any)
+	if !ok {
 		t.Fatal("no AlarmTopicArn parameter")
 	}
-	if _, ok := tpl.Conditions["HasAlarmTopic"]; !ok {
-		t.Fatal("no HasAlarmTopic condition")
+	if d, _ := p["Default"].(string); d != "" {
+		t.Errorf("AlarmTopicArn Default = %q: a topic of another account or stack that may not exist", d)
 	}
-	want := map[string]any{"Fn::If": []any{
-		"HasAlarmTopic",
-		[]any{map[string]any{"Ref": "AlarmTopicArn"}},
-		map[string]any{"Ref": "AWS::NoValue"},
-	}}
+	created := map[string]any{"Fn::Equals": []any{map[string]any{"Ref": "AlarmTopicArn"}, ""}}
+	if !reflect.DeepEqual(tpl.Conditions["CreateAlarmTopic"], created) {
+		t.Errorf("CreateAlarmTopic = %v, want !Equals [!Ref AlarmTopicArn, \"\"]", tpl.Conditions["CreateAlarmTopic"])
+	}
+	topic, ok := tpl.Resources["AlarmTopic"]
+	if !ok || topic.Type != "AWS::SNS::Topic" || topic.Condition != "CreateAlarmTopic" {
+		t.Fatalf("AlarmTopic = %+v, want an AWS::SNS::Topic with Condition CreateAlarmTopic", topic)
+	}
+	key, attr, _ := template.GetAttTarget(topic.Properties["KmsMasterKeyId"])
+	if k := tpl.Resources[key]; k.Type != "AWS::KMS::Key" || attr != "Arn" || k.Condition != "CreateAlarmTopic" {
+		t.Fatalf("AlarmTopic KmsMasterKeyId = %v, want !GetAtt of the stack's AWS::KMS::Key (CloudWatch cannot use alias/aws/sns)", topic.Properties["KmsMasterKeyId"])
+	}
+	found := map[string][]map[string]any{}
+	statements(tpl.Resources[key].Properties["KeyPolicy"], key, found)
+	var cloudwatchUses bool
+	for _, s := range found[key] {
+		if template.Path(s, "Principal", "Service") == "cloudwatch.amazonaws.com" && s["Effect"] == "Allow" &&
+			slices.Contains(actionsOf(s), "kms:GenerateDataKey") && slices.Contains(actionsOf(s), "kms:Decrypt") {
+			cloudwatchUses = true
+		}
+	}
+	if !cloudwatchUses {
+		t.Errorf("%s's key policy does not let cloudwatch.amazonaws.com GenerateDataKey and Decrypt: no alarm would reach the topic", key)
+	}
+	var published bool
+	for _, id := range tpl.OfType("AWS::SNS::TopicPolicy") {
+		pol := tpl.Resources[id].Properties
+		if ref, _ := template.RefTarget(first(asList(pol["Topics"]))); ref != "AlarmTopic" {
+			continue
+		}
+		found := map[string][]map[string]any{}
+		statements(pol["PolicyDocument"], id, found)
+		for _, s := range found[id] {
+			if template.Path(s, "Principal", "Service") == "cloudwatch.amazonaws.com" && slices.Contains(actionsOf(s), "sns:Publish") &&
+				template.Path(s, "Condition", "StringEquals", "aws:SourceAccount") != nil {
+				published = true
+			}
+		}
+	}
+	if !published {
+		t.Error("no topic policy lets this account's CloudWatch alarms (aws:SourceAccount) publish to AlarmTopic")
+	}
+	want := []any{map[string]any{"Fn::If": []any{"HasAlarmTopic", map[string]any{"Ref": "AlarmTopicArn"}, map[string]any{"Ref": "AlarmTopic"}}}}
 	all := alarms(t, tpl)
 	if len(all) == 0 {
 		t.Fatal("template.yaml has no alarms")
 	}
 	for id, a := range all {
 		if !reflect.DeepEqual(a.AlarmActions, want) {
-			t.Errorf("%s AlarmActions = %v, want !If [HasAlarmTopic, [!Ref AlarmTopicArn], !Ref AWS::NoValue]", id, a.AlarmActions)
+			t.Errorf("%s AlarmActions = %v, want [!If [HasAlarmTopic, !Ref AlarmTopicArn, !Ref AlarmTopic]]", id, a.AlarmActions)
 		}
 		if !reflect.DeepEqual(a.OKActions, want) {
-			t.Errorf("%s OKActions = %v, want !If [HasAlarmTopic, [!Ref AlarmTopicArn], !Ref AWS::NoValue]", id, a.OKActions)
+			t.Errorf("%s OKActions = %v, want [!If [HasAlarmTopic, !Ref AlarmTopicArn, !Ref AlarmTopic]]", id, a.OKActions)
 		}
 		// Every alarm here counts failures or ages that have no data when
 		// all is well (no requests, no error lines).
@@ -125,6 +170,9 @@ func TestAlarmsNotifyTheAlarmTopic(t *testing.T) {
 		if a.Metrics != nil {
 			checkMetricMath(t, id, a)
 		}
+	}
+	if out := template.Path(tpl.Outputs, "AlarmTopicArn", "Value"); !reflect.DeepEqual(out, want[0]) {
+		t.Errorf("output AlarmTopicArn = %v, want the topic the alarms notify", out)
 	}
 }
 
@@ -168,19 +216,119 @@ func checkMetricMath(t *testing.T, id string, a alarmProps) {
 	}
 }
 
-func TestEveryFunctionHasAnErrorsAlarm(t *testing.T) {
+// Every function has an alarm on its crashes (Errors) and on the
+// invocations Lambda refused it (Throttles: an API caller's 5xx, a queue
+// or stream falling behind), each firing on the first.
+func TestEveryFunctionHasErrorsAndThrottlesAlarms(t *testing.T) {
 	tpl := load(t)
 	all := alarms(t, tpl)
 	for fn, id := range functionIDs(t, tpl) {
-		var found bool
-		for _, aid := range alarmsOn(all, "AWS/Lambda", "Errors") {
-			if ref, _ := template.RefTarget(all[aid].dims()["FunctionName"]); ref == id && all[aid].firesOnFirst() {
-				found = true
+		for _, metric := range []string{"Errors", "Throttles"} {
+			var found bool
+			for _, aid := range alarmsOn(all, "AWS/Lambda", metric) {
+				if ref, _ := template.RefTarget(all[aid].dims()["FunctionName"]); ref == id && all[aid].firesOnFirst() && len(all[aid].Dimensions) == 1 {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s (%s) has no AWS/Lambda %s alarm (Sum > 0, FunctionName !Ref %s)", id, fn, metric, id)
 			}
 		}
-		if !found {
-			t.Errorf("%s (%s) has no AWS/Lambda Errors alarm (Sum > 0, FunctionName !Ref %s)", id, fn, id)
+	}
+}
+
+// Every table has an alarm on throttled reads and one on throttled writes
+// (by TableName: the per-operation ThrottledRequests needs an Operation
+// dimension too), firing on the first.
+func TestEveryTableHasThrottleAlarms(t *testing.T) {
+	tpl := load(t)
+	all := alarms(t, tpl)
+	tables := tpl.OfType("AWS::DynamoDB::Table")
+	if len(tables) == 0 {
+		t.Fatal("no tables")
+	}
+	for _, table := range tables {
+		for _, metric := range []string{"ReadThrottleEvents", "WriteThrottleEvents"} {
+			var found bool
+			for _, id := range alarmsOn(all, "AWS/DynamoDB", metric) {
+				if ref, _ := template.RefTarget(all[id].dims()["TableName"]); ref == table && all[id].firesOnFirst() && len(all[id].Dimensions) == 1 {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s has no AWS/DynamoDB %s alarm (Sum > 0, TableName !Ref %s)", table, metric, table)
+			}
 		}
+	}
+}
+
+// The rule's deliveries that failed for good, or could not even reach its
+// dead-letter queue, are alarmed: they are events the consumer never
+// counts. A rule on a custom bus publishes its metrics under EventBusName
+// and RuleName, its plain name (a Ref of it is "bus|rule").
+func TestRuleDeliveryFailuresAreAlarmed(t *testing.T) {
+	tpl := load(t)
+	all := alarms(t, tpl)
+	for _, rid := range tpl.OfType("AWS::Events::Rule") {
+		r := tpl.Resources[rid].Properties
+		name, ok := r["Name"]
+		if !ok {
+			t.Errorf("rule %s has no Name: its metrics' RuleName is unknown to an alarm", rid)
+			continue
+		}
+		for _, metric := range []string{"FailedInvocations", "InvocationsFailedToBeSentToDlq"} {
+			var found bool
+			for _, id := range alarmsOn(all, "AWS/Events", metric) {
+				d := all[id].dims()
+				if reflect.DeepEqual(d["RuleName"], name) && reflect.DeepEqual(d["EventBusName"], r["EventBusName"]) && len(d) == 2 && all[id].firesOnFirst() {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("rule %s has no AWS/Events %s alarm (Sum > 0, EventBusName %v, RuleName %v)", rid, metric, r["EventBusName"], name)
+			}
+		}
+	}
+}
+
+// The API's 4xx share is alarmed, and so are its 429s, which HTTP APIs
+// count in 4xx only: a metric filter on the access log's JSON status
+// counts them, and an alarm reads what the filter writes.
+func TestApiClientErrorsAndThrottlingAreAlarmed(t *testing.T) {
+	tpl := load(t)
+	all := alarms(t, tpl)
+	var rate bool
+	for _, id := range alarmsOn(all, "AWS/ApiGateway", "4xx") {
+		a := all[id]
+		if a.Statistic == "Average" && a.Threshold != nil && *a.Threshold > 0 && *a.Threshold < 1 {
+			rate = true
+		}
+	}
+	if !rate {
+		t.Error("no alarm on the share of 4xx answers (AWS/ApiGateway 4xx, Average between 0 and 1)")
+	}
+	filters := tpl.OfType("AWS::Logs::MetricFilter")
+	var throttled bool
+	for _, id := range filters {
+		f := tpl.Resources[id].Properties
+		if ref, _ := template.RefTarget(f["LogGroupName"]); ref != "ApiAccessLogGroup" || f["FilterPattern"] != `{ $.status = "429" }` {
+			continue
+		}
+		for _, m := range asList(f["MetricTransformations"]) {
+			ns, name := template.Path(m, "MetricNamespace"), template.Path(m, "MetricName")
+			for _, aid := range alarmsOn(all, ns, name.(string)) {
+				if all[aid].firesOnFirst() {
+					throttled = true
+				}
+			}
+		}
+	}
+	if !throttled {
+		t.Errorf("no alarm (Sum > 0) on a metric filter of ApiAccessLogGroup counting { $.status = \"429\" }; filters %v", filters)
+	}
+	format, _ := template.Path(tpl.Resources["HttpApi"].Properties, "AccessLogSettings", "Format").(string)
+	if !strings.Contains(format, `"status":"$context.status"`) {
+		t.Errorf("the access log format has no \"status\":\"$context.status\", which the 429 filter reads: %s", format)
 	}
 }
 
