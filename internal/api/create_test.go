@@ -136,6 +136,8 @@ func TestCreateRejectsBadRequestsWithProblemsAndWritesNothing(t *testing.T) {
 		{"price zero", jsonHeaders("k"), body(ok("W"), "0", ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
 		{"price negative", jsonHeaders("k"), body(ok("W"), "-5", ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
 		{"price out of range", jsonHeaders("k"), body(ok("W"), "9223372036854775808", ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
+		{"price past the bound", jsonHeaders("k"), body(ok("W"), "1000000000000", ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
+		{"price of the freeze", jsonHeaders("k"), body(ok("W"), "922337203685477580", ok("JPY"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
 		{"name empty", jsonHeaders("k"), body(ok("   "), "1", ok("EUR"), ok(sellerID)), 400, "validation", []string{"name"}},
 		{"name too long", jsonHeaders("k"), body(ok(long), "1", ok("EUR"), ok(sellerID)), 400, "validation", []string{"name"}},
 		{"name control", jsonHeaders("k"), body(`"a\u0007b"`, "1", ok("EUR"), ok(sellerID)), 400, "validation", []string{"name"}},

@@ -39,6 +39,8 @@ func NewCreateCommand(in CreateInput) (CreateCommand, error) {
 	switch {
 	case in.PriceCents <= 0:
 		verr.add("price_cents", "must be an integer greater than 0")
+	case in.PriceCents > MaxPriceCents:
+		verr.add("price_cents", priceTooHigh)
 	case cerr == nil:
 		p, err := money.New(in.PriceCents, currency)
 		if err != nil {
