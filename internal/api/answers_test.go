@@ -74,7 +74,7 @@ func TestCreateAnswersEveryOutcome(t *testing.T) {
 			assert.Equal(t, tc.status, r.Response.StatusCode, r.Response.Body)
 			assert.Equal(t, tc.res.Outcome, r.Outcome, "the outcome reaches the decorators")
 			assert.Equal(t, tc.retryAfter, r.Response.Headers["Retry-After"])
-			assert.Equal(t, "anonymous", got.principal)
+			assert.Equal(t, principal, got.principal)
 			assert.Equal(t, "k-1", got.key, "the quoted header is parsed")
 			if tc.kind != "" {
 				assertProblem(t, r.Response, tc.status, tc.kind)

@@ -137,17 +137,33 @@ func newProductBody(p product.Product) ProductBody {
 type CreateHandler struct {
 	svc Creator
 	// idem is the library's way in for a handler that calls the store
-	// itself: the key, the caller under its principal policy (a route
-	// without an authorizer is the one anonymous scope, as the API has
-	// always served it), the scope, and the answers.
+	// itself: the key, the caller under its principal policy, the scope,
+	// and the answers.
 	idem *idemhttp.Middleware
 }
 
-// NewCreateHandler returns the handler.
+// NewCreateHandler returns the handler. Every caller must be
+// authenticated: a request that reaches it without an authorizer (a
+// route that lost its IAM or JWT authorizer) is refused with a 403
+// problem, never served in one anonymous scope shared by every caller,
+// where one replays another's product and uses up its keys.
 func NewCreateHandler(svc Creator) *CreateHandler {
 	return &CreateHandler{svc: svc, idem: &idemhttp.Middleware{
-		Operation: OperationCreateProduct, AllowAnonymous: true, ProblemTypeBase: problem.TypeBase,
+		Operation: OperationCreateProduct, PrincipalV2: authenticated, ProblemTypeBase: problem.TypeBase,
 	}}
+}
+
+// authenticated names the caller as idemhttp.PrincipalV2 does, and no
+// caller at all for a request without an authorizer (PrincipalV2's
+// Anonymous, which no named principal can equal: they are prefixed),
+// which the middleware then refuses (403, ErrNoSubject), since anonymity
+// is not allowed.
+func authenticated(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
+	p, err := idemhttp.PrincipalV2(rc)
+	if err == nil && p == idemhttp.Anonymous {
+		return "", nil
+	}
+	return p, err
 }
 
 // Serve answers one API Gateway request.
