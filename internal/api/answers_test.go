@@ -146,7 +146,7 @@ func TestLoggedWritesOneLinePerRequest(t *testing.T) {
 	logs := &logbuf.Buffer{}
 	log := testLogger(logs, slog.LevelInfo)
 	h := api.Logged(log, "create product", func(context.Context, events.APIGatewayV2HTTPRequest) api.Reply {
-		return api.Reply{Outcome: idem.OutcomeReplayed, Attrs: []slog.Attr{slog.String("key_hash", "abc")},
+		return api.Reply{Outcome: idem.OutcomeReplayed, Attrs: []slog.Attr{slog.String("product_id", "abc")},
 			Response: events.APIGatewayV2HTTPResponse{StatusCode: 201}}
 	})
 	h(context.Background(), postReq(nil, ""))
@@ -156,7 +156,7 @@ func TestLoggedWritesOneLinePerRequest(t *testing.T) {
 	failing(context.Background(), postReq(nil, ""))
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
 	require.Len(t, lines, 2)
-	assert.Contains(t, lines[0], `"level":"INFO","msg":"create product","api_request_id":"req-1","outcome":"replayed","key_hash":"abc","status":201`)
+	assert.Contains(t, lines[0], `"level":"INFO","msg":"create product","api_request_id":"req-1","principal":"`+principal+`","outcome":"replayed","product_id":"abc","status":201`)
 	assert.Contains(t, lines[1], `"level":"ERROR"`)
 	assert.Contains(t, lines[1], `"error":"store down"`)
 	resp, err := api.Lambda(h)(context.Background(), postReq(nil, ""))

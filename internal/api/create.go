@@ -2,13 +2,12 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/idemlambda/idemlambda/internal/problem"
@@ -61,7 +60,8 @@ func NewProductCreator(execute Executor, products *product.Service) (*ProductCre
 }
 
 // Create creates the product once per scope (the store's Execute owns the
-// claim, the replay and the release on failure). The Result's response is
+// claim, the replay and the release on failure), recording the scope's
+// principal as its creator. The Result's response is
 // the 201, fresh or replayed byte for byte. Errors wrap idem.ErrInFlight,
 // idem.ErrKeyReuse, idem.ErrLeaseLost, idem.ErrInvalidKey or the
 // infrastructure error.
@@ -71,7 +71,7 @@ func (c *ProductCreator) Create(ctx context.Context, scope idem.Scope, cmd produ
 		return idem.Result{Outcome: idem.OutcomeError}, err
 	}
 	return c.execute(ctx, scope, fp, func(ctx context.Context) (idem.Effect, error) {
-		created, err := c.products.Create(ctx, cmd)
+		created, err := c.products.Create(ctx, cmd.By(scope.Principal))
 		if err != nil {
 			return idem.Effect{}, err
 		}
@@ -200,10 +200,9 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	case !hasHeader:
 		key = decoded.key
 	}
-	attrs := []slog.Attr{slog.String("key_hash", keyHash(key))}
 	scope, err := h.idem.ScopeV2(req, key)
 	if err != nil {
-		return Reply{Response: h.idem.AnswerV2(ctx, idem.Result{}, err), Outcome: idem.OutcomeRejected, Err: err, Attrs: attrs}
+		return Reply{Response: h.idem.AnswerV2(ctx, idem.Result{}, err), Outcome: idem.OutcomeRejected, Err: err}
 	}
 	// Stop the work a little before Lambda's deadline, so a hung store
 	// still ends in a 503 the client can act on, not a gateway timeout.
@@ -212,12 +211,12 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	work, cancel := deadline.Before(ctx, DeadlineMargin)
 	defer cancel()
 	res, err := h.svc.Create(work, scope, decoded.cmd)
-	return Reply{Response: h.idem.AnswerV2(ctx, res, err), Outcome: res.Outcome, Err: err, Attrs: attrs}
-}
-
-// keyHash identifies a key in logs without logging it: keys can carry
-// client data, and a log is not a place for it.
-func keyHash(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:8])
+	resp := h.idem.AnswerV2(ctx, res, err)
+	var attrs []slog.Attr
+	if id, ok := strings.CutPrefix(resp.Headers["Location"], "/products/"); ok {
+		// Who created (or was replayed) which product: the request's
+		// line names the caller, this names the product.
+		attrs = append(attrs, slog.String("product_id", id))
+	}
+	return Reply{Response: resp, Outcome: res.Outcome, Err: err, Attrs: attrs}
 }

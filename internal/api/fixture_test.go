@@ -160,7 +160,7 @@ func (f *fixture) getProduct(t *testing.T, id string) events.APIGatewayV2HTTPRes
 	t.Helper()
 	resp, err := f.get(context.Background(), events.APIGatewayV2HTTPRequest{
 		RouteKey: "GET /products/{id}", RawPath: "/products/" + id, PathParameters: map[string]string{"id": id},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}, Authorizer: callerIAM()},
 	})
 	require.NoError(t, err)
 	return resp

@@ -83,6 +83,7 @@ type Product struct {
 	price     money.Money
 	sellerID  uuid.UUID
 	createdAt time.Time
+	createdBy string
 }
 
 // New validates and returns a product. The name is trimmed; the price must
@@ -157,3 +158,10 @@ func (p Product) SellerID() uuid.UUID { return p.sellerID }
 
 // CreatedAt returns the creation time in UTC.
 func (p Product) CreatedAt() time.Time { return p.createdAt }
+
+// CreatedBy returns the principal of the caller that created the product
+// (the idempotency scope's, such as iam:<ARN>): the products table's
+// record of who created what. It is "" for a product read from an event,
+// which does not carry it, and for an item stored before products
+// recorded their creator.
+func (p Product) CreatedBy() string { return p.createdBy }

@@ -148,6 +148,7 @@ func TestItemRoundTripAndCorruptItems(t *testing.T) {
 		"bad currency":   corrupt("currency", &types.AttributeValueMemberS{Value: "XXX"}),
 		"no seller":      corrupt("seller_id", nil),
 		"bad time":       corrupt("created_at", &types.AttributeValueMemberS{Value: "yesterday"}),
+		"creator number": corrupt("created_by", &types.AttributeValueMemberN{Value: "1"}),
 		"nil":            nil,
 	} {
 		_, err := product.FromItem(item)
