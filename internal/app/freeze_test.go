@@ -1,15 +1,11 @@
 package app_test
 
 import (
-	"context"
 	"fmt"
 	"math/big"
 	"strconv"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,12 +52,7 @@ func TestNoCallerCanFreezeASellersStatistics(t *testing.T) {
 	// T as the old consumer left it after the freeze: every shard at
 	// its old cap.
 	for shard := range sellers.Shards {
-		_, err := p.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(p.names.Sellers), Item: map[string]types.AttributeValue{
-			"seller_id": &types.AttributeValueMemberS{Value: frozen}, "shard": &types.AttributeValueMemberN{Value: strconv.Itoa(shard)},
-			"product_count": &types.AttributeValueMemberN{Value: "1"}, "cents_EUR": &types.AttributeValueMemberN{Value: "922337203685477580"},
-			"updated_at": &types.AttributeValueMemberS{Value: "2026-12-01T00:00:00Z"},
-		}})
-		require.NoError(t, err)
+		p.putShard(frozen, shard, "1", "922337203685477580")
 	}
 	want[frozen].SetString("9223372036854775800", 10)
 	require.Equal(t, 201, post(frozen, "after-the-fix", 999))

@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -351,6 +353,18 @@ func decodeSeller(t *testing.T, a answer) sellerBody {
 	var b sellerBody
 	require.NoError(t, dec.Decode(&b), a.body)
 	return b
+}
+
+// putShard writes one shard of a seller's statistics, as the consumer
+// would have: count products, cents in EUR.
+func (p *pipeline) putShard(seller string, shard int, count, cents string) {
+	p.t.Helper()
+	_, err := p.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(p.names.Sellers), Item: map[string]types.AttributeValue{
+		"seller_id": &types.AttributeValueMemberS{Value: seller}, "shard": &types.AttributeValueMemberN{Value: strconv.Itoa(shard)},
+		"product_count": &types.AttributeValueMemberN{Value: count}, "cents_EUR": &types.AttributeValueMemberN{Value: cents},
+		"updated_at": &types.AttributeValueMemberS{Value: "2026-12-01T00:00:00Z"},
+	}})
+	require.NoError(p.t, err)
 }
 
 // compact is a JSON body without its insignificant spaces, for messages.

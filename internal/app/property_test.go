@@ -1,16 +1,11 @@
 package app_test
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/big"
-	"strconv"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -157,11 +152,6 @@ func (p *pipeline) seedSeller(seller string, w *truth) {
 		cents := new(big.Int).Mul(count, big.NewInt(1+p.rng.Int64N(product.MaxPriceCents)))
 		w.count.Add(w.count, count)
 		w.cents[money.EUR].Add(w.cents[money.EUR], cents)
-		_, err := p.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(p.names.Sellers), Item: map[string]types.AttributeValue{
-			"seller_id": &types.AttributeValueMemberS{Value: seller}, "shard": &types.AttributeValueMemberN{Value: strconv.Itoa(shard)},
-			"product_count": &types.AttributeValueMemberN{Value: count.String()}, "cents_EUR": &types.AttributeValueMemberN{Value: cents.String()},
-			"updated_at": &types.AttributeValueMemberS{Value: "2026-12-01T00:00:00Z"},
-		}})
-		require.NoError(p.t, err)
+		p.putShard(seller, shard, count.String(), cents.String())
 	}
 }
