@@ -74,7 +74,7 @@ func TestCreateAnswersEveryOutcome(t *testing.T) {
 			assert.Equal(t, tc.status, r.Response.StatusCode, r.Response.Body)
 			assert.Equal(t, tc.res.Outcome, r.Outcome, "the outcome reaches the decorators")
 			assert.Equal(t, tc.retryAfter, r.Response.Headers["Retry-After"])
-			assert.Equal(t, "anonymous", got.principal)
+			assert.Equal(t, principal, got.principal)
 			assert.Equal(t, "k-1", got.key, "the quoted header is parsed")
 			if tc.kind != "" {
 				assertProblem(t, r.Response, tc.status, tc.kind)
@@ -146,7 +146,7 @@ func TestLoggedWritesOneLinePerRequest(t *testing.T) {
 	logs := &logbuf.Buffer{}
 	log := testLogger(logs, slog.LevelInfo)
 	h := api.Logged(log, "create product", func(context.Context, events.APIGatewayV2HTTPRequest) api.Reply {
-		return api.Reply{Outcome: idem.OutcomeReplayed, Attrs: []slog.Attr{slog.String("key_hash", "abc")},
+		return api.Reply{Outcome: idem.OutcomeReplayed, Attrs: []slog.Attr{slog.String("product_id", "abc")},
 			Response: events.APIGatewayV2HTTPResponse{StatusCode: 201}}
 	})
 	h(context.Background(), postReq(nil, ""))
@@ -156,7 +156,7 @@ func TestLoggedWritesOneLinePerRequest(t *testing.T) {
 	failing(context.Background(), postReq(nil, ""))
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
 	require.Len(t, lines, 2)
-	assert.Contains(t, lines[0], `"level":"INFO","msg":"create product","api_request_id":"req-1","outcome":"replayed","key_hash":"abc","status":201`)
+	assert.Contains(t, lines[0], `"level":"INFO","msg":"create product","api_request_id":"req-1","principal":"`+principal+`","outcome":"replayed","product_id":"abc","status":201`)
 	assert.Contains(t, lines[1], `"level":"ERROR"`)
 	assert.Contains(t, lines[1], `"error":"store down"`)
 	resp, err := api.Lambda(h)(context.Background(), postReq(nil, ""))

@@ -2,13 +2,12 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/idemlambda/idemlambda/internal/problem"
@@ -61,7 +60,8 @@ func NewProductCreator(execute Executor, products *product.Service) (*ProductCre
 }
 
 // Create creates the product once per scope (the store's Execute owns the
-// claim, the replay and the release on failure). The Result's response is
+// claim, the replay and the release on failure), recording the scope's
+// principal as its creator. The Result's response is
 // the 201, fresh or replayed byte for byte. Errors wrap idem.ErrInFlight,
 // idem.ErrKeyReuse, idem.ErrLeaseLost, idem.ErrInvalidKey or the
 // infrastructure error.
@@ -71,7 +71,7 @@ func (c *ProductCreator) Create(ctx context.Context, scope idem.Scope, cmd produ
 		return idem.Result{Outcome: idem.OutcomeError}, err
 	}
 	return c.execute(ctx, scope, fp, func(ctx context.Context) (idem.Effect, error) {
-		created, err := c.products.Create(ctx, cmd)
+		created, err := c.products.Create(ctx, cmd.By(scope.Principal))
 		if err != nil {
 			return idem.Effect{}, err
 		}
@@ -137,17 +137,33 @@ func newProductBody(p product.Product) ProductBody {
 type CreateHandler struct {
 	svc Creator
 	// idem is the library's way in for a handler that calls the store
-	// itself: the key, the caller under its principal policy (a route
-	// without an authorizer is the one anonymous scope, as the API has
-	// always served it), the scope, and the answers.
+	// itself: the key, the caller under its principal policy, the scope,
+	// and the answers.
 	idem *idemhttp.Middleware
 }
 
-// NewCreateHandler returns the handler.
+// NewCreateHandler returns the handler. Every caller must be
+// authenticated: a request that reaches it without an authorizer (a
+// route that lost its IAM or JWT authorizer) is refused with a 403
+// problem, never served in one anonymous scope shared by every caller,
+// where one replays another's product and uses up its keys.
 func NewCreateHandler(svc Creator) *CreateHandler {
 	return &CreateHandler{svc: svc, idem: &idemhttp.Middleware{
-		Operation: OperationCreateProduct, AllowAnonymous: true, ProblemTypeBase: problem.TypeBase,
+		Operation: OperationCreateProduct, PrincipalV2: authenticated, ProblemTypeBase: problem.TypeBase,
 	}}
+}
+
+// authenticated names the caller as idemhttp.PrincipalV2 does, and no
+// caller at all for a request without an authorizer (PrincipalV2's
+// Anonymous, which no named principal can equal: they are prefixed),
+// which the middleware then refuses (403, ErrNoSubject), since anonymity
+// is not allowed.
+func authenticated(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
+	p, err := idemhttp.PrincipalV2(rc)
+	if err == nil && p == idemhttp.Anonymous {
+		return "", nil
+	}
+	return p, err
 }
 
 // Serve answers one API Gateway request.
@@ -184,10 +200,9 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	case !hasHeader:
 		key = decoded.key
 	}
-	attrs := []slog.Attr{slog.String("key_hash", keyHash(key))}
 	scope, err := h.idem.ScopeV2(req, key)
 	if err != nil {
-		return Reply{Response: h.idem.AnswerV2(ctx, idem.Result{}, err), Outcome: idem.OutcomeRejected, Err: err, Attrs: attrs}
+		return Reply{Response: h.idem.AnswerV2(ctx, idem.Result{}, err), Outcome: idem.OutcomeRejected, Err: err}
 	}
 	// Stop the work a little before Lambda's deadline, so a hung store
 	// still ends in a 503 the client can act on, not a gateway timeout.
@@ -196,12 +211,12 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	work, cancel := deadline.Before(ctx, DeadlineMargin)
 	defer cancel()
 	res, err := h.svc.Create(work, scope, decoded.cmd)
-	return Reply{Response: h.idem.AnswerV2(ctx, res, err), Outcome: res.Outcome, Err: err, Attrs: attrs}
-}
-
-// keyHash identifies a key in logs without logging it: keys can carry
-// client data, and a log is not a place for it.
-func keyHash(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:8])
+	resp := h.idem.AnswerV2(ctx, res, err)
+	var attrs []slog.Attr
+	if id, ok := strings.CutPrefix(resp.Headers["Location"], "/products/"); ok {
+		// Who created (or was replayed) which product: the request's
+		// line names the caller, this names the product.
+		attrs = append(attrs, slog.String("product_id", id))
+	}
+	return Reply{Response: resp, Outcome: res.Outcome, Err: err, Attrs: attrs}
 }

@@ -136,6 +136,8 @@ func TestCreateRejectsBadRequestsWithProblemsAndWritesNothing(t *testing.T) {
 		{"price zero", jsonHeaders("k"), body(ok("W"), "0", ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
 		{"price negative", jsonHeaders("k"), body(ok("W"), "-5", ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
 		{"price out of range", jsonHeaders("k"), body(ok("W"), "9223372036854775808", ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
+		{"price past the bound", jsonHeaders("k"), body(ok("W"), "1000000000000", ok("EUR"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
+		{"price of the freeze", jsonHeaders("k"), body(ok("W"), "922337203685477580", ok("JPY"), ok(sellerID)), 400, "validation", []string{"price_cents"}},
 		{"name empty", jsonHeaders("k"), body(ok("   "), "1", ok("EUR"), ok(sellerID)), 400, "validation", []string{"name"}},
 		{"name too long", jsonHeaders("k"), body(ok(long), "1", ok("EUR"), ok(sellerID)), 400, "validation", []string{"name"}},
 		{"name control", jsonHeaders("k"), body(`"a\u0007b"`, "1", ok("EUR"), ok(sellerID)), 400, "validation", []string{"name"}},
@@ -214,7 +216,7 @@ func TestCreateInFlightIs409WithRetryAfter(t *testing.T) {
 		require.NoError(t, err)
 		store, err := idem.NewStore(f.env.Client, f.env.Tables.Idempotency)
 		require.NoError(t, err)
-		scope, err := idem.NewScope(api.OperationCreateProduct, "anonymous", "k-409")
+		scope, err := idem.NewScope(api.OperationCreateProduct, principal, "k-409")
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -390,6 +392,32 @@ func TestCreatePrincipalFromJWTWithoutSub(t *testing.T) {
 	p := assertProblem(t, as(map[string]string{"iss": "i"}, "C"), 403, "forbidden")
 	assert.Contains(t, p.Detail, "names no caller")
 	assert.Equal(t, 2, f.count(t, f.env.Tables.Products))
+}
+
+// A request that reaches createproduct without an authorizer (a route
+// that lost its IAM or JWT authorizer) is refused with a 403 problem,
+// in both modes: never served in one anonymous scope that every caller
+// would share, replaying each other's products and using up each
+// other's keys. Nothing is written, and its retry is refused too.
+func TestCreateRefusesAnUnauthenticatedRequest(t *testing.T) {
+	eachMode(t, func(t *testing.T, mode config.Mode) {
+		f := newFixtureMode(t, mode, slog.LevelDebug)
+		for name, authorizer := range map[string]*events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			"no authorizer":    nil,
+			"empty authorizer": {},
+		} {
+			req := postReq(jsonHeaders("anon-key"), widget)
+			req.RequestContext.Authorizer = authorizer
+			for range 2 {
+				resp, err := f.create(context.Background(), req)
+				require.NoError(t, err)
+				p := assertProblem(t, resp, 403, "forbidden")
+				assert.Contains(t, p.Detail, "names no caller", name)
+			}
+		}
+		f.assertNothingWritten(t)
+		assert.Contains(t, f.logs.String(), `"outcome":"rejected"`)
+	})
 }
 
 // TestCreateHungStoreIs503BeforeTheDeadline: a store that never answers

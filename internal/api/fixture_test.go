@@ -122,12 +122,29 @@ func jsonHeaders(key string) map[string]string {
 	return h
 }
 
+// caller is the IAM caller of the tests' requests, as API Gateway's IAM
+// authorizer describes one.
+const caller = "arn:aws:iam::123456789012:user/tester"
+
+// principal is caller as idemhttp.PrincipalV2 names it: the scope of its
+// keys, and the creator its products record.
+const principal = "iam:" + caller
+
+// callerIAM is caller's authorizer description.
+func callerIAM() *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
+	return &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+		IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "123456789012", CallerID: "AIDATESTER", UserARN: caller},
+	}
+}
+
+// postReq is POST /products from caller, signed as IAM authorizes it.
 func postReq(headers map[string]string, body string) events.APIGatewayV2HTTPRequest {
 	return events.APIGatewayV2HTTPRequest{
 		RouteKey: "POST /products", RawPath: "/products", Headers: headers, Body: body,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RequestID: "req-1",
-			HTTP:      events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
+			RequestID:  "req-1",
+			HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
+			Authorizer: callerIAM(),
 		},
 	}
 }
@@ -143,7 +160,7 @@ func (f *fixture) getProduct(t *testing.T, id string) events.APIGatewayV2HTTPRes
 	t.Helper()
 	resp, err := f.get(context.Background(), events.APIGatewayV2HTTPRequest{
 		RouteKey: "GET /products/{id}", RawPath: "/products/" + id, PathParameters: map[string]string{"id": id},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}, Authorizer: callerIAM()},
 	})
 	require.NoError(t, err)
 	return resp

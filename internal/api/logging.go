@@ -9,13 +9,23 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/idemlambda/idemlambda/internal/tracing"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
 // Logged writes one JSON line per request, msg at info level, or at error
 // level for a 5xx: the Lambda and API Gateway request ids, the trace id
-// (X-Ray's form), the outcome
-// and the attributes the handler added, the status, the duration and the
-// error. Never the body or the key: they can carry client data.
+// (X-Ray's form), the caller (principal), the outcome and the attributes
+// the handler added, the status, the duration and the error. Never the
+// body or the idempotency key, nor a hash of it: they can carry client
+// data, and an unkeyed hash of a key a client chose ("order-42") is
+// reversed by guessing.
+//
+// The principal is the caller as the route's authorizer names it and as
+// the idempotency scope uses it (idemhttp.PrincipalV2: iam:<ARN>,
+// jwt:"<issuer>":sub="<subject>", lambda:principalId="<id>"),
+// "anonymous" for a request without an authorizer, and "" for an
+// authorizer that names no caller: with the access log's caller, the
+// record of who did what.
 func Logged(log *slog.Logger, msg string, next Handler) Handler {
 	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) Reply {
 		start := time.Now()
@@ -27,6 +37,8 @@ func Logged(log *slog.Logger, msg string, next Handler) Handler {
 		if id := req.RequestContext.RequestID; id != "" {
 			attrs = append(attrs, slog.String("api_request_id", id))
 		}
+		principal, _ := idemhttp.PrincipalV2(req.RequestContext) // "" when it names no caller
+		attrs = append(attrs, slog.String("principal", principal))
 		// The request's trace id, in X-Ray's form: the relay and the
 		// consumer log it too, so one product can be followed to its
 		// consumers.

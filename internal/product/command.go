@@ -18,9 +18,10 @@ type CreateInput struct {
 
 // CreateCommand is a create request that passed every rule.
 type CreateCommand struct {
-	name     string
-	price    money.Money
-	sellerID uuid.UUID
+	name      string
+	price     money.Money
+	sellerID  uuid.UUID
+	createdBy string
 }
 
 // NewCreateCommand checks every field and reports all broken rules at once
@@ -39,6 +40,8 @@ func NewCreateCommand(in CreateInput) (CreateCommand, error) {
 	switch {
 	case in.PriceCents <= 0:
 		verr.add("price_cents", "must be an integer greater than 0")
+	case in.PriceCents > MaxPriceCents:
+		verr.add("price_cents", priceTooHigh)
 	case cerr == nil:
 		p, err := money.New(in.PriceCents, currency)
 		if err != nil {
@@ -64,6 +67,17 @@ func (c CreateCommand) Price() money.Money { return c.price }
 
 // SellerID returns the seller's id.
 func (c CreateCommand) SellerID() uuid.UUID { return c.sellerID }
+
+// By returns the command as made by the caller named principal (its
+// idempotency scope's principal), whom the product records as its
+// creator. Service.Create refuses a command no caller made.
+func (c CreateCommand) By(principal string) CreateCommand {
+	c.createdBy = principal
+	return c
+}
+
+// CreatedBy returns the principal of the caller making the command.
+func (c CreateCommand) CreatedBy() string { return c.createdBy }
 
 func supportedList() string {
 	s := ""

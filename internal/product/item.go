@@ -19,14 +19,16 @@ const (
 	attrCurrency   = "currency"
 	attrSellerID   = "seller_id"
 	attrCreatedAt  = "created_at"
+	attrCreatedBy  = "created_by"
 )
 
 // ErrCorrupt reports a stored product that no longer passes validation.
 var ErrCorrupt = errors.New("product: corrupt item")
 
-// Item encodes the product as a products table item.
+// Item encodes the product as a products table item, with its creator
+// (created_by) when it has one.
 func (p Product) Item() map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
+	item := map[string]types.AttributeValue{
 		attrID:         ddbitem.S(p.id.String()),
 		attrName:       ddbitem.S(p.name),
 		attrPriceCents: ddbitem.N(p.price.Cents()),
@@ -34,14 +36,21 @@ func (p Product) Item() map[string]types.AttributeValue {
 		attrSellerID:   ddbitem.S(p.sellerID.String()),
 		attrCreatedAt:  ddbitem.S(p.createdAt.Format(TimeLayout)),
 	}
+	if p.createdBy != "" {
+		item[attrCreatedBy] = ddbitem.S(p.createdBy)
+	}
+	return item
 }
 
 // FromItem decodes a products table item through New and money.New, so a
-// hand-edited or legacy item is checked like any other input.
+// hand-edited or legacy item is checked like any other input. created_by
+// is optional (items stored before products recorded their creator have
+// none), but a string when present.
 func FromItem(item map[string]types.AttributeValue) (Product, error) {
 	r := ddbitem.Read(item)
 	idStr, name, cur, sellerStr := r.S(attrID), r.S(attrName), r.S(attrCurrency), r.S(attrSellerID)
 	cents, created := r.Int(attrPriceCents), r.Time(attrCreatedAt)
+	createdBy, _ := r.OptS(attrCreatedBy)
 	if err := r.Err(); err != nil {
 		return Product{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
@@ -56,5 +65,6 @@ func FromItem(item map[string]types.AttributeValue) (Product, error) {
 	if err != nil {
 		return Product{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
+	p.createdBy = createdBy
 	return p, nil
 }

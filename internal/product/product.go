@@ -21,6 +21,20 @@ import (
 // MaxNameLength is the longest product name, in characters after trimming.
 const MaxNameLength = 200
 
+// MaxPriceCents is the highest price, in the currency's minor unit:
+// 999,999,999,999, twelve digits, the largest amount a card network's
+// message carries (ISO 8583, field 4, "amount, transaction": n12 in minor
+// units), so no price this API accepts is one a payment could not
+// settle. It is 9,999,999,999.99 EUR, USD or CHF, 999,999,999,999 JPY,
+// 999,999,999.999 KWD: above anything sold as one product. It leaves
+// every price exact in a JSON client that reads numbers as float64
+// (below 2^53), and the seller statistics 10^26 events per shard before
+// a total reaches DynamoDB's 38 digits (internal/sellers, MaxShardValue).
+// The bound is the product's, on every way in (the API's command, New,
+// so FromItem and DecodeCreatedData too); money.Money, which also holds
+// totals, keeps int64's range.
+const MaxPriceCents = 999_999_999_999
+
 // TimeLayout is the wire form of created_at: RFC 3339, UTC, milliseconds.
 const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
@@ -69,10 +83,12 @@ type Product struct {
 	price     money.Money
 	sellerID  uuid.UUID
 	createdAt time.Time
+	createdBy string
 }
 
 // New validates and returns a product. The name is trimmed; the price must
-// be a valid Money above zero; ids must not be the nil UUID. createdAt is
+// be a valid Money above zero and at most MaxPriceCents; ids must not be
+// the nil UUID. createdAt is
 // kept in UTC at millisecond precision, the precision of its wire form.
 func New(id uuid.UUID, name string, price money.Money, sellerID uuid.UUID, createdAt time.Time) (Product, error) {
 	var verr ValidationError
@@ -88,6 +104,8 @@ func New(id uuid.UUID, name string, price money.Money, sellerID uuid.UUID, creat
 		verr.add("price_cents", "must be a valid amount in a supported currency")
 	case price.IsZero():
 		verr.add("price_cents", "must be greater than 0")
+	case price.Cents() > MaxPriceCents:
+		verr.add("price_cents", priceTooHigh)
 	}
 	if sellerID == uuid.Nil {
 		verr.add("seller_id", "must not be the nil UUID")
@@ -100,6 +118,9 @@ func New(id uuid.UUID, name string, price money.Money, sellerID uuid.UUID, creat
 	}
 	return Product{id: id, name: name, price: price, sellerID: sellerID, createdAt: createdAt.UTC().Truncate(time.Millisecond)}, nil
 }
+
+// priceTooHigh is the rule a price above MaxPriceCents breaks.
+var priceTooHigh = fmt.Sprintf("must be at most %d (12 digits in the currency's minor unit)", MaxPriceCents)
 
 // CheckName trims name and returns it, or a message saying which rule it
 // breaks: 1 to 200 characters, valid UTF-8, no control characters.
@@ -137,3 +158,10 @@ func (p Product) SellerID() uuid.UUID { return p.sellerID }
 
 // CreatedAt returns the creation time in UTC.
 func (p Product) CreatedAt() time.Time { return p.createdAt }
+
+// CreatedBy returns the principal of the caller that created the product
+// (the idempotency scope's, such as iam:<ARN>): the products table's
+// record of who created what. It is "" for a product read from an event,
+// which does not carry it, and for an item stored before products
+// recorded their creator.
+func (p Product) CreatedBy() string { return p.createdBy }

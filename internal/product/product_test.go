@@ -1,6 +1,7 @@
 package product_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -47,6 +48,46 @@ func TestNewValidatesEveryRule(t *testing.T) {
 
 	_, err = product.New(id, "W", eur(t, 0), seller, at)
 	require.ErrorIs(t, err, product.ErrValidation, "a zero price is a valid Money but not a valid product price")
+}
+
+// A price is at most MaxPriceCents (12 digits) in every currency, on
+// every way in: the API's command, New, and so a products table item and
+// an event's data, whoever wrote them.
+func TestThePriceIsBounded(t *testing.T) {
+	t.Parallel()
+	id, seller, at := uuid.New(), uuid.New(), time.Now()
+	for _, cur := range money.Currencies() {
+		top, err := money.New(product.MaxPriceCents, cur)
+		require.NoError(t, err)
+		over, err := money.New(product.MaxPriceCents+1, cur)
+		require.NoError(t, err)
+
+		_, err = product.New(id, "W", top, seller, at)
+		assert.NoError(t, err, "%s at the bound", cur)
+		_, err = product.New(id, "W", over, seller, at)
+		assert.ErrorIs(t, err, product.ErrValidation, "%s past the bound", cur)
+
+		in := product.CreateInput{Name: "W", PriceCents: product.MaxPriceCents, Currency: string(cur), SellerID: seller.String()}
+		_, err = product.NewCreateCommand(in)
+		assert.NoError(t, err, "%s at the bound", cur)
+		in.PriceCents++
+		_, err = product.NewCreateCommand(in)
+		var verr *product.ValidationError
+		require.ErrorAs(t, err, &verr, "%s past the bound", cur)
+		assert.Equal(t, []product.FieldError{{Field: "price_cents", Message: "must be at most 999999999999 (12 digits in the currency's minor unit)"}}, verr.Errors)
+	}
+	p, err := product.New(id, "W", eur(t, product.MaxPriceCents), seller, at)
+	require.NoError(t, err)
+	item := p.Item()
+	item["price_cents"] = &types.AttributeValueMemberN{Value: "1000000000000"}
+	_, err = product.FromItem(item)
+	assert.ErrorIs(t, err, product.ErrCorrupt, "an item past the bound")
+	data := p.CreatedData()
+	data.PriceCents = product.MaxPriceCents + 1
+	b, err := json.Marshal(data)
+	require.NoError(t, err)
+	_, err = product.DecodeCreatedData(b)
+	assert.ErrorIs(t, err, product.ErrValidation, "an event past the bound")
 }
 
 func TestCheckName(t *testing.T) {
@@ -107,6 +148,7 @@ func TestItemRoundTripAndCorruptItems(t *testing.T) {
 		"bad currency":   corrupt("currency", &types.AttributeValueMemberS{Value: "XXX"}),
 		"no seller":      corrupt("seller_id", nil),
 		"bad time":       corrupt("created_at", &types.AttributeValueMemberS{Value: "yesterday"}),
+		"creator number": corrupt("created_by", &types.AttributeValueMemberN{Value: "1"}),
 		"nil":            nil,
 	} {
 		_, err := product.FromItem(item)

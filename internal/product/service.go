@@ -100,6 +100,9 @@ func (s *Service) Create(ctx context.Context, cmd CreateCommand) (Creation, erro
 }
 
 func (s *Service) create(ctx context.Context, span trace.Span, cmd CreateCommand) (Creation, error) {
+	if cmd.createdBy == "" {
+		return Creation{}, errors.New("product: a product needs its creator: the command names no caller (CreateCommand.By)")
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Creation{}, fmt.Errorf("product: new id: %w", err)
@@ -108,6 +111,7 @@ func (s *Service) create(ctx context.Context, span trace.Span, cmd CreateCommand
 	if err != nil {
 		return Creation{}, err
 	}
+	p.createdBy = cmd.createdBy
 	data, err := json.Marshal(p.CreatedData())
 	if err != nil {
 		return Creation{}, fmt.Errorf("product: encode event data: %w", err)

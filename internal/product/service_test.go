@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -31,7 +32,9 @@ func TestConstructorsRejectMissingWiring(t *testing.T) {
 
 // Create writes nothing: it returns the product, and the product item and
 // its event as one transaction's writes, the event's data the contract a
-// consumer decodes back into the same product.
+// consumer decodes back into the same product. The item records the
+// product's creator, the command's caller; the event does not carry it.
+// A command no caller made creates nothing.
 func TestCreateReturnsTheWritesItImplies(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -39,19 +42,29 @@ func TestCreateReturnsTheWritesItImplies(t *testing.T) {
 	require.NoError(t, err)
 	cmd, err := product.NewCreateCommand(product.CreateInput{Name: "Widget", PriceCents: 999, Currency: "EUR", SellerID: "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"})
 	require.NoError(t, err)
-	c, err := svc.Create(context.Background(), cmd)
+	_, err = svc.Create(context.Background(), cmd)
+	require.ErrorContains(t, err, "needs its creator")
+	const creator = "iam:arn:aws:iam::123456789012:user/alice"
+	c, err := svc.Create(context.Background(), cmd.By(creator))
 	require.NoError(t, err)
 	assert.Equal(t, at, c.Product.CreatedAt())
+	assert.Equal(t, creator, c.Product.CreatedBy())
 	require.Len(t, c.Writes, 2)
 	assert.Equal(t, "p", *c.Writes[0].Put.TableName)
 	assert.Equal(t, "o", *c.Writes[1].Put.TableName)
+	assert.Equal(t, &types.AttributeValueMemberS{Value: creator}, c.Writes[0].Put.Item["created_by"])
+	stored, err := product.FromItem(c.Writes[0].Put.Item)
+	require.NoError(t, err)
+	assert.Equal(t, c.Product, stored, "the item reads back, creator included")
 
 	ev, err := outbox.DecodeItem(c.Writes[1].Put.Item)
 	require.NoError(t, err)
 	assert.Equal(t, product.EventCreated, ev.Type)
 	back, err := product.DecodeCreatedData(ev.Data)
 	require.NoError(t, err)
-	assert.Equal(t, c.Product, back)
+	assert.Equal(t, c.Product.CreatedData(), back.CreatedData())
+	assert.NotContains(t, string(ev.Data), "alice", "the event's data names no caller")
+	assert.Empty(t, back.CreatedBy())
 }
 
 // The event carries the trace context Create runs under, so a consumer
@@ -68,7 +81,7 @@ func TestCreateCarriesTheTraceContext(t *testing.T) {
 		tracing.Extract(context.Background(), tp, "k=v"): tp,
 		context.Background():                             "",
 	} {
-		c, err := svc.Create(ctx, cmd)
+		c, err := svc.Create(ctx, cmd.By("iam:arn:aws:iam::123456789012:user/alice"))
 		require.NoError(t, err)
 		ev, err := outbox.DecodeItem(c.Writes[1].Put.Item)
 		require.NoError(t, err)

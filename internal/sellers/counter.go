@@ -2,7 +2,8 @@ package sellers
 
 import (
 	"errors"
-	"math"
+	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,16 @@ func ListingOf(pc ProductCreated) Listing {
 	}
 }
 
+// MaxShardValue is the largest count or total one shard item holds: 38
+// nines, the largest integer a DynamoDB number keeps (38 significant
+// digits). The reader sums shards exactly (Number), so no cap needs to
+// keep a seller's sum within int64, and the cap is never reached: at
+// product.MaxPriceCents, a shard's total needs more than 10^26 events.
+var MaxShardValue = func() *big.Int {
+	n := new(big.Int).Exp(big.NewInt(10), big.NewInt(38), nil)
+	return n.Sub(n, big.NewInt(1))
+}()
+
 // Counter computes the writes that count listings on the sellers table:
 // events in, DynamoDB updates out. It calls nothing; the consumer
 // (internal/sellers/sellersqs) commits its writes with the events'
@@ -45,92 +56,80 @@ type Counter struct {
 	Table string
 	// Shards is how many shards a seller is spread over (Shards).
 	Shards int
-	// Limit is the largest count or total a seller has in all
-	// (math.MaxInt64); each shard holds at most Limit/Shards.
-	Limit int64
+	// Cap is the largest count or total one shard holds: MaxShardValue
+	// (tests lower it).
+	Cap *big.Int
 	// Now stamps updated_at.
 	Now func() time.Time
 }
 
-// NewCounter returns the Counter of the sellers table: Shards shards, the
-// int64 limit, the wall clock.
+// NewCounter returns the Counter of the sellers table: Shards shards of
+// up to MaxShardValue each, the wall clock.
 func NewCounter(table string) (*Counter, error) {
 	if table == "" {
 		return nil, errors.New("sellers: counter needs the sellers table name")
 	}
-	return &Counter{Table: table, Shards: Shards, Limit: math.MaxInt64, Now: time.Now}, nil
+	return &Counter{Table: table, Shards: Shards, Cap: MaxShardValue, Now: time.Now}, nil
 }
 
 // sellerSum is what a batch's events add to one seller.
 type sellerSum struct {
 	seller     string
-	count      int64
+	count      *big.Int
 	currencies []money.Currency // in first-seen order
-	cents      map[money.Currency]int64
-	over       bool // a total passes the limit by the batch's events alone
+	cents      map[money.Currency]*big.Int
 }
 
 // Writes adds the listings to their sellers: per seller, one update of
 // the shard shardOf gives, with the number of products and each
 // currency's total, so a batch's listings of one seller touch one of its
-// items once. DynamoDB numbers hold 38 digits, so the condition keeps
-// every total and the count of a shard within its cap, Limit divided by
-// Shards: the sum of the shards then fits in int64 and reads back
-// exactly. A sum that alone passes the cap gets a condition that fails,
-// so the caller tries the listings in smaller sets. The updates' only
-// condition is that cap: a failed one means the shard is full.
+// items once. Sums are exact (math/big), and the condition keeps the
+// shard's count and every total within Cap, so DynamoDB never refuses the
+// update for its digits: a shard that cannot take the batch's sum fails
+// the condition, and the caller tries the listings on another shard or in
+// smaller sets. The updates' only condition is that cap: a failed one
+// means the shard is full. A sum that alone passes the cap gets a
+// condition that never holds.
 func (c *Counter) Writes(listings []Listing, shardOf func(seller string) int) []types.TransactWriteItem {
-	limit := c.Limit / int64(c.Shards)
 	var order []*sellerSum
 	bySeller := map[string]*sellerSum{}
 	for _, l := range listings {
 		id := l.SellerID
 		s := bySeller[id]
 		if s == nil {
-			s = &sellerSum{seller: id, cents: map[money.Currency]int64{}}
+			s = &sellerSum{seller: id, count: new(big.Int), cents: map[money.Currency]*big.Int{}}
 			bySeller[id] = s
 			order = append(order, s)
 		}
-		s.count++
+		s.count.Add(s.count, big.NewInt(1))
 		cur := money.Currency(l.Currency) // from a validated money.Money
 		if _, ok := s.cents[cur]; !ok {
 			s.currencies = append(s.currencies, cur)
+			s.cents[cur] = new(big.Int)
 		}
-		cents := l.Cents
-		if s.cents[cur] > limit-cents {
-			s.over = true // the sum alone passes the limit
-		}
-		s.cents[cur] += cents
+		s.cents[cur].Add(s.cents[cur], big.NewInt(l.Cents))
 	}
 	now := ddbitem.Time(c.Now())
 	writes := make([]types.TransactWriteItem, 0, len(order))
 	for _, s := range order {
 		names := map[string]string{"#count": attrProductCount, "#updated": attrUpdatedAt}
-		values := map[string]types.AttributeValue{
-			":n":           ddbitem.N(s.count),
-			":count_limit": ddbitem.N(limit - s.count),
-			":now":         now,
-		}
+		values := map[string]types.AttributeValue{":n": numberOf(s.count).attributeValue(), ":now": now}
 		add := []string{"#count :n"}
-		conds := []string{"(attribute_not_exists(#count) OR #count <= :count_limit)"}
+		conds := []string{c.within("#count", ":count_limit", s.count, values)}
 		for k, cur := range s.currencies {
 			n, v, lim := "#c"+strconv.Itoa(k), ":c"+strconv.Itoa(k), ":l"+strconv.Itoa(k)
 			names[n] = centsAttr(cur)
-			values[v] = ddbitem.N(s.cents[cur])
-			values[lim] = ddbitem.N(limit - s.cents[cur])
+			values[v] = numberOf(s.cents[cur]).attributeValue()
 			add = append(add, n+" "+v)
-			conds = append(conds, "(attribute_not_exists("+n+") OR "+n+" <= "+lim+")")
+			conds = append(conds, c.within(n, lim, s.cents[cur], values))
 		}
-		if s.over {
+		if slices.Contains(conds, "") {
 			// Whatever is stored, the sum cannot fit: a condition that
 			// never holds makes the caller try fewer listings at once.
-			conds = []string{"attribute_exists(#count) AND attribute_not_exists(#count)"}
-			for k := range s.currencies {
-				delete(names, "#c"+strconv.Itoa(k))
-			}
-			names["#count"] = attrProductCount
+			names = map[string]string{"#count": attrProductCount, "#updated": attrUpdatedAt}
+			values = map[string]types.AttributeValue{":n": values[":n"], ":now": now}
 			add = []string{"#count :n"}
-			values = map[string]types.AttributeValue{":n": ddbitem.N(s.count), ":now": now}
+			conds = []string{"attribute_exists(#count) AND attribute_not_exists(#count)"}
 		}
 		writes = append(writes, types.TransactWriteItem{Update: &types.Update{
 			TableName:                 aws.String(c.Table),
@@ -142,4 +141,16 @@ func (c *Counter) Writes(listings []Listing, shardOf func(seller string) int) []
 		}})
 	}
 	return writes
+}
+
+// within is the condition that attribute name, plus sum, stays within
+// the cap, its limit put in values under placeholder; "" when sum alone
+// passes the cap.
+func (c *Counter) within(name, placeholder string, sum *big.Int, values map[string]types.AttributeValue) string {
+	limit := new(big.Int).Sub(c.Cap, sum)
+	if limit.Sign() < 0 {
+		return ""
+	}
+	values[placeholder] = numberOf(limit).attributeValue()
+	return "(attribute_not_exists(" + name + ") OR " + name + " <= " + placeholder + ")"
 }

@@ -1,6 +1,7 @@
 package sellers_test
 
 import (
+	"math/big"
 	"testing"
 	"time"
 
@@ -37,11 +38,12 @@ func TestTheCounterWritesOneUpdatePerSeller(t *testing.T) {
 	assert.Equal(t, map[string]types.AttributeValue{"seller_id": ddbitem.S(a), "shard": ddbitem.N(3)}, ua.Key)
 	assert.Equal(t, "ADD #count :n, #c0 :c0, #c1 :c1 SET #updated = :now", aws.ToString(ua.UpdateExpression))
 	assert.Equal(t, map[string]string{"#count": "product_count", "#updated": "updated_at", "#c0": "cents_EUR", "#c1": "cents_USD"}, ua.ExpressionAttributeNames)
-	capPerShard := int64(9223372036854775807 / sellers.Shards)
+	// Each shard holds up to 38 nines, DynamoDB's largest integer.
+	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 	assert.Equal(t, map[string]types.AttributeValue{
-		":n": ddbitem.N(3), ":count_limit": ddbitem.N(capPerShard - 3), ":now": ddbitem.Time(now),
-		":c0": ddbitem.N(350), ":l0": ddbitem.N(capPerShard - 350),
-		":c1": ddbitem.N(1), ":l1": ddbitem.N(capPerShard - 1),
+		":n": n("3"), ":count_limit": n("99999999999999999999999999999999999996"), ":now": ddbitem.Time(now),
+		":c0": n("350"), ":l0": n("99999999999999999999999999999999999649"),
+		":c1": n("1"), ":l1": n("99999999999999999999999999999999999998"),
 	}, ua.ExpressionAttributeValues)
 	assert.Equal(t, "(attribute_not_exists(#count) OR #count <= :count_limit) AND (attribute_not_exists(#c0) OR #c0 <= :l0) AND (attribute_not_exists(#c1) OR #c1 <= :l1)",
 		aws.ToString(ua.ConditionExpression))
@@ -49,23 +51,28 @@ func TestTheCounterWritesOneUpdatePerSeller(t *testing.T) {
 	ub := writes[1].Update
 	require.NotNil(t, ub)
 	assert.Equal(t, map[string]types.AttributeValue{"seller_id": ddbitem.S(b), "shard": ddbitem.N(8)}, ub.Key)
-	assert.Equal(t, ddbitem.N(7), ub.ExpressionAttributeValues[":c0"])
+	assert.Equal(t, n("7"), ub.ExpressionAttributeValues[":c0"])
 }
 
 // A batch whose sum alone passes a shard's cap gets a condition that can
-// never hold, so the consumer tries its events in smaller sets.
+// never hold, so the consumer tries its events in smaller sets; its
+// update uses every placeholder it names, as DynamoDB requires.
 func TestTheCounterRefusesASumPastTheCap(t *testing.T) {
 	t.Parallel()
 	c, err := sellers.NewCounter("sellers")
 	require.NoError(t, err)
-	c.Limit = 1000 * int64(c.Shards)
+	c.Cap = big.NewInt(1000)
 	seller := "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"
 	writes := c.Writes([]sellers.Listing{
 		{EventID: "e1", SellerID: seller, Currency: "EUR", Cents: 600},
 		{EventID: "e2", SellerID: seller, Currency: "EUR", Cents: 600},
 	}, func(string) int { return 0 })
 	require.Len(t, writes, 1)
-	assert.Equal(t, "attribute_exists(#count) AND attribute_not_exists(#count)", aws.ToString(writes[0].Update.ConditionExpression))
+	u := writes[0].Update
+	assert.Equal(t, "attribute_exists(#count) AND attribute_not_exists(#count)", aws.ToString(u.ConditionExpression))
+	assert.Equal(t, "ADD #count :n SET #updated = :now", aws.ToString(u.UpdateExpression))
+	assert.Len(t, u.ExpressionAttributeNames, 2)
+	assert.Len(t, u.ExpressionAttributeValues, 2)
 
 	_, err = sellers.NewCounter("")
 	assert.Error(t, err)

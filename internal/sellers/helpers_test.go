@@ -10,6 +10,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/product"
+	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/internal/testkit/outboxtest"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
@@ -43,6 +44,16 @@ func eur(t testing.TB, cents int64) money.Money {
 	require.NoError(t, err)
 	return m
 }
+
+// total is a seller's total of cents (decimal digits) in cur.
+func total(t testing.TB, cents, cur string) sellers.Total {
+	t.Helper()
+	n, err := sellers.ParseNumber(cents)
+	require.NoError(t, err)
+	return sellers.Total{Cents: n, Currency: money.Currency(cur)}
+}
+
+func eurTotal(t testing.TB, cents string) sellers.Total { return total(t, cents, "EUR") }
 
 func mustJSON(t testing.TB, e any) []byte {
 	t.Helper()

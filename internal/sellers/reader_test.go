@@ -16,7 +16,6 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
-	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
 // The reader sums a seller's shards: counts and each currency's totals
@@ -47,12 +46,8 @@ func TestTheReaderSumsTheShards(t *testing.T) {
 	got, err := reader.Get(context.Background(), seller)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int{"Query": 1}, env.Counter.Snapshot(), "one Query reads every shard")
-	usd, err := money.New(7, "USD")
-	require.NoError(t, err)
-	jpy, err := money.New(300, "JPY")
-	require.NoError(t, err)
 	assert.Equal(t, sellers.Stats{
-		SellerID: seller, ProductCount: 6, Listed: []money.Money{eur(t, 111), jpy, usd},
+		SellerID: seller, ProductCount: sellers.NumberOf(6), Listed: []sellers.Total{eurTotal(t, "111"), total(t, "300", "JPY"), total(t, "7", "USD")},
 		UpdatedAt: time.Date(2026, 12, 1, 12, 0, 0, 5e8, time.UTC),
 	}, got)
 }
@@ -85,30 +80,40 @@ func shardItem(seller uuid.UUID, shard int, count, eurCents string) map[string]t
 	}
 }
 
-// Shards whose sum passes int64 (which the counter never writes, each
-// shard being capped at its share) are an error, never a wrapped number;
-// every page of the Query is read; an item that does not decode, or
+// Shards are summed exactly, whatever the size of their numbers: every
+// number the counter may write (up to 38 digits a shard) reads back, and
+// their sum past int64 is that sum, never an error or a wrapped number
+// (GET /sellers/{id} never answers 500 for a state the consumer wrote).
+// Every page of the Query is read; an item that does not decode, or
 // another seller's, is corrupt.
 func TestTheReadersSumIsCheckedAndComplete(t *testing.T) {
 	t.Parallel()
 	seller := uuid.New()
-	const maxInt64 = "9223372036854775807"
+	const maxInt64, nines = "9223372036854775807", "99999999999999999999999999999999999999" // 38 digits
 	for name, c := range map[string]struct {
 		pages [][]map[string]types.AttributeValue
 		want  error
-		count int64
-		cents int64
+		count string
+		cents string
 	}{
-		"total overflows": {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", maxInt64), shardItem(seller, 1, "1", "1")}}, want: sellers.ErrOverflow},
-		"count overflows": {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, maxInt64, "1"), shardItem(seller, 1, "1", "1")}}, want: sellers.ErrOverflow},
-		"the largest sum": {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "9223372036854775000"), shardItem(seller, 1, "1", "807")}}, count: 2, cents: 1<<63 - 1},
-		"pages":           {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "5")}, {shardItem(seller, 1, "2", "6")}, {shardItem(seller, 2, "3", "7")}}, count: 6, cents: 18},
-		"no shard":        {pages: [][]map[string]types.AttributeValue{{}}, want: sellers.ErrNotFound},
-		"negative count":  {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "-1", "5")}}, want: sellers.ErrCorrupt},
-		"negative total":  {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "-5")}}, want: sellers.ErrCorrupt},
-		"fractional":      {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "5.5")}}, want: sellers.ErrCorrupt},
-		"another seller":  {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "5"), shardItem(uuid.New(), 1, "1", "5")}}, want: sellers.ErrCorrupt},
-		"only another":    {pages: [][]map[string]types.AttributeValue{{shardItem(uuid.New(), 1, "1", "5")}}, want: sellers.ErrCorrupt},
+		"total past int64": {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", maxInt64), shardItem(seller, 1, "1", "1")}}, count: "2", cents: "9223372036854775808"},
+		"count past int64": {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, maxInt64, "1"), shardItem(seller, 1, "1", "1")}}, count: "9223372036854775808", cents: "2"},
+		"every shard full": {pages: [][]map[string]types.AttributeValue{func() []map[string]types.AttributeValue {
+			var full []map[string]types.AttributeValue
+			for shard := range sellers.Shards {
+				full = append(full, shardItem(seller, shard, nines, nines))
+			}
+			return full
+		}()}, count: "999999999999999999999999999999999999990", cents: "999999999999999999999999999999999999990"},
+		"pages":          {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "5")}, {shardItem(seller, 1, "2", "6")}, {shardItem(seller, 2, "3", "7")}}, count: "6", cents: "18"},
+		"no shard":       {pages: [][]map[string]types.AttributeValue{{}}, want: sellers.ErrNotFound},
+		"negative count": {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "-1", "5")}}, want: sellers.ErrCorrupt},
+		"negative total": {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "-5")}}, want: sellers.ErrCorrupt},
+		"fractional":     {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "5.5")}}, want: sellers.ErrCorrupt},
+		"exponent":       {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "1E+3")}}, want: sellers.ErrCorrupt},
+		"leading zero":   {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "01", "5")}}, want: sellers.ErrCorrupt},
+		"another seller": {pages: [][]map[string]types.AttributeValue{{shardItem(seller, 0, "1", "5"), shardItem(uuid.New(), 1, "1", "5")}}, want: sellers.ErrCorrupt},
+		"only another":   {pages: [][]map[string]types.AttributeValue{{shardItem(uuid.New(), 1, "1", "5")}}, want: sellers.ErrCorrupt},
 		"no shard number": {pages: [][]map[string]types.AttributeValue{{func() map[string]types.AttributeValue {
 			it := shardItem(seller, 0, "1", "5")
 			delete(it, "shard")
@@ -127,8 +132,8 @@ func TestTheReadersSumIsCheckedAndComplete(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, len(c.pages), q.calls, "every page read")
-			assert.Equal(t, c.count, got.ProductCount)
-			assert.Equal(t, []money.Money{eur(t, c.cents)}, got.Listed)
+			assert.Equal(t, c.count, got.ProductCount.String())
+			assert.Equal(t, []sellers.Total{eurTotal(t, c.cents)}, got.Listed)
 		})
 	}
 }

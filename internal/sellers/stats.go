@@ -13,7 +13,6 @@ package sellers
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -57,17 +56,15 @@ const (
 // to 0.33-0.34, and more shards change nothing measurable (the rest is
 // the events' duplicates, on their idempotency records); ten leave room
 // for up to 10 environments (0.02-0.03 there), and a read stays one
-// Query of at most ten small items. Changing it needs no migration: the reader sums whatever
-// shards exist. Each shard holds at most the int64 limit divided by
-// Shards, so that their sum fits in an int64; after a change of Shards
-// the old shards may hold more, and a sum past int64 is then the
-// reader's error (ErrOverflow), never a wrong number.
+// Query of at most ten small items. Changing it needs no migration: the
+// reader sums whatever shards exist, exactly (Number), however much they
+// hold.
 const Shards = 10
 
-// ErrOverflow reports a total that would pass what int64 holds. From the
-// counter, the event is not counted (no shard of its seller can take it),
-// and no retry can change that; from the reader, a seller's shards hold
-// more than int64 in all (which the counter never writes: see Shards).
+// ErrOverflow reports an event no shard of its seller can take without
+// passing MaxShardValue: it is not counted, and no retry can change that.
+// It takes more than 10^26 events at the largest price on every one of a
+// seller's shards (docs/architecture.md, Hot sellers).
 var ErrOverflow = errors.New("sellers: total would overflow")
 
 // ErrCorrupt reports a stored seller shard that does not decode, or
@@ -80,26 +77,35 @@ var ErrNotFound = errors.New("sellers: not found")
 // Stats is one seller's statistics.
 type Stats struct {
 	SellerID     uuid.UUID
-	ProductCount int64
+	ProductCount Number
 	// Listed holds one total per currency, sorted by currency.
-	Listed    []money.Money
+	Listed    []Total
 	UpdatedAt time.Time
 }
 
-// Body is the JSON form of Stats in GET /sellers/{id}. Each listed total
-// is pkg/money's JSON: {"cents":1998,"currency":"EUR"}.
+// Total is what a seller's products listed in one currency add up to, in
+// its minor unit, exactly: a sum of prices may pass int64 (9.3 million
+// products at product.MaxPriceCents do), and money.Money holds no more
+// than an int64. Its JSON has pkg/money's shape,
+// {"cents":1998,"currency":"EUR"}, with cents of any size.
+type Total struct {
+	Cents    Number         `json:"cents"`
+	Currency money.Currency `json:"currency"`
+}
+
+// Body is the JSON form of Stats in GET /sellers/{id}.
 type Body struct {
-	SellerID     string        `json:"seller_id"`
-	ProductCount int64         `json:"product_count"`
-	Listed       []money.Money `json:"listed"`
-	UpdatedAt    string        `json:"updated_at"`
+	SellerID     string  `json:"seller_id"`
+	ProductCount Number  `json:"product_count"`
+	Listed       []Total `json:"listed"`
+	UpdatedAt    string  `json:"updated_at"`
 }
 
 // Body returns the statistics' JSON form.
 func (s Stats) Body() Body {
 	listed := s.Listed
 	if listed == nil {
-		listed = []money.Money{}
+		listed = []Total{}
 	}
 	return Body{
 		SellerID: s.SellerID.String(), ProductCount: s.ProductCount, Listed: listed,
@@ -112,16 +118,17 @@ func centsAttr(c money.Currency) string { return attrCentsPrefix + string(c) }
 
 // FromItems sums one seller's shard items, as a Query on its id returns
 // them, into its statistics: the counts and each currency's totals added
-// (an int64 overflow is an error wrapping ErrOverflow, never a wrapped
-// number), and the latest shard's updated_at. No item is ErrNotFound.
-// Every item goes through money.New, so a hand-edited one is checked like
-// any other input, and all must be the same seller's.
+// exactly, whatever their size, and the latest shard's updated_at. No
+// item is ErrNotFound. Every item is checked like any other input (its
+// currencies through money.ParseCurrency, its numbers as non-negative
+// integers), so a hand-edited one is refused (ErrCorrupt), and all must
+// be the same seller's. Every item the counter writes reads back.
 func FromItems(items []map[string]types.AttributeValue) (Stats, error) {
 	if len(items) == 0 {
 		return Stats{}, ErrNotFound
 	}
 	var sum Stats
-	totals := map[money.Currency]int64{}
+	totals := map[money.Currency]Number{}
 	for i, item := range items {
 		sh, err := shardFromItem(item)
 		if err != nil {
@@ -133,70 +140,66 @@ func FromItems(items []map[string]types.AttributeValue) (Stats, error) {
 		case sh.SellerID != sum.SellerID:
 			return Stats{}, fmt.Errorf("%w: shards of sellers %s and %s in one seller's statistics", ErrCorrupt, sum.SellerID, sh.SellerID)
 		}
-		var ok bool
-		if sum.ProductCount, ok = addInt64(sum.ProductCount, sh.ProductCount); !ok {
-			return Stats{}, fmt.Errorf("%w: seller %s: its shards' product count passes int64", ErrOverflow, sum.SellerID)
-		}
-		for _, m := range sh.Listed {
-			if totals[m.Currency()], ok = addInt64(totals[m.Currency()], m.Cents()); !ok {
-				return Stats{}, fmt.Errorf("%w: seller %s: its shards' %s total passes int64", ErrOverflow, sum.SellerID, m.Currency())
-			}
+		sum.ProductCount = sum.ProductCount.Add(sh.ProductCount)
+		for _, t := range sh.Listed {
+			totals[t.Currency] = totals[t.Currency].Add(t.Cents)
 		}
 		if sh.UpdatedAt.After(sum.UpdatedAt) {
 			sum.UpdatedAt = sh.UpdatedAt
 		}
 	}
 	for cur, cents := range totals {
-		m, err := money.New(cents, cur)
-		if err != nil {
-			return Stats{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, centsAttr(cur), err)
-		}
-		sum.Listed = append(sum.Listed, m)
+		sum.Listed = append(sum.Listed, Total{Cents: cents, Currency: cur})
 	}
-	slices.SortFunc(sum.Listed, func(a, b money.Money) int { return strings.Compare(string(a.Currency()), string(b.Currency())) })
+	slices.SortFunc(sum.Listed, func(a, b Total) int { return strings.Compare(string(a.Currency), string(b.Currency)) })
 	return sum, nil
-}
-
-// addInt64 adds two non-negative int64s; ok is false when the sum would
-// pass math.MaxInt64.
-func addInt64(a, b int64) (sum int64, ok bool) {
-	if b > math.MaxInt64-a {
-		return 0, false
-	}
-	return a + b, true
 }
 
 // shardFromItem decodes one shard item of the sellers table: its part of
 // the seller's statistics.
 func shardFromItem(item map[string]types.AttributeValue) (Stats, error) {
 	r := ddbitem.Read(item)
-	idStr, shard, count, updated := r.S(AttrSellerID), r.Int(AttrShard), r.Int(attrProductCount), r.Time(attrUpdatedAt)
-	var listed []money.Money
+	idStr, shard, updated := r.S(AttrSellerID), r.Int(AttrShard), r.Time(attrUpdatedAt)
+	if err := r.Err(); err != nil {
+		return Stats{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	id, err := ids.Parse(idStr)
+	if err != nil || shard < 0 {
+		return Stats{}, fmt.Errorf("%w: seller %q shard %d", ErrCorrupt, idStr, shard)
+	}
+	count, err := numberAttr(item, attrProductCount)
+	if err != nil {
+		return Stats{}, err
+	}
+	var listed []Total
 	for name := range item {
 		code, ok := strings.CutPrefix(name, attrCentsPrefix)
 		if !ok {
 			continue
 		}
-		cents := r.Int(name)
-		if r.Err() != nil {
-			break
-		}
 		cur, err := money.ParseCurrency(code)
 		if err != nil {
 			return Stats{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
 		}
-		m, err := money.New(cents, cur)
+		cents, err := numberAttr(item, name)
 		if err != nil {
-			return Stats{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+			return Stats{}, err
 		}
-		listed = append(listed, m)
-	}
-	if err := r.Err(); err != nil {
-		return Stats{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
-	}
-	id, err := ids.Parse(idStr)
-	if err != nil || count < 0 || shard < 0 {
-		return Stats{}, fmt.Errorf("%w: seller %q shard %d, %d products", ErrCorrupt, idStr, shard, count)
+		listed = append(listed, Total{Cents: cents, Currency: cur})
 	}
 	return Stats{SellerID: id, ProductCount: count, Listed: listed, UpdatedAt: updated}, nil
+}
+
+// numberAttr reads a number the counter writes: a non-negative integer of
+// up to DynamoDB's 38 digits, exactly.
+func numberAttr(item map[string]types.AttributeValue, name string) (Number, error) {
+	n, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return Number{}, fmt.Errorf("%w: %s is missing or not a number", ErrCorrupt, name)
+	}
+	v, err := ParseNumber(n.Value)
+	if err != nil {
+		return Number{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return v, nil
 }

@@ -117,6 +117,9 @@ func (b bootstrap) create(t *testing.T, key string) events.APIGatewayV2HTTPRespo
 		Body:    `{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
+			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+				IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "123456789012", CallerID: "AIDAEXAMPLECALLER", UserARN: "arn:aws:iam::123456789012:user/example"},
+			},
 		},
 	})
 	require.NoError(t, err)

@@ -37,6 +37,11 @@ type Route struct {
 	Method  string
 	Pattern string
 	Handler Handler
+	// Authorizer, when set, is what the route's authorizer says of the
+	// request's caller (requestContext.authorizer), as API Gateway's IAM
+	// or JWT authorizer would once it has let the request in; nil leaves
+	// the request without one, as a route without an authorizer.
+	Authorizer func(*http.Request) *events.APIGatewayV2HTTPRequestContextAuthorizerDescription
 }
 
 // New returns an http.Handler serving the routes. Anything else gets a
@@ -137,6 +142,9 @@ func Request(r *http.Request, route Route, params []string) (events.APIGatewayV2
 				Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, SourceIP: sourceIP, UserAgent: r.UserAgent(),
 			},
 		},
+	}
+	if route.Authorizer != nil {
+		req.RequestContext.Authorizer = route.Authorizer(r)
 	}
 	if utf8.Valid(body) {
 		req.Body = string(body)

@@ -114,3 +114,31 @@ func TestEachRequestGetsATraceHeaderAsLambdaGivesIt(t *testing.T) {
 		assert.InDelta(t, now, epoch, 60, "X-Ray's trace ids begin with the epoch second: %s", h)
 	}
 }
+
+// A route with an Authorizer hands its handler the caller the authorizer
+// describes, as API Gateway does once its authorizer let the request in;
+// a route without one, no authorizer at all.
+func TestARouteAuthorizerDescribesTheCaller(t *testing.T) {
+	t.Parallel()
+	var got []*events.APIGatewayV2HTTPRequestContextAuthorizerDescription
+	handler := func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		got = append(got, req.RequestContext.Authorizer)
+		return events.APIGatewayV2HTTPResponse{StatusCode: 204}, nil
+	}
+	iam := &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+		IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::000000000000:user/u"},
+	}
+	srv := httptest.NewServer(httpadapter.New(
+		httpadapter.Route{Method: "GET", Pattern: "/signed", Handler: handler,
+			Authorizer: func(*http.Request) *events.APIGatewayV2HTTPRequestContextAuthorizerDescription { return iam }},
+		httpadapter.Route{Method: "GET", Pattern: "/open", Handler: handler},
+	))
+	defer srv.Close()
+	for _, path := range []string{"/signed", "/open"} {
+		resp, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 204, resp.StatusCode)
+	}
+	assert.Equal(t, []*events.APIGatewayV2HTTPRequestContextAuthorizerDescription{iam, nil}, got)
+}

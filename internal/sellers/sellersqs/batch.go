@@ -100,7 +100,9 @@ func overflowed(err error) bool { return errors.Is(err, idem.ErrConditionFailed)
 // (one transaction each, from a random one), until one takes it, or the
 // event turns out to be counted meanwhile, or fails for another reason.
 // Refused by all, the event can never be counted: every shard's total only
-// grows. A seller's total nears int64 long before this costs anything.
+// grows. With shards of 38 digits (sellers.MaxShardValue) that takes more
+// than 10^26 events at the largest price on each; a lowered cap (the
+// tests') reaches it.
 func (b *batches) onEveryShard(ctx context.Context, m events.SQSMessage, entry func(events.SQSMessage) (idemsqs.Entry[sellers.Listing], error)) idemsqs.Result {
 	var r idemsqs.Result
 	n := b.counter.Shards

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
+	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
@@ -40,8 +41,8 @@ func TestABatchOfNineDuplicatesAndOneNewEvent(t *testing.T) {
 	assert.Contains(t, f.logs.String(), `"applied":1,"duplicate":9,"poison":0,"failed":0`)
 	got, err := f.reader.Get(context.Background(), seller)
 	require.NoError(t, err)
-	assert.Equal(t, int64(10), got.ProductCount)
-	assert.Equal(t, []money.Money{eur(t, 45+1000)}, got.Listed)
+	assert.Equal(t, sellers.NumberOf(10), got.ProductCount)
+	assert.Equal(t, listed(eur(t, 45+1000)), got.Listed)
 }
 
 // Poison, duplicates and new events of three sellers in two currencies,
@@ -85,11 +86,11 @@ func TestABatchMixingPoisonDuplicatesAndSellersReportsOnlyThePoison(t *testing.T
 		s2: {usd(213)},
 		s3: {eur(t, 17), usd(19)},
 	}
-	counts := map[uuid.UUID]int64{s1: 3, s2: 2, s3: 2}
+	counts := map[uuid.UUID]uint64{s1: 3, s2: 2, s3: 2}
 	for s, w := range want {
 		got, err := f.reader.Get(context.Background(), s)
 		require.NoError(t, err)
-		assert.Equal(t, counts[s], got.ProductCount, "seller %s", s)
-		assert.Equal(t, w, got.Listed, "seller %s", s)
+		assert.Equal(t, sellers.NumberOf(counts[s]), got.ProductCount, "seller %s", s)
+		assert.Equal(t, listed(w...), got.Listed, "seller %s", s)
 	}
 }

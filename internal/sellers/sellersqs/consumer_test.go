@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"math"
+	"math/big"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -105,10 +105,12 @@ func TestEveryEventCountsOnceWhateverIsRedelivered(t *testing.T) {
 	for seller, w := range want {
 		got, err := f.reader.Get(context.Background(), seller)
 		require.NoError(t, err)
-		assert.Equal(t, w.count, got.ProductCount, "seller %s count", seller)
+		assert.Equal(t, sellers.NumberOf(uint64(w.count)), got.ProductCount, "seller %s count", seller)
 		totals := map[money.Currency]int64{}
 		for _, m := range got.Listed {
-			totals[m.Currency()] = m.Cents()
+			n, ok := m.Cents.Int64()
+			require.True(t, ok)
+			totals[m.Currency] = n
 		}
 		assert.Equal(t, w.totals, totals, "seller %s totals", seller)
 	}
@@ -160,8 +162,8 @@ func TestPoisonMessagesAreReportedAndLoggedTheRestCounts(t *testing.T) {
 	}
 	got, err := f.reader.Get(context.Background(), seller)
 	require.NoError(t, err)
-	assert.Equal(t, int64(2), got.ProductCount)
-	assert.Equal(t, []money.Money{eur(t, 350)}, got.Listed)
+	assert.Equal(t, sellers.NumberOf(2), got.ProductCount)
+	assert.Equal(t, listed(eur(t, 350)), got.Listed)
 	assert.Contains(t, logs, `"applied":2,"duplicate":0,"poison":8,"failed":0`)
 }
 
@@ -237,31 +239,31 @@ func TestAFailedTransactionReportsOnlyItsMessage(t *testing.T) {
 	assert.Empty(t, failedIDs(resp))
 	got, err := f.reader.Get(context.Background(), seller)
 	require.NoError(t, err)
-	assert.Equal(t, int64(3), got.ProductCount)
-	assert.Equal(t, []money.Money{eur(t, 111)}, got.Listed)
+	assert.Equal(t, sellers.NumberOf(3), got.ProductCount)
+	assert.Equal(t, listed(eur(t, 111)), got.Listed)
 }
 
-// A total that would pass int64 is an error for that event, never a wrap.
-// A seller's statistics are spread over sellers.Shards items, each capped
-// at the limit divided by their number so that their sum fits: an event
-// is refused only when no shard can take it. On a backend with exact
+// A total that would pass what a shard holds (38 digits, DynamoDB's
+// largest integer) is an error for that event, never a wrap or a
+// ValidationException that would fail its batch: an event is refused
+// only when no shard of its seller can take it. On a backend with exact
 // numbers (DynamoDB, moto: make e2e, the embedded store) the test uses
-// int64's own limit; on one that keeps numbers as float64 the counter's
-// limit is lowered to one it compares exactly.
+// the real cap; on one that keeps numbers as float64 the cap is lowered
+// to one it compares exactly.
 func TestATotalThatWouldOverflowIsRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	limit := int64(math.MaxInt64)
+	shardCap := new(big.Int).Set(sellers.MaxShardValue)
 	if !f.env.ExactNumbers {
-		limit = 1_000_000
-		sellersqs.SetLimit(f.consumer, limit)
-		t.Logf("%s backend keeps numbers as float64: overflow tested at a limit of %d, not math.MaxInt64", f.env.Kind, limit)
+		shardCap = big.NewInt(100_000)
+		sellersqs.SetShardCap(f.consumer, shardCap.Int64())
+		t.Logf("%s backend keeps numbers as float64: overflow tested at a shard cap of %d, not 38 digits", f.env.Kind, shardCap)
 	}
-	shardCap := limit / sellers.Shards
+	nearly := new(big.Int).Sub(shardCap, big.NewInt(50))
 	seller := uuid.New()
 	// Every shard 50 cents short of its cap.
 	for shard := range sellers.Shards {
-		putShard(t, f, seller, shard, 1, shardCap-50)
+		putShard(t, f, seller, shard, "1", nearly.String())
 	}
 	over, fits := newProduct(t, seller, eur(t, 51)), newProduct(t, seller, eur(t, 50))
 	resp := f.handle(t, over.message(t, 1), fits.message(t, 1))
@@ -274,12 +276,35 @@ func TestATotalThatWouldOverflowIsRefused(t *testing.T) {
 	assert.Equal(t, 1.0, sum["Applied"])
 	got, err := f.reader.Get(context.Background(), seller)
 	require.NoError(t, err)
-	assert.Equal(t, int64(sellers.Shards+1), got.ProductCount)
-	assert.Equal(t, sellers.Shards*(shardCap-50)+50, got.Listed[0].Cents(), "the last cent that fits")
-	assert.LessOrEqual(t, got.Listed[0].Cents(), limit)
+	assert.Equal(t, sellers.NumberOf(sellers.Shards+1), got.ProductCount)
+	want := new(big.Int).Mul(nearly, big.NewInt(sellers.Shards))
+	require.Len(t, got.Listed, 1)
+	assert.Equal(t, want.Add(want, big.NewInt(50)).String(), got.Listed[0].Cents.String(), "the last cent that fits")
 	// The refused event left no record: its redelivery is refused again.
 	resp = f.handle(t, over.message(t, 2))
 	assert.Equal(t, []string{"m-" + over.event.ID}, failedIDs(resp))
+}
+
+// A seller whose shards the consumer filled to its old cap (int64's
+// limit over 10 each: ten events at 922337203685477580, issue 35's
+// freeze) keeps counting: its next events are counted, and its
+// statistics, past int64 in all, read back exact.
+func TestASellerFilledToTheOldInt64CapKeepsCounting(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	seller := uuid.New()
+	const oldCap = "922337203685477580" // math.MaxInt64 / 10
+	for shard := range sellers.Shards {
+		putShard(t, f, seller, shard, "1", oldCap)
+	}
+	a, b := newProduct(t, seller, eur(t, 999)), newProduct(t, seller, eur(t, 1))
+	assert.Empty(t, failedIDs(f.handle(t, a.message(t, 1))))
+	assert.Empty(t, failedIDs(f.handle(t, b.message(t, 1))))
+	got, err := f.reader.Get(context.Background(), seller)
+	require.NoError(t, err)
+	assert.Equal(t, sellers.NumberOf(sellers.Shards+2), got.ProductCount)
+	require.Len(t, got.Listed, 1)
+	assert.Equal(t, "9223372036854776800", got.Listed[0].Cents.String(), "ten times the old cap, plus 1000")
 }
 
 // A shard that cannot take an event is not the seller's last word: the
@@ -287,13 +312,12 @@ func TestATotalThatWouldOverflowIsRefused(t *testing.T) {
 func TestAFullShardPassesItsEventsToOneWithRoom(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	limit := int64(1_000_000)
-	shardCap := limit / sellers.Shards
+	const shardCap = int64(100_000)
 	seller := uuid.New()
 	const free = 3
 	for shard := range sellers.Shards {
 		if shard != free {
-			putShard(t, f, seller, shard, 1, shardCap-50)
+			putShard(t, f, seller, shard, "1", strconv.FormatInt(shardCap-50, 10))
 		}
 	}
 	// Three batches, each by another environment (whose home is a full
@@ -307,27 +331,27 @@ func TestAFullShardPassesItsEventsToOneWithRoom(t *testing.T) {
 			msgs = append(msgs, newProduct(t, seller, eur(t, cents)).message(t, 1))
 		}
 		env := f.newConsumer(t, 0)
-		sellersqs.SetLimit(env, limit)
+		sellersqs.SetShardCap(env, shardCap)
 		resp, err := env.Handle(context.Background(), events.SQSEvent{Records: msgs})
 		require.NoError(t, err)
 		assert.Empty(t, failedIDs(resp), "shard %d has room for all of them", free)
 	}
 	got, err := f.reader.Get(context.Background(), seller)
 	require.NoError(t, err)
-	assert.Equal(t, int64(sellers.Shards-1+6), got.ProductCount)
-	assert.Equal(t, []money.Money{eur(t, want)}, got.Listed)
+	assert.Equal(t, sellers.NumberOf(sellers.Shards-1+6), got.ProductCount)
+	assert.Equal(t, listed(eur(t, want)), got.Listed)
 }
 
 // putShard writes one shard of a seller's statistics as the counter
 // would have: count products, cents in EUR.
-func putShard(t *testing.T, f *fixture, seller uuid.UUID, shard int, count, cents int64) {
+func putShard(t *testing.T, f *fixture, seller uuid.UUID, shard int, count, cents string) {
 	t.Helper()
 	_, err := f.env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
 		TableName: aws.String(f.env.Tables.Sellers),
 		Item: map[string]types.AttributeValue{
 			"seller_id": &types.AttributeValueMemberS{Value: seller.String()}, "shard": &types.AttributeValueMemberN{Value: strconv.Itoa(shard)},
-			"product_count": &types.AttributeValueMemberN{Value: strconv.FormatInt(count, 10)},
-			"cents_EUR":     &types.AttributeValueMemberN{Value: strconv.FormatInt(cents, 10)},
+			"product_count": &types.AttributeValueMemberN{Value: count},
+			"cents_EUR":     &types.AttributeValueMemberN{Value: cents},
 			"updated_at":    &types.AttributeValueMemberS{Value: "2026-12-01T00:00:00Z"},
 		},
 	})
@@ -370,7 +394,7 @@ func TestAnEventIDReusedForAnotherProductIsPoison(t *testing.T) {
 	assert.Contains(t, lineWith(f.logs.String(), "poison message"), "different payload")
 	got, err := f.reader.Get(context.Background(), seller)
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), got.ProductCount)
+	assert.Equal(t, sellers.NumberOf(1), got.ProductCount)
 }
 
 func TestReaderBeforeTheFirstProduct(t *testing.T) {
@@ -449,7 +473,7 @@ func BenchmarkConsumer(b *testing.B) {
 	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(float64(f.env.Counter.Total())/float64(records), "ddb-calls/record")
 	got, err := f.reader.Get(context.Background(), seller)
-	if err != nil || got.ProductCount != int64(records) {
-		b.Fatal(fmt.Errorf("count %d of %d: %v", got.ProductCount, records, err))
+	if err != nil || got.ProductCount != sellers.NumberOf(uint64(records)) {
+		b.Fatal(fmt.Errorf("count %s of %d: %v", got.ProductCount, records, err))
 	}
 }

@@ -1,11 +1,15 @@
 package sellersqs
 
-import "github.com/idemlambda/idemlambda/pkg/idem/idemshard"
+import (
+	"math/big"
 
-// SetLimit lowers the largest total the consumer's counter stores, so the
-// overflow path can be tested on a backend whose numbers are float64,
-// which cannot compare values near math.MaxInt64 exactly.
-func SetLimit(c *Consumer, limit int64) { c.batches.counter.Limit = limit }
+	"github.com/idemlambda/idemlambda/pkg/idem/idemshard"
+)
+
+// SetShardCap lowers the largest count or total the consumer's counter
+// stores in one shard, so a full shard can be tested without 10^26
+// events, and on a backend whose numbers are float64.
+func SetShardCap(c *Consumer, limit int64) { c.batches.counter.Cap = big.NewInt(limit) }
 
 // SetShards changes how many shards the consumer spreads a seller over,
 // for the measurements behind sellers.Shards.

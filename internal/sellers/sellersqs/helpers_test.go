@@ -116,6 +116,15 @@ func eur(t testing.TB, cents int64) money.Money {
 	return m
 }
 
+// listed is what a seller's statistics list for these totals, in order.
+func listed(ms ...money.Money) []sellers.Total {
+	out := make([]sellers.Total, len(ms))
+	for i, m := range ms {
+		out[i] = sellers.Total{Cents: sellers.NumberOf(uint64(m.Cents())), Currency: m.Currency()}
+	}
+	return out
+}
+
 func (f *fixture) handle(t testing.TB, msgs ...events.SQSMessage) events.SQSEventResponse {
 	t.Helper()
 	resp, err := f.consumer.Handle(context.Background(), events.SQSEvent{Records: msgs})

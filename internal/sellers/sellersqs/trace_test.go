@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
@@ -168,7 +169,7 @@ func TestTheTraceIsNotPartOfTheEvent(t *testing.T) {
 	}
 	got, err := f.reader.Get(context.Background(), seller)
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), got.ProductCount)
+	assert.Equal(t, sellers.NumberOf(1), got.ProductCount)
 	_, sum := f.batchTotals(t)
 	assert.Equal(t, map[string]float64{"Records": 4, "Applied": 1, "Duplicate": 3, "Poison": 0, "Failed": 0}, map[string]float64{
 		"Records": sum["Records"], "Applied": sum["Applied"], "Duplicate": sum["Duplicate"], "Poison": sum["Poison"], "Failed": sum["Failed"]})

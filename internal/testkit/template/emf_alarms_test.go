@@ -70,7 +70,10 @@ func emitMetrics(t *testing.T) emitted {
 		Headers: map[string]string{"content-type": "application/json", "idempotency-key": `"drift-1"`},
 		Body:    `{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"}},
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
+			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+				IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "123456789012", CallerID: "AIDADRIFT", UserARN: "arn:aws:iam::123456789012:user/drift"},
+			}},
 	}
 	first, err := create(ctx, post)
 	must(t, err)
