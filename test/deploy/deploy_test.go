@@ -12,10 +12,11 @@
 // (MiniStack runs the arm64 bootstraps as processes of this machine under
 // qemu), starts it on a loopback port, points AWS_ENDPOINT_URL and dummy
 // credentials at it, runs this test and stops MiniStack however it ends.
-// The test builds with `sam build`, drops what the emulator refuses
-// (emulator.Adjust), deploys with `sam deploy --resolve-s3`, creates the
-// HTTP API's routes from the OpenAPI Body SAM generated (MiniStack ignores
-// it; emulator.HTTPAPI), then sends the requests, and deletes the stack
+// The test builds with `sam build`, drops what the emulator refuses and
+// the grant conditions it cannot evaluate (emulator.Adjust), deploys with
+// `sam deploy --resolve-s3`, creates the HTTP API's routes from the
+// OpenAPI Body SAM generated (MiniStack ignores it; emulator.HTTPAPI), then
+// sends the requests, and deletes the stack and the tables it keeps
 // however it ends. docs/testing.md says what this proves and what it cannot.
 package deploy
 
@@ -28,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +37,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigatewayv2"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/uuid"
@@ -43,6 +46,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/internal/testkit/template"
 )
@@ -80,7 +84,7 @@ func TestDeployedStack(t *testing.T) {
 	sam(ctx, t, "build", "--build-in-source")
 	deployed, tpl := adjustedTemplate(t)
 	if os.Getenv("DEPLOY_LOCAL_KEEP") == "" {
-		t.Cleanup(func() { deleteStack(t, name, region) })
+		t.Cleanup(func() { deleteStack(t, name, region, tpl) })
 	} else {
 		t.Logf("DEPLOY_LOCAL_KEEP is set: the stack %s stays (make deploy-local keeps MiniStack up until Ctrl-C)", name)
 	}
@@ -109,12 +113,12 @@ func TestDeployedStack(t *testing.T) {
 	created := a.do(t, create)
 	createdAt := time.Now()
 	require.Equal(t, 201, created.status, "create")
-	var product struct {
+	var newProduct struct {
 		ID       string `json:"id"`
 		SellerID string `json:"seller_id"`
 	}
-	require.NoError(t, json.Unmarshal(created.body, &product))
-	assert.Equal(t, "/products/"+product.ID, created.header.Get("Location"))
+	require.NoError(t, json.Unmarshal(created.body, &newProduct))
+	assert.Equal(t, "/products/"+newProduct.ID, created.header.Get("Location"))
 	assert.Empty(t, created.header.Get("Idempotent-Replayed"))
 
 	// 2. The same request again: the stored answer, byte for byte, marked.
@@ -131,13 +135,28 @@ func TestDeployedStack(t *testing.T) {
 	assert.Equal(t, "application/problem+json", reused.header.Get("Content-Type"))
 
 	// 4. The product.
-	got := a.do(t, call{name: "get the product", method: "GET", path: "/products/" + product.ID})
+	got := a.do(t, call{name: "get the product", method: "GET", path: "/products/" + newProduct.ID})
 	assert.Equal(t, 200, got.status)
 	assert.JSONEq(t, string(created.body), string(got.body), "GET returns what POST created")
 
+	// The product records its creator: the IAM identity the request was
+	// signed as, which the route's IAM authorization passes to createproduct
+	// (it refuses a request without one).
+	db := dynamodb.NewFromConfig(cfg)
+	stored, err := db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.physical(t, "ProductsTable")),
+		Key:       map[string]ddbtypes.AttributeValue{"id": &ddbtypes.AttributeValueMemberS{Value: newProduct.ID}},
+	})
+	require.NoError(t, err)
+	p, err := product.FromItem(stored.Item)
+	require.NoError(t, err)
+	signer := "iam:arn:" + s.eval.Partition + ":iam::" + s.eval.AccountID + ":"
+	assert.True(t, strings.HasPrefix(p.CreatedBy(), signer), "created_by %q is the signing identity (%s...)", p.CreatedBy(), signer)
+	t.Logf("the product's created_by: %s", p.CreatedBy())
+
 	// 5. The seller's count, once the event has gone through the deployed
 	// Streams mapping (INSERT filter), relay, bus, rule, queue and consumer.
-	reached := waitForSellerCount(ctx, t, dynamodb.NewFromConfig(cfg), s.outputs["SellersTableName"], readmeSeller)
+	reached := waitForSellerCount(ctx, t, db, s.outputs["SellersTableName"], readmeSeller)
 	t.Logf("the ProductCreated event reached the sellers table %d ms after the 201 (outbox stream -> relay -> bus -> rule -> queue -> consumer)",
 		reached.Sub(createdAt).Milliseconds())
 	seller := a.do(t, call{name: "the seller's statistics", method: "GET", path: "/sellers/" + readmeSeller})

@@ -22,6 +22,8 @@ import (
 	gwtypes "github.com/aws/aws-sdk-go-v2/service/apigatewayv2/types"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/testkit/emulator"
@@ -52,7 +54,8 @@ func sam(ctx context.Context, t *testing.T, args ...string) string {
 var builtTemplate = filepath.Join(".aws-sam", "build", "template.yaml")
 
 // adjustedTemplate writes the built template less what the emulator
-// refuses (emulator.Adjust, which says what it dropped and why) beside the
+// refuses or cannot evaluate (emulator.Adjust, which says what it changed
+// and why) beside the
 // built one, where its CodeUri paths resolve, and returns its path and the
 // template as deployed. The file is removed when the test ends, and by
 // make deploy-local however it ends: it is named after the run
@@ -63,10 +66,10 @@ func adjustedTemplate(t *testing.T) (string, map[string]any) {
 	require.NoError(t, err)
 	tpl, err := template.Document(b)
 	require.NoError(t, err)
-	dropped, err := emulator.Adjust(tpl)
+	adjusted, err := emulator.Adjust(tpl)
 	require.NoError(t, err)
-	for _, d := range dropped {
-		t.Logf("adjustment: %s", d)
+	for _, a := range adjusted {
+		t.Logf("adjustment: %s", a)
 	}
 	out, err := json.MarshalIndent(tpl, "", " ")
 	require.NoError(t, err)
@@ -238,13 +241,55 @@ func requireRoutes(t *testing.T, want emulator.API, have map[string]string) {
 }
 
 // deleteStack deletes the stack (sam delete: the stack, then its artifacts
-// in the managed bucket), whatever the test's outcome.
-func deleteStack(t *testing.T, name, region string) {
+// in the managed bucket), whatever the test's outcome, then the tables
+// tpl, the template as deployed, keeps (DeletionPolicy: Retain, with
+// deletion protection), as docs/operations.md says to remove a stack for
+// good: each must have outlived the stack's delete and refuse DeleteTable
+// until its protection is turned off.
+func deleteStack(t *testing.T, name, region string, tpl map[string]any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), hangBound)
 	defer cancel()
+	cfg := awsConfig(t)
+	kept := retainedTables(ctx, t, cloudformation.NewFromConfig(cfg), name, tpl)
 	out := sam(ctx, t, "delete", "--stack-name", name, "--region", region, "--no-prompts", "--config-file", samconfig)
 	t.Logf("teardown: %s", lastLine(out))
+	db := dynamodb.NewFromConfig(cfg)
+	for logical, table := range kept {
+		_, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		if !assert.NoError(t, err, "%s (%s) is DeletionPolicy: Retain: it outlives the stack", logical, table) {
+			continue
+		}
+		_, err = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		assert.Error(t, err, "%s (%s) has deletion protection: DeleteTable is refused", logical, table)
+		_, err = db.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table), DeletionProtectionEnabled: aws.Bool(false)})
+		require.NoError(t, err, table)
+		_, err = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		require.NoError(t, err, table)
+		t.Logf("teardown: %s (%s) kept by the stack's delete and protected; protection off, deleted", logical, table)
+	}
+}
+
+// retainedTables returns the physical names, by logical id, of the stack's
+// tables that tpl keeps on delete; none when the stack is not there (the
+// deployment failed before creating it).
+func retainedTables(ctx context.Context, t *testing.T, cf *cloudformation.Client, name string, tpl map[string]any) map[string]string {
+	t.Helper()
+	res, err := cf.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(name)})
+	if err != nil {
+		t.Logf("teardown: no resources of stack %s to keep track of: %v", name, err)
+		return nil
+	}
+	resources, _ := tpl["Resources"].(map[string]any)
+	kept := map[string]string{}
+	for _, r := range res.StackResources {
+		logical := aws.ToString(r.LogicalResourceId)
+		declared, _ := resources[logical].(map[string]any)
+		if aws.ToString(r.ResourceType) == "AWS::DynamoDB::Table" && declared["DeletionPolicy"] == "Retain" {
+			kept[logical] = aws.ToString(r.PhysicalResourceId)
+		}
+	}
+	return kept
 }
 
 func lastLine(s string) string {

@@ -4,8 +4,10 @@
 // hand:
 //
 //   - Adjust drops from a built template the resources the emulator refuses
-//     to create (an alarm on metric math), naming each and why, and fails if
-//     anything left refers to one;
+//     to create (an alarm on metric math), and fails if anything left refers
+//     to one; and it removes from each grant (an Allow statement) the
+//     condition keys the emulator never supplies (events:source), which
+//     would otherwise deny the grant outright; naming each change and why;
 //   - Stack evaluates CloudFormation's intrinsic functions against a
 //     deployed stack (its parameters, conditions and resources), as
 //     CloudFormation resolves them;
@@ -26,16 +28,20 @@ import (
 
 // Adjustment is one change Adjust made to a template.
 type Adjustment struct {
-	// Resource is the logical id of the resource dropped.
+	// Resource is the logical id of the resource changed.
 	Resource string
 	// Type is its resource type.
 	Type string
+	// Change says what was done to the resource: "dropped", or what was
+	// removed from it ("removed the events:source condition of statement
+	// PublishEvents from").
+	Change string
 	// Why says what the emulator does not support.
 	Why string
 }
 
 func (a Adjustment) String() string {
-	return fmt.Sprintf("dropped %s (%s): %s", a.Resource, a.Type, a.Why)
+	return fmt.Sprintf("%s %s (%s): %s", a.Change, a.Resource, a.Type, a.Why)
 }
 
 // refused reports why the emulator refuses a resource, or "".
@@ -49,11 +55,28 @@ func refused(typ string, props map[string]any) string {
 	return ""
 }
 
+// unsupportedKey reports why the emulator cannot evaluate a policy
+// condition key, or "".
+func unsupportedKey(key string) string {
+	// MiniStack 1.5.33 (AUTH=true) gives its IAM evaluation the global keys
+	// (aws:...), the principal's, request tags, and the request's own keys
+	// for DynamoDB, S3 and CloudWatch Logs only (app.py); any other key is
+	// absent, and an affirmative operator on an absent key never matches
+	// (core/iam_evaluator.py, _evaluate_single_condition). AWS supplies
+	// events:source, events:detail-type, ... on every PutEvents.
+	if strings.HasPrefix(strings.ToLower(key), "events:") {
+		return "MiniStack supplies no EventBridge condition key to its IAM evaluation, so an Allow conditioned on one never matches there (AWS evaluates it)"
+	}
+	return ""
+}
+
 // Adjust drops from tpl, a template in its long JSON form (template.Document
 // of `sam build`'s output), every resource the emulator refuses to create,
-// and returns what it dropped, sorted by logical id. It fails, changing
-// nothing, if a resource, output or condition left in the template refers
-// to a dropped one (Ref, Fn::GetAtt, Fn::Sub or DependsOn).
+// removes from every Allow statement of every policy in it each condition
+// key the emulator does not supply (a Deny is left as it is: removing a key
+// would widen it), and returns what it changed, sorted by logical id. It
+// fails, changing nothing, if a resource, output or condition left in the
+// template refers to a dropped one (Ref, Fn::GetAtt, Fn::Sub or DependsOn).
 func Adjust(tpl map[string]any) ([]Adjustment, error) {
 	resources, ok := tpl["Resources"].(map[string]any)
 	if !ok {
@@ -65,7 +88,7 @@ func Adjust(tpl map[string]any) ([]Adjustment, error) {
 		typ, _ := r["Type"].(string)
 		props, _ := r["Properties"].(map[string]any)
 		if why := refused(typ, props); why != "" {
-			dropped = append(dropped, Adjustment{Resource: id, Type: typ, Why: why})
+			dropped = append(dropped, Adjustment{Resource: id, Type: typ, Change: "dropped", Why: why})
 		}
 	}
 	sort.Slice(dropped, func(i, j int) bool { return dropped[i].Resource < dropped[j].Resource })
@@ -84,7 +107,84 @@ func Adjust(tpl map[string]any) ([]Adjustment, error) {
 	for _, d := range dropped {
 		delete(resources, d.Resource)
 	}
-	return dropped, nil
+	adjusted := dropped
+	for id, raw := range resources {
+		r, _ := raw.(map[string]any)
+		typ, _ := r["Type"].(string)
+		for _, c := range removeUnsupportedConditions(r["Properties"]) {
+			adjusted = append(adjusted, Adjustment{Resource: id, Type: typ, Change: c.change, Why: c.why})
+		}
+	}
+	sort.SliceStable(adjusted, func(i, j int) bool {
+		if adjusted[i].Resource != adjusted[j].Resource {
+			return adjusted[i].Resource < adjusted[j].Resource
+		}
+		return adjusted[i].Change < adjusted[j].Change
+	})
+	return adjusted, nil
+}
+
+type removal struct{ change, why string }
+
+// removeUnsupportedConditions removes, from every Allow statement of every policy
+// document within v (a Statement list or single statement, wherever it
+// is: a role's Policies, a policy's PolicyDocument, a resource's own
+// policy), the condition keys the emulator does not supply, dropping a
+// Condition left empty, and returns what it removed.
+func removeUnsupportedConditions(v any) []removal {
+	var out []removal
+	switch v := v.(type) {
+	case map[string]any:
+		if st, ok := v["Statement"]; ok {
+			stmts, isList := st.([]any)
+			if !isList {
+				stmts = []any{st}
+			}
+			for i, s := range stmts {
+				if m, ok := s.(map[string]any); ok {
+					out = append(out, removeUnsupportedKeys(m, i)...)
+				}
+			}
+		}
+		for k, e := range v {
+			if k != "Statement" {
+				out = append(out, removeUnsupportedConditions(e)...)
+			}
+		}
+	case []any:
+		for _, e := range v {
+			out = append(out, removeUnsupportedConditions(e)...)
+		}
+	}
+	return out
+}
+
+func removeUnsupportedKeys(s map[string]any, i int) []removal {
+	cond, _ := s["Condition"].(map[string]any)
+	if s["Effect"] != "Allow" || cond == nil {
+		return nil
+	}
+	name := fmt.Sprint(i)
+	if sid, ok := s["Sid"].(string); ok && sid != "" {
+		name = sid
+	}
+	var out []removal
+	for op, raw := range cond {
+		keys, _ := raw.(map[string]any)
+		for key := range keys {
+			if why := unsupportedKey(key); why != "" {
+				delete(keys, key)
+				out = append(out, removal{change: fmt.Sprintf("removed the %s condition of statement %s from", key, name), why: why})
+			}
+		}
+		if keys != nil && len(keys) == 0 {
+			delete(cond, op)
+		}
+	}
+	if len(cond) == 0 {
+		delete(s, "Condition")
+	}
+	return out
 }
 
 // refersTo reports whether v holds a Ref, Fn::GetAtt or Fn::Sub reference

@@ -32,13 +32,16 @@ func TestAdjustDropsTheMetricMathAlarmsOfTheTemplate(t *testing.T) {
 
 	var ids []string
 	for _, d := range dropped {
+		if d.Change != "dropped" {
+			continue
+		}
 		ids = append(ids, d.Resource)
 		assert.Equal(t, "AWS::CloudWatch::Alarm", d.Type)
 		assert.Contains(t, d.String(), "metric math")
 		assert.NotContains(t, after, d.Resource)
 	}
 	assert.Contains(t, ids, "CreateProductTakeoverRateAlarm", "the template's takeover-rate alarm is metric math")
-	assert.Len(t, after, len(before)-len(dropped), "only the dropped resources are gone")
+	assert.Len(t, after, len(before)-len(ids), "only the dropped resources are gone")
 	for id, r := range after {
 		props, _ := r.(map[string]any)["Properties"].(map[string]any)
 		assert.NotContains(t, props, "Metrics", "%s is metric math and was kept", id)
@@ -46,6 +49,89 @@ func TestAdjustDropsTheMetricMathAlarmsOfTheTemplate(t *testing.T) {
 	// The result is still a template: JSON that CloudFormation reads.
 	_, err = json.Marshal(tpl)
 	require.NoError(t, err)
+}
+
+// The repository's template: the relay's PutEvents grant is conditioned
+// on events:source, a key MiniStack never supplies, so Adjust removes that
+// condition (and nothing else of the statement), says so, and leaves every
+// Deny and every other key alone.
+func TestAdjustRemovesTheEventBridgeConditionsOfTheTemplatesGrants(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "template.yaml"))
+	require.NoError(t, err)
+	tpl, err := template.Document(b)
+	require.NoError(t, err)
+
+	adjusted, err := emulator.Adjust(tpl)
+	require.NoError(t, err)
+	var removed []string
+	for _, a := range adjusted {
+		if a.Change != "dropped" {
+			removed = append(removed, a.String())
+		}
+	}
+	require.Len(t, removed, 1, "one grant is conditioned on an EventBridge key: %v", removed)
+	assert.Contains(t, removed[0], "events:source")
+	assert.Contains(t, removed[0], "PublishEvents")
+	assert.Contains(t, removed[0], "OutboxRelayRole (AWS::IAM::Role)")
+
+	resources := tpl["Resources"].(map[string]any)
+	role := resources["OutboxRelayRole"].(map[string]any)["Properties"].(map[string]any)
+	var publish map[string]any
+	for _, p := range role["Policies"].([]any) {
+		for _, s := range p.(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			if s.(map[string]any)["Sid"] == "PublishEvents" {
+				publish = s.(map[string]any)
+			}
+		}
+	}
+	require.NotNil(t, publish, "the relay's PutEvents statement is still there")
+	assert.NotContains(t, publish, "Condition", "its only condition was on events:source")
+	assert.Equal(t, "events:PutEvents", publish["Action"].([]any)[0])
+	assert.NotNil(t, publish["Resource"], "still the stack's bus only")
+
+	// The bus's Deny keeps its condition: MiniStack does not evaluate a
+	// bus's policy, and removing a key from a Deny would widen it.
+	bus := resources["EventBus"].(map[string]any)["Properties"].(map[string]any)["Policy"].(map[string]any)
+	deny := bus["Statement"].([]any)[0].(map[string]any)
+	assert.Contains(t, deny["Condition"].(map[string]any)["StringEquals"], "events:source")
+}
+
+func TestAdjustRemovesOnlyUnsupportedKeysOfAllows(t *testing.T) {
+	t.Parallel()
+	statement := func(effect string, condition map[string]any) map[string]any {
+		return map[string]any{"Effect": effect, "Action": "events:PutEvents", "Resource": "*", "Condition": condition}
+	}
+	allowBoth := statement("Allow", map[string]any{
+		"StringEquals": map[string]any{"events:source": "s", "aws:PrincipalAccount": "1"},
+		"StringLike":   map[string]any{"Events:Detail-Type": "x*"},
+	})
+	allowOther := statement("Allow", map[string]any{"StringEquals": map[string]any{"aws:SourceAccount": "1"}})
+	deny := statement("Deny", map[string]any{"StringEquals": map[string]any{"events:source": "s"}})
+	tpl := map[string]any{"Resources": map[string]any{
+		"P": map[string]any{"Type": "AWS::IAM::Policy", "Properties": map[string]any{
+			"PolicyDocument": map[string]any{"Statement": []any{allowBoth, allowOther, deny}},
+		}},
+		"Q": map[string]any{"Type": "AWS::IAM::ManagedPolicy", "Properties": map[string]any{
+			"PolicyDocument": map[string]any{"Statement": statement("Allow", map[string]any{"StringEquals": map[string]any{"events:source": "s"}})},
+		}},
+	}}
+	adjusted, err := emulator.Adjust(tpl)
+	require.NoError(t, err)
+	var got []string
+	for _, a := range adjusted {
+		got = append(got, a.Resource+" "+a.Change)
+	}
+	assert.Equal(t, []string{
+		"P removed the Events:Detail-Type condition of statement 0 from",
+		"P removed the events:source condition of statement 0 from",
+		"Q removed the events:source condition of statement 0 from",
+	}, got)
+	assert.Equal(t, map[string]any{"StringEquals": map[string]any{"aws:PrincipalAccount": "1"}}, allowBoth["Condition"])
+	assert.Equal(t, map[string]any{"StringEquals": map[string]any{"aws:SourceAccount": "1"}}, allowOther["Condition"])
+	assert.Equal(t, map[string]any{"StringEquals": map[string]any{"events:source": "s"}}, deny["Condition"])
+	q := tpl["Resources"].(map[string]any)["Q"].(map[string]any)["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].(map[string]any)
+	assert.NotContains(t, q, "Condition", "a condition left empty goes")
 }
 
 func TestAdjustRefusesToDropWhatIsReferenced(t *testing.T) {
