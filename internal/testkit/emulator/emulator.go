@@ -24,6 +24,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/idemlambda/idemlambda/internal/testkit/template"
 )
 
 // Adjustment is one change Adjust made to a template.
@@ -126,36 +128,17 @@ func Adjust(tpl map[string]any) ([]Adjustment, error) {
 
 type removal struct{ change, why string }
 
-// removeUnsupportedConditions removes, from every Allow statement of every policy
-// document within v (a Statement list or single statement, wherever it
-// is: a role's Policies, a policy's PolicyDocument, a resource's own
-// policy), the condition keys the emulator does not supply, dropping a
-// Condition left empty, and returns what it removed.
+// removeUnsupportedConditions removes, from every Allow statement of every
+// policy document within v (template.Statements), the condition keys the
+// emulator does not supply, dropping a Condition left empty, and returns
+// what it removed.
 func removeUnsupportedConditions(v any) []removal {
 	var out []removal
-	switch v := v.(type) {
-	case map[string]any:
-		if st, ok := v["Statement"]; ok {
-			stmts, isList := st.([]any)
-			if !isList {
-				stmts = []any{st}
-			}
-			for i, s := range stmts {
-				if m, ok := s.(map[string]any); ok {
-					out = append(out, removeUnsupportedKeys(m, i)...)
-				}
-			}
+	template.Statements(v, "", func(_ string, i int, s any) {
+		if m, ok := s.(map[string]any); ok {
+			out = append(out, removeUnsupportedKeys(m, i)...)
 		}
-		for k, e := range v {
-			if k != "Statement" {
-				out = append(out, removeUnsupportedConditions(e)...)
-			}
-		}
-	case []any:
-		for _, e := range v {
-			out = append(out, removeUnsupportedConditions(e)...)
-		}
-	}
+	})
 	return out
 }
 

@@ -16,14 +16,22 @@ import (
 	"github.com/idemlambda/idemlambda/internal/testkit/template"
 )
 
-// The repository's template: Adjust drops its metric-math alarms and
-// nothing else, and what it drops is what the rule finds, not a list.
-func TestAdjustDropsTheMetricMathAlarmsOfTheTemplate(t *testing.T) {
-	t.Parallel()
+// repoTemplate is the repository's template.yaml in its long JSON form,
+// as `sam build` leaves it for Adjust.
+func repoTemplate(t *testing.T) map[string]any {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "..", "template.yaml"))
 	require.NoError(t, err)
 	tpl, err := template.Document(b)
 	require.NoError(t, err)
+	return tpl
+}
+
+// The repository's template: Adjust drops its metric-math alarms and
+// nothing else, and what it drops is what the rule finds, not a list.
+func TestAdjustDropsTheMetricMathAlarmsOfTheTemplate(t *testing.T) {
+	t.Parallel()
+	tpl := repoTemplate(t)
 	before := maps.Clone(tpl["Resources"].(map[string]any))
 
 	dropped, err := emulator.Adjust(tpl)
@@ -57,10 +65,7 @@ func TestAdjustDropsTheMetricMathAlarmsOfTheTemplate(t *testing.T) {
 // Deny and every other key alone.
 func TestAdjustRemovesTheEventBridgeConditionsOfTheTemplatesGrants(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "template.yaml"))
-	require.NoError(t, err)
-	tpl, err := template.Document(b)
-	require.NoError(t, err)
+	tpl := repoTemplate(t)
 
 	adjusted, err := emulator.Adjust(tpl)
 	require.NoError(t, err)

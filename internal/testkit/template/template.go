@@ -178,6 +178,33 @@ func Path(v any, keys ...string) any {
 	return v
 }
 
+// Statements calls visit with each IAM policy statement within v, at any
+// depth (a role's Policies, a policy's PolicyDocument, a resource's own
+// policy; a Statement may be a list or a single statement), with where it
+// is (where, then the keys and indexes from v down to its Statement) and
+// its index there.
+func Statements(v any, where string, visit func(where string, i int, statement any)) {
+	switch x := v.(type) {
+	case map[string]any:
+		if st, ok := x["Statement"]; ok {
+			list, isList := st.([]any)
+			if !isList {
+				list = []any{st}
+			}
+			for i, s := range list {
+				visit(where, i, s)
+			}
+		}
+		for k, c := range x {
+			Statements(c, where+"."+k, visit)
+		}
+	case []any:
+		for i, c := range x {
+			Statements(c, fmt.Sprintf("%s[%d]", where, i), visit)
+		}
+	}
+}
+
 // RefTarget returns the logical id (or parameter) of a {"Ref": x} value.
 func RefTarget(v any) (string, bool) {
 	m, ok := v.(map[string]any)

@@ -266,29 +266,13 @@ func TestFunctionsBuildWithMakefileForArm64(t *testing.T) {
 // statements returns every IAM policy statement in the template, with
 // where it was found.
 func statements(v any, where string, out map[string][]map[string]any) {
-	switch x := v.(type) {
-	case map[string]any:
-		if st, ok := x["Statement"]; ok {
-			list, isList := st.([]any)
-			if !isList {
-				list = []any{st}
-			}
-			for _, s := range list {
-				if m, ok := s.(map[string]any); ok {
-					out[where] = append(out[where], m)
-				} else {
-					out[where] = append(out[where], map[string]any{"?": s})
-				}
-			}
+	template.Statements(v, where, func(where string, _ int, s any) {
+		if m, ok := s.(map[string]any); ok {
+			out[where] = append(out[where], m)
+		} else {
+			out[where] = append(out[where], map[string]any{"?": s})
 		}
-		for k, c := range x {
-			statements(c, where+"."+k, out)
-		}
-	case []any:
-		for i, c := range x {
-			statements(c, fmt.Sprintf("%s[%d]", where, i), out)
-		}
-	}
+	})
 }
 
 func actionsOf(s map[string]any) []string {
