@@ -8,9 +8,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -255,7 +257,8 @@ func deleteStack(t *testing.T, name, region string, tpl map[string]any) {
 	out := sam(ctx, t, "delete", "--stack-name", name, "--region", region, "--no-prompts", "--config-file", samconfig)
 	t.Logf("teardown: %s", lastLine(out))
 	db := dynamodb.NewFromConfig(cfg)
-	for logical, table := range kept {
+	for _, logical := range slices.Sorted(maps.Keys(kept)) {
+		table := kept[logical]
 		_, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 		if !assert.NoError(t, err, "%s (%s) is DeletionPolicy: Retain: it outlives the stack", logical, table) {
 			continue
