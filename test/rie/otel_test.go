@@ -90,7 +90,7 @@ func TestTheBootstrapExportsEachInvocationsSpans(t *testing.T) {
 	t.Cleanup(store.Close)
 	client, err := local.Client(store.URL)
 	require.NoError(t, err)
-	n := tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox"}
+	n := tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox", Callers: "callers"}
 	require.NoError(t, local.EnsureTables(t.Context(), client, n))
 	col := &collector{spans: map[string][]string{}}
 	otlp := httptest.NewServer(col)
@@ -101,7 +101,7 @@ func TestTheBootstrapExportsEachInvocationsSpans(t *testing.T) {
 	cmd := exec.Command(rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", freePort(t), bootstrap)
 	cmd.Env = append(os.Environ(),
 		"AWS_ENDPOINT_URL_DYNAMODB="+store.URL, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
-		"PRODUCTS_TABLE="+n.Products, "IDEMPOTENCY_TABLE="+n.Idempotency, "OUTBOX_TABLE="+n.Outbox, "LOG_LEVEL=warn",
+		"PRODUCTS_TABLE="+n.Products, "IDEMPOTENCY_TABLE="+n.Idempotency, "OUTBOX_TABLE="+n.Outbox, "CALLERS_TABLE="+n.Callers, "LOG_LEVEL=warn",
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+otlp.URL, "OTEL_PROPAGATORS=xray",
 	)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -119,7 +119,8 @@ func TestTheBootstrapExportsEachInvocationsSpans(t *testing.T) {
 			Headers: map[string]string{"content-type": "application/json", "idempotency-key": fmt.Sprintf(`"otel-%d"`, i)},
 			Body:    `{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`,
 			RequestContext: events.APIGatewayV2HTTPRequestContext{
-				HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
+				HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
+				Authorizer: token(),
 			},
 		})
 		require.NoError(t, err)

@@ -37,6 +37,10 @@ type Route struct {
 	Method  string
 	Pattern string
 	Handler Handler
+	// Authorizer is what the route's authorizer says of every request,
+	// as API Gateway fills it in once its own check has passed; nil is a
+	// route without one.
+	Authorizer *events.APIGatewayV2HTTPRequestContextAuthorizerDescription
 }
 
 // New returns an http.Handler serving the routes. Anything else gets a
@@ -136,6 +140,7 @@ func Request(r *http.Request, route Route, params []string) (events.APIGatewayV2
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
 				Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, SourceIP: sourceIP, UserAgent: r.UserAgent(),
 			},
+			Authorizer: route.Authorizer,
 		},
 	}
 	if utf8.Valid(body) {

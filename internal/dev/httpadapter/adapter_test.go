@@ -59,6 +59,7 @@ func TestRequestAndResponseConversion(t *testing.T) {
 	assert.Equal(t, base64.StdEncoding.EncodeToString([]byte("\xff\xfe")), got.Body)
 	assert.Equal(t, "POST", got.RequestContext.HTTP.Method)
 	assert.Len(t, got.RequestContext.RequestID, 32)
+	assert.Nil(t, got.RequestContext.Authorizer, "a route without an authorizer")
 
 	assert.Equal(t, 202, resp.StatusCode)
 	assert.Equal(t, "1", resp.Header.Get("X-One"))
@@ -113,4 +114,21 @@ func TestEachRequestGetsATraceHeaderAsLambdaGivesIt(t *testing.T) {
 		require.NoError(t, err)
 		assert.InDelta(t, now, epoch, 60, "X-Ray's trace ids begin with the epoch second: %s", h)
 	}
+}
+
+// A route's authorizer is in every request's context, as API Gateway puts
+// what its authorizer found there.
+func TestRouteAuthorizerReachesTheHandler(t *testing.T) {
+	t.Parallel()
+	who := &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::000000000000:user/local"}}
+	var got *events.APIGatewayV2HTTPRequestContextAuthorizerDescription
+	h := httpadapter.New(httpadapter.Route{Method: "GET", Pattern: "/me", Authorizer: who, Handler: func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		got = req.RequestContext.Authorizer
+		return events.APIGatewayV2HTTPResponse{StatusCode: 204}, nil
+	}})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/me", nil))
+	assert.Equal(t, 204, rec.Code)
+	require.NotNil(t, got)
+	assert.Equal(t, "arn:aws:iam::000000000000:user/local", got.IAM.UserARN)
 }
