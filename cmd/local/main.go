@@ -15,12 +15,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
+	"github.com/idemlambda/idemlambda/internal/access"
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/outboxrelay"
 	"github.com/idemlambda/idemlambda/internal/config"
@@ -38,6 +40,7 @@ var localDefaults = map[string]string{
 	config.IdempotencyTable.Name: "idempotency",
 	config.OutboxTable.Name:      "outbox",
 	config.SellersTable.Name:     "sellers",
+	config.CallersTable.Name:     "callers",
 	config.EventBusName.Name:     "idemlambda-local",
 	config.Region.Name:           "us-east-1",
 	config.AccessKeyID.Name:      "local",
@@ -55,6 +58,8 @@ func run() error {
 	apiAddr := flag.String("addr", ":8080", "API listen address; empty runs the store only")
 	storeAddr := flag.String("store-addr", "127.0.0.1:8000", "embedded DynamoDB-compatible store listen address")
 	relayOn := flag.Bool("relay", true, "relay outbox events (JSON lines on stdout, or EventBridge when AWS_ENDPOINT_URL_EVENTBRIDGE is set)")
+	caller := flag.String("caller", local.CallerARN, "the IAM identity every API request comes from, as API Gateway's IAM authorizer names a SigV4 caller")
+	sellers := flag.String("sellers", access.AnySeller, "the sellers -caller may act for, granted in the callers table at start: * for every seller, or seller ids separated by commas; empty grants none")
 	flag.Parse()
 
 	getenv := config.Overlay(os.Getenv, localDefaults)
@@ -89,6 +94,8 @@ func run() error {
 		SellerStats:   stats,
 		GetSeller:     seller,
 		OutboxRelay:   relayCfg,
+		Caller:        *caller,
+		Grant:         grantList(*sellers),
 		// Each function's JSON log and metrics lines, as Lambda would
 		// send them to CloudWatch Logs.
 		Out: os.Stderr,
@@ -116,6 +123,17 @@ func run() error {
 		err = cerr
 	}
 	return err
+}
+
+// grantList reads -sellers: ids separated by commas, none when empty.
+func grantList(s string) []string {
+	var out []string
+	for _, id := range strings.Split(s, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // relayTo sets the relay's publisher and, with an endpoint, its Streams

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/access"
 	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
@@ -24,10 +26,10 @@ import (
 
 // creatorFunc is a Creator made of a function: the handler's answers are
 // tested here without a store behind them.
-type creatorFunc func(ctx context.Context, scope idem.Scope, cmd product.CreateCommand) (idem.Result, error)
+type creatorFunc func(ctx context.Context, scope idem.Scope, caller access.Caller, cmd product.CreateCommand) (idem.Result, error)
 
-func (f creatorFunc) Create(ctx context.Context, scope idem.Scope, cmd product.CreateCommand) (idem.Result, error) {
-	return f(ctx, scope, cmd)
+func (f creatorFunc) Create(ctx context.Context, scope idem.Scope, caller access.Caller, cmd product.CreateCommand) (idem.Result, error) {
+	return f(ctx, scope, caller, cmd)
 }
 
 type finderFunc func(ctx context.Context, id uuid.UUID) (product.Product, error)
@@ -62,19 +64,22 @@ func TestCreateAnswersEveryOutcome(t *testing.T) {
 		{"conflicts", idem.Result{Outcome: idem.OutcomeUnavailable}, fmt.Errorf("commit: %w", &types.TransactionConflictException{}), 503, "unavailable", "1", false},
 		{"timeout", idem.Result{Outcome: idem.OutcomeUnavailable}, context.DeadlineExceeded, 503, "unavailable", "1", false},
 		{"bug", idem.Result{Outcome: idem.OutcomeError}, errors.New("table products-x: ResourceNotFoundException"), 500, "internal", "", false},
+		{"seller not granted", idem.Result{Outcome: idem.OutcomeRejected}, fmt.Errorf("%w (commit)", &access.SellerError{Seller: uuid.MustParse(sellerID), Reason: "no grant"}), 403, "seller-forbidden", "", false},
+		{"over the limit", idem.Result{Outcome: idem.OutcomeRejected}, &access.LimitedError{RetryAfter: 2500 * time.Millisecond}, 429, "too-many-requests", "3", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var got struct{ principal, key string }
-			h := api.NewCreateHandler(creatorFunc(func(_ context.Context, scope idem.Scope, _ product.CreateCommand) (idem.Result, error) {
-				got.principal, got.key = scope.Principal, scope.Key
+			var got struct{ principal, key, caller string }
+			h := api.NewCreateHandler(creatorFunc(func(_ context.Context, scope idem.Scope, caller access.Caller, _ product.CreateCommand) (idem.Result, error) {
+				got.principal, got.key, got.caller = scope.Principal, scope.Key, caller.ID()
 				return tc.res, tc.err
 			}))
 			r := h.Serve(context.Background(), postReq(jsonHeaders(`"k-1"`), widget))
 			assert.Equal(t, tc.status, r.Response.StatusCode, r.Response.Body)
 			assert.Equal(t, tc.res.Outcome, r.Outcome, "the outcome reaches the decorators")
 			assert.Equal(t, tc.retryAfter, r.Response.Headers["Retry-After"])
-			assert.Equal(t, principal, got.principal)
+			assert.Equal(t, testCaller, got.principal)
+			assert.Equal(t, testCaller, got.caller, "the use case acts for the caller the authorizer names")
 			assert.Equal(t, "k-1", got.key, "the quoted header is parsed")
 			if tc.kind != "" {
 				assertProblem(t, r.Response, tc.status, tc.kind)
@@ -97,7 +102,7 @@ func TestCreateAnswersEveryOutcome(t *testing.T) {
 // A request refused before the use case never reaches it.
 func TestCreateRejectsWithoutCallingTheUseCase(t *testing.T) {
 	t.Parallel()
-	h := api.NewCreateHandler(creatorFunc(func(context.Context, idem.Scope, product.CreateCommand) (idem.Result, error) {
+	h := api.NewCreateHandler(creatorFunc(func(context.Context, idem.Scope, access.Caller, product.CreateCommand) (idem.Result, error) {
 		t.Error("the use case ran for a rejected request")
 		return idem.Result{}, nil
 	}))
@@ -105,6 +110,10 @@ func TestCreateRejectsWithoutCallingTheUseCase(t *testing.T) {
 	noSub.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
 		JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"iss": "i"}},
 	}
+	// A route without an authorizer names no caller, and so acts for no
+	// seller.
+	noAuthorizer := postReq(jsonHeaders("k"), widget)
+	noAuthorizer.RequestContext.Authorizer = nil
 	for name, tc := range map[string]struct {
 		req    events.APIGatewayV2HTTPRequest
 		status int
@@ -113,6 +122,7 @@ func TestCreateRejectsWithoutCallingTheUseCase(t *testing.T) {
 		"bad key":      {postReq(jsonHeaders(`"a b"`), widget), 400},
 		"bad body":     {postReq(jsonHeaders("k"), `{"name":1}`), 400},
 		"jwt, no sub":  {noSub, 403},
+		"no caller":    {noAuthorizer, 403},
 		"wrong type":   {postReq(map[string]string{"content-type": "text/plain", "idempotency-key": "k"}, widget), 415},
 		"body too big": {postReq(jsonHeaders("k"), `{"name":"`+strings.Repeat("x", 17<<10)+`"}`), 413},
 	} {
@@ -156,7 +166,7 @@ func TestLoggedWritesOneLinePerRequest(t *testing.T) {
 	failing(context.Background(), postReq(nil, ""))
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
 	require.Len(t, lines, 2)
-	assert.Contains(t, lines[0], `"level":"INFO","msg":"create product","api_request_id":"req-1","principal":"`+principal+`","outcome":"replayed","product_id":"abc","status":201`)
+	assert.Contains(t, lines[0], `"level":"INFO","msg":"create product","api_request_id":"req-1","principal":`+strconv.Quote(testCaller)+`,"outcome":"replayed","product_id":"abc","status":201`)
 	assert.Contains(t, lines[1], `"level":"ERROR"`)
 	assert.Contains(t, lines[1], `"error":"store down"`)
 	resp, err := api.Lambda(h)(context.Background(), postReq(nil, ""))

@@ -49,7 +49,7 @@ func TestEveryRequestLogsItsCallerAndNeverTheKey(t *testing.T) {
 		}
 		require.Len(t, lines, 5, "one line per request")
 		for i, want := range []struct{ principal, productID string }{
-			{principal, id}, {principal, id}, {principal, ""}, {principal, ""}, {"anonymous", ""},
+			{testCaller, id}, {testCaller, id}, {testCaller, ""}, {testCaller, ""}, {"anonymous", ""},
 		} {
 			assert.Equal(t, want.principal, lines[i]["principal"], "line %d: %v", i, lines[i])
 			if want.productID != "" {
@@ -81,7 +81,7 @@ func TestAProductRecordsItsCreator(t *testing.T) {
 			Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: id}},
 		})
 		require.NoError(t, err)
-		assert.Equal(t, &types.AttributeValueMemberS{Value: principal}, out.Item["created_by"])
+		assert.Equal(t, &types.AttributeValueMemberS{Value: testCaller}, out.Item["created_by"])
 		assert.NotContains(t, created.Body, "created_by")
 		assert.NotContains(t, f.getProduct(t, id).Body, "created_by")
 	})

@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -17,6 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/idemlambda/idemlambda/internal/access"
 	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
@@ -25,6 +28,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/internal/tracing"
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
 // The API benchmarks run per mode, and the replay with and without the
@@ -209,5 +213,77 @@ func BenchmarkTraced(b *testing.B) {
 				h(ctx, req)
 			}
 		})
+	}
+}
+
+// BenchmarkOneCallerConcurrent is one caller creating products from 8
+// execution environments at once, each with its own client and handler,
+// the store's transactions taking 5 ms as DynamoDB's take milliseconds:
+// what the caller's checks in each product's transaction cost in calls
+// and cancelled transactions (items another transaction holds), with the
+// limit off and on, for a token's caller and an IAM caller (a replica of
+// its grant checked too). Conflicts depend on timing: a benchmark figure,
+// not a test's assertion.
+func BenchmarkOneCallerConcurrent(b *testing.B) {
+	for _, mode := range modes {
+		for _, c := range []struct {
+			name  string
+			limit int
+			who   func() *events.APIGatewayV2HTTPRequestContextAuthorizerDescription
+		}{
+			{"token/limit-off", 0, func() *events.APIGatewayV2HTTPRequestContextAuthorizerDescription { return jwtCaller("bench", "*") }},
+			{"token/limit-on", config.MaxCallerLimit, func() *events.APIGatewayV2HTTPRequestContextAuthorizerDescription { return jwtCaller("bench", "*") }},
+			{"iam/limit-on", config.MaxCallerLimit, func() *events.APIGatewayV2HTTPRequestContextAuthorizerDescription { return iamCaller("Importer", "s") }},
+		} {
+			b.Run(string(mode)+"/"+c.name, func(b *testing.B) {
+				env := ddbtest.New(b)
+				if env.Store == nil {
+					b.Skipf("transaction latency needs the embedded backend; %s in use", env.Kind)
+				}
+				env.Store.SetTransactionLatency(5 * time.Millisecond)
+				require.NoError(b, access.Grant(context.Background(), env.Client, env.Tables.Callers, importer, access.AnySeller))
+				const envs = 8
+				handlers := make([]idemhttp.APIGatewayV2Handler, envs)
+				counters := make([]*ddb.Counter, envs)
+				for i := range handlers {
+					client, counter := env.NewClient(b)
+					cfg := createConfig(env.Tables, mode)
+					cfg.LogLevel, cfg.Limit.Creates = slog.LevelError, c.limit
+					h, err := createproduct.New(client, cfg, app.Runtime{Out: io.Discard})
+					require.NoError(b, err)
+					handlers[i], counters[i] = h, counter
+				}
+				before := env.Store.Stats()
+				var next atomic.Int64
+				var failed atomic.Int64
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				for i := range envs {
+					wg.Go(func() {
+						for {
+							n := next.Add(1)
+							if n > int64(b.N) {
+								return
+							}
+							req := postReq(jsonHeaders(fmt.Sprintf("c-%d", n)), widget)
+							req.RequestContext.Authorizer = c.who()
+							if resp, _ := handlers[i](context.Background(), req); resp.StatusCode != 201 {
+								failed.Add(1)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				b.StopTimer()
+				calls := 0
+				for _, counter := range counters {
+					calls += counter.Total()
+				}
+				stats := env.Store.Stats()
+				b.ReportMetric(float64(calls)/float64(b.N), "ddb-calls/op")
+				b.ReportMetric(float64(stats.ConflictCancellations+stats.ConflictExceptions-before.ConflictCancellations-before.ConflictExceptions)/float64(b.N), "conflicts/op")
+				b.ReportMetric(float64(failed.Load())/float64(b.N), "non-201/op")
+			})
+		}
 	}
 }

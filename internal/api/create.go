@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemlambda/idemlambda/internal/access"
 	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/pkg/idem"
@@ -29,21 +30,24 @@ const DeadlineMargin = time.Second
 // stored key; the template's LeadingKeys condition is derived from it.
 const OperationCreateProduct = "POST /products"
 
-// Creator creates products idempotently; *ProductCreator is the one in
-// use. The handler depends on no more than this, so its answers can be
-// tested without a store.
+// Creator creates products idempotently for a caller; *ProductCreator is
+// the one in use. The handler depends on no more than this, so its
+// answers can be tested without a store.
 type Creator interface {
-	Create(ctx context.Context, scope idem.Scope, cmd product.CreateCommand) (idem.Result, error)
+	Create(ctx context.Context, scope idem.Scope, caller access.Caller, cmd product.CreateCommand) (idem.Result, error)
 }
 
 var _ Creator = (*ProductCreator)(nil)
 
 // ProductCreator makes product creation idempotent: once per (principal,
 // key) scope, the product's writes commit in one TransactWriteItems with
-// the key's completion, and every retry gets the first 201 back.
+// the key's completion, and every retry gets the first 201 back. The
+// caller's grant of the seller and its limit (internal/access) are
+// conditions of that same transaction.
 type ProductCreator struct {
 	execute  Executor
 	products *product.Service
+	guard    *access.Guard
 }
 
 // Executor runs an operation once per scope: an idempotency store's
@@ -51,30 +55,45 @@ type ProductCreator struct {
 // transaction), as the function's configuration chooses.
 type Executor func(ctx context.Context, scope idem.Scope, fingerprint string, fn func(context.Context) (idem.Effect, error)) (idem.Result, error)
 
-// NewProductCreator returns a ProductCreator claiming its keys with execute.
-func NewProductCreator(execute Executor, products *product.Service) (*ProductCreator, error) {
-	if execute == nil || products == nil {
-		return nil, errors.New("api: product creation needs an idempotency store's Execute or Transact and the product service")
+// NewProductCreator returns a ProductCreator claiming its keys with
+// execute, its callers checked by guard.
+func NewProductCreator(execute Executor, products *product.Service, guard *access.Guard) (*ProductCreator, error) {
+	if execute == nil || products == nil || guard == nil {
+		return nil, errors.New("api: product creation needs an idempotency store's Execute or Transact, the product service and the callers' guard")
 	}
-	return &ProductCreator{execute: execute, products: products}, nil
+	return &ProductCreator{execute: execute, products: products, guard: guard}, nil
 }
 
 // Create creates the product once per scope (the store's Execute owns the
-// claim, the replay and the release on failure), recording the scope's
-// principal as its creator. The Result's response is
-// the 201, fresh or replayed byte for byte. Errors wrap idem.ErrInFlight,
-// idem.ErrKeyReuse, idem.ErrLeaseLost, idem.ErrInvalidKey or the
-// infrastructure error.
-func (c *ProductCreator) Create(ctx context.Context, scope idem.Scope, cmd product.CreateCommand) (idem.Result, error) {
+// claim, the replay and the release on failure), for caller, recording
+// the scope's principal as the product's creator. The Result's response
+// is the 201, fresh or replayed byte for byte. Errors wrap
+// idem.ErrInFlight, idem.ErrKeyReuse, idem.ErrLeaseLost,
+// idem.ErrInvalidKey, the refusals of internal/access
+// (access.ErrSellerForbidden, access.ErrLimited: nothing was written, and
+// the key is free for a retry) or the infrastructure error.
+func (c *ProductCreator) Create(ctx context.Context, scope idem.Scope, caller access.Caller, cmd product.CreateCommand) (idem.Result, error) {
+	// A token that does not list the seller, or a caller this process
+	// knows to be over its limit: refused before any DynamoDB call, and
+	// before the key is claimed.
+	if err := c.guard.Admit(caller, cmd.SellerID()); err != nil {
+		return idem.Result{Outcome: idem.OutcomeRejected}, err
+	}
 	fp, err := Fingerprint(cmd)
 	if err != nil {
 		return idem.Result{Outcome: idem.OutcomeError}, err
 	}
-	return c.execute(ctx, scope, fp, func(ctx context.Context) (idem.Effect, error) {
+	var check access.Check
+	own := 0 // the product's own writes, before the check's
+	res, err := c.execute(ctx, scope, fp, func(ctx context.Context) (idem.Effect, error) {
 		created, err := c.products.Create(ctx, cmd.By(scope.Principal))
 		if err != nil {
 			return idem.Effect{}, err
 		}
+		// The caller's grant and its window's count are conditions of
+		// the product's own transaction: never checked, then written,
+		// and never counted for a replay, whose transaction never lands.
+		check, own = c.guard.Check(caller, cmd.SellerID()), len(created.Writes)
 		body, err := json.Marshal(newProductBody(created.Product))
 		if err != nil {
 			return idem.Effect{}, fmt.Errorf("api: encode product: %w", err)
@@ -90,8 +109,19 @@ func (c *ProductCreator) Create(ctx context.Context, scope idem.Scope, cmd produ
 		if err != nil {
 			return idem.Effect{}, err
 		}
-		return idem.Effect{Response: resp, Writes: created.Writes}, nil
+		return idem.Effect{Response: resp, Writes: append(created.Writes, check.Writes...)}, nil
 	})
+	if err == nil && (res.Outcome == idem.OutcomeExecuted || res.Outcome == idem.OutcomeTakeover) {
+		check.Committed()
+	}
+	if i, ok := idem.FailedWrite(err); ok {
+		if refused := check.Refused(i - own); refused != nil {
+			// The transaction wrote nothing, and the key was released
+			// (reserve) or never claimed (transact).
+			return idem.Result{Outcome: idem.OutcomeRejected}, fmt.Errorf("%w (%w)", refused, err)
+		}
+	}
+	return res, err
 }
 
 // fingerprintDoc is what identifies a create request for key reuse: the
@@ -144,26 +174,16 @@ type CreateHandler struct {
 
 // NewCreateHandler returns the handler. Every caller must be
 // authenticated: a request that reaches it without an authorizer (a
-// route that lost its IAM or JWT authorizer) is refused with a 403
-// problem, never served in one anonymous scope shared by every caller,
-// where one replays another's product and uses up its keys.
+// route that lost its IAM or JWT authorizer) names no caller
+// (access.FromRequestV2) and is refused with a 403 problem before its
+// scope is made, never served in one anonymous scope shared by every
+// caller, where one replays another's product and uses up its keys. The
+// middleware names the scope's principal from the same authorizer, and
+// never chooses the anonymous scope.
 func NewCreateHandler(svc Creator) *CreateHandler {
 	return &CreateHandler{svc: svc, idem: &idemhttp.Middleware{
-		Operation: OperationCreateProduct, PrincipalV2: authenticated, ProblemTypeBase: problem.TypeBase,
+		Operation: OperationCreateProduct, ProblemTypeBase: problem.TypeBase,
 	}}
-}
-
-// authenticated names the caller as idemhttp.PrincipalV2 does, and no
-// caller at all for a request without an authorizer (PrincipalV2's
-// Anonymous, which no named principal can equal: they are prefixed),
-// which the middleware then refuses (403, ErrNoSubject), since anonymity
-// is not allowed.
-func authenticated(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
-	p, err := idemhttp.PrincipalV2(rc)
-	if err == nil && p == idemhttp.Anonymous {
-		return "", nil
-	}
-	return p, err
 }
 
 // Serve answers one API Gateway request.
@@ -200,6 +220,11 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	case !hasHeader:
 		key = decoded.key
 	}
+	caller, err := access.FromRequestV2(req.RequestContext)
+	if err != nil {
+		p, _ := Refusal(err)
+		return Reply{Response: p.APIGatewayV2(), Outcome: idem.OutcomeRejected, Err: err}
+	}
 	scope, err := h.idem.ScopeV2(req, key)
 	if err != nil {
 		return Reply{Response: h.idem.AnswerV2(ctx, idem.Result{}, err), Outcome: idem.OutcomeRejected, Err: err}
@@ -210,7 +235,10 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	// still outlives the invocation.
 	work, cancel := deadline.Before(ctx, DeadlineMargin)
 	defer cancel()
-	res, err := h.svc.Create(work, scope, decoded.cmd)
+	res, err := h.svc.Create(work, scope, caller, decoded.cmd)
+	if p, refused := Refusal(err); refused {
+		return Reply{Response: p.APIGatewayV2(), Outcome: idem.OutcomeRejected, Err: err}
+	}
 	resp := h.idem.AnswerV2(ctx, res, err)
 	var attrs []slog.Attr
 	if id, ok := strings.CutPrefix(resp.Headers["Location"], "/products/"); ok {

@@ -216,7 +216,7 @@ func TestCreateInFlightIs409WithRetryAfter(t *testing.T) {
 		require.NoError(t, err)
 		store, err := idem.NewStore(f.env.Client, f.env.Tables.Idempotency)
 		require.NoError(t, err)
-		scope, err := idem.NewScope(api.OperationCreateProduct, principal, "k-409")
+		scope, err := idem.NewScope(api.OperationCreateProduct, testCaller, "k-409")
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -292,7 +292,7 @@ func TestCreateScopesKeysByPrincipal(t *testing.T) {
 	as := func(sub, name string) events.APIGatewayV2HTTPResponse {
 		req := postReq(jsonHeaders("shared-key"), strings.Replace(widget, "Widget", name, 1))
 		req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": sub, "iss": "https://issuer"}},
+			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": sub, "iss": "https://issuer", "seller_ids": sellerID}},
 		}
 		resp, err := f.create(context.Background(), req)
 		require.NoError(t, err)
@@ -386,9 +386,9 @@ func TestCreatePrincipalFromJWTWithoutSub(t *testing.T) {
 		require.NoError(t, err)
 		return resp
 	}
-	assert.Equal(t, 201, as(map[string]string{"iss": "i", "client_id": "svc-a"}, "A").StatusCode)
-	assert.Equal(t, 201, as(map[string]string{"iss": "i", "client_id": "svc-b"}, "B").StatusCode, "another client, another scope")
-	assert.Equal(t, 422, as(map[string]string{"iss": "i", "client_id": "svc-a"}, "B").StatusCode)
+	assert.Equal(t, 201, as(map[string]string{"iss": "i", "client_id": "svc-a", "seller_ids": "*"}, "A").StatusCode)
+	assert.Equal(t, 201, as(map[string]string{"iss": "i", "client_id": "svc-b", "seller_ids": "*"}, "B").StatusCode, "another client, another scope")
+	assert.Equal(t, 422, as(map[string]string{"iss": "i", "client_id": "svc-a", "seller_ids": "*"}, "B").StatusCode)
 	p := assertProblem(t, as(map[string]string{"iss": "i"}, "C"), 403, "forbidden")
 	assert.Contains(t, p.Detail, "names no caller")
 	assert.Equal(t, 2, f.count(t, f.env.Tables.Products))
@@ -440,7 +440,7 @@ func TestCreateHungStoreIs503BeforeTheDeadline(t *testing.T) {
 		client, err := local.Client(hung.URL)
 		require.NoError(t, err)
 		logs := &logbuf.Buffer{}
-		h, err := createproduct.New(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o"}, mode), app.Runtime{Out: logs})
+		h, err := createproduct.New(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o", Callers: "c"}, mode), app.Runtime{Out: logs})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()

@@ -41,7 +41,8 @@ func createConfig(n tables.Names, mode config.Mode) config.CreateProduct {
 	return config.CreateProduct{
 		Common:        config.Common{LogLevel: slog.LevelDebug},
 		ProductsTable: n.Products, OutboxTable: n.Outbox, EventSource: "idemlambda.products",
-		Idempotency: config.Idempotency{Table: n.Idempotency, Retention: 24 * time.Hour, Mode: mode},
+		Idempotency:  config.Idempotency{Table: n.Idempotency, Retention: 24 * time.Hour, Mode: mode},
+		CallersTable: n.Callers, Limit: config.Limit{Creates: config.MaxCallerLimit, Window: 10 * time.Second},
 	}
 }
 
@@ -122,29 +123,43 @@ func jsonHeaders(key string) map[string]string {
 	return h
 }
 
-// caller is the IAM caller of the tests' requests, as API Gateway's IAM
-// authorizer describes one.
-const caller = "arn:aws:iam::123456789012:user/tester"
+// testCaller is the principal of postReq's requests: a JWT (testIssuer,
+// sub tester) whose seller_ids lists every seller.
+const testCaller = `jwt:"` + testIssuer + `":sub="tester"`
 
-// principal is caller as idemhttp.PrincipalV2 names it: the scope of its
-// keys, and the creator its products record.
-const principal = "iam:" + caller
+const testIssuer = "https://issuer.example"
 
-// callerIAM is caller's authorizer description.
-func callerIAM() *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
+// jwtCaller is a JWT authorizer's context for the token of sub, its
+// seller_ids claim sellers (none when empty).
+func jwtCaller(sub, sellers string) *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
+	claims := map[string]string{"iss": testIssuer, "sub": sub, "scope": "products:create"}
+	if sellers != "" {
+		claims["seller_ids"] = sellers
+	}
 	return &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-		IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "123456789012", CallerID: "AIDATESTER", UserARN: caller},
+		JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: claims, Scopes: []string{"products:create"}},
 	}
 }
 
-// postReq is POST /products from caller, signed as IAM authorizes it.
+// iamCaller is an IAM authorizer's context for a session of role in
+// account 123456789012: every session of the role is one caller,
+// arn:aws:iam::123456789012:role/<role>.
+func iamCaller(role, session string) *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
+	return &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
+		AccountID: "123456789012", CallerID: "AROAEXAMPLE:" + session, UserID: "AROAEXAMPLE:" + session,
+		UserARN: "arn:aws:sts::123456789012:assumed-role/" + role + "/" + session,
+	}}
+}
+
+// postReq is POST /products from testCaller, whose token lists every
+// seller.
 func postReq(headers map[string]string, body string) events.APIGatewayV2HTTPRequest {
 	return events.APIGatewayV2HTTPRequest{
 		RouteKey: "POST /products", RawPath: "/products", Headers: headers, Body: body,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
 			RequestID:  "req-1",
 			HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
-			Authorizer: callerIAM(),
+			Authorizer: jwtCaller("tester", "*"),
 		},
 	}
 }
@@ -160,7 +175,7 @@ func (f *fixture) getProduct(t *testing.T, id string) events.APIGatewayV2HTTPRes
 	t.Helper()
 	resp, err := f.get(context.Background(), events.APIGatewayV2HTTPRequest{
 		RouteKey: "GET /products/{id}", RawPath: "/products/" + id, PathParameters: map[string]string{"id": id},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}, Authorizer: callerIAM()},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}, Authorizer: jwtCaller("tester", "*")},
 	})
 	require.NoError(t, err)
 	return resp

@@ -8,10 +8,13 @@
 package api
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemlambda/idemlambda/internal/access"
 	"github.com/idemlambda/idemlambda/internal/problem"
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/pkg/idem"
@@ -29,6 +32,37 @@ var (
 	probMediaType  = problem.Kind{Status: http.StatusUnsupportedMediaType, Name: "unsupported-media-type", Title: "Unsupported media type"}
 	probKey        = problem.KindOf(idem.ErrInvalidKey)
 )
+
+// The refusals of internal/access (docs/problems.md): forbidden is
+// idemhttp's, for a caller the authorizer does not name.
+var (
+	probForbidden       = problem.KindOf(idemhttp.ErrNoSubject)
+	probSellerForbidden = problem.Kind{Status: http.StatusForbidden, Name: "seller-forbidden", Title: "Not authorized for this seller"}
+	probTooMany         = problem.Kind{Status: http.StatusTooManyRequests, Name: "too-many-requests", Title: "Too many requests"}
+)
+
+// Refusal is the problem a refusal of internal/access is answered with:
+// 403 forbidden for a request whose authorizer names no caller, 403
+// seller-forbidden for a caller that may not act for the seller, 429
+// too-many-requests with Retry-After for one over its limit. ok is false
+// for any other error. Neither is stored as a key's response: a retry
+// with the same key, once granted or once the window has passed, runs.
+func Refusal(err error) (p problem.Problem, ok bool) {
+	var seller *access.SellerError
+	var limited *access.LimitedError
+	switch {
+	case errors.As(err, &limited):
+		p = probTooMany.WithDetail("this caller has created as many products as its limit allows in this window; retry after Retry-After seconds")
+		p.Headers = map[string]string{"Retry-After": access.RetryAfterSeconds(limited.RetryAfter)}
+	case errors.As(err, &seller):
+		p = probSellerForbidden.WithDetail(fmt.Sprintf("this caller may not act for seller %s: %s", seller.Seller, seller.Reason))
+	case errors.Is(err, access.ErrNoCaller):
+		p = probForbidden.WithDetail("the request's authorizer names no caller; a request acts for a seller only as an authorized caller")
+	default:
+		return problem.Problem{}, false
+	}
+	return p, true
+}
 
 // methodNotAllowed is the 405 for a route that serves only allow.
 func methodNotAllowed(allow string) problem.Problem { return problem.MethodNotAllowed(allow) }

@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemlambda/idemlambda/internal/access"
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/app/getseller"
@@ -71,14 +72,15 @@ type queued struct {
 	receives int
 }
 
-// principal is the IAM caller every request of the pipeline comes from.
+// principal is the IAM caller every request of the pipeline comes from,
+// granted every seller.
 const principal = "arn:aws:iam::123456789012:user/edge-test"
 
 func newPipeline(t *testing.T, seed uint64) *pipeline {
 	t.Helper()
 	p := &pipeline{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), consumerOut: &logbuf.Buffer{}}
 	store := embedded.New()
-	p.names = tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox", Sellers: "sellers"}
+	p.names = tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox", Sellers: "sellers", Callers: "callers"}
 	store.OnPut(func(put embedded.Put) {
 		if put.Table != p.names.Outbox {
 			return
@@ -103,6 +105,7 @@ func newPipeline(t *testing.T, seed uint64) *pipeline {
 	p.client = client
 	ctx := context.Background()
 	require.NoError(t, local.EnsureTables(ctx, client, p.names))
+	require.NoError(t, access.Grant(ctx, client, p.names.Callers, principal, access.AnySeller))
 
 	common := config.Common{LogLevel: slog.LevelInfo}
 	const source = "idemlambda.products"
@@ -110,6 +113,7 @@ func newPipeline(t *testing.T, seed uint64) *pipeline {
 	discard := app.Runtime{Out: &logbuf.Buffer{}}
 	p.create, err = createproduct.New(client, config.CreateProduct{
 		Common: common, ProductsTable: p.names.Products, OutboxTable: p.names.Outbox, EventSource: source, Idempotency: idem,
+		CallersTable: p.names.Callers, Limit: config.Limit{Creates: config.MaxCallerLimit, Window: time.Hour},
 	}, discard)
 	require.NoError(t, err)
 	p.relay, err = outboxrelay.New(publisher{p}, config.OutboxRelay{Common: common, EventBusName: "bus", EventSource: source}, discard)
@@ -162,25 +166,32 @@ func (p *pipeline) post(key, body string) answer {
 		RouteKey: "POST /products", RawPath: "/products", Body: body,
 		Headers: map[string]string{"content-type": "application/json", "idempotency-key": strconv.Quote(key)},
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RequestID: uuid.NewString(),
-			HTTP:      events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
-			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-				IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "123456789012", UserARN: principal, CallerID: "AIDAEDGETEST"},
-			},
+			RequestID:  uuid.NewString(),
+			HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
+			Authorizer: signed(),
 		},
 	})
 	require.NoError(p.t, err)
 	return answer{resp.StatusCode, resp.Body}
 }
 
-// getSeller sends GET /sellers/{id}.
+// signed is what the IAM authorizer says of principal's requests.
+func signed() *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
+	return &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+		IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "123456789012", UserARN: principal, CallerID: "AIDAEDGETEST"},
+	}
+}
+
+// getSeller sends GET /sellers/{id} from principal, whose route policy
+// lets it read every seller.
 func (p *pipeline) getSeller(id string) answer {
 	p.t.Helper()
 	resp, err := p.seller(context.Background(), events.APIGatewayV2HTTPRequest{
 		RouteKey: "GET /sellers/{id}", RawPath: "/sellers/" + id, PathParameters: map[string]string{"id": id},
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RequestID: uuid.NewString(),
-			HTTP:      events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET", Path: "/sellers/" + id},
+			RequestID:  uuid.NewString(),
+			HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET", Path: "/sellers/" + id},
+			Authorizer: signed(),
 		},
 	})
 	require.NoError(p.t, err)

@@ -44,6 +44,9 @@ var (
 	IdempotencyRetention = Var{Name: "IDEMPOTENCY_RETENTION", Default: "24h", Doc: "how long a completed key replays (Go duration)"}
 	IdempotencyMode      = Var{Name: "IDEMPOTENCY_MODE", Default: "reserve", Doc: "reserve (claim, then commit: 2 DynamoDB calls) or transact (claim inside the commit: 1 call)"}
 	IdempotencyCacheSize = Var{Name: "IDEMPOTENCY_CACHE_SIZE", Default: "1000", Doc: "completed records kept in memory per execution environment; 0 turns the cache off"}
+	CallersTable         = Var{Name: "CALLERS_TABLE", Doc: "callers table name: grants of sellers and per-caller windows"}
+	CallerLimit          = Var{Name: "CALLER_LIMIT", Default: "100", Doc: "products one caller may create per window; 0 turns the limit off"}
+	CallerLimitWindow    = Var{Name: "CALLER_LIMIT_WINDOW", Default: "10s", Doc: "the per-caller limit's window, whole seconds (a Go duration such as 10s or 1m)"}
 	LogLevel             = Var{Name: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error"}
 	MetricsNamespace     = Var{Name: "METRICS_NAMESPACE", Default: metrics.DefaultNamespace, Doc: "CloudWatch namespace of the function's EMF metrics"}
 )
@@ -212,6 +215,19 @@ type Idempotency struct {
 	CacheSize int
 }
 
+// MaxCallerLimit bounds CALLER_LIMIT.
+const MaxCallerLimit = 1_000_000
+
+// Limit bounds each caller's creations (CALLER_LIMIT per
+// CALLER_LIMIT_WINDOW).
+type Limit struct {
+	// Creates is the most products one caller creates per window; 0
+	// turns the limit off.
+	Creates int
+	// Window is the window's length, whole seconds.
+	Window time.Duration
+}
+
 // CreateProduct is the createproduct function's configuration.
 type CreateProduct struct {
 	Common
@@ -220,6 +236,10 @@ type CreateProduct struct {
 	ProductsTable, OutboxTable string
 	EventSource                string
 	Idempotency                Idempotency
+	// CallersTable holds the callers' grants of sellers and their windows.
+	CallersTable string
+	// Limit bounds each caller's creations.
+	Limit Limit
 }
 
 // GetProduct is the getproduct function's configuration.
@@ -357,6 +377,8 @@ func readCreateProduct(e *env) CreateProduct {
 		OutboxTable:   e.str(OutboxTable),
 		EventSource:   e.str(EventSource),
 		Idempotency:   readIdempotency(e),
+		CallersTable:  e.str(CallersTable),
+		Limit:         Limit{Creates: e.integer(CallerLimit, MaxCallerLimit), Window: e.seconds(CallerLimitWindow)},
 		Common:        readCommon(e),
 		AWS:           readAWS(e, EndpointDynamoDB),
 	}
@@ -539,6 +561,17 @@ func (e *env) duration(v Var) time.Duration {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
 			return 0, errors.New("not a positive duration such as 24h or 90m")
+		}
+		return d, nil
+	})
+}
+
+// seconds parses the variable as a positive Go duration of whole seconds.
+func (e *env) seconds(v Var) time.Duration {
+	return parse(e, v, func(s string) (time.Duration, error) {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < time.Second || d%time.Second != 0 {
+			return 0, errors.New("not a duration of whole seconds such as 10s or 1m")
 		}
 		return d, nil
 	})

@@ -19,7 +19,7 @@ func env(m map[string]string) func(string) string { return func(k string) string
 func TestLoadCreateProduct(t *testing.T) {
 	t.Parallel()
 	vals := map[string]string{
-		"PRODUCTS_TABLE": "p", "IDEMPOTENCY_TABLE": "i", "OUTBOX_TABLE": "o",
+		"PRODUCTS_TABLE": "p", "IDEMPOTENCY_TABLE": "i", "OUTBOX_TABLE": "o", "CALLERS_TABLE": "c",
 		"IDEMPOTENCY_RETENTION": "2h", "LOG_LEVEL": "warn",
 	}
 	c, err := config.LoadCreateProduct(env(vals))
@@ -28,14 +28,17 @@ func TestLoadCreateProduct(t *testing.T) {
 		Common: config.Common{LogLevel: slog.LevelWarn, MetricsNamespace: "idemlambda",
 			Tracing: config.Tracing{Exporter: config.ExporterNone, Propagators: []string{"tracecontext", "baggage"}}},
 		ProductsTable: "p", OutboxTable: "o", EventSource: "idemlambda.products",
-		Idempotency: config.Idempotency{Table: "i", Retention: 2 * time.Hour, Mode: config.ModeReserve, CacheSize: 1000},
+		Idempotency:  config.Idempotency{Table: "i", Retention: 2 * time.Hour, Mode: config.ModeReserve, CacheSize: 1000},
+		CallersTable: "c", Limit: config.Limit{Creates: 100, Window: 10 * time.Second},
 	}, c)
 
 	vals["IDEMPOTENCY_MODE"], vals["IDEMPOTENCY_CACHE_SIZE"] = "transact", "0"
+	vals["CALLER_LIMIT"], vals["CALLER_LIMIT_WINDOW"] = "0", "1m"
 	c, err = config.LoadCreateProduct(env(vals))
 	require.NoError(t, err)
 	assert.Equal(t, config.ModeTransact, c.Idempotency.Mode)
 	assert.Zero(t, c.Idempotency.CacheSize)
+	assert.Equal(t, config.Limit{Creates: 0, Window: time.Minute}, c.Limit, "0 turns the limit off")
 }
 
 // A bad value stops the function at start, naming every problem.
@@ -43,12 +46,14 @@ func TestLoadFailsWithEveryProblemNamed(t *testing.T) {
 	t.Parallel()
 	_, err := config.LoadCreateProduct(env(map[string]string{
 		"IDEMPOTENCY_RETENTION": "-1h", "LOG_LEVEL": "loud", "IDEMPOTENCY_MODE": "fast", "IDEMPOTENCY_CACHE_SIZE": "-1",
-		"METRICS_NAMESPACE": "AWS/Lambda",
+		"METRICS_NAMESPACE": "AWS/Lambda", "CALLER_LIMIT": "-5", "CALLER_LIMIT_WINDOW": "1500ms",
 	}))
 	require.ErrorIs(t, err, config.ErrInvalid)
 	for _, want := range []string{
 		"createproduct: ",
-		"PRODUCTS_TABLE is required", "OUTBOX_TABLE is required", "IDEMPOTENCY_TABLE is required",
+		"PRODUCTS_TABLE is required", "OUTBOX_TABLE is required", "IDEMPOTENCY_TABLE is required", "CALLERS_TABLE is required",
+		`CALLER_LIMIT="-5": not a whole number from 0 to 1000000`,
+		`CALLER_LIMIT_WINDOW="1500ms": not a duration of whole seconds`,
 		`IDEMPOTENCY_RETENTION="-1h": not a positive duration`,
 		`LOG_LEVEL="loud": want debug, info, warn or error`,
 		`IDEMPOTENCY_MODE="fast": unknown mode "fast": want "reserve" or "transact"`,
@@ -189,7 +194,7 @@ func TestSDKVarsAreTheSDKsEndpointVariables(t *testing.T) {
 func TestLoadersResolveTheEndpointAsTheSDK(t *testing.T) {
 	t.Parallel()
 	base := map[string]string{
-		"PRODUCTS_TABLE": "p", "IDEMPOTENCY_TABLE": "i", "OUTBOX_TABLE": "o", "SELLERS_TABLE": "s", "EVENT_BUS_NAME": "b",
+		"PRODUCTS_TABLE": "p", "IDEMPOTENCY_TABLE": "i", "OUTBOX_TABLE": "o", "SELLERS_TABLE": "s", "CALLERS_TABLE": "c", "EVENT_BUS_NAME": "b",
 	}
 	with := func(kv ...string) func(string) string {
 		m := maps.Clone(base)

@@ -341,7 +341,7 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 			if len(pending) == 1 {
 				b.failWith(pending, OutcomeReleased, &txError{
 					Index: k, Code: "ConditionalCheckFailed", Message: aws.ToString(reasons[k].Message),
-					Item: reasons[k].Item, kind: ErrConditionFailed, err: err,
+					Item: reasons[k].Item, write: -1, kind: ErrConditionFailed, err: err,
 				})
 				return
 			}

@@ -30,7 +30,9 @@ var (
 	// empty, or a key or value not valid UTF-8).
 	errInvalidResponse = errors.New("idem: response cannot be stored")
 	// ErrConditionFailed: one of the caller's own transaction items failed
-	// its condition; the transaction wrote nothing. The error names the item and DynamoDB's reason.
+	// its condition; the transaction wrote nothing. The error names the
+	// item and DynamoDB's reason; FailedWrite tells which of an Effect's
+	// Writes it was.
 	ErrConditionFailed = errors.New("idem: business condition failed")
 	// errConflict: the transaction kept conflicting with concurrent ones;
 	// nothing was written and the caller may retry (IsUnavailable).
@@ -53,6 +55,21 @@ var (
 	// key must stay held rather than be released.
 	ErrNotRecorded = errors.New("idem: effect done but completion not recorded")
 )
+
+// FailedWrite returns the index, in the Effect's Writes, of the write
+// whose condition failed when err, from Execute or Transact, wraps
+// ErrConditionFailed: so an operation whose transaction holds several
+// conditions (a product that must be new, a grant that must exist, a
+// quota that must have room) answers each with its own error. ok is false
+// for any other error, and for ExecuteBatch's, whose writes are shared.
+// When several writes failed, it is the first of them.
+func FailedWrite(err error) (index int, ok bool) {
+	var txErr *txError
+	if !errors.Is(err, ErrConditionFailed) || !errors.As(err, &txErr) || txErr.write < 0 {
+		return 0, false
+	}
+	return txErr.write, true
+}
 
 // InFlightError is the ErrInFlight case with the holder's remaining lease.
 type InFlightError struct {

@@ -344,8 +344,11 @@ type txError struct {
 	Message string
 	// Item is the failed item's current value when DynamoDB returned it.
 	Item map[string]types.AttributeValue
-	kind error
-	err  error
+	// write is the failed item's index in the Effect's Writes, -1 when
+	// it is none of them (the key's record, a batch's shared write).
+	write int
+	kind  error
+	err   error
 }
 
 func (e *txError) Error() string {
@@ -360,7 +363,8 @@ func (e *txError) Error() string {
 func (e *txError) Unwrap() []error { return []error{e.kind, e.err} }
 
 // explainTx reads a TransactWriteItems error whose item at fenceIndex is a
-// lease's completion (or, in transact mode, the claim). A failed fence
+// lease's completion (or, in transact mode, the claim), followed by the
+// Effect's writes (with fenceIndex -1: a batch's items). A failed fence
 // wraps ErrLeaseLost, whatever else failed: the key decides first. Then
 // another item's failed condition wraps ErrConditionFailed, and a reason
 // no retry can help (a validation error, an item too large) wraps
@@ -372,14 +376,18 @@ func explainTx(err error, fenceIndex int) error {
 	if !errors.As(err, &tce) {
 		var conflict *types.TransactionConflictException
 		if errors.As(err, &conflict) {
-			return &txError{Index: -1, Code: "TransactionConflict", kind: errConflict, err: err}
+			return &txError{Index: -1, Code: "TransactionConflict", write: -1, kind: errConflict, err: err}
 		}
 		return fmt.Errorf("idem: transaction: %w", err)
 	}
 	reasons := tce.CancellationReasons
 	at := func(i int, kind error) *txError {
 		r := reasons[i]
-		return &txError{Index: i, Code: aws.ToString(r.Code), Message: aws.ToString(r.Message), Item: r.Item, kind: kind, err: err}
+		write := -1
+		if fenceIndex >= 0 && i > fenceIndex {
+			write = i - fenceIndex - 1
+		}
+		return &txError{Index: i, Code: aws.ToString(r.Code), Message: aws.ToString(r.Message), Item: r.Item, write: write, kind: kind, err: err}
 	}
 	if fenceIndex >= 0 && fenceIndex < len(reasons) && aws.ToString(reasons[fenceIndex].Code) == "ConditionalCheckFailed" {
 		return at(fenceIndex, ErrLeaseLost)

@@ -362,10 +362,26 @@ func TestBusinessConditionFailureWritesNothing(t *testing.T) {
 		var txErr *idem.TxError
 		must.ErrorAs(t, err, &txErr)
 		check.Equal(t, 1, txErr.Index, "the product put, after the key's item")
+		// FailedWrite names it among the caller's own writes, in either
+		// mode, whatever the library put before them.
+		w, named := idem.FailedWrite(err)
+		check.True(t, named, "FailedWrite of a failed business condition")
+		check.Equal(t, 0, w, "the Effect's first write")
 		check.Equal(t, 1, countItems(t, env, env.Tables.Outbox), "the second outbox put rolled back")
 		_, ok, err := s.Get(ctx, sc)
 		must.NoError(t, err)
 		check.False(t, ok, "the key is free: released, or never claimed")
+
+		if w, named := idem.FailedWrite(nil); named {
+			t.Errorf("FailedWrite(nil) = %d, true", w)
+		}
+		_, err = s.Execute(ctx, scope(t, "first"), "other fp", func(context.Context) (idem.Effect, error) {
+			return idem.Effect{Response: created(id), Writes: items}, nil
+		})
+		must.ErrorIs(t, err, idem.ErrKeyReuse)
+		if w, named := idem.FailedWrite(err); named {
+			t.Errorf("FailedWrite(key reuse) = %d, true: the key's record is none of the writes", w)
+		}
 	})
 }
 

@@ -14,8 +14,11 @@ import (
 // in one sitting: a low-level piece belongs in a sub-package or
 // unexported. 53 since ScopeFrom, the one that replaced idemhttp's and
 // idemevent's copies (issue 29); 54 since WithTrace, the store's option
-// for the trace hook, whose types live in pkg/idem/idemtrace (issue 30).
-const maxExported = 54
+// for the trace hook, whose types live in pkg/idem/idemtrace (issue 30);
+// 55 since FailedWrite, which tells an operation with several conditions
+// which of its writes failed, where only the library knows what it put
+// before them (issue 35).
+const maxExported = 55
 
 // TestExportedSurfaceStaysSmall counts what go doc lists: exported
 // top-level functions, types, constants and variables, and the exported

@@ -210,12 +210,12 @@ type stack struct {
 	streamARN string
 }
 
-// newStack creates the three tables, a custom bus, a rule on it matching
+// newStack creates the tables, a custom bus, a rule on it matching
 // ProductCreated and an SQS queue as the rule's target.
 func newStack(ctx context.Context, t *testing.T, c clients, name string) stack {
 	t.Helper()
 	suffix := fmt.Sprintf("e2e-%s-%d", name, time.Now().UnixNano())
-	names := tables.Names{Products: "products-" + suffix, Idempotency: "idempotency-" + suffix, Outbox: "outbox-" + suffix, Sellers: "sellers-" + suffix}
+	names := tables.Names{Products: "products-" + suffix, Idempotency: "idempotency-" + suffix, Outbox: "outbox-" + suffix, Sellers: "sellers-" + suffix, Callers: "callers-" + suffix}
 	require.NoError(t, tables.CreateAll(ctx, c.ddb, names, tables.CreateOptions{WaitTimeout: 30 * time.Second}))
 	arn, err := streampoll.LatestStreamARN(ctx, c.ddb, names.Outbox)
 	require.NoError(t, err)
@@ -225,6 +225,7 @@ func newStack(ctx context.Context, t *testing.T, c clients, name string) stack {
 		tables.Idempotency.EnvVar:                names.Idempotency,
 		tables.Outbox.EnvVar:                     names.Outbox,
 		tables.Sellers.EnvVar:                    names.Sellers,
+		tables.Callers.EnvVar:                    names.Callers,
 		internalconfig.EventBusName.Name:         "bus-" + suffix,
 		internalconfig.EventSource.Name:          "idemlambda.products",
 		internalconfig.IdempotencyRetention.Name: "24h",

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,11 @@ func sellerStats(t *testing.T, c clients) {
 		seller, cur, cents := sellerIDs[i%3], []string{"EUR", "USD"}[i%2], int64(100+i)
 		req := request(tmpl, fmt.Sprintf("sellers-%d", i), i, 0)
 		req.Body = fmt.Sprintf(`{"name":"Widget %d","price_cents":%d,"currency":"%s","seller_id":"%s"}`, i, cents, cur, seller)
+		// events/create.json's token acts for its one seller; this one for
+		// the three.
+		req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{
+			Claims: map[string]string{"iss": "https://issuer.example", "sub": "e2e", "seller_ids": strings.Join(sellerIDs, " ")},
+		}}
 		for range 2 {
 			r := post(ctx, create, req)
 			require.Equal(t, 201, r.status, r.body)

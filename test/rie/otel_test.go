@@ -87,7 +87,7 @@ func startCreateProduct(t *testing.T, otlpURL string) bootstrap {
 	t.Cleanup(store.Close)
 	client, err := local.Client(store.URL)
 	require.NoError(t, err)
-	n := tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox"}
+	n := tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox", Callers: "callers"}
 	require.NoError(t, local.EnsureTables(t.Context(), client, n))
 
 	addr := freePort(t)
@@ -95,7 +95,7 @@ func startCreateProduct(t *testing.T, otlpURL string) bootstrap {
 	cmd := exec.Command(rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", freePort(t), bin)
 	cmd.Env = append(os.Environ(),
 		"AWS_ENDPOINT_URL_DYNAMODB="+store.URL, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
-		"PRODUCTS_TABLE="+n.Products, "IDEMPOTENCY_TABLE="+n.Idempotency, "OUTBOX_TABLE="+n.Outbox, "LOG_LEVEL=warn",
+		"PRODUCTS_TABLE="+n.Products, "IDEMPOTENCY_TABLE="+n.Idempotency, "OUTBOX_TABLE="+n.Outbox, "CALLERS_TABLE="+n.Callers, "LOG_LEVEL=warn",
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+otlpURL, "OTEL_PROPAGATORS=xray",
 	)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -116,10 +116,8 @@ func (b bootstrap) create(t *testing.T, key string) events.APIGatewayV2HTTPRespo
 		Headers: map[string]string{"content-type": "application/json", "idempotency-key": fmt.Sprintf("%q", key)},
 		Body:    `{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
-			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-				IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "123456789012", CallerID: "AIDAEXAMPLECALLER", UserARN: "arn:aws:iam::123456789012:user/example"},
-			},
+			HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
+			Authorizer: token(),
 		},
 	})
 	require.NoError(t, err)

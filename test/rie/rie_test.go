@@ -68,7 +68,7 @@ func startEmulator(t *testing.T, rie, bootstrap, storeURL, mode string, n tables
 	cmd.Env = append(os.Environ(),
 		"AWS_ENDPOINT_URL_DYNAMODB="+storeURL, "AWS_REGION=us-east-1",
 		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
-		"PRODUCTS_TABLE="+n.Products, "IDEMPOTENCY_TABLE="+n.Idempotency, "OUTBOX_TABLE="+n.Outbox,
+		"PRODUCTS_TABLE="+n.Products, "IDEMPOTENCY_TABLE="+n.Idempotency, "OUTBOX_TABLE="+n.Outbox, "CALLERS_TABLE="+n.Callers,
 		"LOG_LEVEL=warn", "IDEMPOTENCY_MODE="+mode,
 	)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -90,16 +90,22 @@ func startEmulator(t *testing.T, rie, bootstrap, storeURL, mode string, n tables
 	return emulator{url: "http://" + addr + "/2015-03-31/functions/function/invocations", mode: mode, out: out}
 }
 
+// token is what a JWT authorizer says of a token that acts for the
+// test's seller.
+func token() *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
+	return &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{
+		Claims: map[string]string{"iss": "https://issuer.example", "sub": "rie", "seller_ids": "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"},
+	}}
+}
+
 func invoke(e emulator, key string) (events.APIGatewayV2HTTPResponse, error) {
 	req := events.APIGatewayV2HTTPRequest{
 		Version: "2.0", RouteKey: "POST /products", RawPath: "/products",
 		Headers: map[string]string{"content-type": "application/json", "idempotency-key": `"` + key + `"`},
 		Body:    `{"name":"Widget ` + key + `","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
-			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-				IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "123456789012", CallerID: "AIDAEXAMPLECALLER", UserARN: "arn:aws:iam::123456789012:user/example"},
-			},
+			HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
+			Authorizer: token(),
 		},
 	}
 	payload, err := json.Marshal(req)
@@ -146,7 +152,7 @@ func TestEmulatorsShareOneStore(t *testing.T) {
 	ctx := context.Background()
 	client, err := local.Client(srv.URL)
 	require.NoError(t, err)
-	n := tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox"}
+	n := tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox", Callers: "callers"}
 	require.NoError(t, local.EnsureTables(ctx, client, n))
 
 	emus := make([]emulator, emulators)

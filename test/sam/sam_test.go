@@ -445,7 +445,7 @@ func TestSamLocalInvoke(t *testing.T) {
 	client, err := local.Client(storeURL)
 	require.NoError(t, err)
 	sfx := suffix(t)
-	names := tables.Names{Products: "products-" + sfx, Idempotency: "idempotency-" + sfx, Outbox: "outbox-" + sfx}
+	names := tables.Names{Products: "products-" + sfx, Idempotency: "idempotency-" + sfx, Outbox: "outbox-" + sfx, Callers: "callers-" + sfx}
 	require.NoError(t, local.EnsureTables(ctx, client, names))
 	bus := &putEvents{}
 	busURL, busRequests := serve(t, e.bindHost, bus)
@@ -454,7 +454,7 @@ func TestSamLocalInvoke(t *testing.T) {
 	dir := t.TempDir()
 	createEnv := envFile(t, dir, "createproduct", createID, map[string]string{
 		"PRODUCTS_TABLE": names.Products, "IDEMPOTENCY_TABLE": names.Idempotency, "OUTBOX_TABLE": names.Outbox,
-		"AWS_ENDPOINT_URL": inContainer(storeURL),
+		"CALLERS_TABLE": names.Callers, "AWS_ENDPOINT_URL": inContainer(storeURL),
 	})
 	getEnv := envFile(t, dir, "getproduct", getID, map[string]string{
 		"PRODUCTS_TABLE": names.Products, "AWS_ENDPOINT_URL": inContainer(storeURL),

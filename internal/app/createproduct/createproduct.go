@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/idemlambda/idemlambda/internal/access"
 	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
@@ -17,7 +18,8 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/idemotel"
 )
 
-// New assembles createproduct on db, its log and metrics lines written to
+// New assembles createproduct on db (its callers checked against the
+// callers table: internal/access), its log and metrics lines written to
 // rt.Out (the function's stdout). opts add to, and override, the configured
 // store options.
 func New(db *dynamodb.Client, cfg config.CreateProduct, rt app.Runtime, opts ...idem.Option) (idemhttp.APIGatewayV2Handler, error) {
@@ -46,7 +48,13 @@ func New(db *dynamodb.Client, cfg config.CreateProduct, rt app.Runtime, opts ...
 	if cfg.Idempotency.Mode == config.ModeTransact {
 		execute = store.Transact
 	}
-	creator, err := api.NewProductCreator(execute, products)
+	guard, err := access.NewGuard(access.Config{
+		Table: cfg.CallersTable, Limit: access.Limit{Creates: cfg.Limit.Creates, Window: cfg.Limit.Window},
+	})
+	if err != nil {
+		return nil, err
+	}
+	creator, err := api.NewProductCreator(execute, products, guard)
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,7 @@ func TestRequestAndResponseConversion(t *testing.T) {
 	assert.Equal(t, base64.StdEncoding.EncodeToString([]byte("\xff\xfe")), got.Body)
 	assert.Equal(t, "POST", got.RequestContext.HTTP.Method)
 	assert.Len(t, got.RequestContext.RequestID, 32)
+	assert.Nil(t, got.RequestContext.Authorizer, "a route without an authorizer")
 
 	assert.Equal(t, 202, resp.StatusCode)
 	assert.Equal(t, "1", resp.Header.Get("X-One"))

@@ -4,6 +4,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/idemlambda/idemlambda/internal/access"
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/app/getproduct"
@@ -78,13 +82,20 @@ type Config struct {
 	// SpanProcessors also receive every function's spans, whatever its
 	// exporter (tests record them).
 	SpanProcessors []sdktrace.SpanProcessor
+	// Caller is the IAM identity every API request comes from, as API
+	// Gateway's IAM authorizer names a SigV4 caller; empty is CallerARN.
+	Caller string
+	// Grant lists the sellers Caller may act for (seller ids, or
+	// access.AnySeller for every one), granted in the callers table at
+	// start as an operator grants them (cmd/grant); none grants nothing.
+	Grant []string
 }
 
 // tables names the tables the functions use.
 func (c Config) tables() tables.Names {
 	return tables.Names{
 		Products: c.CreateProduct.ProductsTable, Idempotency: c.CreateProduct.Idempotency.Table,
-		Outbox: c.CreateProduct.OutboxTable, Sellers: c.GetSeller.SellersTable,
+		Outbox: c.CreateProduct.OutboxTable, Sellers: c.GetSeller.SellersTable, Callers: c.CreateProduct.CallersTable,
 	}
 }
 
@@ -107,11 +118,13 @@ type Runner struct {
 	queue   *eventbus.Queue
 	stop    context.CancelFunc
 	bg      sync.WaitGroup
+	caller  string   // every API request's
+	grant   []string // the sellers caller was granted at start
 }
 
 // Start brings the store, tables and API up and returns once they serve.
 func Start(ctx context.Context, cfg Config) (*Runner, error) {
-	r := &Runner{errs: make(chan error, 4)}
+	r := &Runner{errs: make(chan error, 4), caller: cmp.Or(cfg.Caller, CallerARN), grant: cfg.Grant}
 	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	r.stop = stop
 	if cfg.Endpoint == "" {
@@ -136,6 +149,15 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	r.Client = client
 	if err := EnsureTables(ctx, client, cfg.tables()); err != nil {
 		return nil, errors.Join(err, r.Close(ctx))
+	}
+	if len(cfg.Grant) > 0 {
+		caller, err := access.IAMCaller(r.caller)
+		if err == nil {
+			err = access.Grant(ctx, client, cfg.CreateProduct.CallersTable, caller.ID(), cfg.Grant...)
+		}
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("grant the local caller: %w", err), r.Close(ctx))
+		}
 	}
 	if cfg.Publisher != nil {
 		if err := r.startRelay(ctx, bgCtx, cfg); err != nil {
@@ -166,11 +188,16 @@ func (r *Runner) apiRoutes(cfg Config) ([]httpadapter.Route, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every route has the stack's IAM authorizer, and every request is
+	// from the one local caller.
+	authorizer := func(*http.Request) *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
+		return iamAuthorizer(r.caller)
+	}
 	create, err := createproduct.New(client, cfg.CreateProduct, rt)
 	if err != nil {
 		return nil, err
 	}
-	createRoute := httpadapter.Route{Method: http.MethodPost, Pattern: "/products", Handler: flushed(rt.Tracing, httpadapter.Handler(create)), Authorizer: Caller}
+	createRoute := httpadapter.Route{Method: http.MethodPost, Pattern: "/products", Handler: flushed(rt.Tracing, httpadapter.Handler(create)), Authorizer: authorizer}
 	if rt, client, err = r.function(cfg, config.NameGetProduct, cfg.GetProduct.Common); err != nil {
 		return nil, err
 	}
@@ -178,7 +205,7 @@ func (r *Runner) apiRoutes(cfg Config) ([]httpadapter.Route, error) {
 	if err != nil {
 		return nil, err
 	}
-	getRoute := httpadapter.Route{Method: http.MethodGet, Pattern: "/products/{id}", Handler: flushed(rt.Tracing, httpadapter.Handler(get)), Authorizer: Caller}
+	getRoute := httpadapter.Route{Method: http.MethodGet, Pattern: "/products/{id}", Handler: flushed(rt.Tracing, httpadapter.Handler(get)), Authorizer: authorizer}
 	if rt, client, err = r.function(cfg, config.NameGetSeller, cfg.GetSeller.Common); err != nil {
 		return nil, err
 	}
@@ -186,22 +213,24 @@ func (r *Runner) apiRoutes(cfg Config) ([]httpadapter.Route, error) {
 	if err != nil {
 		return nil, err
 	}
-	sellerRoute := httpadapter.Route{Method: http.MethodGet, Pattern: "/sellers/{id}", Handler: flushed(rt.Tracing, httpadapter.Handler(seller)), Authorizer: Caller}
+	sellerRoute := httpadapter.Route{Method: http.MethodGet, Pattern: "/sellers/{id}", Handler: flushed(rt.Tracing, httpadapter.Handler(seller)), Authorizer: authorizer}
 	return []httpadapter.Route{createRoute, getRoute, sellerRoute}, nil
 }
 
-// CallerARN is who every request to the local API comes from: make run
-// stands in for the template's IAM authorizer, which has checked a
-// request's SigV4 signature by the time it reaches a function, and lets
-// every request in as this one local caller.
+// CallerARN is who every request to the local API comes from unless
+// Config.Caller names another: make run stands in for the template's IAM
+// authorizer, which has checked a request's SigV4 signature by the time
+// it reaches a function, and lets every request in as this one local
+// caller, an IAM user of the account id LocalStack, moto and MiniStack
+// use, so nothing here looks like a real account.
 const CallerARN = "arn:aws:iam::000000000000:user/local-developer"
 
-// Caller is the IAM authorizer's description of CallerARN, for every
-// request.
-func Caller(*http.Request) *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
+// iamAuthorizer is the IAM authorizer's description of the caller arn,
+// as API Gateway fills a SigV4 request's context in.
+func iamAuthorizer(arn string) *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
 	return &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
 		IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
-			AccountID: "000000000000", CallerID: "AIDALOCALDEVELOPER", UserARN: CallerARN, UserID: "AIDALOCALDEVELOPER",
+			AccountID: "000000000000", CallerID: "AIDALOCALDEVELOPER", UserARN: arn, UserID: "AIDALOCALDEVELOPER",
 		},
 	}
 }
@@ -431,6 +460,17 @@ func hostPort(a net.Addr) string {
 	return net.JoinHostPort(host, port)
 }
 
+// grantText says which sellers a grant lists.
+func grantText(g []string) string {
+	switch {
+	case len(g) == 0:
+		return "no seller: every POST /products gets 403"
+	case slices.Contains(g, access.AnySeller):
+		return "every seller"
+	}
+	return "seller " + strings.Join(g, ", ")
+}
+
 // Banner prints where things run and a first request to try.
 func Banner(w io.Writer, r *Runner) {
 	if r.APIURL != "" {
@@ -446,7 +486,9 @@ Try it:
     -H 'Content-Type: application/json' -H 'Idempotency-Key: "order-42"' \
     -d '{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}'
 Send it again for the stored response (Idempotent-Replayed: true).
-`, r.APIURL)
+Every request comes from the IAM caller %[2]s, granted %[3]s
+(-caller and -sellers change them: go run ./cmd/local -help).
+`, r.APIURL, r.caller, grantText(r.grant))
 	if r.queue != nil {
 		fmt.Fprintf(w, `Then the seller's numbers, counted once per product however often the event is delivered:
   curl -s %s/sellers/3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b

@@ -49,8 +49,10 @@ func startConfigured(t *testing.T, pub outbox.Publisher, out io.Writer, adjust f
 		APIAddr:   "127.0.0.1:0", StoreAddr: "127.0.0.1:0",
 		CreateProduct: config.CreateProduct{
 			ProductsTable: "products", OutboxTable: "outbox", EventSource: "idemlambda.products",
-			Idempotency: config.Idempotency{Table: "idempotency", Retention: time.Hour},
+			Idempotency:  config.Idempotency{Table: "idempotency", Retention: time.Hour},
+			CallersTable: "callers", Limit: config.Limit{Creates: 1000, Window: 10 * time.Second},
 		},
+		Grant:      []string{"*"},
 		GetProduct: config.GetProduct{ProductsTable: "products"},
 		SellerStats: config.SellerStats{
 			SellersTable: "sellers", EventSource: "idemlambda.products",
@@ -277,4 +279,23 @@ func TestLocalPipelineCountsSellerStatistics(t *testing.T) {
 	assert.Equal(t, 3.0, sum["published"], "%v", sum)
 	assert.GreaterOrEqual(t, sum["relay failed"], 1.0, "the flaky publisher's first failure")
 	assert.Equal(t, 3.0, sum["applied"], "%v", sum)
+}
+
+// The local API's caller acts for the sellers it was granted at start,
+// as a deployed stack's IAM caller does for its grant: none granted, or
+// another seller, is a 403 that writes nothing.
+func TestLocalCallerActsForItsGrant(t *testing.T) {
+	t.Parallel()
+	for name, grant := range map[string][]string{"none": nil, "another seller": {"9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a"}} {
+		r := startConfigured(t, nil, io.Discard, func(c *local.Config) { c.Grant = grant })
+		rep := post(t, r.APIURL, "k-"+strings.ReplaceAll(name, " ", "-"), widget)
+		assert.Equal(t, http.StatusForbidden, rep.status, "%s: %s", name, rep.body)
+		assert.Contains(t, rep.body, "seller-forbidden", name)
+		assert.Zero(t, count(t, r, "products"), name)
+	}
+	r := startConfigured(t, nil, io.Discard, func(c *local.Config) {
+		c.Caller = "arn:aws:sts::000000000000:assumed-role/Dev/me"
+		c.Grant = []string{"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}
+	})
+	assert.Equal(t, http.StatusCreated, post(t, r.APIURL, "k-granted", widget).status, "a role's session acts for the role's grant")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemlambda/idemlambda/internal/access"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/sellers"
@@ -74,8 +75,13 @@ var Sellers = Table{
 	HashKey: sellers.AttrSellerID, RangeKey: sellers.AttrShard, RangeKeyType: types.ScalarAttributeTypeN,
 }
 
+// Callers holds what the API knows of its callers (internal/access): the
+// sellers each IAM caller may act for (grants, which operators write) and
+// each caller's count of creations per window (expiring with the window).
+var Callers = Table{Logical: "callers", EnvVar: config.CallersTable.Name, HashKey: access.AttrID, TTLAttribute: access.AttrExpiresAt}
+
 // All lists every table in a stable order.
-func All() []Table { return []Table{Products, Idempotency, Outbox, Sellers} }
+func All() []Table { return []Table{Products, Idempotency, Outbox, Sellers, Callers} }
 
 // CreateTableInput returns the on-demand CreateTable request for the table
 // under the physical name.
@@ -152,7 +158,7 @@ func (t Table) Create(ctx context.Context, client *dynamodb.Client, name string,
 
 // Names holds the physical table names a process works with.
 type Names struct {
-	Products, Idempotency, Outbox, Sellers string
+	Products, Idempotency, Outbox, Sellers, Callers string
 }
 
 // Of returns the physical name configured for the table.
@@ -166,6 +172,8 @@ func (n Names) Of(t Table) string {
 		return n.Outbox
 	case Sellers.Logical:
 		return n.Sellers
+	case Callers.Logical:
+		return n.Callers
 	}
 	return ""
 }

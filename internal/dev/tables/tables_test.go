@@ -45,13 +45,14 @@ func TestCreateTableInputMatchesDesign(t *testing.T) {
 
 	assert.Equal(t, "expires_at", tables.Idempotency.TTLAttribute)
 	assert.Equal(t, "expires_at", tables.Outbox.TTLAttribute)
+	assert.Equal(t, "expires_at", tables.Callers.TTLAttribute, "window items expire; grants carry no expires_at")
 	assert.Empty(t, tables.Products.TTLAttribute)
 }
 
 func TestNamesOf(t *testing.T) {
 	t.Parallel()
-	n := tables.Names{Products: "p", Idempotency: "i", Outbox: "o", Sellers: "s"}
-	for tb, want := range map[string]string{"products": "p", "idempotency": "i", "outbox": "o", "sellers": "s"} {
+	n := tables.Names{Products: "p", Idempotency: "i", Outbox: "o", Sellers: "s", Callers: "c"}
+	for tb, want := range map[string]string{"products": "p", "idempotency": "i", "outbox": "o", "sellers": "s", "callers": "c"} {
 		found := false
 		for _, table := range tables.All() {
 			if table.Logical == tb {

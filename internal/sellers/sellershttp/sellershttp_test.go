@@ -21,14 +21,55 @@ import (
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 )
 
-func getSeller(t *testing.T, h func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), id string) events.APIGatewayV2HTTPResponse {
+type handler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// iamReader is an IAM caller: its route policy decided which sellers it
+// reads before the request got here.
+var iamReader = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
+	UserARN: "arn:aws:sts::123456789012:assumed-role/Reporting/s", AccountID: "123456789012",
+}}
+
+func getSeller(t *testing.T, h handler, id string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	return getSellerAs(t, h, iamReader, id)
+}
+
+func getSellerAs(t *testing.T, h handler, who *events.APIGatewayV2HTTPRequestContextAuthorizerDescription, id string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
 	resp, err := h(context.Background(), events.APIGatewayV2HTTPRequest{
 		RouteKey: "GET /sellers/{id}", RawPath: "/sellers/" + id, PathParameters: map[string]string{"id": id},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"},
+			Authorizer: who,
+		},
 	})
 	require.NoError(t, err)
 	return resp
+}
+
+// A token reads the statistics of the sellers its seller_ids lists, and
+// is refused the others' before any DynamoDB call; an IAM caller reads
+// what its route policy lets it; a request no authorizer names a caller
+// for reads none.
+func TestGetSellerOnlyForTheTokensSellers(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	h, err := getseller.New(env.Client, config.GetSeller{SellersTable: env.Tables.Sellers}, app.Runtime{Out: &logbuf.Buffer{}})
+	require.NoError(t, err)
+	mine, theirs := uuid.New(), uuid.New()
+	token := func(sellers string) *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
+		return &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{
+			Claims: map[string]string{"iss": "https://idp", "sub": "seller-user", "seller_ids": sellers},
+		}}
+	}
+	assertProblem(t, getSellerAs(t, h, token(mine.String()), mine.String()), 404, "not-found")
+	assertProblem(t, getSellerAs(t, h, token("*"), theirs.String()), 404, "not-found")
+	env.Counter.Reset()
+	assertProblem(t, getSellerAs(t, h, token(mine.String()), theirs.String()), 403, "seller-forbidden")
+	assertProblem(t, getSellerAs(t, h, token(""), mine.String()), 403, "seller-forbidden")
+	assertProblem(t, getSellerAs(t, h, nil, mine.String()), 403, "forbidden")
+	assert.Zero(t, env.Counter.Total(), "refused before any DynamoDB call")
+	assertProblem(t, getSellerAs(t, h, iamReader, theirs.String()), 404, "not-found")
 }
 
 func TestGetSeller(t *testing.T) {

@@ -193,6 +193,7 @@ func (e *Env) CreateTables(tb testing.TB) tables.Names {
 		Idempotency: "idempotency-" + suffix,
 		Outbox:      "outbox-" + suffix,
 		Sellers:     "sellers-" + suffix,
+		Callers:     "callers-" + suffix,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

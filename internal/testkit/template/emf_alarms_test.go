@@ -63,17 +63,20 @@ func emitMetrics(t *testing.T) emitted {
 	common := config.Common{LogLevel: slog.LevelError, MetricsNamespace: "idemlambda/drift"}
 	idemCfg := config.Idempotency{Table: env.Tables.Idempotency, Retention: time.Hour, Mode: config.ModeReserve}
 
+	// A token for every seller: its caller needs no grant.
+	token := &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{
+		Claims: map[string]string{"iss": "https://issuer.example", "sub": "drift", "seller_ids": "*"},
+	}}
+	limit := config.Limit{Creates: 100, Window: 10 * time.Second}
 	create, err := createproduct.New(env.Client, config.CreateProduct{Common: common, ProductsTable: env.Tables.Products,
-		OutboxTable: env.Tables.Outbox, EventSource: "idemlambda.products", Idempotency: idemCfg}, app.Runtime{Out: out})
+		OutboxTable: env.Tables.Outbox, EventSource: "idemlambda.products", Idempotency: idemCfg,
+		CallersTable: env.Tables.Callers, Limit: limit}, app.Runtime{Out: out})
 	must(t, err)
 	post := events.APIGatewayV2HTTPRequest{
 		Headers: map[string]string{"content-type": "application/json", "idempotency-key": `"drift-1"`},
 		Body:    `{"name":"Widget","price_cents":999,"currency":"EUR","seller_id":"3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}`,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
-			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-				IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "123456789012", CallerID: "AIDADRIFT", UserARN: "arn:aws:iam::123456789012:user/drift"},
-			}},
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"}, Authorizer: token},
 	}
 	first, err := create(ctx, post)
 	must(t, err)
@@ -87,7 +90,8 @@ func emitMetrics(t *testing.T) emitted {
 	_, err = create(ctx, bad) // rejected
 	must(t, err)
 	broken, err := createproduct.New(env.Client, config.CreateProduct{Common: common, ProductsTable: "no-such-table",
-		OutboxTable: env.Tables.Outbox, EventSource: "idemlambda.products", Idempotency: idemCfg}, app.Runtime{Out: out})
+		OutboxTable: env.Tables.Outbox, EventSource: "idemlambda.products", Idempotency: idemCfg,
+		CallersTable: env.Tables.Callers, Limit: limit}, app.Runtime{Out: out})
 	must(t, err)
 	fault := post
 	fault.Headers = map[string]string{"content-type": "application/json", "idempotency-key": `"drift-500"`}
@@ -104,7 +108,8 @@ func emitMetrics(t *testing.T) emitted {
 	must(t, err)
 	seller, err := getseller.New(env.Client, config.GetSeller{Common: common, SellersTable: env.Tables.Sellers}, app.Runtime{Out: out})
 	must(t, err)
-	_, err = seller(ctx, events.APIGatewayV2HTTPRequest{PathParameters: map[string]string{"id": "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"}})
+	_, err = seller(ctx, events.APIGatewayV2HTTPRequest{PathParameters: map[string]string{"id": "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{Authorizer: token}})
 	must(t, err)
 
 	relayHandler, err := outboxrelay.New(refusingPublisher{t}, config.OutboxRelay{Common: common}, app.Runtime{Out: out})

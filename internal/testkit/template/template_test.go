@@ -27,6 +27,7 @@ var tableIDs = map[string]tables.Table{
 	"IdempotencyTable": tables.Idempotency,
 	"OutboxTable":      tables.Outbox,
 	"SellersTable":     tables.Sellers,
+	"CallersTable":     tables.Callers,
 }
 
 func load(t *testing.T) *template.Template {
@@ -338,6 +339,11 @@ func TestIAMHasNoWildcardActions(t *testing.T) {
 func TestDynamoDBGrantsAreLeastPrivilege(t *testing.T) {
 	want := map[string][]string{
 		"createproduct": {
+			// in the commit transaction: a replica of the caller's grant
+			// checked, a counter of its window counted (each confined by
+			// LeadingKeys, TestCallersTableConfined)
+			"CallersTable.Arn dynamodb:ConditionCheckItem",
+			"CallersTable.Arn dynamodb:UpdateItem",
 			// reserve, replay read, fenced complete, fenced release
 			"IdempotencyTable.Arn dynamodb:DeleteItem",
 			"IdempotencyTable.Arn dynamodb:GetItem",
@@ -687,10 +693,24 @@ func TestSellerStatsPipeline(t *testing.T) {
 			id, config.IdempotencyRetention.Name, retention, lifetime, eventAge, seconds(queueID, "MessageRetentionPeriod"), seconds(dlq, "MessageRetentionPeriod"))
 	}
 	for _, ev := range events {
-		if c, _ := template.Path(ev, "Properties", "ScalingConfig", "MaximumConcurrency").(int); c < 2 {
+		if c := minValue(tpl, template.Path(ev, "Properties", "ScalingConfig", "MaximumConcurrency")); c < 2 {
 			t.Errorf("%s: no ScalingConfig.MaximumConcurrency (2 or more) on the queue mapping: unbounded, concurrent invocations only add conflicts on a hot seller", id)
 		}
 	}
+}
+
+// minValue is the least value v can take: v itself for a number, its
+// MinValue for a Ref of a Number parameter, 0 otherwise.
+func minValue(tpl *template.Template, v any) int {
+	if n, ok := v.(int); ok {
+		return n
+	}
+	ref, ok := template.RefTarget(v)
+	if !ok {
+		return 0
+	}
+	n, _ := template.Path(tpl.Parameters, ref, "MinValue").(int)
+	return n
 }
 
 func asList(v any) []any {
