@@ -293,7 +293,10 @@ func TestRuleDeliveryFailuresAreAlarmed(t *testing.T) {
 
 // The API's 4xx share is alarmed, and so are its 429s, which HTTP APIs
 // count in 4xx only: a metric filter on the access log's JSON status
-// counts them, and an alarm reads what the filter writes.
+// counts them, and an alarm reads what the filter writes. It counts the
+// stage's own throttling (error.responseType THROTTLED), which every
+// caller shares, and not createproduct's 429 to one caller over its
+// limit (internal/access), an answer to that caller alone.
 func TestApiClientErrorsAndThrottlingAreAlarmed(t *testing.T) {
 	tpl := load(t)
 	all := alarms(t, tpl)
@@ -311,7 +314,7 @@ func TestApiClientErrorsAndThrottlingAreAlarmed(t *testing.T) {
 	var throttled bool
 	for _, id := range filters {
 		f := tpl.Resources[id].Properties
-		if ref, _ := template.RefTarget(f["LogGroupName"]); ref != "ApiAccessLogGroup" || f["FilterPattern"] != `{ $.status = "429" }` {
+		if ref, _ := template.RefTarget(f["LogGroupName"]); ref != "ApiAccessLogGroup" || f["FilterPattern"] != throttledFilter {
 			continue
 		}
 		for _, m := range asList(f["MetricTransformations"]) {
@@ -324,13 +327,18 @@ func TestApiClientErrorsAndThrottlingAreAlarmed(t *testing.T) {
 		}
 	}
 	if !throttled {
-		t.Errorf("no alarm (Sum > 0) on a metric filter of ApiAccessLogGroup counting { $.status = \"429\" }; filters %v", filters)
+		t.Errorf("no alarm (Sum > 0) on a metric filter of ApiAccessLogGroup counting %s; filters %v", throttledFilter, filters)
 	}
 	format, _ := template.Path(tpl.Resources["HttpApi"].Properties, "AccessLogSettings", "Format").(string)
-	if !strings.Contains(format, `"status":"$context.status"`) {
-		t.Errorf("the access log format has no \"status\":\"$context.status\", which the 429 filter reads: %s", format)
+	for _, field := range []string{`"status":"$context.status"`, `"errorType":"$context.error.responseType"`} {
+		if !strings.Contains(format, field) {
+			t.Errorf("the access log format has no %s, which the 429 filter reads: %s", field, format)
+		}
 	}
 }
+
+// throttledFilter counts the 429s the stage answers itself.
+const throttledFilter = `{ $.status = "429" && $.errorType = "THROTTLED" }`
 
 // httpAPIMetrics are the metrics HTTP APIs publish; 4XXError, 5XXError and
 // the ApiName dimension are the REST API's and never match an HTTP API.
