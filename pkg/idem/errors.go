@@ -12,10 +12,15 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	stored "github.com/idemlambda/idemlambda/pkg/idem/internal/record"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/scopeid"
 )
 
 // Errors returned by the store, matched with errors.Is.
 var (
+	// ErrInvalidKey: a client key, operation or principal that cannot be
+	// used: empty, too long (a key over 255 bytes), or outside printable
+	// ASCII (0x21 to 0x7E).
+	ErrInvalidKey = scopeid.ErrInvalidKey
 	// ErrInFlight: another caller holds a live lease on the key. The error
 	// is an *InFlightError carrying the time until that lease ends.
 	ErrInFlight = errors.New("idem: request with this key is still in flight")

@@ -1,19 +1,16 @@
 package idem
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	"github.com/idemlambda/idemlambda/pkg/idem/internal/scopeid"
 )
 
 // maxIDLength keeps the record id inside DynamoDB's 2048-byte partition key
 // limit.
 const maxIDLength = 2048
-
-// ErrInvalidKey reports a client key, operation or principal that cannot be
-// used: empty, too long (a key over 255 bytes), or outside printable
-// ASCII (0x21 to 0x7E).
-var ErrInvalidKey = scopeid.ErrInvalidKey
 
 // Anonymous is the principal of a caller that cannot be named, for a
 // way in whose callers may share one scope and see each other's stored
@@ -70,20 +67,46 @@ func (s Scope) check() error {
 	return nil
 }
 
-// check is scope.check, and that the scope's ID fits the key of the
-// store's layout (a sort key holds 1024 bytes, a prefix takes its share).
-func (s *Store) check(scope Scope) error {
-	if err := scope.check(); err != nil {
-		return err
-	}
-	if n, limit := len(scope.ID()), s.layout.MaxIDLength(); n > limit {
-		return fmt.Errorf("%w: scoped id is %d bytes, at most %d in this table's layout", ErrInvalidKey, n, limit)
-	}
-	return nil
-}
-
 // ID is the record's partition key (in the default layout; see
 // idemtable.Layout for the others): "v1", then operation, principal and
 // key, each prefixed by its length in bytes, so the encoding is injective
 // whatever the parts contain.
 func (s Scope) ID() string { return scopeid.Encode(s.Operation, s.Principal, s.Key) }
+
+// scopeKey is the context key of a call's callCtx.
+type scopeKey struct{}
+
+// callCtx is the context of a call's phases: the caller's, with the
+// call's scope (none for a batch) and trace. It answers scopeKey with
+// itself, and every other key as the caller's context does.
+type callCtx struct {
+	context.Context
+	scope  Scope
+	scoped bool
+	trace  *idemtrace.Trace
+}
+
+// Value answers scopeKey with c itself.
+func (c *callCtx) Value(key any) any {
+	if key == (scopeKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// withCall is ctx with the call's scope (when scoped) and trace t.
+func withCall(ctx context.Context, scope Scope, scoped bool, t *idemtrace.Trace) context.Context {
+	return &callCtx{Context: ctx, scope: scope, scoped: scoped, trace: t}
+}
+
+// ScopeFrom returns the scope of the call whose operation runs with ctx:
+// every way in passes it to the function it runs. Its Key is the one to
+// pass to a downstream API that takes idempotency keys of its own, which
+// closes Run's window. ok is false outside such a function.
+func ScopeFrom(ctx context.Context) (Scope, bool) {
+	c, ok := ctx.Value(scopeKey{}).(*callCtx)
+	if !ok || !c.scoped {
+		return Scope{}, false
+	}
+	return c.scope, true
+}
