@@ -2,7 +2,6 @@ package idem
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
@@ -53,14 +52,19 @@ func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, finge
 	return res, err
 }
 
-// enter is admission's first half: a scope NewScope would not have made
-// is rejected, and so is a call valid (when set) refuses; a key the
+// enter is admission's first half: a scope NewScope would not have made,
+// or whose ID its layout cannot hold, is rejected, and so is a
+// fingerprint no record should hold and a call valid (when set) refuses
+// (each bound keeps the record within DynamoDB's item); a key the
 // cache holds answers from it (reported to t). The refusals come before
 // the cache, so a cached key never answers a call the table would
 // refuse. done is true when res and err are the call's answer; else id
 // is the scope's record id.
 func (s *Store) enter(ctx context.Context, t *idemtrace.Trace, scope Scope, fingerprint string, valid func() error) (id string, res Result, err error, done bool) {
 	if err := s.check(scope); err != nil {
+		return "", Result{Outcome: OutcomeRejected}, err, true
+	}
+	if err := checkFingerprint(fingerprint); err != nil {
 		return "", Result{Outcome: OutcomeRejected}, err, true
 	}
 	if valid != nil {
@@ -82,10 +86,7 @@ func (s *Store) check(scope Scope) error {
 	if err := scope.check(); err != nil {
 		return err
 	}
-	if n, limit := len(scope.ID()), s.layout.MaxIDLength(); n > limit {
-		return fmt.Errorf("%w: scoped id is %d bytes, at most %d in this table's layout", ErrInvalidKey, n, limit)
-	}
-	return nil
+	return scope.fits(s.layout.MaxIDLength(), " in this table's layout")
 }
 
 // leave is admission's second half: the call's outcome goes to the

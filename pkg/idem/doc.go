@@ -40,9 +40,9 @@
 //
 // # The protocol
 //
-// Admission. Every call is admitted alike: its scope is checked
-// (NewScope's rules, an empty principal refused, the ID within the
-// layout's key), a completed key in the cache (WithCache) answers from
+// Admission. Every call is admitted alike: its scope and fingerprint are
+// checked (NewScope's rules, an empty principal refused, and the Limits
+// below), a completed key in the cache (WithCache) answers from
 // memory, the operation runs with the scope in its context (ScopeFrom),
 // and the outcome goes to WithOutcomeHook's function. An Effect is
 // checked before its writes are sent: at most 99 writes, none to the
@@ -189,6 +189,22 @@
 //     ErrInFlight for a live Execute or Run holder (or waits for its
 //     response), takes a dead one's key over in its one transaction, and
 //     a key completed by one replays for the others.
+//
+// # Limits
+//
+// Every attribute a caller gives a record is bounded when its call is
+// admitted, before any effect, so that every record fits DynamoDB's 400
+// KB item and none is refused after its effect (ErrInvalidKey names the
+// attribute): a key of 1 to 255 bytes of printable ASCII; an operation
+// and a principal in UTF-8, whose scope ID fits the layout's key (2048
+// bytes in the default layout; idemtable.Layout's MaxIDLength); a
+// fingerprint of at most 1024 bytes of UTF-8. A response is counted as
+// DynamoDB counts item sizes: the body's bytes, and for the metadata a
+// map's 3 bytes and, per entry, 1 byte besides its key's and value's;
+// over WithMaxResponseBytes (64 KB by default, at most 300 KB) it is
+// ErrResponseTooLarge, refused before an Effect's writes are sent, and
+// stored by Run and Do without what does not fit (Run's window). An
+// Effect holds at most 99 writes.
 //
 // # Observing calls
 //

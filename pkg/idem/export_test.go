@@ -76,6 +76,9 @@ func (s *Store) Get(ctx context.Context, scope Scope) (rec Record, ok bool, err 
 
 const MaxKeyLength = scopeid.MaxKeyLength
 
+// MaxFingerprintLength is the longest fingerprint admitted.
+const MaxFingerprintLength = maxFingerprintLength
+
 // Mode is how the tests have Execute claim a key: ModeTransact makes a
 // store's Execute run as Transact, so each Execute scenario runs in both claim modes.
 type Mode string

@@ -27,8 +27,12 @@ type record = stored.Record
 // idemhttp replays it as the Idempotent-Body-Omitted header.
 const metaOmitted = stored.MetaOmitted
 
-// maxResponseBytesLimit caps WithMaxResponseBytes so a completed record
-// stays under DynamoDB's 400 KB item size.
+// maxResponseBytesLimit caps WithMaxResponseBytes so that a completed
+// record fits DynamoDB's 400 KB item whatever else it holds: its key (a
+// scope ID of at most 2048 bytes, and a fixed partition or sort value),
+// a fingerprint of at most maxFingerprintLength, tokens, times and
+// numbers, and at most 13 attribute names of at most 255 bytes each
+// take under 12 KB.
 const maxResponseBytesLimit = 300 << 10
 
 // Response is what a key's first execution stored, and every later call
@@ -41,11 +45,16 @@ type Response struct {
 	Meta map[string]string
 }
 
-// size is what the response costs to store, for the size limit.
+// size is what the response costs in its record, as DynamoDB counts
+// item sizes: the body's bytes, and for metadata a map's 3 bytes and,
+// per entry, 1 byte besides its key's and value's.
 func (r Response) size() int {
 	n := len(r.Body)
-	for k, v := range r.Meta {
-		n += len(k) + len(v)
+	if len(r.Meta) > 0 {
+		n += 3 // as valueSize counts a map
+		for k, v := range r.Meta {
+			n += 1 + len(k) + len(v)
+		}
 	}
 	return n
 }
@@ -104,7 +113,7 @@ func valueSize(v types.AttributeValue) int {
 	case *types.AttributeValueMemberS:
 		return len(v.Value)
 	case *types.AttributeValueMemberN:
-		return len(v.Value)
+		return numberSize(v.Value)
 	case *types.AttributeValueMemberB:
 		return len(v.Value)
 	case *types.AttributeValueMemberM:
@@ -119,12 +128,21 @@ func valueSize(v types.AttributeValue) int {
 	case *types.AttributeValueMemberSS:
 		return setSize(v.Value)
 	case *types.AttributeValueMemberNS:
-		return setSize(v.Value)
+		n := 0
+		for _, e := range v.Value {
+			n += numberSize(e)
+		}
+		return n
 	case *types.AttributeValueMemberBS:
 		return setSize(v.Value)
 	}
 	return 1 // BOOL, NULL
 }
+
+// numberSize bounds a number's size as DynamoDB counts it, 1 byte per two
+// significant digits and 1 more, by counting every character written as
+// a digit.
+func numberSize(n string) int { return (len(n)+1)/2 + 1 }
 
 // setSize is the size of a set's elements.
 func setSize[E ~string | ~[]byte](set []E) int {

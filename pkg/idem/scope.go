@@ -3,6 +3,7 @@ package idem
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	"github.com/idemlambda/idemlambda/pkg/idem/internal/scopeid"
@@ -30,10 +31,12 @@ type Scope struct {
 	Key string
 }
 
-// NewScope validates the client key and returns the scope. An empty
-// principal is ErrInvalidKey: a caller that cannot be named would
-// otherwise share a scope with every other such caller, and be served
-// their stored responses. Pass Anonymous to choose that shared scope.
+// NewScope validates the scope's parts and returns it: the key (1 to 255
+// bytes of printable ASCII), an operation and a principal (UTF-8, their
+// ID within 2048 bytes). An empty principal is ErrInvalidKey: a caller
+// that cannot be named would otherwise share a scope with every other
+// such caller, and be served their stored responses. Pass Anonymous to
+// choose that shared scope.
 func NewScope(operation, principal, key string) (Scope, error) {
 	if err := scopeid.ValidateKey(key); err != nil {
 		return Scope{}, err
@@ -45,8 +48,8 @@ func NewScope(operation, principal, key string) (Scope, error) {
 		return Scope{}, fmt.Errorf("%w: empty principal: name the caller, or pass idem.Anonymous to share one anonymous scope", ErrInvalidKey)
 	}
 	s := Scope{Operation: operation, Principal: principal, Key: key}
-	if n := len(s.ID()); n > maxIDLength {
-		return Scope{}, fmt.Errorf("%w: scoped id is %d bytes, at most %d", ErrInvalidKey, n, maxIDLength)
+	if err := s.fits(maxIDLength, ""); err != nil {
+		return Scope{}, err
 	}
 	return s, nil
 }
@@ -61,8 +64,19 @@ func (s Scope) check() error {
 	if s.Operation == "" || s.Principal == "" {
 		return fmt.Errorf("%w: scope without operation or principal; build it with NewScope", ErrInvalidKey)
 	}
-	if n := len(s.ID()); n > maxIDLength {
-		return fmt.Errorf("%w: scoped id is %d bytes, at most %d", ErrInvalidKey, n, maxIDLength)
+	return s.fits(maxIDLength, "")
+}
+
+// fits refuses a scope DynamoDB could not store as its record's key: an
+// operation or principal that is not UTF-8, or an ID over limit bytes
+// (where, if set, says whose limit); the error says what each part takes.
+func (s Scope) fits(limit int, where string) error {
+	if !utf8.ValidString(s.Operation) || !utf8.ValidString(s.Principal) {
+		return fmt.Errorf("%w: operation or principal is not UTF-8", ErrInvalidKey)
+	}
+	if n := len(s.ID()); n > limit {
+		return fmt.Errorf("%w: scoped id is %d bytes, at most %d%s (operation %d, principal %d, key %d bytes)",
+			ErrInvalidKey, n, limit, where, len(s.Operation), len(s.Principal), len(s.Key))
 	}
 	return nil
 }

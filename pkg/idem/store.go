@@ -80,7 +80,8 @@ func withClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention = d } }
 
 // WithMaxResponseBytes limits the response stored for replay (default 64
-// KB, at most 300 KB).
+// KB, at most 300 KB), counted as DynamoDB counts it (the package
+// documentation's "Limits").
 func WithMaxResponseBytes(n int) Option { return func(s *Store) { s.maxResponseBytes = n } }
 
 // WithReleaseTimeout bounds a release, which runs detached from the
