@@ -47,27 +47,27 @@ kill_with() {
 suite() { kill_with pkg/idem/internal/conformance . "$1"; }
 unit() { kill_with pkg "$1" "$2"; }
 
-# --- The claim: record.go's claimCondition --------------------------------
+# --- The claim: claim.go's claimCondition ---------------------------------
 
-mutant claim-without-absent-clause pkg/idem/record.go \
+mutant claim-without-absent-clause pkg/idem/claim.go \
 	'"attribute_not_exists(#id) OR #exp < :now_s OR "' \
 	'"(attribute_exists(#id) AND #exp < :now_s) OR "'
 # A fresh key can no longer be claimed.
 suite '^TestConformance$/^Run$/^none$'
 
-mutant takeover-ignores-fingerprint pkg/idem/record.go \
+mutant takeover-ignores-fingerprint pkg/idem/claim.go \
 	'#lease_exp < :now_ms AND #fp = :fp)' \
 	'#lease_exp < :now_ms AND (#fp = :fp OR #fp <> :fp))'
 # A dead holder's key taken over by another payload: key reuse, never run.
 suite '^TestTakeoverByAnotherPayloadIsKeyReuse$'
 
-mutant takeover-ignores-lease pkg/idem/record.go \
+mutant takeover-ignores-lease pkg/idem/claim.go \
 	'(#st = :in_progress AND #lease_exp < :now_ms AND' \
 	'(#st = :in_progress AND (#lease_exp < :now_ms OR #lease_exp >= :now_ms) AND'
 # A live holder's key taken over.
 suite '^TestLeaseEndsToTheMillisecond$'
 
-mutant claim-ignores-status pkg/idem/record.go \
+mutant claim-ignores-status pkg/idem/claim.go \
 	'"(#st = :in_progress AND #lease_exp < :now_ms' \
 	'"((#st = :in_progress OR #st <> :in_progress) AND #lease_exp < :now_ms'
 # A completed key executed again once its old lease time has passed.
@@ -75,12 +75,12 @@ suite '^TestRetentionToTheSecond$'
 
 # --- The expiry: the claim's "#exp < :now_s", and judge's reading of it -----
 
-mutant expiry-never pkg/idem/record.go \
+mutant expiry-never pkg/idem/claim.go \
 	'OR #exp < :now_s OR' \
 	'OR (#exp < :now_s AND :now_s < #exp) OR'
 suite '^TestRetentionToTheSecond$'
 
-mutant expiry-condition-one-second-early pkg/idem/record.go \
+mutant expiry-condition-one-second-early pkg/idem/claim.go \
 	'OR #exp < :now_s OR' \
 	'OR #exp <= :now_s OR'
 suite '^TestRetentionToTheSecond$'
@@ -104,36 +104,36 @@ unit ./idem '^TestALeaseCompletesOnce$'
 
 # --- The release ------------------------------------------------------------
 
-mutant release-unfenced pkg/idem/lease.go \
+mutant release-unfenced pkg/idem/release.go \
 	$'\t\t\tConditionExpression:                 aws.String(fence),\n\t\t\tExpressionAttributeNames:            l.fenceNames(),\n\t\t\tExpressionAttributeValues:           l.fenceValues(),\n' \
 	''
 unit ./idem '^TestReleaseNeverDeletesAnotherHoldersOrACompletedRecord$'
 
-mutant release-deletes-completed pkg/idem/lease.go \
+mutant release-deletes-completed pkg/idem/release.go \
 	'ConditionExpression:                 aws.String(fence),' \
 	'ConditionExpression:                 aws.String("#lt = :mine AND (#st = :in_progress OR #st <> :in_progress)"),'
 unit ./idem '^TestReleaseNeverDeletesAnotherHoldersOrACompletedRecord$'
 
 # --- The heartbeat's watchdog ----------------------------------------------
 
-mutant heartbeat-without-watchdog pkg/idem/heartbeat.go \
+mutant heartbeat-without-watchdog pkg/idem/lease.go \
 	'watchdog := time.AfterFunc(left(), func() { lost(ended(nil)) })' \
 	'watchdog := time.AfterFunc(left(), func() {})'
 suite '^TestHolderStopsWhenItsLeaseCannotBeRenewed$'
 
 # --- Cancellation reasons: explainTx ---------------------------------------
 
-mutant throttling-read-as-refused pkg/idem/lease.go \
+mutant throttling-read-as-refused pkg/idem/retry.go \
 	'case "ThrottlingError", "ProvisionedThroughputExceeded":' \
 	'case "ProvisionedThroughputExceeded":'
 suite '^TestConformance$/^Execute$/^tx-cancelled-throttling$'
 
-mutant validation-read-as-retryable pkg/idem/lease.go \
+mutant validation-read-as-retryable pkg/idem/retry.go \
 	'refused = at(i, errTxRefused)' \
 	'refused = at(i, errThrottled)'
 suite '^TestConformance$/^Execute$/^tx-cancelled-validation$'
 
-mutant fence-failure-read-as-business-condition pkg/idem/lease.go \
+mutant fence-failure-read-as-business-condition pkg/idem/retry.go \
 	'return at(fenceIndex, ErrLeaseLost)' \
 	'return at(fenceIndex, ErrConditionFailed)'
 # Transact's claim, whose failed condition is read as the fence's: a
@@ -144,7 +144,7 @@ unit ./idem '^TestZombieHolderCannotCommitAfterTakeover$'
 
 # --- Run's completion, retried while the lease lasts -----------------------
 
-mutant completion-not-retried pkg/idem/lease.go \
+mutant completion-not-retried pkg/idem/commit.go \
 	$'\t\ttime.Sleep(pause)\n' \
 	$'\t\treturn expires, err\n'
 # One completion throttled past the SDK's retries, every time: the
@@ -177,7 +177,7 @@ suite '^TestConformance$/^idemhttp.APIGatewayV2$/^completion-refused$'
 
 # --- Scopes and batches ------------------------------------------------------
 
-mutant newscope-empty-principal-anonymous pkg/idem/key.go \
+mutant newscope-empty-principal-anonymous pkg/idem/scope.go \
 	'return Scope{}, fmt.Errorf("%w: empty principal: name the caller, or pass idem.Anonymous to share one anonymous scope", ErrInvalidKey)' \
 	'principal = Anonymous'
 suite '^TestConformance$/^Run$/^empty-principal$'

@@ -12,10 +12,16 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	stored "github.com/idemlambda/idemlambda/pkg/idem/internal/record"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/scopeid"
 )
 
 // Errors returned by the store, matched with errors.Is.
 var (
+	// ErrInvalidKey: a scope or a fingerprint that cannot be used: an
+	// empty part, a key that is not 1 to 255 bytes of printable ASCII, an
+	// operation or principal that is not UTF-8 or makes the scope's ID
+	// too long, a fingerprint over 1024 bytes or not UTF-8.
+	ErrInvalidKey = scopeid.ErrInvalidKey
 	// ErrInFlight: another caller holds a live lease on the key. The error
 	// is an *InFlightError carrying the time until that lease ends.
 	ErrInFlight = errors.New("idem: request with this key is still in flight")
@@ -24,7 +30,8 @@ var (
 	// ErrLeaseLost: this holder's lease was taken over, or its record is
 	// gone or completed; nothing this holder tried to write was written.
 	ErrLeaseLost = errors.New("idem: lease lost")
-	// ErrResponseTooLarge: the response to store exceeds the store's limit.
+	// ErrResponseTooLarge: the response to store exceeds the store's
+	// limit (WithMaxResponseBytes), counted as DynamoDB counts it.
 	ErrResponseTooLarge = errors.New("idem: response too large to store")
 	// errInvalidResponse: the response cannot be stored (a metadata key
 	// empty, or a key or value not valid UTF-8).
