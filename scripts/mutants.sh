@@ -178,9 +178,21 @@ suite '^TestConformance$/^idemhttp.APIGatewayV2$/^completion-refused$'
 # --- Scopes and batches ------------------------------------------------------
 
 mutant newscope-empty-principal-anonymous pkg/idem/key.go \
-	'return Scope{}, fmt.Errorf("%w: empty principal: name the caller, or pass idem.Anonymous to share one anonymous scope", ErrInvalidKey)' \
-	'principal = Anonymous'
+	'return Scope{}, fmt.Errorf("%w: empty principal: name the caller, or choose the one anonymous scope with idem.NewAnonymousScope", ErrInvalidKey)' \
+	'return NewAnonymousScope(operation, key)'
 suite '^TestConformance$/^Run$/^empty-principal$'
+
+# A caller named "anonymous" spelled as the anonymous scope is: it is
+# served a guest's stored response (issue 36, hole 2).
+mutant scopeid-named-anonymous-unmarked pkg/idem/internal/scopeid/scopeid.go \
+	'case p.Principal == anonymousPrincipal:' \
+	'case p.Principal == anonymousPrincipal && p.Anonymous:'
+unit ./idem/idemhttp '^TestAUserNamedAnonymousIsNotTheAnonymousScope$'
+
+mutant idemhttp-named-anonymous-is-anonymous pkg/idem/idemhttp/middleware.go \
+	'if principal == "" { // the policy chose the anonymous scope' \
+	'if principal == "" || principal == "anonymous" {'
+unit ./idem/idemhttp '^TestAUserNamedAnonymousIsNotTheAnonymousScope$'
 
 mutant batch-duplicate-behind-key-reuse pkg/idem/batch.go \
 	'if !errors.Is(b.res[j].Err, ErrKeyReuse) || b.items[i].Fingerprint == b.items[j].Fingerprint {' \

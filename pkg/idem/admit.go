@@ -10,11 +10,11 @@ import (
 // Run and Do make their call through it, ExecuteBatch each item through
 // enter and leave, and the packages built on them (idemhttp, idemevent,
 // idemsqs, idemstream) through those calls. It checks the scope (one
-// NewScope made, which refused a caller it could not name unless the
-// way in chose Anonymous), answers from the cache, makes the call with
-// the scope and the call's trace in its context (ScopeFrom, traceOf),
-// lets finish (when set) turn its result into the way in's own, and
-// reports the outcome to the hook and the trace.
+// NewScope made, which refused a caller it could not name, or
+// NewAnonymousScope, which the way in chose), answers from the cache,
+// makes the call with the scope and the call's trace in its context
+// (ScopeFrom, traceOf), lets finish (when set) turn its result into the
+// way in's own, and reports the outcome to the hook and the trace.
 func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, fingerprint string,
 	call func(ctx context.Context, id string) (Result, error),
 	finish func(Result, error) (Result, error),

@@ -92,7 +92,8 @@
 //     for as long as the record lives.
 //   - A caller that cannot be named never shares a scope by accident:
 //     NewScope refuses an empty principal (ErrInvalidKey), in every way
-//     in; passing Anonymous chooses the one shared scope explicitly.
+//     in; NewAnonymousScope chooses the one shared scope explicitly, and
+//     no named caller, whatever its name, shares it.
 //   - An effect outside DynamoDB that ran but whose completion could not
 //     be recorded (ErrNotRecorded, OutcomeNotRecorded) is reported as
 //     done by the queue and event ways in (idemsqs, idemevent): asking
@@ -160,7 +161,9 @@
 // layout, a record has:
 //
 //	id                the scope's ID: "v1", then operation, principal and
-//	                  key, each prefixed by its length (Scope.ID)
+//	                  key, each prefixed by its length (Scope.ID; the
+//	                  anonymous scope's principal is "9:anonymous", a
+//	                  caller named "anonymous" is "n9:anonymous")
 //	status            IN_PROGRESS or COMPLETED
 //	fingerprint       the payload's fingerprint (Fingerprint: hex SHA-256
 //	                  of canonical JSON)

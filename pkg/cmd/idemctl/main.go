@@ -110,10 +110,12 @@ func parse(args []string, stderr io.Writer) (request, error) {
 	fs := flag.NewFlagSet("idemctl "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var op, principal, key string
+	var anonymous bool
 	attrs := attrFlag{}
 	fs.StringVar(&req.table, "table", "", "the idempotency table's name (required)")
 	fs.StringVar(&op, "operation", "", "the scope's operation, such as \"POST /products\" (required)")
-	fs.StringVar(&principal, "principal", idem.Anonymous, "the scope's principal")
+	fs.StringVar(&principal, "principal", "", "the scope's principal, as the library spells it")
+	fs.BoolVar(&anonymous, "anonymous", false, "the anonymous scope (callers that cannot be named)")
 	fs.StringVar(&key, "key", "", "the client's idempotency key (required)")
 	if req.command == "evict" {
 		fs.BoolVar(&req.force, "force", false, "evict a live holder's record too: its effect may run twice")
@@ -137,7 +139,13 @@ func parse(args []string, stderr io.Writer) (request, error) {
 	if err := req.layout.Validate(); err != nil {
 		return request{}, err
 	}
+	if anonymous == (principal != "") {
+		return request{}, errors.New("name the caller with -principal, or -anonymous for the anonymous scope\n" + usage)
+	}
 	sc, err := idem.NewScope(op, principal, key)
+	if anonymous {
+		sc, err = idem.NewAnonymousScope(op, key)
+	}
 	if err != nil {
 		return request{}, err
 	}

@@ -9,7 +9,7 @@ import (
 // and whose sort key a fixed value; it and -partition-value exclude each
 // other.
 func TestIdemctlSortValue(t *testing.T) {
-	base := []string{"lookup", "-table", "app", "-operation", "POST /orders", "-key", "k-1", "-partition-key", "PK", "-sort-key", "SK"}
+	base := []string{"lookup", "-table", "app", "-operation", "POST /orders", "-anonymous", "-key", "k-1", "-partition-key", "PK", "-sort-key", "SK"}
 	req, err := parse(append(base, "-sort-value", "#IDEMPOTENCY", "-key-prefix", "IDEM#"), io.Discard)
 	if err != nil {
 		t.Fatal(err)

@@ -175,8 +175,12 @@ func prepare(layout idemtable.Layout, scope idem.Scope) (idemtable.Layout, error
 	if err := layout.Validate(); err != nil {
 		return idemtable.Layout{}, err
 	}
-	if again, err := idem.NewScope(scope.Operation, scope.Principal, scope.Key); err != nil || again != scope {
-		return idemtable.Layout{}, fmt.Errorf("%w: build the scope with idem.NewScope", errors.Join(idem.ErrInvalidKey, err))
+	again, err := idem.NewScope(scope.Operation, scope.Principal, scope.Key)
+	if scope.Anonymous() {
+		again, err = idem.NewAnonymousScope(scope.Operation, scope.Key)
+	}
+	if err != nil || again != scope {
+		return idemtable.Layout{}, fmt.Errorf("%w: build the scope with idem.NewScope or idem.NewAnonymousScope", errors.Join(idem.ErrInvalidKey, err))
 	}
 	return layout.WithDefaults(), nil
 }
