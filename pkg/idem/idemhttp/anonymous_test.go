@@ -16,8 +16,6 @@ import (
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
-	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
-	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
@@ -41,6 +39,19 @@ func (s *signup) lambda(context.Context, events.APIGatewayV2HTTPRequest) (events
 	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Cookies: []string{s.cookie()}}, nil
 }
 
+// postSignup is a sign-up request with key k-1 from user (X-User; ""
+// for a guest), served by h.
+func postSignup(h http.Handler, user string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodPost, "/signups", strings.NewReader(`{"plan":"free"}`))
+	r.Header.Set("Idempotency-Key", `"k-1"`)
+	if user != "" {
+		r.Header.Set("X-User", user)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec
+}
+
 // answer is what one caller got: the session cookie and whether it was a
 // replay.
 type answer struct {
@@ -60,13 +71,7 @@ func TestAUserNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 			mw.Principal = func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil }
 			h := mw.Handler(s)
 			return func(user string) answer {
-				r := httptest.NewRequest(http.MethodPost, "/signups", strings.NewReader(`{"plan":"free"}`))
-				r.Header.Set("Idempotency-Key", `"k-1"`)
-				if user != "" {
-					r.Header.Set("X-User", user)
-				}
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, r)
+				rec := postSignup(h, user)
 				check.Equal(t, http.StatusCreated, rec.Code, "%s", rec.Body)
 				return answer{rec.Header().Get("Set-Cookie"), rec.Header().Get(idemhttp.HeaderReplayed) == "true"}
 			}
@@ -127,10 +132,7 @@ func TestAUserNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 func TestAnAnonymousRecordWrittenBeforeStaysTheGuests(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := idemtest.New(t).Client()
-	must.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
-	store, err := idem.NewStore(db, "idempotency")
-	must.NoError(t, err)
+	db, store := newTable(t)
 
 	const oldID = "v1|13:POST /signups|9:anonymous|3:k-1" // as every release before this one wrote it
 	r := httptest.NewRequest(http.MethodPost, "/signups", strings.NewReader(`{"plan":"free"}`))
@@ -148,21 +150,11 @@ func TestAnAnonymousRecordWrittenBeforeStaysTheGuests(t *testing.T) {
 		Principal: func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil },
 	}
 	h := mw.Handler(s)
-	call := func(user string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(http.MethodPost, "/signups", strings.NewReader(`{"plan":"free"}`))
-		r.Header.Set("Idempotency-Key", `"k-1"`)
-		if user != "" {
-			r.Header.Set("X-User", user)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, r)
-		return rec
-	}
-	guest := call("")
+	guest := postSignup(h, "")
 	check.Equal(t, http.StatusCreated, guest.Code, "%s", guest.Body)
 	check.Equal(t, "true", guest.Header().Get(idemhttp.HeaderReplayed), "a guest's retry replays the record written before")
 	check.Equal(t, "session=guest; Path=/", guest.Header().Get("Set-Cookie"))
-	named := call("anonymous")
+	named := postSignup(h, "anonymous")
 	check.Equal(t, "", named.Header().Get(idemhttp.HeaderReplayed), "the user named anonymous replayed the guest's record")
 	check.NotEqual(t, "session=guest; Path=/", named.Header().Get("Set-Cookie"))
 	check.EqualValues(t, 1, s.ran.Load(), "only the named user's request ran")

@@ -52,6 +52,17 @@ func formatOne(scope idem.Scope, fingerprint string, status int, headers map[str
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// newTable is a strict store with an idempotency table of the default
+// layout, and a store on it.
+func newTable(t *testing.T) (*dynamodb.Client, *idem.Store) {
+	t.Helper()
+	db := idemtest.New(t).Client()
+	must.NoError(t, idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}))
+	store, err := idem.NewStore(db, "idempotency")
+	must.NoError(t, err)
+	return db, store
+}
+
 // Records written before format 2 replay byte for byte: through
 // Execute and ToAPIGatewayV2 (createproduct's way), through the
 // middleware on both paths, a stand-in stored without its body, a binary
@@ -59,10 +70,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func TestRecordsOfFormatOneReplayByteForByte(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := idemtest.New(t).Client()
-	must.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
-	store, err := idem.NewStore(db, "idempotency")
-	must.NoError(t, err)
+	db, store := newTable(t)
 	put := func(item map[string]types.AttributeValue) {
 		t.Helper()
 		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("idempotency"), Item: item})

@@ -18,16 +18,23 @@ import (
 
 var errBoom = errors.New("boom")
 
+// newStore is a store on a strict store's idempotency table.
+func newStore(t *testing.T) *idem.Store {
+	t.Helper()
+	db := idemtest.New(t).Client()
+	must.NoError(t, idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}))
+	store, err := idem.NewStore(db, "idempotency")
+	must.NoError(t, err)
+	return store
+}
+
 // A shard's records apply in order; the first that fails is the one the
 // answer names, the rest are untried; a retry from it replays what was
 // done and applies the rest.
 func TestAShardStopsAtItsFirstFailureAndResumesFromIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := idemtest.New(t).Client()
-	must.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
-	store, err := idem.NewStore(db, "idempotency")
-	must.NoError(t, err)
+	store := newStore(t)
 
 	record := func(seq, body string) events.DynamoDBEventRecord {
 		return events.DynamoDBEventRecord{Change: events.DynamoDBStreamRecord{SequenceNumber: seq,
@@ -82,10 +89,7 @@ func TestAShardStopsAtItsFirstFailureAndResumesFromIt(t *testing.T) {
 func TestAProducerNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := idemtest.New(t).Client()
-	must.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
-	store, err := idem.NewStore(db, "idempotency")
-	must.NoError(t, err)
+	store := newStore(t)
 	ev := events.KinesisEvent{Records: []events.KinesisEventRecord{
 		{Kinesis: events.KinesisRecord{SequenceNumber: "1", PartitionKey: "", Data: []byte("ev-1")}},
 		{Kinesis: events.KinesisRecord{SequenceNumber: "2", PartitionKey: "anonymous", Data: []byte("ev-1")}},
