@@ -251,7 +251,7 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 		actions := make([]types.TransactWriteItem, 0, len(pending)+len(writes))
 		expires := now
 		for _, i := range pending {
-			put, exp := s.completedPut(b.ids[i], b.items[i].Fingerprint, b.tokens[i], b.items[i].Response, now)
+			put, exp := s.completedPut(b.ids[i], b.items[i].Fingerprint, b.tokens[i], b.items[i].Response, len(writes), now)
 			actions = append(actions, types.TransactWriteItem{Put: put})
 			expires = exp
 		}

@@ -180,6 +180,9 @@
 //	created_at        RFC 3339; completed_at when COMPLETED
 //	completion_id     the completing call's own id, so a call that meets a
 //	                  completed record can tell its own write from another's
+//	writes            N, once COMPLETED: the DynamoDB writes committed with
+//	                  it (0 for Run and Do), so an operator knows what
+//	                  evicting it runs again (absent: completed before)
 //	expires_at        epoch seconds: the claim's lease or the retention
 //	                  (WithRetention, default 24 h) after completion
 //

@@ -396,7 +396,7 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 	sentOnce := true
 	for {
 		now := s.now()
-		put, expires := s.completedPut(id, fingerprint, token, eff.Response, now)
+		put, expires := s.completedPut(id, fingerprint, token, eff.Response, len(eff.Writes), now)
 		// The claim goes first: a backend that stops at the first failed
 		// condition (minidyn does) then still says whether the key is
 		// taken. A fresh input per attempt: the SDK gives each its own
@@ -611,8 +611,9 @@ func (s *Store) landed(ctx context.Context, id, token string) bool {
 }
 
 // completedPut is the transact-mode claim: a Put of the record, COMPLETED
-// with resp and carrying this call's token, under the claim condition.
-func (s *Store) completedPut(id, fingerprint, token string, resp Response, now time.Time) (*types.Put, time.Time) {
+// with resp and the number of writes that commit with it, and carrying
+// this call's token, under the claim condition.
+func (s *Store) completedPut(id, fingerprint, token string, resp Response, writes int, now time.Time) (*types.Put, time.Time) {
 	expires := time.Unix(now.Add(s.retention).Unix(), 0)
 	item := s.withKey(id, map[string]types.AttributeValue{
 		s.attr.Status:       str(statusCompleted),
@@ -623,7 +624,7 @@ func (s *Store) completedPut(id, fingerprint, token string, resp Response, now t
 		s.attr.CompletedAt:  ddbitem.Time(now),
 		s.attr.ExpiresAt:    num(expires.Unix()),
 	})
-	maps.Copy(item, stored.Item(s.attr, resp.Body, resp.Meta))
+	maps.Copy(item, stored.Item(s.attr, resp.Body, resp.Meta, writes))
 	return &types.Put{
 		TableName:                           aws.String(s.table),
 		Item:                                item,
