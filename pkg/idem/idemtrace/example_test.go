@@ -102,8 +102,12 @@ func ExampleScopeHasher() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	other, err := idemtrace.NewScopeHasher([]byte("another key of 32 random bytes.."))
+	if err != nil {
+		log.Fatal(err)
+	}
 	scope, _ := idem.NewScope("POST /orders", "user-42", "order-4711")
-	fmt.Println(len(hasher.Hash(scope.ID())), hasher.Hash(scope.ID()) == hasher.Hash(scope.ID()))
+	fmt.Println(len(hasher.Hash(scope.ID())), hasher.Hash(scope.ID()) != other.Hash(scope.ID()))
 	_, err = idemtrace.NewScopeHasher([]byte("short"))
 	fmt.Println(err != nil)
 	// Output:
