@@ -4,8 +4,10 @@
 # pkg/idem (the claim, the takeover, the fence, the release, the expiry,
 # the heartbeat's watchdog, the reading of cancellation reasons, Run's
 # retried completion, the acknowledgement rule of idemsqs, idemevent and
-# idemhttp, NewScope's refusal of a nameless caller, ExecuteBatch's
-# duplicate behind key reuse), each of which the tests must kill.
+# idemhttp, NewScope's refusal of a nameless caller, a caller named
+# "anonymous" kept out of the anonymous scope, ExecuteBatch's duplicate
+# behind key reuse, the key of a span's scope hash, eviction's refusal to
+# run landed writes again), each of which the tests must kill.
 #
 # A mutant is a file, an exact fragment of it and its replacement, a name,
 # and the tests that must kill it: a module directory, a package list and
@@ -178,14 +180,51 @@ suite '^TestConformance$/^idemhttp.APIGatewayV2$/^completion-refused$'
 # --- Scopes and batches ------------------------------------------------------
 
 mutant newscope-empty-principal-anonymous pkg/idem/scope.go \
-	'return Scope{}, fmt.Errorf("%w: empty principal: name the caller, or pass idem.Anonymous to share one anonymous scope", ErrInvalidKey)' \
-	'principal = Anonymous'
+	'return Scope{}, fmt.Errorf("%w: empty principal: name the caller, or choose the one anonymous scope with idem.NewAnonymousScope", ErrInvalidKey)' \
+	'return NewAnonymousScope(operation, key)'
 suite '^TestConformance$/^Run$/^empty-principal$'
+
+# A caller named "anonymous" spelled as the anonymous scope is: it is
+# served a guest's stored response (issue 36, hole 2).
+mutant scopeid-named-anonymous-unmarked pkg/idem/internal/scopeid/scopeid.go \
+	'case p.Principal == anonymousPrincipal:' \
+	'case p.Principal == anonymousPrincipal && p.Anonymous:'
+unit ./idem/idemhttp '^TestAUserNamedAnonymousIsNotTheAnonymousScope$'
+
+mutant idemhttp-named-anonymous-is-anonymous pkg/idem/idemhttp/middleware.go \
+	'if principal == "" { // the policy chose the anonymous scope' \
+	'if principal == "" || principal == "anonymous" {'
+unit ./idem/idemhttp '^TestAUserNamedAnonymousIsNotTheAnonymousScope$'
 
 mutant batch-duplicate-behind-key-reuse pkg/idem/batch.go \
 	'if !errors.Is(b.res[j].Err, ErrKeyReuse) || b.items[i].Fingerprint == b.items[j].Fingerprint {' \
 	'if true {'
 suite '^TestBatchAnswersADuplicateBehindAnotherPayload$'
+
+# --- Operators: a span's scope hash, eviction ---------------------------------
+
+# A scope hash anyone can compute (an HMAC under a key that is no secret):
+# 10,000 guesses give a guessable key back (issue 36, hole 3).
+mutant scope-hash-unkeyed pkg/idem/idemtrace/scopehash.go \
+	'mac := hmac.New(sha256.New, h.key)' \
+	'mac := hmac.New(sha256.New, nil)'
+kill_with pkg/idem/idemotel . '^TestTheScopeHashDoesNotGiveAGuessableKeyBack$'
+
+# Eviction that runs landed DynamoDB writes again without being asked.
+mutant evict-ignores-landed-writes pkg/idem/idemadmin/idemadmin.go \
+	'cond += " AND (#st <> :completed OR #exp < :now_s OR #writes = :none)"' \
+	'cond += " AND (#st <> :completed OR #exp < :now_s OR #writes = :none OR #writes <> :none)"'
+unit ./idem/idemadmin '^TestEvictRefusesToRunLandedWritesAgain$'
+
+mutant evict-trusts-uncounted-writes pkg/idem/idemadmin/idemadmin.go \
+	'cond += " AND (#st <> :completed OR #exp < :now_s OR #writes = :none)"' \
+	'cond += " AND (#st <> :completed OR #exp < :now_s OR #writes = :none OR attribute_not_exists(#writes))"'
+unit ./idem/idemadmin '^TestEvictRefusesARecordThatDoesNotCountItsWrites$'
+
+mutant commit-counts-no-writes pkg/idem/commit.go \
+	'done, expires, cid, err := l.completion(resp, len(items))' \
+	'done, expires, cid, err := l.completion(resp, 0)'
+unit ./idem/idemadmin '^TestEvictRefusesToRunLandedWritesAgain$'
 
 # --- The run -----------------------------------------------------------------
 

@@ -65,16 +65,20 @@ func TestCreateAnswersEveryOutcome(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var got struct{ principal, key string }
+			var got struct {
+				principal, key string
+				anonymous      bool
+			}
 			h := api.NewCreateHandler(creatorFunc(func(_ context.Context, scope idem.Scope, _ product.CreateCommand) (idem.Result, error) {
-				got.principal, got.key = scope.Principal, scope.Key
+				got.principal, got.key, got.anonymous = scope.Principal, scope.Key, scope.Anonymous()
 				return tc.res, tc.err
 			}))
 			r := h.Serve(context.Background(), postReq(jsonHeaders(`"k-1"`), widget))
 			assert.Equal(t, tc.status, r.Response.StatusCode, r.Response.Body)
 			assert.Equal(t, tc.res.Outcome, r.Outcome, "the outcome reaches the decorators")
 			assert.Equal(t, tc.retryAfter, r.Response.Headers["Retry-After"])
-			assert.Equal(t, "anonymous", got.principal)
+			assert.True(t, got.anonymous, "a route without an authorizer is the anonymous scope")
+			assert.Empty(t, got.principal)
 			assert.Equal(t, "k-1", got.key, "the quoted header is parsed")
 			if tc.kind != "" {
 				assertProblem(t, r.Response, tc.status, tc.kind)

@@ -214,7 +214,7 @@ func TestCreateInFlightIs409WithRetryAfter(t *testing.T) {
 		require.NoError(t, err)
 		store, err := idem.NewStore(f.env.Client, f.env.Tables.Idempotency)
 		require.NoError(t, err)
-		scope, err := idem.NewScope(api.OperationCreateProduct, "anonymous", "k-409")
+		scope, err := idem.NewAnonymousScope(api.OperationCreateProduct, "k-409")
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -261,7 +261,7 @@ func (b *batch) prepare(ctx context.Context, pending []int) (tx batchTx, ok bool
 	tx.expires = tx.now
 	for _, i := range pending {
 		c := b.claims[i]
-		put, exp := b.s.completedPut(c.id, c.fingerprint, c.token, b.items[i].Response, tx.now)
+		put, exp := b.s.completedPut(c.id, c.fingerprint, c.token, b.items[i].Response, len(writes), tx.now)
 		tx.actions = append(tx.actions, types.TransactWriteItem{Put: put})
 		tx.expires = exp
 	}

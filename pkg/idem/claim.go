@@ -211,9 +211,10 @@ func (s *Store) current(ctx context.Context, id string, item map[string]types.At
 }
 
 // completedPut is the claim of a transaction (Transact, ExecuteBatch): a
-// Put of the record, COMPLETED with resp and carrying the call's token,
-// under the claim condition; and the record's expiry.
-func (s *Store) completedPut(id, fingerprint, token string, resp Response, now time.Time) (*types.Put, time.Time) {
+// Put of the record, COMPLETED with resp and the number of writes that
+// commit with it, and carrying the call's token, under the claim
+// condition; and the record's expiry.
+func (s *Store) completedPut(id, fingerprint, token string, resp Response, writes int, now time.Time) (*types.Put, time.Time) {
 	expires := time.Unix(now.Add(s.retention).Unix(), 0)
 	item := s.withKey(id, map[string]types.AttributeValue{
 		s.attr.Status:       str(statusCompleted),
@@ -224,7 +225,7 @@ func (s *Store) completedPut(id, fingerprint, token string, resp Response, now t
 		s.attr.CompletedAt:  ddbitem.Time(now),
 		s.attr.ExpiresAt:    num(expires.Unix()),
 	})
-	maps.Copy(item, stored.Item(s.attr, resp.Body, resp.Meta))
+	maps.Copy(item, stored.Item(s.attr, resp.Body, resp.Meta, writes))
 	return &types.Put{
 		TableName:                           aws.String(s.table),
 		Item:                                item,

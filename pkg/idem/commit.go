@@ -70,10 +70,11 @@ func writeTarget(w types.TransactWriteItem) (*string, map[string]types.Attribute
 	return nil, nil
 }
 
-// completion is the fenced update that marks the key COMPLETED with resp,
-// the record's new expiry, and the completion's own id: a call that meets
-// a completed record finds its id there only if its own write landed.
-func (l *hold) completion(resp Response) (*types.Update, time.Time, string, error) {
+// completion is the fenced update that marks the key COMPLETED with resp
+// and the number of DynamoDB writes committed with it, the record's new
+// expiry, and the completion's own id: a call that meets a completed
+// record finds its id there only if its own write landed.
+func (l *hold) completion(resp Response, writes int) (*types.Update, time.Time, string, error) {
 	if err := resp.check(l.store.maxResponseBytes); err != nil {
 		return nil, time.Time{}, "", err
 	}
@@ -90,7 +91,7 @@ func (l *hold) completion(resp Response) (*types.Update, time.Time, string, erro
 	attr := l.store.attr
 	names["#cat"], names["#exp"], names["#cid"] = attr.CompletedAt, attr.ExpiresAt, attr.CompletionID
 	set := "SET #st = :completed, #cat = :cat, #exp = :exp, #cid = :cid"
-	result := stored.Item(attr, resp.Body, resp.Meta)
+	result := stored.Item(attr, resp.Body, resp.Meta, writes)
 	for i, name := range slices.Sorted(maps.Keys(result)) {
 		n, v := "#r"+strconv.Itoa(i), ":r"+strconv.Itoa(i)
 		names[n], values[v] = name, result[name]
@@ -115,7 +116,7 @@ func (l *hold) completion(resp Response) (*types.Update, time.Time, string, erro
 // errConflict or errThrottled (nothing written), or the DynamoDB error:
 // then whether it landed is unknown, and release finds out.
 func (l *hold) commit(ctx context.Context, resp Response, items []types.TransactWriteItem) (time.Time, string, error) {
-	done, expires, cid, err := l.completion(resp)
+	done, expires, cid, err := l.completion(resp, len(items))
 	if err != nil {
 		return time.Time{}, "", err
 	}
@@ -175,7 +176,7 @@ func (s *Store) completedBy(item map[string]types.AttributeValue, cid string) bo
 // record's expiry. ErrLeaseLost means another holder has the key (or it
 // already completed).
 func (l *hold) complete(ctx context.Context, resp Response) (time.Time, error) {
-	u, expires, cid, err := l.completion(resp)
+	u, expires, cid, err := l.completion(resp, 0)
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -41,10 +41,11 @@
 // # The protocol
 //
 // Admission. Every call is admitted alike: its scope and fingerprint are
-// checked (NewScope's rules, an empty principal refused, and the Limits
-// below), a completed key in the cache (WithCache) answers from
-// memory, the operation runs with the scope in its context (ScopeFrom),
-// and the outcome goes to WithOutcomeHook's function. An Effect is
+// checked (NewScope's rules, an empty principal refused unless the scope
+// is NewAnonymousScope's, and the Limits below), a completed key in the
+// cache (WithCache) answers from memory, the operation runs with the
+// scope in its context (ScopeFrom), and the outcome goes to
+// WithOutcomeHook's function. An Effect is
 // checked before its writes are sent: at most 99 writes, none to the
 // key's own record (ErrInvalidEffect).
 //
@@ -180,7 +181,8 @@
 //     for as long as the record lives.
 //   - A caller that cannot be named never shares a scope by accident:
 //     NewScope refuses an empty principal (ErrInvalidKey), in every way
-//     in; passing Anonymous chooses the one shared scope explicitly.
+//     in; NewAnonymousScope chooses the one shared scope explicitly, and
+//     no named caller, whatever its name, shares it.
 //   - A duplicate never gets an unexpected error for meeting a running
 //     transaction: it gets ErrInFlight (409 with Retry-After), or the
 //     winner's response.
@@ -240,7 +242,9 @@
 // layout, a record has:
 //
 //	id                the scope's ID: "v1", then operation, principal and
-//	                  key, each prefixed by its length (Scope.ID)
+//	                  key, each prefixed by its length (Scope.ID; the
+//	                  anonymous scope's principal is "9:anonymous", a
+//	                  caller named "anonymous" is "n9:anonymous")
 //	status            IN_PROGRESS or COMPLETED
 //	fingerprint       the payload's fingerprint (Fingerprint: hex SHA-256
 //	                  of canonical JSON)
@@ -257,6 +261,9 @@
 //	created_at        RFC 3339; completed_at when COMPLETED
 //	completion_id     the completing call's own id, so a call that meets a
 //	                  completed record can tell its own write from another's
+//	writes            N, once COMPLETED: the DynamoDB writes committed with
+//	                  it (0 for Run and Do), so an operator knows what
+//	                  evicting it runs again (absent: completed before)
 //	expires_at        epoch seconds: the claim's lease or the retention
 //	                  (WithRetention, default 24 h) after completion
 //

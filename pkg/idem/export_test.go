@@ -51,8 +51,8 @@ var (
 
 // ParseID inverts Scope.ID.
 func ParseID(id string) (Scope, error) {
-	op, principal, key, err := scopeid.Parse(id)
-	return Scope{Operation: op, Principal: principal, Key: key}, err
+	p, err := scopeid.Parse(id)
+	return Scope{Operation: p.Operation, Principal: p.Principal, Key: p.Key, anonymous: p.Anonymous}, err
 }
 
 // Reserve is the claim Execute, Run and Do begin with.

@@ -31,8 +31,8 @@ const metaOmitted = stored.MetaOmitted
 // record fits DynamoDB's 400 KB item whatever else it holds: its key (a
 // scope ID of at most 2048 bytes, and a fixed partition or sort value),
 // a fingerprint of at most maxFingerprintLength, tokens, times and
-// numbers, and at most 13 attribute names of at most 255 bytes each
-// take under 12 KB.
+// numbers (the count of the writes committed with it among them), and at
+// most 14 attribute names of at most 255 bytes each take under 12 KB.
 const maxResponseBytesLimit = 300 << 10
 
 // Response is what a key's first execution stored, and every later call

@@ -226,9 +226,10 @@ func TestARecordDynamoDBCannotHoldNeverRunsTheEffectTwice(t *testing.T) {
 // TestTheLargestRecordFitsDynamoDB stores a record at every bound at once
 // (a scope ID of 2048 bytes, the longest fingerprint admitted, a response
 // at the 300 KB limit counted as DynamoDB counts it, the metadata map's
-// overhead included) through Run and Transact on the strict store, which
-// refuses an item past 400 KB as DynamoDB does: every record the store
-// admits fits, so none is refused after its effect.
+// overhead included, and the count of the most writes an Effect carries)
+// through Run, Execute and Transact on the strict store, which refuses an
+// item past 400 KB as DynamoDB does: every record the store admits fits,
+// so none is refused after its effect.
 func TestTheLargestRecordFitsDynamoDB(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
@@ -246,7 +247,17 @@ func TestTheLargestRecordFitsDynamoDB(t *testing.T) {
 	// loaded machine: no release timeout may decide this test.
 	s := newStore(t, env, idem.WithMaxResponseBytes(limit), idem.WithReleaseTimeout(time.Hour))
 	fp := strings.Repeat("f", idem.MaxFingerprintLength)
-	for _, way := range []string{"Run", "Transact"} {
+	// The most writes an Effect carries, each its own product: the record
+	// counts them.
+	maxWrites := func() []types.TransactWriteItem {
+		writes := make([]types.TransactWriteItem, 0, idem.MaxWrites)
+		for len(writes) < idem.MaxWrites {
+			_, w := businessWrites(env)
+			writes = append(writes, w[0])
+		}
+		return writes
+	}
+	for _, way := range []string{"Run", "Execute", "Transact"} {
 		key := "largest-" + way
 		// The principal that makes the scope's ID 2048 bytes long.
 		pad := 2048
@@ -257,10 +268,20 @@ func TestTheLargestRecordFitsDynamoDB(t *testing.T) {
 		must.NoError(t, err)
 		check.Equal(t, 2048, len(sc.ID()))
 		var res idem.Result
-		if way == "Run" {
+		writes := 0
+		switch way {
+		case "Run":
 			res, err = s.Run(context.Background(), sc, fp, func(context.Context) (idem.Response, error) { return resp, nil })
-		} else {
-			res, err = s.Transact(context.Background(), sc, fp, func(context.Context) (idem.Effect, error) { return idem.Effect{Response: resp}, nil })
+		case "Execute":
+			writes = idem.MaxWrites
+			res, err = s.Execute(context.Background(), sc, fp, func(context.Context) (idem.Effect, error) {
+				return idem.Effect{Response: resp, Writes: maxWrites()}, nil
+			})
+		default:
+			writes = idem.MaxWrites
+			res, err = s.Transact(context.Background(), sc, fp, func(context.Context) (idem.Effect, error) {
+				return idem.Effect{Response: resp, Writes: maxWrites()}, nil
+			})
 		}
 		must.NoError(t, err, "%s: the largest record admitted must fit DynamoDB's item", way)
 		check.Equal(t, idem.OutcomeExecuted, res.Outcome)
@@ -268,7 +289,9 @@ func TestTheLargestRecordFitsDynamoDB(t *testing.T) {
 		must.NoError(t, err)
 		must.True(t, ok, "%s: no record", way)
 		check.Equal(t, len(meta), len(rec.Meta), "%s: the record holds the response as it was", way)
+		check.Equal(t, writes, rec.Writes, "%s: the record counts the writes committed with it", way)
 	}
+	check.Equal(t, 2*idem.MaxWrites, countItems(t, env, env.Tables.Products), "every write committed with its record")
 	// One byte more is over the limit.
 	resp.Body = append(resp.Body, 'x')
 	_, err := s.Transact(context.Background(), scope(t, "largest-plus-one"), "fp", func(context.Context) (idem.Effect, error) { return idem.Effect{Response: resp}, nil })

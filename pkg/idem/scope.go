@@ -13,56 +13,69 @@ import (
 // limit.
 const maxIDLength = 2048
 
-// Anonymous is the principal of a caller that cannot be named, for a
-// way in whose callers may share one scope and see each other's stored
-// responses. NewScope refuses an empty principal; passing Anonymous is
-// how a caller opts into that one shared scope, explicitly.
-const Anonymous = "anonymous"
-
 // Scope is who asked for what: the operation, the caller principal and the
-// client's key. Two different scopes never share a record.
+// client's key. Two different scopes never share a record. Build one with
+// NewScope, or NewAnonymousScope for callers that cannot be named.
 type Scope struct {
 	// Operation names the protected operation, such as "POST /products".
 	Operation string
-	// Principal is the authenticated caller (a JWT sub, an IAM ARN), or
-	// Anonymous.
+	// Principal is the authenticated caller (a JWT sub, an IAM ARN);
+	// empty in the anonymous scope.
 	Principal string
 	// Key is the client's idempotency key.
 	Key string
+	// anonymous marks the scope of callers that cannot be named: a kind
+	// of scope, not a principal's name, so no named caller shares it.
+	anonymous bool
 }
 
-// NewScope validates the scope's parts and returns it: the key (1 to 255
-// bytes of printable ASCII), an operation and a principal (UTF-8, their
-// ID within 2048 bytes). An empty principal is ErrInvalidKey: a caller
-// that cannot be named would otherwise share a scope with every other
-// such caller, and be served their stored responses. Pass Anonymous to
-// choose that shared scope.
+// NewScope validates the scope's parts and returns the scope of a named
+// caller: the key (1 to 255 bytes of printable ASCII), an operation and a
+// principal (UTF-8, their ID within 2048 bytes). An empty principal is
+// ErrInvalidKey: a caller that cannot be named would otherwise share a
+// scope with every other such caller, and be served their stored
+// responses. Any other principal, "anonymous" included, names one caller,
+// never the anonymous scope.
 func NewScope(operation, principal, key string) (Scope, error) {
-	if err := scopeid.ValidateKey(key); err != nil {
-		return Scope{}, err
-	}
-	if operation == "" {
-		return Scope{}, fmt.Errorf("%w: empty operation", ErrInvalidKey)
-	}
 	if principal == "" {
-		return Scope{}, fmt.Errorf("%w: empty principal: name the caller, or pass idem.Anonymous to share one anonymous scope", ErrInvalidKey)
+		return Scope{}, fmt.Errorf("%w: empty principal: name the caller, or choose the one anonymous scope with idem.NewAnonymousScope", ErrInvalidKey)
 	}
-	s := Scope{Operation: operation, Principal: principal, Key: key}
-	if err := s.fits(maxIDLength, ""); err != nil {
+	return Scope{Operation: operation, Principal: principal, Key: key}.checked()
+}
+
+// NewAnonymousScope validates the key and operation and returns the
+// anonymous scope of operation: the one scope every caller that cannot be
+// named shares, where any caller who learns a key replays its stored
+// response (cookies included) and can use it up. Choose it only where
+// callers may see each other's responses. No named caller (NewScope) ever
+// shares it.
+func NewAnonymousScope(operation, key string) (Scope, error) {
+	return Scope{Operation: operation, Key: key, anonymous: true}.checked()
+}
+
+// Anonymous reports whether s is the anonymous scope (NewAnonymousScope).
+func (s Scope) Anonymous() bool { return s.anonymous }
+
+// checked is s, or the zero Scope and check's error.
+func (s Scope) checked() (Scope, error) {
+	if err := s.check(); err != nil {
 		return Scope{}, err
 	}
 	return s, nil
 }
 
-// check refuses a scope NewScope would not have made (a zero Scope, or
-// one whose fields were set by hand), which could share a record with
-// others or overflow DynamoDB's key.
+// check refuses a scope NewScope or NewAnonymousScope would not have
+// made (a zero Scope, or one whose fields were set by hand), which could
+// share a record with others or overflow DynamoDB's key.
 func (s Scope) check() error {
 	if err := scopeid.ValidateKey(s.Key); err != nil {
 		return err
 	}
-	if s.Operation == "" || s.Principal == "" {
-		return fmt.Errorf("%w: scope without operation or principal; build it with NewScope", ErrInvalidKey)
+	if s.Operation == "" {
+		return fmt.Errorf("%w: empty operation", ErrInvalidKey)
+	}
+	if (s.Principal == "") != s.anonymous {
+		return fmt.Errorf("%w: a scope without a principal, or an anonymous one with one; build it with NewScope or NewAnonymousScope", ErrInvalidKey)
 	}
 	return s.fits(maxIDLength, "")
 }
@@ -84,8 +97,12 @@ func (s Scope) fits(limit int, where string) error {
 // ID is the record's partition key (in the default layout; see
 // idemtable.Layout for the others): "v1", then operation, principal and
 // key, each prefixed by its length in bytes, so the encoding is injective
-// whatever the parts contain.
-func (s Scope) ID() string { return scopeid.Encode(s.Operation, s.Principal, s.Key) }
+// whatever the parts contain. The anonymous scope's principal is spelled
+// "anonymous", as before it was a kind of its own; a caller named
+// "anonymous" is marked ("n9:anonymous"), so the two never meet.
+func (s Scope) ID() string {
+	return scopeid.Encode(scopeid.Parts{Operation: s.Operation, Principal: s.Principal, Key: s.Key, Anonymous: s.anonymous})
+}
 
 // scopeKey is the context key of a call's callCtx.
 type scopeKey struct{}

@@ -14,8 +14,10 @@ import (
 // in one sitting: a low-level piece belongs in a sub-package or
 // unexported. 53 since ScopeFrom, the one that replaced idemhttp's and
 // idemevent's copies (issue 29); 54 since WithTrace, the store's option
-// for the trace hook, whose types live in pkg/idem/idemtrace (issue 30).
-const maxExported = 54
+// for the trace hook, whose types live in pkg/idem/idemtrace (issue 30);
+// 55 since NewAnonymousScope and Scope.Anonymous replaced the Anonymous
+// constant, which a caller's name could spell (issue 36).
+const maxExported = 55
 
 // TestExportedSurfaceStaysSmall counts what go doc lists: exported
 // top-level functions, types, constants and variables, and the exported

@@ -92,9 +92,11 @@ type Middleware struct {
 	PrincipalV2 func(events.APIGatewayV2HTTPRequestContext) (string, error)
 	// AllowAnonymous puts every caller that the middleware has no way to
 	// name (no Principal, no authorizer, or a principal function that
-	// returns "") in one Anonymous scope. Choose it only for an API with a single
-	// caller, or where callers may see each other's responses: any caller
-	// who learns a key replays its response, and can use it up.
+	// returns "") in one anonymous scope (idem.NewAnonymousScope). Choose
+	// it only for an API with a single caller, or where callers may see
+	// each other's responses: any caller who learns a key replays its
+	// response, and can use it up. A caller the principal function names,
+	// whatever the name ("anonymous" included), is never in it.
 	AllowAnonymous bool
 	// FingerprintHeaders are the request headers that, besides the
 	// method, path, query and body, tell a retry from another request:
@@ -267,7 +269,8 @@ type request struct {
 	keys      []string // the Idempotency-Key header's values
 	key       string   // a key the handler found elsewhere, used as it is
 	operation string
-	// principal names the caller under the middleware's policy.
+	// principal names the caller under the middleware's policy: ""
+	// when it chose the anonymous scope.
 	principal func() (string, error)
 	// body returns the request's body; nil when the fingerprint is the
 	// handler's own (ScopeV2).
@@ -335,7 +338,12 @@ func (m *Middleware) admit(in request) (idem.Scope, string, error) {
 	if err != nil {
 		return idem.Scope{}, "", err
 	}
-	scope, err := idem.NewScope(in.operation, principal, key)
+	var scope idem.Scope
+	if principal == "" { // the policy chose the anonymous scope
+		scope, err = idem.NewAnonymousScope(in.operation, key)
+	} else {
+		scope, err = idem.NewScope(in.operation, principal, key)
+	}
 	if err != nil || in.body == nil {
 		return scope, "", rejectedFor(m, err)
 	}
@@ -447,9 +455,9 @@ func (m *Middleware) fingerprintHeaders() []string {
 }
 
 // principalV2 names an API Gateway request's caller under the
-// middleware's policy: the default PrincipalV2 finding no authorizer is
-// a middleware that cannot name callers (500) unless anonymity was
-// chosen.
+// middleware's policy ("" for the anonymous scope): the default
+// PrincipalV2 finding no authorizer is a middleware that cannot name
+// callers (500) unless anonymity was chosen.
 func (m *Middleware) principalV2(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
 	if m.PrincipalV2 != nil {
 		p, err := m.named(m.PrincipalV2(rc))
@@ -459,21 +467,22 @@ func (m *Middleware) principalV2(rc events.APIGatewayV2HTTPRequestContext) (stri
 	switch {
 	case err != nil:
 		return "", m.noSubject(err, m.problemFor(ErrNoSubject))
-	case p == Anonymous && !m.AllowAnonymous:
+	case p == "" && !m.AllowAnonymous:
 		return "", &refused{outcome: idem.OutcomeError, err: fmt.Errorf("%w: the route has no authorizer; add one, set PrincipalV2, or AllowAnonymous to put every caller in one scope", errNoPrincipal)}
 	}
 	return p, nil
 }
 
 // principalHTTP names a net/http request's caller under the middleware's
-// policy: without Principal, only anonymity chosen serves.
+// policy ("" for the anonymous scope): without Principal, only anonymity
+// chosen serves.
 func (m *Middleware) principalHTTP(r *http.Request) (string, error) {
 	switch {
 	case m.Principal != nil:
 		p, err := m.named(m.Principal(r))
 		return p, m.noSubject(err, probForbidden.problem(m.ProblemTypeBase, "the caller cannot be identified; idempotency keys are scoped to the caller"))
 	case m.AllowAnonymous:
-		return Anonymous, nil
+		return "", nil // the anonymous scope
 	}
 	return "", &refused{outcome: idem.OutcomeError, err: fmt.Errorf("%w: set Principal, or AllowAnonymous to put every caller in one scope", errNoPrincipal)}
 }
@@ -490,15 +499,15 @@ func (m *Middleware) noSubject(err error, p Problem) error {
 // named applies the one principal policy to what a Principal or
 // PrincipalV2 function returned: an empty name (no session, no subject)
 // is ErrNoSubject, a 403, unless AllowAnonymous puts such callers in the
-// one Anonymous scope; it never becomes that scope silently.
+// one anonymous scope (returned as ""); it never becomes that scope
+// silently, and no name the function returns ("anonymous" included)
+// ever does.
 func (m *Middleware) named(principal string, err error) (string, error) {
 	switch {
 	case err != nil:
 		return "", err
-	case principal != "":
+	case principal != "" || m.AllowAnonymous:
 		return principal, nil
-	case m.AllowAnonymous:
-		return Anonymous, nil
 	}
 	return "", fmt.Errorf("%w: the principal function named no caller", ErrNoSubject)
 }

@@ -358,7 +358,7 @@ func (w *world) checkNotStuck(scope string, a *actor) {
 	if err != nil {
 		return
 	}
-	rec, err := idemadmin.Lookup(context.Background(), w.admin, idemTable, w.layout, sc)
+	rec, err := idemadmin.Table{DB: w.admin, Name: idemTable, Layout: w.layout}.Lookup(context.Background(), sc)
 	switch {
 	case errors.Is(err, idemadmin.ErrNotFound):
 	case err != nil:

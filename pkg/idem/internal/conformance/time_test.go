@@ -174,7 +174,7 @@ func TestLeaseEndsToTheMillisecond(t *testing.T) {
 				start := time.Now()
 				holdAndDie(t, s, sc, tc.deadline)
 
-				rec, err := idemadmin.Lookup(context.Background(), b.db, idemTable, idemtable.Layout{}, sc)
+				rec, err := idemadmin.Table{DB: b.db, Name: idemTable}.Lookup(context.Background(), sc)
 				if err != nil || !rec.LeaseExpiresAt.Equal(start.Add(tc.wantLeaseExpiry)) {
 					t.Fatalf("lease expires at %v (%v), want %v", rec.LeaseExpiresAt, err, start.Add(tc.wantLeaseExpiry))
 				}
@@ -224,7 +224,7 @@ func TestHeartbeatRenewsEveryThirdOfTheLease(t *testing.T) {
 			done <- err
 		}()
 		leaseEnd := func() time.Time {
-			rec, err := idemadmin.Lookup(context.Background(), b.db, idemTable, idemtable.Layout{}, sc)
+			rec, err := idemadmin.Table{DB: b.db, Name: idemTable}.Lookup(context.Background(), sc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -434,7 +434,7 @@ func TestRetentionToTheSecond(t *testing.T) {
 					t.Fatal(err)
 				}
 				expires := time.Unix(completed.Add(retention).Unix(), 0)
-				rec, err := idemadmin.Lookup(context.Background(), b.db, idemTable, idemtable.Layout{}, sc)
+				rec, err := idemadmin.Table{DB: b.db, Name: idemTable}.Lookup(context.Background(), sc)
 				if err != nil || !rec.ExpiresAt.Equal(expires) {
 					t.Fatalf("expires_at %v (%v), want %v", rec.ExpiresAt, err, expires)
 				}
@@ -465,20 +465,21 @@ func TestEvictAllowsFiveSecondsOfClockSkew(t *testing.T) {
 		holdAndDie(t, s, sc, 10*time.Second)
 		leaseEnd := start.Add(11 * time.Second)
 		ctx := context.Background()
+		admin := idemadmin.Table{DB: b.db, Name: idemTable}
 		for _, at := range []time.Duration{0, idemadmin.ClockSkew - time.Millisecond, idemadmin.ClockSkew} {
 			time.Sleep(time.Until(leaseEnd.Add(at)))
-			if _, err := idemadmin.Evict(ctx, b.db, idemTable, idemtable.Layout{}, sc, false); !errors.Is(err, idemadmin.ErrLiveHolder) {
+			if _, err := admin.Evict(ctx, sc, idemadmin.EvictOptions{}); !errors.Is(err, idemadmin.ErrLiveHolder) {
 				t.Fatalf("%v after the lease's end: %v, want the holder kept (ErrLiveHolder)", at, err)
 			}
 		}
 		time.Sleep(time.Millisecond)
-		if _, err := idemadmin.Evict(ctx, b.db, idemTable, idemtable.Layout{}, sc, false); err != nil {
+		if _, err := admin.Evict(ctx, sc, idemadmin.EvictOptions{}); err != nil {
 			t.Fatalf("5 s and 1 ms after the lease's end: %v, want it evicted", err)
 		}
 		if _, err := s.Run(ctx, sc, "fp", ran); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := idemadmin.Evict(ctx, b.db, idemTable, idemtable.Layout{}, sc, false); err != nil {
+		if _, err := admin.Evict(ctx, sc, idemadmin.EvictOptions{}); err != nil {
 			t.Fatalf("a completed record: %v, want it evicted at once", err)
 		}
 	})
@@ -535,7 +536,7 @@ func TestTakeoverByAnotherPayloadIsKeyReuse(t *testing.T) {
 				sc := timeScope(t)
 				start := time.Now()
 				holdAndDie(t, s, sc, 10*time.Second)
-				held, err := idemadmin.Lookup(context.Background(), b.db, idemTable, idemtable.Layout{}, sc)
+				held, err := idemadmin.Table{DB: b.db, Name: idemTable}.Lookup(context.Background(), sc)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -549,7 +550,7 @@ func TestTakeoverByAnotherPayloadIsKeyReuse(t *testing.T) {
 				if !tc.ranBefore && ran != 0 {
 					t.Errorf("another payload's operation ran %d times; want none", ran)
 				}
-				rec, err := idemadmin.Lookup(context.Background(), b.db, idemTable, idemtable.Layout{}, sc)
+				rec, err := idemadmin.Table{DB: b.db, Name: idemTable}.Lookup(context.Background(), sc)
 				if err != nil || rec.Status != "IN_PROGRESS" || rec.Fingerprint != "fp" || !rec.LeaseExpiresAt.Equal(held.LeaseExpiresAt) {
 					t.Fatalf("the record after another payload's call: %+v (%v); want the dead holder's, untouched", rec, err)
 				}
