@@ -10,7 +10,7 @@
 # A mutant is a file, an exact fragment of it and its replacement, a name,
 # and the tests that must kill it: a module directory, a package list and
 # a -run pattern (`suite` is the conformance module,
-# pkg/idem/internal/conformance; `unit` the pkg module). It is applied with
+# pkg/idem/idemconform; `unit` the pkg module). It is applied with
 # `go test -overlay` (a mutated copy in a temporary directory stands in for
 # the file), never by editing the tree, so an interrupted run leaves
 # nothing behind. Its targets run in order, without -race and with
@@ -44,7 +44,7 @@ kill_with() {
 	local i=$((${#names[@]} - 1))
 	targets[i]+="$1"$'\t'"$2"$'\t'"$3"$'\n'
 }
-suite() { kill_with pkg/idem/internal/conformance . "$1"; }
+suite() { kill_with pkg/idem/idemconform . "$1"; }
 unit() { kill_with pkg "$1" "$2"; }
 
 # --- The claim: record.go's claimCondition --------------------------------
