@@ -170,9 +170,9 @@ mutant idemevent-fails-not-recorded pkg/idem/idemevent/idemevent.go \
 	$'\t\t\treturn out, err\n'
 suite '^TestConformance$/^idemevent$/^completion-refused$'
 
-mutant idemhttp-problem-for-not-recorded pkg/idem/idemhttp/middleware.go \
-	'return ToAPIGatewayV2(res.Response, false), nil // the effect happened: say so' \
-	'return m.problemFor(err).APIGatewayV2(), nil'
+mutant idemhttp-problem-for-not-recorded pkg/idem/idemhttp/lambda.go \
+	'return ev.to(req, replayOf(res.Response), false), nil // the effect happened: say so' \
+	'return ev.to(req, m.problemFor(err).response(), false), nil'
 suite '^TestConformance$/^idemhttp.APIGatewayV2$/^completion-refused$'
 
 # --- Scopes and batches ------------------------------------------------------
