@@ -30,6 +30,8 @@ var ways = []idemconform.Way{
 	{Name: "Do", Source: idemconform.Requests, Deadline: idemconform.DeadlineEither, Deliver: one(deliverDo)},
 	{Name: "ExecuteBatch", Source: idemconform.Queue, Effect: idemconform.Writes, Deliver: deliverExecuteBatch},
 	{Name: "idemhttp.APIGatewayV2", Source: idemconform.Requests, Deliver: one(deliverAPIGatewayV2)},
+	{Name: "idemhttp.APIGatewayV1", Source: idemconform.Requests, Deliver: one(deliverAPIGatewayV1)},
+	{Name: "idemhttp.ALB", Source: idemconform.Requests, Deliver: one(deliverALB)},
 	{Name: "idemhttp.Handler", Source: idemconform.Requests, Deadline: idemconform.DeadlineNone, Deliver: one(deliverHandler)},
 	{Name: "idemevent", Source: idemconform.Async, Deliver: one(deliverEvent)},
 	{Name: "idemsqs.Run", Source: idemconform.Queue, Deliver: deliverSQSRun},
@@ -160,6 +162,16 @@ func middleware(inv *idemconform.Invocation) *idemhttp.Middleware {
 			p, _ := rc.Authorizer.Lambda["tenant"].(string)
 			return p, nil
 		},
+		PrincipalV1: func(rc events.APIGatewayProxyRequestContext) (string, error) {
+			p, _ := rc.Authorizer["principalId"].(string)
+			return p, nil
+		},
+		PrincipalALB: func(req events.ALBTargetGroupRequest) (string, error) {
+			if vs := req.MultiValueHeaders["x-tenant"]; len(vs) == 1 {
+				return vs[0], nil
+			}
+			return "", nil
+		},
 		Principal: func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil },
 	}
 }
@@ -207,6 +219,57 @@ func deliverAPIGatewayV2(ctx context.Context, inv *idemconform.Invocation, r *id
 		return unclassified("the handler returned an error (API Gateway answers 500): " + err.Error())
 	}
 	return idemconform.FromHTTP(resp.StatusCode, headers(resp.Headers, resp.MultiValueHeaders), []byte(resp.Body))
+}
+
+// deliverAPIGatewayV1 is a REST API's request (payload 1.0) whose Lambda
+// authorizer names the tenant.
+func deliverAPIGatewayV1(ctx context.Context, inv *idemconform.Invocation, r *idemconform.Request) idemconform.Answer {
+	h := middleware(inv).APIGatewayV1(func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		status, hdr, body := inv.Handle(ctx, r)
+		return events.APIGatewayProxyResponse{StatusCode: status, MultiValueHeaders: hdr, Body: string(body)}, nil
+	})
+	body, _ := json.Marshal(r.Payload())
+	hdr := map[string]string{"Idempotency-Key": r.Key(), "Content-Type": "application/json"}
+	resp, err := h(ctx, events.APIGatewayProxyRequest{
+		Resource: "/orders", Path: "/orders", HTTPMethod: http.MethodPost,
+		Headers: hdr, MultiValueHeaders: multi(hdr), Body: string(body),
+		RequestContext: events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"principalId": r.Principal()}},
+	})
+	if err != nil {
+		return unclassified("the handler returned an error (API Gateway answers 502): " + err.Error())
+	}
+	return idemconform.FromHTTP(resp.StatusCode, headers(resp.Headers, resp.MultiValueHeaders), []byte(resp.Body))
+}
+
+// deliverALB is a load balancer's request, its target group in
+// multi-value headers mode, the tenant in a header the adopter's
+// principal function trusts.
+func deliverALB(ctx context.Context, inv *idemconform.Invocation, r *idemconform.Request) idemconform.Answer {
+	h := middleware(inv).ALB(func(ctx context.Context, req events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+		status, hdr, body := inv.Handle(ctx, r)
+		return events.ALBTargetGroupResponse{StatusCode: status, MultiValueHeaders: hdr, Body: string(body)}, nil
+	})
+	body, _ := json.Marshal(r.Payload())
+	resp, err := h(ctx, events.ALBTargetGroupRequest{
+		HTTPMethod: http.MethodPost, Path: "/orders", Body: string(body),
+		MultiValueHeaders: multi(map[string]string{"idempotency-key": r.Key(), "content-type": "application/json", "x-tenant": r.Principal()}),
+	})
+	if err != nil {
+		return unclassified("the handler returned an error (the load balancer answers 502): " + err.Error())
+	}
+	if len(resp.Headers) > 0 {
+		return unclassified("a multi-value mode request answered with single-value headers")
+	}
+	return idemconform.FromHTTP(resp.StatusCode, headers(nil, resp.MultiValueHeaders), []byte(resp.Body))
+}
+
+// multi is a header map as a multi-value one.
+func multi(h map[string]string) map[string][]string {
+	out := make(map[string][]string, len(h))
+	for k, v := range h {
+		out[k] = []string{v}
+	}
+	return out
 }
 
 func unclassified(detail string) idemconform.Answer {

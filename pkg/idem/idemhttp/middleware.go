@@ -34,7 +34,8 @@ const DefaultMaxBodyBytes = 1 << 20
 //
 // Keys are scoped to the caller, so a Middleware must know how to name
 // one: on net/http, set Principal; on API Gateway, the route's authorizer
-// names the caller (see PrincipalV2), or set PrincipalV2. One that cannot
+// names the caller (see PrincipalV2 and PrincipalV1), or set PrincipalV2
+// or PrincipalV1; behind a load balancer, set PrincipalALB. One that cannot
 // name the caller (no Principal, or no authorizer on the route) answers
 // every protected request with a 500 and reports errNoPrincipal's
 // message to Observe, rather than put every caller in one scope, where
@@ -90,6 +91,17 @@ type Middleware struct {
 	// request on a route without an authorizer is refused unless
 	// AllowAnonymous is set.
 	PrincipalV2 func(events.APIGatewayV2HTTPRequestContext) (string, error)
+	// PrincipalV1 names the caller of an API Gateway REST API request
+	// (APIGatewayV1); nil means the package's PrincipalV1, under the same
+	// policy as PrincipalV2's.
+	PrincipalV1 func(events.APIGatewayProxyRequestContext) (string, error)
+	// PrincipalALB names the caller of a load balancer's request (ALB),
+	// which nothing authenticates by itself: PrincipalALBOIDC for rules
+	// that authenticate with OIDC, or a function of your own. As with
+	// Principal, returning an error or "" answers 403 (unless
+	// AllowAnonymous), and without it, and without AllowAnonymous, the
+	// ALB path refuses to serve.
+	PrincipalALB func(events.ALBTargetGroupRequest) (string, error)
 	// AllowAnonymous puts every caller that the middleware has no way to
 	// name (no Principal, no authorizer, or a principal function that
 	// returns "") in one Anonymous scope. Choose it only for an API with a single

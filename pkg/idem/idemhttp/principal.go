@@ -35,33 +35,79 @@ const Anonymous = idem.Anonymous
 // quoted or prefixed, so no claim value can make two principals collide.
 func PrincipalV2(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
 	a := rc.Authorizer
-	if a == nil {
+	switch {
+	case a == nil:
 		return Anonymous, nil
-	}
-	if jwt := a.JWT; jwt != nil {
-		for _, claim := range []string{"sub", "client_id", "azp"} {
-			if v := jwt.Claims[claim]; v != "" {
-				return "jwt:" + strconv.Quote(jwt.Claims["iss"]) + ":" + claim + "=" + strconv.Quote(v), nil
-			}
-		}
-		return "", ErrNoSubject
-	}
-	if iam := a.IAM; iam != nil {
-		switch {
-		case iam.UserARN != "":
-			return "iam:" + iam.UserARN, nil
-		case iam.CallerID != "":
-			return "iam-caller:" + iam.AccountID + ":" + iam.CallerID, nil
-		}
-		return "", ErrNoSubject
-	}
-	if a.Lambda != nil {
-		for _, k := range []string{"principalId", "sub"} {
-			if id, ok := a.Lambda[k].(string); ok && id != "" {
-				return "lambda:" + k + "=" + strconv.Quote(id), nil
-			}
-		}
-		return "", ErrNoSubject
+	case a.JWT != nil:
+		return jwtPrincipal(func(claim string) string { return a.JWT.Claims[claim] })
+	case a.IAM != nil:
+		return iamPrincipal(a.IAM.UserARN, a.IAM.AccountID, a.IAM.CallerID)
+	case a.Lambda != nil:
+		return lambdaPrincipal(a.Lambda)
 	}
 	return Anonymous, nil
+}
+
+// PrincipalV1 names the caller of an API Gateway REST API (payload 1.0)
+// request, as PrincipalV2 does an HTTP API's, in the same form, so that
+// two callers never share an idempotency record:
+//
+//   - Cognito user pool authorizer: the token's issuer and subject (sub,
+//     else client_id or azp), from the authorizer's claims;
+//   - Lambda authorizer: its principalId, else the sub its context holds;
+//   - IAM (AWS_IAM authorization): the Cognito identity when the
+//     credentials are a Cognito identity pool's (whose callers share one
+//     role ARN), else the caller's ARN, else account and caller id.
+//
+// An authorizer that is there but names none of these is ErrNoSubject;
+// without one, and without IAM credentials, the principal is Anonymous.
+func PrincipalV1(rc events.APIGatewayProxyRequestContext) (string, error) {
+	a := rc.Authorizer
+	if claims, ok := a["claims"].(map[string]any); ok {
+		return jwtPrincipal(func(claim string) string { s, _ := claims[claim].(string); return s })
+	}
+	if len(a) > 0 {
+		return lambdaPrincipal(a)
+	}
+	id := rc.Identity
+	if id.CognitoIdentityID != "" {
+		return "cognito-identity:" + strconv.Quote(id.CognitoIdentityPoolID) + ":" + strconv.Quote(id.CognitoIdentityID), nil
+	}
+	if id.UserArn != "" || id.Caller != "" {
+		return iamPrincipal(id.UserArn, id.AccountID, id.Caller)
+	}
+	return Anonymous, nil
+}
+
+// jwtPrincipal names a token's holder: its issuer and subject (sub, else
+// client_id or azp, as client-credentials tokens carry).
+func jwtPrincipal(claim func(string) string) (string, error) {
+	for _, c := range []string{"sub", "client_id", "azp"} {
+		if v := claim(c); v != "" {
+			return "jwt:" + strconv.Quote(claim("iss")) + ":" + c + "=" + strconv.Quote(v), nil
+		}
+	}
+	return "", ErrNoSubject
+}
+
+// iamPrincipal names an IAM caller: its ARN, else account and caller id.
+func iamPrincipal(userARN, accountID, callerID string) (string, error) {
+	switch {
+	case userARN != "":
+		return "iam:" + userARN, nil
+	case callerID != "":
+		return "iam-caller:" + accountID + ":" + callerID, nil
+	}
+	return "", ErrNoSubject
+}
+
+// lambdaPrincipal names a Lambda authorizer's caller: the principalId,
+// else the sub, its context holds.
+func lambdaPrincipal(context map[string]any) (string, error) {
+	for _, k := range []string{"principalId", "sub"} {
+		if id, ok := context[k].(string); ok && id != "" {
+			return "lambda:" + k + "=" + strconv.Quote(id), nil
+		}
+	}
+	return "", ErrNoSubject
 }
