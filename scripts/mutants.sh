@@ -12,7 +12,7 @@
 # A mutant is a file, an exact fragment of it and its replacement, a name,
 # and the tests that must kill it: a module directory, a package list and
 # a -run pattern (`suite` is the conformance module,
-# pkg/idem/internal/conformance; `unit` the pkg module). It is applied with
+# pkg/idem/idemconform; `unit` the pkg module). It is applied with
 # `go test -overlay` (a mutated copy in a temporary directory stands in for
 # the file), never by editing the tree, so an interrupted run leaves
 # nothing behind. Its targets run in order, without -race and with
@@ -46,7 +46,7 @@ kill_with() {
 	local i=$((${#names[@]} - 1))
 	targets[i]+="$1"$'\t'"$2"$'\t'"$3"$'\n'
 }
-suite() { kill_with pkg/idem/internal/conformance . "$1"; }
+suite() { kill_with pkg/idem/idemconform . "$1"; }
 unit() { kill_with pkg "$1" "$2"; }
 
 # --- The claim: claim.go's claimCondition ---------------------------------
@@ -172,9 +172,9 @@ mutant idemevent-fails-not-recorded pkg/idem/idemevent/idemevent.go \
 	$'\t\t\treturn out, err\n'
 suite '^TestConformance$/^idemevent$/^completion-refused$'
 
-mutant idemhttp-problem-for-not-recorded pkg/idem/idemhttp/middleware.go \
-	'return ToAPIGatewayV2(res.Response, false), nil // the effect happened: say so' \
-	'return m.problemFor(err).APIGatewayV2(), nil'
+mutant idemhttp-problem-for-not-recorded pkg/idem/idemhttp/lambda.go \
+	'return ev.to(req, replayOf(res.Response), false), nil // the effect happened: say so' \
+	'return ev.to(req, m.problemFor(err).response(), false), nil'
 suite '^TestConformance$/^idemhttp.APIGatewayV2$/^completion-refused$'
 
 # --- Scopes and batches ------------------------------------------------------

@@ -39,6 +39,30 @@ func (s *signup) lambda(context.Context, events.APIGatewayV2HTTPRequest) (events
 	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Cookies: []string{s.cookie()}}, nil
 }
 
+func (s *signup) lambdaV1(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	return events.APIGatewayProxyResponse{StatusCode: http.StatusCreated, MultiValueHeaders: map[string][]string{"Set-Cookie": {s.cookie()}}}, nil
+}
+
+func (s *signup) alb(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+	return events.ALBTargetGroupResponse{StatusCode: http.StatusCreated, Headers: map[string]string{"Set-Cookie": s.cookie()}}, nil
+}
+
+// signupV1 is a REST API sign-up request with key k-1, whose authorizer's
+// context (nil for a guest, on a route without an authorizer) is
+// authorizer, answered by h.
+func signupV1(t *testing.T, h idemhttp.APIGatewayV1Handler, authorizer map[string]any) answer {
+	t.Helper()
+	req := events.APIGatewayProxyRequest{
+		Resource: "/signups", Path: "/signups", HTTPMethod: http.MethodPost, Body: `{"plan":"free"}`,
+		Headers: map[string]string{"Idempotency-Key": `"k-1"`, "Content-Type": "application/json"},
+	}
+	req.RequestContext.Authorizer = authorizer
+	resp, err := h(context.Background(), req)
+	must.NoError(t, err)
+	check.Equal(t, http.StatusCreated, resp.StatusCode, "%s", resp.Body)
+	return answer{strings.Join(resp.MultiValueHeaders["Set-Cookie"], "\n"), resp.Headers[idemhttp.HeaderReplayed] == "true"}
+}
+
 // postSignup is a sign-up request with key k-1 from user (X-User; ""
 // for a guest), served by h.
 func postSignup(h http.Handler, user string) *httptest.ResponseRecorder {
@@ -63,7 +87,9 @@ type answer struct {
 // that the function names "anonymous" (a user name anyone may register)
 // is a named caller like any other: it is never served a guest's stored
 // response (Set-Cookie included), and no guest is served its response,
-// on either path. Guests still share their one scope.
+// on any path: net/http, API Gateway v2 and v1 (REST), and a load
+// balancer, and on REST an authorizer that names its caller "anonymous"
+// as well. Guests still share their one scope.
 func TestAUserNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 	t.Parallel()
 	ways := map[string]func(mw *idemhttp.Middleware, s *signup) func(user string) answer{
@@ -97,6 +123,51 @@ func TestAUserNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 				must.NoError(t, err)
 				check.Equal(t, http.StatusCreated, resp.StatusCode, "%s", resp.Body)
 				return answer{strings.Join(resp.Cookies, "\n"), resp.Headers[idemhttp.HeaderReplayed] == "true"}
+			}
+		},
+		"API Gateway v1": func(mw *idemhttp.Middleware, s *signup) func(string) answer {
+			// As on v2: the user's name from a Lambda authorizer's
+			// context, none on a route open to guests.
+			mw.PrincipalV1 = func(rc events.APIGatewayProxyRequestContext) (string, error) {
+				name, _ := rc.Authorizer["username"].(string)
+				return name, nil
+			}
+			h := mw.APIGatewayV1(s.lambdaV1)
+			return func(user string) answer {
+				var authorizer map[string]any
+				if user != "" {
+					authorizer = map[string]any{"username": user}
+				}
+				return signupV1(t, h, authorizer)
+			}
+		},
+		"API Gateway v1, its authorizer": func(mw *idemhttp.Middleware, s *signup) func(string) answer {
+			// PrincipalV1 itself: a Lambda authorizer whose principalId
+			// is "anonymous", and guests on a route without one.
+			h := mw.APIGatewayV1(s.lambdaV1)
+			return func(user string) answer {
+				var authorizer map[string]any
+				if user != "" {
+					authorizer = map[string]any{"principalId": user}
+				}
+				return signupV1(t, h, authorizer)
+			}
+		},
+		"ALB": func(mw *idemhttp.Middleware, s *signup) func(string) answer {
+			mw.PrincipalALB = func(req events.ALBTargetGroupRequest) (string, error) { return req.Headers["x-user"], nil }
+			h := mw.ALB(s.alb)
+			return func(user string) answer {
+				req := events.ALBTargetGroupRequest{
+					HTTPMethod: http.MethodPost, Path: "/signups", Body: `{"plan":"free"}`,
+					Headers: map[string]string{"idempotency-key": `"k-1"`, "content-type": "application/json"},
+				}
+				if user != "" {
+					req.Headers["x-user"] = user
+				}
+				resp, err := h(context.Background(), req)
+				must.NoError(t, err)
+				check.Equal(t, http.StatusCreated, resp.StatusCode, "%s", resp.Body)
+				return answer{resp.Headers["Set-Cookie"], resp.Headers[idemhttp.HeaderReplayed] == "true"}
 			}
 		},
 	}

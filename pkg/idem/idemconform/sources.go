@@ -1,33 +1,26 @@
-package conformance
+package idemconform
 
 import (
-	"context"
 	"sync"
 	"time"
 )
 
-// deliverOne invokes the cell's way in for one actor (a queue's way with a
+// deliverOne invokes the cell's way for one actor (a queue's way with a
 // batch of one).
 func (w *world) deliverOne(e *env, a *actor, sweep bool) outcome {
-	way := w.cell.way
-	return w.invoke(e, []*actor{a}, way.lambda, sweep, func(ctx context.Context, c *call) []outcome {
-		if way.deliverBatch != nil {
-			return way.deliverBatch(ctx, w, c, []*actor{a})
-		}
-		return []outcome{way.deliver(ctx, w, c, a)}
-	})[0]
+	return w.invoke(e, []*actor{a}, sweep)[0]
 }
 
 // settles reports whether a request source stops on out: a definitive
 // answer.
 func (w *world) settles(out outcome) bool {
 	switch out.class {
-	case classOK, classKeyReuse, classRefused:
+	case OK, KeyReuse, Refused:
 		return true
-	case classNotRecorded:
+	case NotRecorded:
 		return !out.unacked
-	case classFailed:
-		return !w.cell.way.retryFailed
+	case Failed:
+		return !out.again
 	}
 	return false
 }
@@ -60,7 +53,7 @@ func (w *world) runRequests(actors []*actor) {
 // acked reports whether an asynchronous invocation or a queue message is
 // done with: the function returned without error.
 func acked(out outcome) bool {
-	return out.class == classOK || (out.class == classNotRecorded && !out.unacked)
+	return out.class == OK || (out.class == NotRecorded && !out.unacked)
 }
 
 // runAsync is Lambda's asynchronous invocation: each event invoked, and
@@ -191,9 +184,7 @@ func (w *world) runQueue(actors []*actor) {
 					as[i] = m.a
 				}
 				e := w.pool.acquire()
-				outs := w.invoke(e, as, w.cell.way.lambda, false, func(ctx context.Context, c *call) []outcome {
-					return w.cell.way.deliverBatch(ctx, w, c, as)
-				})
+				outs := w.invoke(e, as, false)
 				w.pool.release(e)
 				q.settle(batch, outs)
 			}

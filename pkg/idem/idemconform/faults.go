@@ -1,4 +1,4 @@
-package conformance
+package idemconform
 
 import (
 	"time"
@@ -11,7 +11,7 @@ import (
 type fault struct {
 	name string
 	// skip says why the fault cannot apply to a way in ("" when it does).
-	skip func(*way) string
+	skip func(*Way) string
 	// arm sets the fault up in a world whose workload has n scopes.
 	arm func(w *world, n int)
 	// emptyPrincipal: the workload has callers whose principal function
@@ -36,7 +36,7 @@ const (
 	alwaysDeadline = "a Lambda invocation always has a deadline: its lease ends at the deadline plus the margin, and nothing renews it"
 )
 
-func always(*way) string { return "" }
+func always(*Way) string { return "" }
 
 var faults = []*fault{
 	{name: "none", skip: always, arm: func(*world, int) {}},
@@ -46,8 +46,8 @@ var faults = []*fault{
 	},
 	{
 		name: "crash-after-effect",
-		skip: func(wy *way) string {
-			if wy.dbEffect {
+		skip: func(wy *Way) string {
+			if wy.Effect == Writes {
 				return oneTransaction
 			}
 			return ""
@@ -64,7 +64,7 @@ var faults = []*fault{
 		name: "completion-throttled", skip: always,
 		arm: func(w *world, n int) {
 			op := idemtest.OpUpdateItem
-			if w.cell.way.transaction {
+			if w.cell.way.Effect == Writes {
 				op = idemtest.OpTransactWriteItems
 			}
 			w.server.Inject(op, idemtest.ThrottledPastRetries, n/2)
@@ -78,8 +78,8 @@ var faults = []*fault{
 		// effect ran): the effect's answer, never an error. Only after
 		// the lease may another delivery run it again: Run's window.
 		name: "completion-refused", notRecorded: true,
-		skip: func(wy *way) string {
-			if wy.dbEffect {
+		skip: func(wy *Way) string {
+			if wy.Effect == Writes {
 				return refusedCommit
 			}
 			return ""
@@ -136,7 +136,7 @@ var faults = []*fault{
 		name: "lease-ends-mid-effect", skip: always,
 		arm: func(w *world, n int) {
 			d := invocationTimeout + 2*time.Second
-			if !w.cell.way.lambda {
+			if w.cell.way.Deadline == DeadlineNone {
 				d = 2*noDeadlineLease + noDeadlineLease/2
 			}
 			w.slowFirst.Store(int64(d))
@@ -159,7 +159,7 @@ var faults = []*fault{
 		name: "tx-cancelled-validation", skip: transactional, refusal: true,
 		arm: func(w *world, n int) {
 			times := n / 2
-			if w.cell.way.source == queue {
+			if w.cell.way.Source == Queue {
 				times = n
 			}
 			w.server.InjectCancellation("ValidationError", 1, times)
@@ -173,18 +173,18 @@ var faults = []*fault{
 	},
 }
 
-func renewable(wy *way) string {
+func renewable(wy *Way) string {
 	switch {
-	case !wy.leaseWhileRunning:
+	case !leaseWhileRunning(wy):
 		return noLeaseHeld
-	case !wy.canRunWithoutDeadline:
+	case !canRunWithoutDeadline(wy):
 		return alwaysDeadline
 	}
 	return ""
 }
 
-func transactional(wy *way) string {
-	if !wy.transaction {
+func transactional(wy *Way) string {
+	if wy.Effect != Writes {
 		return noTransaction
 	}
 	return ""

@@ -1,18 +1,21 @@
-package conformance
+package idemconform
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemlambda/idemlambda/pkg/idem/idemadmin"
+	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 // The workload of a cell: keys per caller, and concurrent duplicates of
@@ -36,6 +39,7 @@ func (w *world) workload() (actors []*actor, scopes int) {
 	}
 	add := func(a *actor) {
 		a.id = len(actors)
+		a.req = &Request{a}
 		actors = append(actors, a)
 	}
 	for _, c := range callers {
@@ -52,7 +56,7 @@ func (w *world) workload() (actors []*actor, scopes int) {
 			a.otherVariant = true
 		}
 	}
-	if w.cell.way.source == queue || w.cell.way.source == stream {
+	if w.cell.way.Source == Queue || w.cell.way.Source == Stream {
 		add(&actor{caller: "mallory", key: "k9", variant: "a", poison: true})
 	}
 	// Interleave the actors so a queue's batches mix keys.
@@ -74,20 +78,20 @@ type cellResult struct {
 
 // runCell runs one cell in its own bubble, then checks its history.
 func runCell(t *testing.T, c cell) cellResult {
-	res := cellResult{way: c.way.name, fault: c.fault.name, variant: layouts[c.layout].name + "-" + c.mode}
+	res := cellResult{way: c.way.Name, fault: c.fault.name, variant: layouts[c.layout].name + "-" + c.mode}
 	var w *world
 	synctest.Test(t, func(t *testing.T) {
 		w = newWorld(t, c)
 		actors, scopes := w.workload()
 		c.fault.arm(w, scopes)
-		switch c.way.source {
-		case requests:
+		switch c.way.Source {
+		case Requests:
 			w.runRequests(actors)
-		case async:
+		case Async:
 			w.runAsync(actors)
-		case queue:
+		case Queue:
 			w.runQueue(actors)
-		case stream:
+		case Stream:
 			w.runStream(actors)
 		}
 		w.sweep()
@@ -125,9 +129,9 @@ func (w *world) deadExpected(a *actor) bool {
 		return true // never to be applied: validate says whether it was refused
 	}
 	switch a.last.class {
-	case classRefused:
+	case Refused:
 		return true
-	case classKeyReuse:
+	case KeyReuse:
 		// Only if another payload's execution fixed the key.
 		for _, b := range w.actors {
 			if b.scope() == a.scope() && b.variant == a.variant && b.oks > 0 {
@@ -146,7 +150,7 @@ func (w *world) sweep() {
 	time.Sleep(invocationTimeout + 2*noDeadlineLease + 4*leaseMargin)
 	for _, a := range w.actors {
 		wants := !a.settled
-		if w.cell.way.source != requests {
+		if w.cell.way.Source != Requests {
 			wants = a.dead && !w.deadExpected(a)
 			if wants {
 				w.violate("%s (%s) was dead-lettered after %d deliveries though its key could be applied; last: %s", a.scope(), a.msgID(), a.attempts, a.last)
@@ -156,7 +160,7 @@ func (w *world) sweep() {
 			continue
 		}
 		out := w.deliverOne(w.pool.fresh(), a, true)
-		if out.class != classOK && out.class != classKeyReuse {
+		if out.class != OK && out.class != KeyReuse {
 			w.violate("%s (%s) is still unusable after the faults were cleared and every lease ended: %s", a.scope(), a.msgID(), out)
 		}
 	}
@@ -194,17 +198,17 @@ func (w *world) validate() (effects, windowed int) {
 			for _, o := range opsOf[a] {
 				out := o.out
 				where := fmt.Sprintf("%s attempt %d in env %d", a.msgID(), o.attempt, o.env)
-				if r, ok := replyIn(out.answer); ok && (out.class == classOK || out.class == classNotRecorded) && (r.Caller != a.caller || r.Key != a.key) {
+				if r, ok := replyIn(out.answer); ok && (out.class == OK || out.class == NotRecorded) && (r.Caller != a.caller || r.Key != a.key) {
 					found.add("answered with another caller's answer", where, fmt.Sprintf("%s|%s's execution %d: %s", r.Caller, r.Key, r.Exec, short(out.answer)))
 				}
-				if a.emptyPrincipal && out.class != classRefused && !out.untried {
+				if a.emptyPrincipal && out.class != Refused && !out.untried {
 					found.add("not refused, though its caller's principal function returned \"\" (intended: 403 over HTTP, idem.ErrInvalidKey elsewhere)", where, out.String())
 				}
 				switch {
-				case out.class == classUnclassified:
+				case out.class == Unclassified:
 					found.add("an unclassified answer", where, out.detail)
 				case out.unacked:
-					found.add(fmt.Sprintf("its effect ran and could not be recorded, and the delivery was not acknowledged, so its source delivers it again and the effect runs again (intended: acknowledged, Outcome %q)", outcomeNotRecorded), where, out.detail)
+					found.add(fmt.Sprintf("its effect ran and could not be recorded, and the delivery was not acknowledged, so its source delivers it again and the effect runs again (intended: acknowledged, Outcome %q)", idem.OutcomeNotRecorded), where, out.detail)
 				}
 				if out.wrong != "" {
 					found.add("an answer that contradicts itself", where, out.wrong)
@@ -213,10 +217,10 @@ func (w *world) validate() (effects, windowed int) {
 				// time is spent, less the margin: three completions
 				// throttled past the SDK's retries take up to 9 s of a
 				// 10 s invocation. Run tried while it could then.)
-				if out.class == classNotRecorded && !out.fencedOut && !out.outOfTime && !w.cell.fault.notRecorded {
+				if out.class == NotRecorded && !out.fencedOut && !out.outOfTime && !w.cell.fault.notRecorded {
 					found.add("its effect was reported not recorded, though the store refused its completion only for a while (intended: Run tries a refused completion again while the lease lasts, and records it)", where, out.detail)
 				}
-				if out.class == classNotRecorded && !out.fencedOut {
+				if out.class == NotRecorded && !out.fencedOut {
 					notRecorded++
 				}
 			}
@@ -231,7 +235,7 @@ func (w *world) validate() (effects, windowed int) {
 
 		var n, excused int
 		var which string
-		if way.dbEffect {
+		if way.Effect == Writes {
 			count, committed, err := w.committed(scope)
 			if err != nil {
 				w.violate("%s: read its effects: %v", scope, err)
@@ -267,7 +271,7 @@ func (w *world) validate() (effects, windowed int) {
 		case n == 0 && !as[0].emptyPrincipal: // those must be refused: checked above
 			var untold []string
 			for _, a := range as {
-				if c := a.last.class; c != classFailed && c != classRefused && c != classKeyReuse {
+				if c := a.last.class; c != Failed && c != Refused && c != KeyReuse {
 					untold = append(untold, a.msgID()+" (last: "+a.last.String()+")")
 				}
 			}
@@ -275,13 +279,11 @@ func (w *world) validate() (effects, windowed int) {
 				w.violate("%s: its effect never ran, and not every source was told a definitive failure: %s", scope, strings.Join(untold, "; "))
 			}
 		}
-		if !way.dbEffect && way.leaseWhileRunning {
+		if way.Effect == Outside {
 			w.checkExclusive(scope, execs)
 		}
-		if !as[0].emptyPrincipal {
-			w.checkNotStuck(scope, as[0])
-		}
 	}
+	w.checkNotStuck()
 	w.checkFaultShowed(notRecorded)
 	return effects, windowed
 }
@@ -301,7 +303,7 @@ func (w *world) checkFaultShowed(notRecorded int) {
 	switch {
 	case served == 0:
 		w.violate("the store refused no transaction: the fault (ValidationError) never showed")
-	case told < oneKey || (told != oneKey && w.cell.way.source != queue):
+	case told < oneKey || (told != oneKey && w.cell.way.Source != Queue):
 		// One key's refused transaction is its call's answer, as it is;
 		// a batch splits a refused transaction of several keys to find
 		// the one it is about, and answers an item that repeats a
@@ -351,21 +353,40 @@ func (w *world) checkExclusive(scope string, execs []*execution) {
 	}
 }
 
-// checkNotStuck reports a key whose record still holds a live lease after
-// the faults were cleared and every lease ended.
-func (w *world) checkNotStuck(scope string, a *actor) {
-	sc, err := a.newScope()
-	if err != nil {
-		return
-	}
-	rec, err := idemadmin.Table{DB: w.admin, Name: idemTable, Layout: w.layout}.Lookup(context.Background(), sc)
-	switch {
-	case errors.Is(err, idemadmin.ErrNotFound):
-	case err != nil:
-		w.violate("%s: look up its record: %v", scope, err)
-	case rec.Status == "IN_PROGRESS" && rec.LeaseLive:
-		w.violate("%s: its record is still held by a live lease (until %s) after every lease should have ended", scope, rec.LeaseExpiresAt.Format(time.RFC3339Nano))
-	case rec.Status != "IN_PROGRESS" && rec.Status != "COMPLETED":
-		w.violate("%s: its record has status %q", scope, rec.Status)
+// checkNotStuck reports a record still held by a live lease after the
+// faults were cleared and every lease ended, or with a status the
+// library never writes. It reads the whole table, so it needs no scope:
+// a way may name its callers as it likes.
+func (w *world) checkNotStuck() {
+	attr := w.layout.WithDefaults().Attributes
+	p := dynamodb.NewScanPaginator(w.admin, &dynamodb.ScanInput{TableName: aws.String(idemTable), ConsistentRead: aws.Bool(true)})
+	now := time.Now()
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			w.violate("read the idempotency table: %v", err)
+			return
+		}
+		for _, item := range page.Items {
+			st, ok := item[attr.Status].(*types.AttributeValueMemberS)
+			if !ok {
+				continue // not a record: the single-table layout's effects
+			}
+			id, _ := w.layout.ID(item)
+			switch st.Value {
+			case "COMPLETED":
+			case "IN_PROGRESS":
+				n, _ := item[attr.LeaseExpiresAt].(*types.AttributeValueMemberN)
+				if n == nil {
+					w.violate("record %s: IN_PROGRESS without a lease", id)
+					continue
+				}
+				if ms, err := strconv.ParseInt(n.Value, 10, 64); err == nil && time.UnixMilli(ms).After(now) {
+					w.violate("record %s: still held by a live lease (until %s) after every lease should have ended", id, time.UnixMilli(ms).Format(time.RFC3339Nano))
+				}
+			default:
+				w.violate("record %s: status %q", id, st.Value)
+			}
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package conformance
+package idemconform
 
 import (
 	"errors"
@@ -47,7 +47,7 @@ type state struct {
 // answered so.
 func step(s state, in input, out outcome) []state {
 	switch out.class {
-	case classOK:
+	case OK:
 		if !namesScope(out.answer, in.scope, in.variant) {
 			return nil
 		}
@@ -58,7 +58,7 @@ func step(s state, in input, out outcome) []state {
 			return []state{s}
 		}
 		return nil
-	case classKeyReuse:
+	case KeyReuse:
 		if s.fixed {
 			if s.variant != in.variant {
 				return []state{s}
@@ -69,19 +69,19 @@ func step(s state, in input, out outcome) []state {
 			return []state{s}
 		}
 		return nil
-	case classNotRecorded:
+	case NotRecorded:
 		// Its effect ran, so nothing was fixed when it started; its
 		// answer was not recorded, unless the write landed after all.
 		if s.fixed || !namesScope(out.answer, in.scope, in.variant) {
 			return nil
 		}
 		return []state{s, {fixed: true, variant: in.variant, answer: out.answer}}
-	case classUnknown:
+	case unknown:
 		if !s.fixed && out.candidate != "" {
 			return []state{s, {fixed: true, variant: in.variant, answer: out.candidate}}
 		}
 		return []state{s}
-	case classInFlight, classUnavailable, classLeaseLost, classRefused, classFailed:
+	case InFlight, Unavailable, LeaseLost, Refused, Failed:
 		return []state{s}
 	}
 	return nil // unclassified

@@ -1,7 +1,8 @@
-package conformance
+package idemconform
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -86,14 +87,14 @@ var modes = []string{"plain", "wait", "cache"}
 
 // cell is one run's configuration.
 type cell struct {
-	way    *way
+	way    *Way
 	fault  *fault
 	layout int // into layouts
 	mode   string
 }
 
 func (c cell) name() string {
-	return c.way.name + "/" + c.fault.name + "/" + layouts[c.layout].name + "-" + c.mode
+	return c.way.Name + "/" + c.fault.name + "/" + layouts[c.layout].name + "-" + c.mode
 }
 
 // actor is one delivery source of one request: an HTTP client's request,
@@ -109,6 +110,7 @@ type actor struct {
 	poison bool
 	// emptyPrincipal: the caller's principal function names nobody.
 	emptyPrincipal bool
+	req            *Request
 
 	// What the source made of it: attempts, last and oks are set by
 	// invoke under world.mu (a queue may deliver one message twice at
@@ -240,29 +242,7 @@ func (a *actor) principal() string {
 	return a.caller
 }
 
-// order is a request's payload: the key and what it asks for, not who
-// asks (the principal says that), so two callers' requests for one key
-// are the same payload.
-type order struct {
-	Key     string `json:"key"`
-	Variant string `json:"variant"`
-}
-
-func (a *actor) order() order { return order{Key: a.key, Variant: a.variant} }
-
-func (a *actor) fingerprint() string {
-	fp, err := idem.Fingerprint(a.order())
-	if err != nil {
-		panic(err)
-	}
-	return fp
-}
-
-// newScope is the scope an adopter's code builds for a: idem.NewScope
-// with its principal function's answer.
-func (a *actor) newScope() (idem.Scope, error) {
-	return idem.NewScope(operation, a.principal(), a.key)
-}
+func (a *actor) order() Payload { return Payload{Key: a.key, Variant: a.variant} }
 
 // env is one simulated Lambda environment: its own client (its own
 // network to the store) and store (its own cache).
@@ -285,9 +265,9 @@ func (w *world) newEnv(id int) *env {
 	opts := []idem.Option{
 		idem.WithLayout(w.layout),
 		idem.WithLease(noDeadlineLease, leaseMargin),
-		idem.WithOutcomeHook(func(ctx context.Context, scope idem.Scope, o idem.Outcome, err error) {
+		idem.WithOutcomeHook(func(ctx context.Context, _ idem.Scope, o idem.Outcome, err error) {
 			if c := callOf(ctx); c != nil {
-				c.hooked(scope, o, err)
+				c.hooked(o, err)
 			}
 		}),
 	}
@@ -382,12 +362,8 @@ type call struct {
 	execs map[*actor]*execution
 	// last is the execution whose completion comes next.
 	last *execution
-	// hooks are the store's outcome hook's reports, by scope ID.
-	hooks map[string]hook
-	// current is the actor a sequential batch is on (idemsqs.Run).
-	current *actor
-	// observed is the middleware's Observe report.
-	observed *hook
+	// hook is the store's outcome hook's last report in this call.
+	hook *hook
 }
 
 type hook struct {
@@ -402,24 +378,10 @@ func callOf(ctx context.Context) *call {
 	return c
 }
 
-func (c *call) hooked(scope idem.Scope, o idem.Outcome, err error) {
+func (c *call) hooked(o idem.Outcome, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.hooks == nil {
-		c.hooks = map[string]hook{}
-	}
-	c.hooks[scope.ID()] = hook{o, err}
-}
-
-func (c *call) hookFor(a *actor) (hook, bool) {
-	sc, err := a.newScope()
-	if err != nil {
-		return hook{}, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	h, ok := c.hooks[sc.ID()]
-	return h, ok
+	c.hook = &hook{o, err}
 }
 
 // candidate is the answer of a's execution in c, if it produced one.
@@ -453,17 +415,18 @@ func (c *call) execOf(a *actor) *execution {
 	return c.execs[a]
 }
 
-// invoke runs one invocation of fn in an environment of the pool, for
-// actors, recording one operation per actor, and returns what each
-// actor's source saw: fn's outcomes, or unknown where the environment
-// stopped. With a deadline (a Lambda invocation), the
-// environment is stopped at it if fn has not returned, as Lambda stops a
-// function that times out.
-func (w *world) invoke(e *env, actors []*actor, deadline bool, sweep bool, fn func(ctx context.Context, c *call) []outcome) []outcome {
+// invoke runs one invocation of the cell's way in an environment of the
+// pool, for actors, recording one operation per actor, and returns what
+// each actor's source saw: the way's answers, or unknown where the
+// environment stopped. With a deadline (a Lambda invocation), the
+// environment is stopped at it if the way has not answered, as Lambda
+// stops a function that times out.
+func (w *world) invoke(e *env, actors []*actor, sweep bool) []outcome {
 	c := &call{w: w, env: e, actors: actors, execs: map[*actor]*execution{}}
 	e.busy.Store(c)
 	defer e.busy.Store(nil)
 	ops := make([]*op, len(actors))
+	reqs := make([]*Request, len(actors))
 	for i, a := range actors {
 		w.mu.Lock()
 		a.attempts++
@@ -471,10 +434,11 @@ func (w *world) invoke(e *env, actors []*actor, deadline bool, sweep bool, fn fu
 		w.mu.Unlock()
 		ops[i] = w.rec.begin(a, attempt, e.id)
 		ops[i].sweep = sweep
+		reqs[i] = a.req
 	}
 	ctx := context.WithValue(e.ctx, callKey{}, c)
 	var done atomic.Bool
-	if deadline && !w.noDeadlineFor() {
+	if w.hasDeadline() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, invocationTimeout)
 		defer cancel()
@@ -487,31 +451,36 @@ func (w *world) invoke(e *env, actors []*actor, deadline bool, sweep bool, fn fu
 	}
 	// An invocation whose environment stops is abandoned: its source
 	// hears of it at once, while what it was doing runs on, cut off.
-	result := make(chan []outcome, 1)
-	w.bg.Go(func() { result <- fn(ctx, c) })
-	var got []outcome
+	inv := &Invocation{w: w, c: c, reqs: reqs}
+	result := make(chan []Answer, 1)
+	w.bg.Go(func() { result <- w.cell.way.Deliver(ctx, inv) })
+	var got []Answer
+	stopped := false
 	select {
 	case got = <-result:
 	case <-e.ctx.Done():
+		stopped = true
 	}
 	done.Store(true)
 	outs := make([]outcome, len(actors))
 	for i, a := range actors {
 		var out outcome
-		if got != nil {
-			out = got[i]
-		}
-		if got == nil || c.crashed.Load() || e.dead.Load() {
-			out = outcome{class: classUnknown, detail: "the environment stopped during the invocation"}
+		switch {
+		case stopped || c.crashed.Load() || e.dead.Load():
+			out = outcome{class: unknown, detail: "the environment stopped during the invocation"}
 			out.candidate = c.candidate(a)
+		case len(got) != len(actors):
+			out = outcome{class: Unclassified, detail: fmt.Sprintf("the way answered %d of the invocation's %d requests", len(got), len(actors))}
+		default:
+			out = w.outcomeOf(c, got[i], len(actors) == 1)
 		}
-		if got != nil && !c.crashed.Load() && !e.dead.Load() && !acked(out) && c.ranUnrecorded(a) {
+		if out.class != unknown && !acked(out) && c.ranUnrecorded(a) {
 			// Whatever the way in made of it: the effect ran and its
 			// completion did not land, so the delivery is done, and a
 			// source told otherwise delivers it again.
 			out.unacked = true
 		}
-		if out.class == classNotRecorded && !out.unacked && !out.fencedOut {
+		if out.class == NotRecorded && !out.unacked && !out.fencedOut {
 			if ex := c.execOf(a); ex != nil {
 				w.mu.Lock()
 				ex.ackedNotRecorded = true
@@ -530,9 +499,68 @@ func (w *world) invoke(e *env, actors []*actor, deadline bool, sweep bool, fn fu
 	return outs
 }
 
-// noDeadlineFor reports whether this cell runs its invocations without a
-// deadline (renewals, which only a holder without one makes).
-func (w *world) noDeadlineFor() bool { return w.noDeadline && w.cell.way.canRunWithoutDeadline }
+// outcomeOf reads a way's answer. A single request's success whose
+// completion the store reported not recorded (its outcome hook) is
+// NotRecorded: the source was told the effect's answer, which the store
+// does not hold.
+func (w *world) outcomeOf(c *call, ans Answer, single bool) outcome {
+	out := outcome{class: ans.Class, answer: ans.Body, detail: ans.Detail, retryAfter: ans.RetryAfter, checkpoint: ans.Checkpoint, untried: ans.Untried}
+	if out.class == OK && single {
+		c.mu.Lock()
+		h := c.hook
+		c.mu.Unlock()
+		if h != nil && errors.Is(h.err, idem.ErrNotRecorded) {
+			out.class, ans.Err, out.detail = NotRecorded, h.err, h.err.Error()
+		}
+	}
+	switch out.class {
+	case InFlight, Unavailable:
+		if out.retryAfter <= 0 {
+			out.retryAfter = time.Second
+		}
+	case NotRecorded:
+		out.unacked = ans.Redeliver
+		out.fencedOut = errors.Is(ans.Err, idem.ErrLeaseLost)
+		out.outOfTime = errors.Is(ans.Err, context.DeadlineExceeded)
+		if ans.Outcome != "" && ans.Outcome != idem.OutcomeNotRecorded && (ans.Outcome != idem.OutcomeLeaseLost || !out.fencedOut) {
+			out.wrong = fmt.Sprintf("an answer of an effect not recorded with Outcome %q (intended: %q)", ans.Outcome, idem.OutcomeNotRecorded)
+		}
+	case Failed:
+		out.again = ans.Redeliver
+		if refusedForGood(ans.Err) {
+			if !w.cell.fault.refusal {
+				out.class = Unclassified
+				out.detail = "a transaction refused for good where no fault refuses one: " + out.detail
+				break
+			}
+			w.refusalsTold.Add(1)
+		}
+	case OK, LeaseLost, KeyReuse, Refused, Unclassified:
+	default:
+		out.class, out.detail = Unclassified, fmt.Sprintf("an answer of class %q: %s", ans.Class, out.detail)
+	}
+	return out
+}
+
+// hasDeadline reports whether this cell's invocations run with a
+// deadline: a Lambda's; a way that runs either way runs without one in
+// the cells of renewals (which only a holder without one makes).
+func (w *world) hasDeadline() bool {
+	switch w.cell.way.Deadline {
+	case DeadlineNone:
+		return false
+	case DeadlineEither:
+		return !w.noDeadline
+	}
+	return true
+}
+
+// canRunWithoutDeadline reports whether the way runs without a deadline.
+func canRunWithoutDeadline(wy *Way) bool { return wy.Deadline != DeadlineLambda }
+
+// leaseWhileRunning reports whether the effect runs under a lease the
+// store holds (Transact and the batches claim in their commit).
+func leaseWhileRunning(wy *Way) bool { return wy.Effect == Outside || wy.ClaimFirst }
 
 // execution is one run of an operation's effect (or, for a DynamoDB
 // effect, of the function computing its writes).
@@ -550,7 +578,9 @@ type execution struct {
 	// landed: its completion reached the store and succeeded.
 	landed           bool
 	ackedNotRecorded bool
-	answer           string
+	reply            Reply
+	// answer is the reply's JSON: an unknown outcome's candidate.
+	answer string
 }
 
 // begin starts an execution for a in c.
@@ -558,6 +588,8 @@ func (w *world) begin(c *call, a *actor) *execution {
 	w.mu.Lock()
 	w.nExec++
 	ex := &execution{n: w.nExec, actor: a, env: c.env, call: c, start: time.Now(), startAt: w.rec.seq.Add(1)}
+	ex.reply = Reply{Caller: a.caller, Key: a.key, Variant: a.variant, Exec: ex.n}
+	ex.answer = ex.reply.JSON()
 	w.execs[a.scope()] = append(w.execs[a.scope()], ex)
 	w.mu.Unlock()
 	c.mu.Lock()
@@ -576,8 +608,8 @@ func (w *world) isFirst(ex *execution) bool {
 // flaky is the scope whose first execution fails on purpose.
 const flakyKey = "k1"
 
-// errDeclined is the business failure an effect returns on purpose.
-var errDeclined = fmt.Errorf("conformance: declined on purpose")
+// ErrDeclined is the business failure an effect returns on purpose.
+var ErrDeclined = fmt.Errorf("conformance: declined on purpose")
 
 // work is an effect's work: effectWork (or, under the slow-first fault,
 // longer for a scope's first execution), cut short when ctx ends. It
@@ -597,25 +629,55 @@ func (w *world) work(ctx context.Context, ex *execution) error {
 	}
 }
 
-// outsideEffect is an effect outside DynamoDB (an e-mail, a payment):
-// a well-behaved one, which checks its context right before it applies.
-// It returns the reply it answers with.
-func (w *world) outsideEffect(ctx context.Context, c *call, a *actor) (reply, error) {
+// Invocation is one invocation of a way: its environment's store, the
+// requests it delivers, and the effect the way's operation runs.
+type Invocation struct {
+	w    *world
+	c    *call
+	reqs []*Request
+}
+
+// Store is the invocation's environment's store: each environment has a
+// client and a store of its own (its own cache), configured with the
+// cell's table layout and mode.
+func (inv *Invocation) Store() *idem.Store { return inv.c.env.store }
+
+// Requests are the requests the invocation delivers: one, or a Queue's or
+// Stream's batch.
+func (inv *Invocation) Requests() []*Request { return inv.reqs }
+
+// Lookup is the first of the invocation's requests that carries m (the
+// same caller, key and variant), or nil.
+func (inv *Invocation) Lookup(m Message) *Request {
+	for _, r := range inv.reqs {
+		if a := r.a; a.caller == m.Caller && a.key == m.Key && a.variant == m.Variant {
+			return r
+		}
+	}
+	return nil
+}
+
+// Effect is an Outside effect for r, as a well-behaved one runs: it
+// takes its time, checks its context right before it applies, and
+// returns the Reply the way answers with. Under the faults it may stop
+// the environment before or after it applies; a key's first execution
+// fails on purpose (an error the answer classes as Failed).
+func (inv *Invocation) Effect(ctx context.Context, r *Request) (Reply, error) {
+	w, c, a := inv.w, inv.c, r.a
 	ex := w.begin(c, a)
 	if err := w.work(ctx, ex); err != nil {
-		return reply{}, err
+		return Reply{}, err
 	}
 	if w.take(&w.crashBefore) {
 		c.env.crash("crash point: before the effect")
-		return reply{}, context.Canceled
+		return Reply{}, context.Canceled
 	}
 	if err := ctx.Err(); err != nil || c.env.dead.Load() {
-		return reply{}, fmt.Errorf("the effect did not start: %w", context.Cause(ctx))
+		return Reply{}, fmt.Errorf("the effect did not start: %w", context.Cause(ctx))
 	}
 	if a.key == flakyKey && w.isFirst(ex) {
-		return reply{}, errDeclined
+		return Reply{}, ErrDeclined
 	}
-	r := reply{Caller: a.caller, Key: a.key, Variant: a.variant, Exec: ex.n}
 	w.mu.Lock()
 	ex.applied, ex.appliedAt, ex.appliedT = true, w.rec.seq.Add(1), time.Now()
 	w.mu.Unlock()
@@ -623,24 +685,64 @@ func (w *world) outsideEffect(ctx context.Context, c *call, a *actor) (reply, er
 	if w.take(&w.crashAfter) {
 		c.env.crash("crash point: after the effect, before its completion")
 	}
-	return r, nil
+	return ex.reply, nil
 }
 
-// dbEffect computes a DynamoDB effect: the writes that commit with the
-// key's completion (the execution's mark in the effects table).
-func (w *world) dbEffect(ctx context.Context, c *call, a *actor) (reply, []types.TransactWriteItem, error) {
+// Writes is a Writes effect for r: the DynamoDB writes that commit with
+// the key's completion, and the Reply the way answers with. It takes its
+// time; under the faults it may stop the environment before it returns;
+// a key's first execution fails on purpose.
+func (inv *Invocation) Writes(ctx context.Context, r *Request) (Reply, []types.TransactWriteItem, error) {
+	w, c, a := inv.w, inv.c, r.a
 	ex := w.begin(c, a)
 	if err := w.work(ctx, ex); err != nil {
-		return reply{}, nil, err
+		return Reply{}, nil, err
 	}
 	if w.take(&w.crashBefore) {
 		c.env.crash("crash point: before the effect")
-		return reply{}, nil, context.Canceled
+		return Reply{}, nil, context.Canceled
 	}
 	if a.key == flakyKey && w.isFirst(ex) {
-		return reply{}, nil, errDeclined
+		return Reply{}, nil, ErrDeclined
 	}
-	return reply{Caller: a.caller, Key: a.key, Variant: a.variant, Exec: ex.n}, []types.TransactWriteItem{w.effectWrite(a.scope(), ex.n)}, nil
+	return ex.reply, []types.TransactWriteItem{w.effectWrite(a.scope(), ex.n)}, nil
+}
+
+// Execution is one execution of a request's Writes effect in a batch
+// whose writes are computed together (Begin, BatchWrites).
+type Execution struct{ ex *execution }
+
+// Reply is what the execution answers with.
+func (e *Execution) Reply() Reply { return e.ex.reply }
+
+// Begin starts an execution of r's Writes effect, for a batch whose
+// writes are computed together (BatchWrites), or whose items carry their
+// answers before the writes are (Store.ExecuteBatch).
+func (inv *Invocation) Begin(r *Request) *Execution {
+	return &Execution{inv.w.begin(inv.c, r.a)}
+}
+
+// BatchWrites computes the writes of a batch's executions, which commit
+// together: it takes one effect's time, may stop the environment first
+// (under the faults), and returns one write per execution. No execution
+// of a batch fails on purpose.
+func (inv *Invocation) BatchWrites(ctx context.Context, exs []*Execution) ([]types.TransactWriteItem, error) {
+	w, c := inv.w, inv.c
+	if w.take(&w.crashBefore) {
+		c.env.crash("crash point: before the effect")
+		return nil, context.Canceled
+	}
+	if len(exs) == 0 {
+		return nil, nil
+	}
+	if err := w.work(ctx, exs[0].ex); err != nil {
+		return nil, err
+	}
+	writes := make([]types.TransactWriteItem, 0, len(exs))
+	for _, e := range exs {
+		writes = append(writes, w.effectWrite(e.ex.actor.scope(), e.ex.n))
+	}
+	return writes, nil
 }
 
 // effectWrite is one execution's effect: ADD 1 to its scope's count, and

@@ -1,4 +1,4 @@
-package conformance
+package idemconform
 
 import (
 	"context"
@@ -29,9 +29,17 @@ func TestBatchAnswersADuplicateBehindAnotherPayload(t *testing.T) {
 		s := b.store()
 		sc := timeScope(t)
 		a, other := &actor{caller: "alice", key: "k0", variant: "a"}, &actor{caller: "alice", key: "k0", variant: "b"}
+		a.req, other.req = &Request{a}, &Request{other}
 		none := func([]int, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, nil }
+		fingerprint := func(x *actor) string {
+			fp, err := idem.Fingerprint(x.order())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fp
+		}
 		item := func(x *actor, exec int) idem.BatchItem {
-			return idem.BatchItem{Scope: sc, Fingerprint: x.fingerprint(), Response: response(reply{Caller: "alice", Key: "k0", Variant: x.variant, Exec: exec})}
+			return idem.BatchItem{Scope: sc, Fingerprint: fingerprint(x), Response: Reply{Caller: "alice", Key: "k0", Variant: x.variant, Exec: exec}.Response()}
 		}
 		ctx := context.Background()
 		if res, err := s.ExecuteBatch(ctx, []idem.BatchItem{item(a, 1)}, none); err != nil || res[0].Err != nil {
@@ -49,12 +57,16 @@ func TestBatchAnswersADuplicateBehindAnotherPayload(t *testing.T) {
 			t.Errorf("ExecuteBatch: the completed payload, behind the other one: %s %v; want a replay of the completion (its payload is the key's)", res[1].Outcome, res[1].Err)
 		}
 
-		resp, results := idemsqs.Transact(ctx, s, sqsEvent([]*actor{other, a}), operation,
-			func(m events.SQSMessage) (idemsqs.Entry[order], error) {
-				msg, err := decodeMessage(m)
-				return idemsqs.Entry[order]{Principal: msg.Tenant, Key: msg.Key, Value: order{Key: msg.Key, Variant: msg.Variant}}, err
+		var ev events.SQSEvent
+		for _, x := range []*actor{other, a} {
+			ev.Records = append(ev.Records, events.SQSMessage{MessageId: x.msgID(), Body: string(x.req.Body())})
+		}
+		resp, results := idemsqs.Transact(ctx, s, ev, operation,
+			func(m events.SQSMessage) (idemsqs.Entry[Payload], error) {
+				msg, err := ParseMessage([]byte(m.Body))
+				return idemsqs.Entry[Payload]{Principal: msg.Principal, Key: msg.Key, Value: msg.Payload()}, err
 			},
-			func([]order, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, nil })
+			func([]Payload, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, nil })
 		for _, f := range resp.BatchItemFailures {
 			if f.ItemIdentifier == a.msgID() {
 				t.Errorf("idemsqs.Transact: the message with the key's own payload is a batch item failure (%s %v), so the queue redelivers it behind the other one until it is dead-lettered", results[1].Outcome, results[1].Err)

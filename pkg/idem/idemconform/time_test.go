@@ -1,4 +1,4 @@
-package conformance
+package idemconform
 
 // The boundaries in time that the store's correctness rests on, each to
 // the millisecond (or, for retention, to the second), in a synctest
@@ -365,8 +365,8 @@ func TestTakeoverFencesTheOldHolder(t *testing.T) {
 		effect := func(exec int, work time.Duration) func(context.Context) (idem.Effect, error) {
 			return func(context.Context) (idem.Effect, error) {
 				time.Sleep(work) // it ignores its context
-				r := reply{Caller: "alice", Key: "k0", Variant: "a", Exec: exec}
-				return idem.Effect{Response: response(r), Writes: []types.TransactWriteItem{w.effectWrite("alice|k0", exec)}}, nil
+				r := Reply{Caller: "alice", Key: "k0", Variant: "a", Exec: exec}
+				return idem.Effect{Response: r.Response(), Writes: []types.TransactWriteItem{w.effectWrite("alice|k0", exec)}}, nil
 			}
 		}
 		old := make(chan idem.Result)
@@ -406,7 +406,7 @@ func TestTakeoverFencesTheOldHolder(t *testing.T) {
 			t.Fatalf("effects: %d %v (%v); want the new holder's only", n, execs, err)
 		}
 		res, err := s.Execute(context.Background(), sc, "fp", effect(4, 0))
-		if r, ok := replyIn(answerOf(res.Response)); err != nil || res.Outcome != idem.OutcomeReplayed || !ok || r.Exec != 3 {
+		if r, ok := replyIn(ResponseAnswer(res.Response)); err != nil || res.Outcome != idem.OutcomeReplayed || !ok || r.Exec != 3 {
 			t.Fatalf("a retry: %s %q, %v; want the new holder's answer replayed", res.Outcome, res.Response.Body, err)
 		}
 	})

@@ -1,4 +1,4 @@
-module github.com/idemlambda/idemlambda/pkg/idem/internal/conformance
+module github.com/idemlambda/idemlambda/pkg/idem/idemconform
 
 go 1.26
 
@@ -21,5 +21,7 @@ require (
 	github.com/stretchr/testify v1.11.1 // indirect
 )
 
-// The suite tests the library in this checkout, its test store included.
-replace github.com/idemlambda/idemlambda/pkg => ../../..
+// The harness is built and tested against the library in this checkout,
+// its test store included; a release requires the library's own release
+// instead (docs/releasing.md).
+replace github.com/idemlambda/idemlambda/pkg => ../..

@@ -1,4 +1,4 @@
-package conformance
+package idemconform
 
 import (
 	"encoding/json"
@@ -10,44 +10,9 @@ import (
 	"time"
 )
 
-// class is what a source saw of one delivery, as the way in's answer
-// names it.
-type class string
-
-const (
-	// classOK: a success (a fresh or replayed answer; for a queue, the
-	// message acknowledged).
-	classOK class = "ok"
-	// classInFlight: another caller holds the key (409, idem.ErrInFlight).
-	classInFlight class = "in-flight"
-	// classUnavailable: the store was busy or out of reach (503,
-	// idem.IsUnavailable): retry later with the same key.
-	classUnavailable class = "unavailable"
-	// classLeaseLost: the holder was fenced out and wrote nothing
-	// (idem.ErrLeaseLost): retry.
-	classLeaseLost class = "lease-lost"
-	// classKeyReuse: the key was used with another payload (422,
-	// idem.ErrKeyReuse).
-	classKeyReuse class = "key-reuse"
-	// classRefused: the request was refused before the store (400, 403,
-	// idem.ErrInvalidKey, a poison message).
-	classRefused class = "refused"
-	// classFailed: the effect failed on purpose, or the store refused
-	// its transaction for good: released, nothing applied.
-	classFailed class = "failed"
-	// classNotRecorded: the effect ran but its completion could not be
-	// recorded (idem.ErrNotRecorded), and the source was told so.
-	classNotRecorded class = "not-recorded"
-	// classUnknown: the environment crashed (or timed out) during the
-	// delivery: its output is unknown.
-	classUnknown class = "unknown"
-	// classUnclassified: a 500, or an error matching none of the above.
-	classUnclassified class = "UNCLASSIFIED"
-)
-
 // outcome is one delivery's result as its source saw it.
 type outcome struct {
-	class class
+	class Class
 	// answer is the exact answer of a success or not-recorded delivery:
 	// for HTTP the status, the stored headers and the body; for Do and
 	// idemevent the JSON value; for a queue "ack".
@@ -72,6 +37,9 @@ type outcome struct {
 	// failure; idemevent: an error; HTTP: an error status), which will
 	// deliver it again.
 	unacked bool
+	// again: a failure its source delivers again (an HTTP client retrying
+	// a 503).
+	again bool
 	// fencedOut marks a not-recorded delivery whose completion was
 	// refused because another caller had taken the key over
 	// (idem.ErrLeaseLost): not Run's window for a write that failed.
@@ -92,35 +60,16 @@ func (o outcome) String() string {
 	return s
 }
 
-// ack is the answer of an acknowledged queue message: idemsqs stores only
-// that the message was applied.
-const ack = "ack"
-
-// reply is the value every execution answers with: who it ran for and
-// which execution it was, so two executions, or a response served to the
-// wrong caller, differ byte for byte.
-type reply struct {
-	Caller  string `json:"caller"`
-	Key     string `json:"key"`
-	Variant string `json:"variant"`
-	Exec    int    `json:"exec"`
-}
-
-func (r reply) JSON() string {
-	b, _ := json.Marshal(r)
-	return string(b)
-}
-
 // replyIn finds the reply in an answer (a JSON value, or an HTTP answer
 // whose body is one); ok is false for answers that carry none (ack).
-func replyIn(answer string) (reply, bool) {
+func replyIn(answer string) (Reply, bool) {
 	body := answer
 	if i := strings.Index(answer, "\n\n"); i >= 0 {
 		body = answer[i+2:]
 	}
-	var r reply
+	var r Reply
 	if err := json.Unmarshal([]byte(body), &r); err != nil || r.Exec == 0 {
-		return reply{}, false
+		return Reply{}, false
 	}
 	return r, true
 }
@@ -177,7 +126,7 @@ func (r *recorder) end(o *op, out outcome) {
 	defer r.mu.Unlock()
 	o.out, o.end = out, time.Now()
 	o.ret = r.seq.Add(1)
-	if out.class == classUnknown {
+	if out.class == unknown {
 		o.ret = forever + int64(o.id)
 	}
 }

@@ -1,4 +1,4 @@
-package conformance
+package idemconform
 
 import (
 	"os"
@@ -26,7 +26,7 @@ func hand(steps ...step3) []*op {
 }
 
 func answerFor(caller, key, variant string, exec int) string {
-	return reply{Caller: caller, Key: key, Variant: variant, Exec: exec}.JSON()
+	return Reply{Caller: caller, Key: key, Variant: variant, Exec: exec}.JSON()
 }
 
 // The checker must be able to fail: two successes of one key with two
@@ -35,8 +35,8 @@ func TestCheckerRefusesTwoAnswersForOneKey(t *testing.T) {
 	t.Setenv("CONFORMANCE_REPORT_DIR", t.TempDir())
 	a, b := &actor{id: 0, caller: "alice", key: "k0", variant: "a"}, &actor{id: 1, caller: "alice", key: "k0", variant: "a"}
 	history := hand(
-		step3{a, 1, 2, outcome{class: classOK, answer: answerFor("alice", "k0", "a", 1)}},
-		step3{b, 3, 4, outcome{class: classOK, answer: answerFor("alice", "k0", "a", 2)}},
+		step3{a, 1, 2, outcome{class: OK, answer: answerFor("alice", "k0", "a", 1)}},
+		step3{b, 3, 4, outcome{class: OK, answer: answerFor("alice", "k0", "a", 2)}},
 	)
 	if got := checkHistory(history); got.result != porcupine.Illegal || got.partitions != 1 || got.ops != 2 {
 		t.Fatalf("two answers for one key: %+v, want an illegal history of 1 partition and 2 operations", got)
@@ -61,7 +61,7 @@ func TestModel(t *testing.T) {
 		return &actor{id: id, caller: "alice", key: "k0", variant: variant, otherVariant: true}
 	}
 	ok := func(exec int, variant string) outcome {
-		return outcome{class: classOK, answer: answerFor("alice", "k0", variant, exec)}
+		return outcome{class: OK, answer: answerFor("alice", "k0", variant, exec)}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -69,17 +69,17 @@ func TestModel(t *testing.T) {
 		legal   bool
 	}{
 		{"replays of the first answer", hand(step3{alice(0, "a"), 1, 2, ok(1, "a")}, step3{alice(1, "a"), 3, 4, ok(1, "a")}), true},
-		{"another caller's answer", hand(step3{alice(0, "a"), 1, 2, outcome{class: classOK, answer: answerFor("bob", "k0", "a", 1)}}), false},
-		{"key reuse after another payload's answer", hand(step3{alice(0, "b"), 1, 2, ok(1, "b")}, step3{alice(1, "a"), 3, 4, outcome{class: classKeyReuse}}), true},
-		{"key reuse for the payload that was answered", hand(step3{alice(0, "a"), 1, 2, ok(1, "a")}, step3{alice(1, "a"), 3, 4, outcome{class: classKeyReuse}}), false},
-		{"key reuse while another payload runs", hand(step3{alice(0, "a"), 1, 2, outcome{class: classKeyReuse}}), true},
-		{"key reuse with no other payload", hand(step3{&actor{id: 0, caller: "alice", key: "k0", variant: "a"}, 1, 2, outcome{class: classKeyReuse}}), false},
-		{"a crashed call's write replayed", hand(step3{alice(0, "a"), 1, forever, outcome{class: classUnknown, candidate: ok(1, "a").answer}}, step3{alice(1, "a"), 3, 4, ok(1, "a")}), true},
-		{"a crashed call that wrote nothing, then another execution", hand(step3{alice(0, "a"), 1, forever, outcome{class: classUnknown, candidate: ok(1, "a").answer}}, step3{alice(1, "a"), 3, 4, ok(2, "a")}), true},
-		{"not recorded, then the next execution's answer", hand(step3{alice(0, "a"), 1, 2, outcome{class: classNotRecorded, answer: ok(1, "a").answer}}, step3{alice(1, "a"), 3, 4, ok(2, "a")}), true},
-		{"not recorded after an answer was fixed", hand(step3{alice(0, "a"), 1, 2, ok(1, "a")}, step3{alice(1, "a"), 3, 4, outcome{class: classNotRecorded, answer: ok(2, "a").answer}}), false},
-		{"in flight and unavailable change nothing", hand(step3{alice(0, "a"), 1, 2, outcome{class: classInFlight}}, step3{alice(1, "a"), 3, 4, outcome{class: classUnavailable}}, step3{alice(0, "a"), 5, 6, ok(3, "a")}), true},
-		{"unclassified", hand(step3{alice(0, "a"), 1, 2, outcome{class: classUnclassified}}), false},
+		{"another caller's answer", hand(step3{alice(0, "a"), 1, 2, outcome{class: OK, answer: answerFor("bob", "k0", "a", 1)}}), false},
+		{"key reuse after another payload's answer", hand(step3{alice(0, "b"), 1, 2, ok(1, "b")}, step3{alice(1, "a"), 3, 4, outcome{class: KeyReuse}}), true},
+		{"key reuse for the payload that was answered", hand(step3{alice(0, "a"), 1, 2, ok(1, "a")}, step3{alice(1, "a"), 3, 4, outcome{class: KeyReuse}}), false},
+		{"key reuse while another payload runs", hand(step3{alice(0, "a"), 1, 2, outcome{class: KeyReuse}}), true},
+		{"key reuse with no other payload", hand(step3{&actor{id: 0, caller: "alice", key: "k0", variant: "a"}, 1, 2, outcome{class: KeyReuse}}), false},
+		{"a crashed call's write replayed", hand(step3{alice(0, "a"), 1, forever, outcome{class: unknown, candidate: ok(1, "a").answer}}, step3{alice(1, "a"), 3, 4, ok(1, "a")}), true},
+		{"a crashed call that wrote nothing, then another execution", hand(step3{alice(0, "a"), 1, forever, outcome{class: unknown, candidate: ok(1, "a").answer}}, step3{alice(1, "a"), 3, 4, ok(2, "a")}), true},
+		{"not recorded, then the next execution's answer", hand(step3{alice(0, "a"), 1, 2, outcome{class: NotRecorded, answer: ok(1, "a").answer}}, step3{alice(1, "a"), 3, 4, ok(2, "a")}), true},
+		{"not recorded after an answer was fixed", hand(step3{alice(0, "a"), 1, 2, ok(1, "a")}, step3{alice(1, "a"), 3, 4, outcome{class: NotRecorded, answer: ok(2, "a").answer}}), false},
+		{"in flight and unavailable change nothing", hand(step3{alice(0, "a"), 1, 2, outcome{class: InFlight}}, step3{alice(1, "a"), 3, 4, outcome{class: Unavailable}}, step3{alice(0, "a"), 5, 6, ok(3, "a")}), true},
+		{"unclassified", hand(step3{alice(0, "a"), 1, 2, outcome{class: Unclassified}}), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := checkHistory(tc.history).result == porcupine.Ok

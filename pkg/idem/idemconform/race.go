@@ -1,5 +1,5 @@
 //go:build race
 
-package conformance
+package idemconform
 
 const raceEnabled = true
