@@ -47,16 +47,18 @@ func (s *signup) alb(context.Context, events.ALBTargetGroupRequest) (events.ALBT
 	return events.ALBTargetGroupResponse{StatusCode: http.StatusCreated, Headers: map[string]string{"Set-Cookie": s.cookie()}}, nil
 }
 
-// signupV1 is a REST API sign-up request with key k-1, whose authorizer's
-// context (nil for a guest, on a route without an authorizer) is
-// authorizer, answered by h.
-func signupV1(t *testing.T, h idemhttp.APIGatewayV1Handler, authorizer map[string]any) answer {
+// signupV1 is a REST API sign-up request with key k-1 from user, whose
+// authorizer's context holds it under field (a guest's route has no
+// authorizer), answered by h.
+func signupV1(t *testing.T, h idemhttp.APIGatewayV1Handler, field, user string) answer {
 	t.Helper()
 	req := events.APIGatewayProxyRequest{
 		Resource: "/signups", Path: "/signups", HTTPMethod: http.MethodPost, Body: `{"plan":"free"}`,
 		Headers: map[string]string{"Idempotency-Key": `"k-1"`, "Content-Type": "application/json"},
 	}
-	req.RequestContext.Authorizer = authorizer
+	if user != "" {
+		req.RequestContext.Authorizer = map[string]any{field: user}
+	}
 	resp, err := h(context.Background(), req)
 	must.NoError(t, err)
 	check.Equal(t, http.StatusCreated, resp.StatusCode, "%s", resp.Body)
@@ -133,25 +135,13 @@ func TestAUserNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 				return name, nil
 			}
 			h := mw.APIGatewayV1(s.lambdaV1)
-			return func(user string) answer {
-				var authorizer map[string]any
-				if user != "" {
-					authorizer = map[string]any{"username": user}
-				}
-				return signupV1(t, h, authorizer)
-			}
+			return func(user string) answer { return signupV1(t, h, "username", user) }
 		},
 		"API Gateway v1, its authorizer": func(mw *idemhttp.Middleware, s *signup) func(string) answer {
 			// PrincipalV1 itself: a Lambda authorizer whose principalId
 			// is "anonymous", and guests on a route without one.
 			h := mw.APIGatewayV1(s.lambdaV1)
-			return func(user string) answer {
-				var authorizer map[string]any
-				if user != "" {
-					authorizer = map[string]any{"principalId": user}
-				}
-				return signupV1(t, h, authorizer)
-			}
+			return func(user string) answer { return signupV1(t, h, "principalId", user) }
 		},
 		"ALB": func(mw *idemhttp.Middleware, s *signup) func(string) answer {
 			mw.PrincipalALB = func(req events.ALBTargetGroupRequest) (string, error) { return req.Headers["x-user"], nil }
