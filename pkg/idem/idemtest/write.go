@@ -331,7 +331,6 @@ func (s *Server) transactWrite(c *call) answer {
 		return errorAnswer(invalidf("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to %d", maxTxActions))
 	}
 	actions := make([]*action, len(in.TransactItems))
-	names := make([]string, len(in.TransactItems))
 	seen := map[string]bool{}
 	size := 0
 	for i, ti := range in.TransactItems {
@@ -361,7 +360,7 @@ func (s *Server) transactWrite(c *call) answer {
 			return errorAnswer(invalidf("Transaction request cannot include multiple operations on one item"))
 		}
 		seen[a.name] = true
-		actions[i], names[i] = a, a.name
+		actions[i] = a
 		// The items' aggregate size: a Put's item, the key of the others.
 		if a.put != nil {
 			size += a.put.size()
@@ -379,46 +378,14 @@ func (s *Server) transactWrite(c *call) answer {
 	if a, done := s.repeatedToken(in.ClientRequestToken, c.body); done {
 		return a
 	}
-	if busy := s.holdTx(names); busy != nil {
-		s.mu.Lock()
-		s.stats.ConflictCancellations++
-		s.mu.Unlock()
-		s.endToken(in.ClientRequestToken, false)
-		reasons := noneReasons(len(names))
-		for _, i := range busy {
-			reasons[i] = reason{Code: "TransactionConflict", Message: "Transaction is ongoing for the item"}
-		}
-		return cancelled(reasons)
-	}
-	defer s.unhold(names)
-	s.pause(c)
-	s.mu.Lock()
-	latency := s.txLatency
-	s.mu.Unlock()
-	if latency > 0 {
-		time.Sleep(latency)
-	}
-
 	use := newConsumption(in.ReturnConsumedCapacity)
 	defer s.record(OpTransactWriteItems, use)
-	reasons := noneReasons(len(actions))
-	failed := false
-	for i, a := range actions {
-		o := s.evaluate(a)
-		switch {
-		case o.failed:
-			reasons[i] = reason{Code: "ConditionalCheckFailed", Message: "The conditional request failed"}
-			if a.allOld && a.old != nil {
-				reasons[i].Item = a.old.raw()
-			}
-		case o.invalid != "":
-			reasons[i] = reason{Code: "ValidationError", Message: o.invalid}
-		default:
-			continue
-		}
-		failed = true
-	}
+	reasons, held, failed := s.prepareTx(actions)
+	defer s.unhold(held)
 	if failed {
+		if len(held) > 0 {
+			s.pause(c) // a Hold or an injected latency parks it holding them
+		}
 		// A cancelled transaction has run its prepare phase: one write
 		// unit per KB of each item it met.
 		for _, a := range actions {
@@ -426,6 +393,13 @@ func (s *Server) transactWrite(c *call) answer {
 		}
 		s.endToken(in.ClientRequestToken, false)
 		return cancelled(reasons)
+	}
+	s.pause(c)
+	s.mu.Lock()
+	latency := s.txLatency
+	s.mu.Unlock()
+	if latency > 0 {
+		time.Sleep(latency)
 	}
 	if err := s.commit(actions); err != nil {
 		s.endToken(in.ClientRequestToken, false)
