@@ -46,15 +46,19 @@
 //     grown past 400 KB) is refused; in a transaction it cancels it with
 //     reason ValidationError.
 //
-//   - Transaction isolation. A running TransactWriteItems holds its items
-//     until it commits. A PutItem, UpdateItem or DeleteItem on a held item
-//     is refused with TransactionConflictException (HTTP 400; the SDK's
-//     standard retryer does not retry it); a transaction touching a held
-//     item is cancelled with reason TransactionConflict at that item's
-//     index and None elsewhere; reads see the last committed value, and a
-//     TransactGetItems reads all its items at one instant (or is
-//     cancelled where a write holds one). WithTransactionLatency keeps
-//     transactions running longer, to widen that window in tests.
+//   - Transaction isolation. A TransactWriteItems prepares every item at
+//     once against its last committed value, as DynamoDB's storage nodes
+//     do: an item whose condition passes is held until the transaction
+//     commits or is cancelled; one whose condition fails is refused
+//     without being held. A PutItem, UpdateItem or DeleteItem on a held
+//     item is refused with TransactionConflictException (HTTP 400; the
+//     SDK's standard retryer does not retry it); a transaction touching a
+//     held item is cancelled with reason TransactionConflict at that
+//     item's index, every failed condition reported beside it; reads see
+//     the last committed value, and a TransactGetItems reads all its
+//     items at one instant (or is cancelled where a write holds one).
+//     WithTransactionLatency keeps transactions running longer, to widen
+//     that window in tests.
 //
 //   - Condition failures that say why. ReturnValuesOnConditionCheckFailure
 //     ALL_OLD returns the item with a failed PutItem, UpdateItem or
@@ -74,8 +78,15 @@
 //   - Stale reads, when asked for (WithStaleReads): an eventually
 //     consistent GetItem or BatchGetItem may return an older version.
 //
-//   - The TTL API (UpdateTimeToLive, DescribeTimeToLive). Like DynamoDB,
-//     which deletes expired items within days, it never deletes them.
+//   - The TTL API (UpdateTimeToLive, DescribeTimeToLive), refused as
+//     DynamoDB refuses it: on a table that does not exist, for a setting
+//     the table already has, and within the hour after a change. Like
+//     DynamoDB, which deletes expired items within days, it never deletes
+//     them.
+//
+//   - Numbers as DynamoDB keeps them: exact, and returned without leading
+//     or trailing zeros however they were written ("1.50" is returned
+//     "1.5", "007" is "7").
 //
 // Faults can be injected per operation (Inject: a lost answer, throttling,
 // throttling past the SDK's retries, a 5xx, a transaction conflict), a
@@ -87,7 +98,5 @@
 // collections, global tables, Streams (WithPutHook stands in), PartiQL,
 // the legacy request parameters (Expected, AttributeUpdates,
 // KeyConditions, ...: refused), the table name's minimum length (3
-// characters on DynamoDB; shorter names are accepted here), and the
-// trimming of numbers' leading and trailing zeros (a number is returned
-// as it was written; one the store computes has none).
+// characters on DynamoDB; shorter names are accepted here).
 package idemtest

@@ -34,7 +34,7 @@ type Server struct {
 	tables   map[string]*tableMeta // table -> its definition
 	consumed Capacity              // capacity units consumed so far
 	history  map[string][]version  // item -> versions, for stale reads
-	ttl      map[string]ttlSpec    // table -> TTL setting
+	ttl      map[string]ttlState   // table -> TTL setting
 	tokens   map[string]*txToken   // ClientRequestToken -> its transaction
 	calls    map[Op]int            // requests received per operation
 	faults   []*fault              // armed faults, in the order injected
@@ -85,7 +85,7 @@ func NewServer(opts ...Option) *Server {
 		tables:    map[string]*tableMeta{},
 		consumed:  Capacity{},
 		history:   map[string][]version{},
-		ttl:       map[string]ttlSpec{},
+		ttl:       map[string]ttlState{},
 		tokens:    map[string]*txToken{},
 		calls:     map[Op]int{},
 		holds:     map[Op][]*Hold{},
