@@ -88,6 +88,24 @@
 //     or trailing zeros however they were written ("1.50" is returned
 //     "1.5", "007" is "7").
 //
+//   - Global tables (NewGlobal): several Regions, each a Server with its
+//     own endpoint, clients and storage, sharing every table one of them
+//     creates. Multi-Region eventual consistency (MREC): asynchronous
+//     replication at a lag per Region pair (SetLag, Jitter), pausable
+//     (Pause, Isolate), conditions evaluated against the local replica,
+//     last writer wins per item by the write's timestamp, transactions
+//     atomic in their Region only and replicated item by item, and a
+//     stream per Region (Server.Stream) carrying the replicated changes
+//     too, merged when several arrive together. Multi-Region strong
+//     consistency (MRSC): three Regions (or two and a witness),
+//     synchronous replication, ReplicatedWriteConflictException on
+//     concurrent writes of an item from two Regions, transactions, TTL and
+//     local secondary indexes refused, and a write refused without a
+//     second reachable Region. DescribeTable reports the replicas,
+//     witness and consistency mode as DynamoDB does. Replication is
+//     applied at the first request at or after it is due: deterministic,
+//     and on fake time in a testing/synctest bubble.
+//
 // Faults can be injected per operation (Inject: a lost answer, throttling,
 // throttling past the SDK's retries, a 5xx, a transaction conflict), a
 // transaction cancelled with any reason at any item (InjectCancellation),
@@ -95,7 +113,8 @@
 // until released (Hold), and requests are counted per operation (Calls).
 //
 // What it does not model: capacity limits and throttling by load, item
-// collections, global tables, Streams (WithPutHook stands in), PartiQL,
+// collections, the Streams API (WithPutHook stands in; a global table's
+// streams are read with Server.Stream), PartiQL,
 // the legacy request parameters (Expected, AttributeUpdates,
 // KeyConditions, ...: refused), the table name's minimum length (3
 // characters on DynamoDB; shorter names are accepted here).

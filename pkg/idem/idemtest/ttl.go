@@ -42,6 +42,9 @@ func (s *Server) updateTTL(body []byte) answer {
 	if _, err := s.table(in.TableName); err != nil {
 		return errorAnswer(tableNotFound(in.TableName))
 	}
+	if s.g != nil {
+		return s.g.updateTTL(s, in.TableName, want)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := checkTTL(s.ttl[in.TableName], want, time.Now()); err != nil {
