@@ -562,13 +562,7 @@ func (s *Server) applyReplicated(changes []*change) (applied, superseded int, wa
 // applyChange writes a change into a replica, its stamp and stream record
 // with it; call it holding s.schema for writing.
 func (s *Server) applyChange(d *tableData, c *change, now time.Time) {
-	old := d.get(c.key)
-	switch {
-	case c.item != nil:
-		d.put(c.item)
-	case old != nil:
-		d.delete(c.pk)
-	}
+	old := d.write(c.key, c.pk, c.item)
 	d.stamps[c.pk] = c.st
 	s.remember(c.table, c.name, c.key, c.item, now)
 	s.appendStream(d, c.key, old, c.item, c.from, now)
@@ -681,13 +675,7 @@ func (g *Global) commitStrong(origin *Server, actions []*action) error {
 		}
 		pk := a.meta.primaryKey(a.key)
 		if a.meta.gt == nil { // a regional table of the origin's
-			d := origin.data[a.table]
-			switch {
-			case a.next != nil:
-				d.put(a.next)
-			case d.get(a.key) != nil:
-				d.delete(pk)
-			}
+			origin.data[a.table].write(a.key, pk, a.next)
 			origin.remember(a.table, a.name, a.key, a.next, now)
 			continue
 		}

@@ -230,6 +230,19 @@ func (d *tableData) put(it attrs) {
 	}
 }
 
+// write stores next under primary key pk (next nil: deletes the item),
+// and returns the item it replaced.
+func (d *tableData) write(key attrs, pk string, next attrs) (old attrs) {
+	old = d.get(key)
+	switch {
+	case next != nil:
+		d.put(next)
+	case old != nil:
+		d.delete(pk)
+	}
+	return old
+}
+
 // delete removes the item under primary key pk, if any, and its index
 // entries.
 func (d *tableData) delete(pk string) {

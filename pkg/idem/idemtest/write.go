@@ -216,13 +216,7 @@ func (s *Server) commit(actions []*action) error {
 		}
 		d := s.data[a.table]
 		pk := d.meta.primaryKey(a.key)
-		old := d.get(a.key)
-		switch {
-		case a.next != nil:
-			d.put(a.next)
-		case old != nil:
-			d.delete(pk)
-		}
+		old := d.write(a.key, pk, a.next)
 		s.remember(a.table, a.name, a.key, a.next, now)
 		if gt := d.meta.gt; gt != nil {
 			st := s.stampFor(d, pk, now)
