@@ -58,7 +58,7 @@ fmt-check: ## Fail if any Go file is not gofmt-formatted.
 
 # The Go modules (scripts/modules.sh): the application (.), the library
 # (pkg), its OpenTelemetry adapter (pkg/idem/idemotel), the library's
-# conformance suite (pkg/idem/internal/conformance) and the adopter test
+# conformance suite (pkg/idem/idemconform) and the adopter test
 # module (test/adopter).
 MODULES = $(shell scripts/modules.sh)
 

@@ -3,7 +3,7 @@
 # application's (.) first: the library (pkg, its test store
 # pkg/idem/idemtest included), its OpenTelemetry adapter (pkg/idem/idemotel,
 # so that pkg stays free of OpenTelemetry), the library's conformance suite
-# (pkg/idem/internal/conformance) and the adopter test module (test/adopter)
+# (pkg/idem/idemconform, a public harness) and the adopter test module (test/adopter)
 # are modules of their own. Every make target that vets, lints, tests, fuzzes
 # or benchmarks runs once per module.
 set -euo pipefail

@@ -4,13 +4,15 @@
 # pkg/idem (the claim, the takeover, the fence, the release, the expiry,
 # the heartbeat's watchdog, the reading of cancellation reasons, Run's
 # retried completion, the acknowledgement rule of idemsqs, idemevent and
-# idemhttp, NewScope's refusal of a nameless caller, ExecuteBatch's
-# duplicate behind key reuse), each of which the tests must kill.
+# idemhttp, NewScope's refusal of a nameless caller, a caller named
+# "anonymous" kept out of the anonymous scope, ExecuteBatch's duplicate
+# behind key reuse, the key of a span's scope hash, eviction's refusal to
+# run landed writes again), each of which the tests must kill.
 #
 # A mutant is a file, an exact fragment of it and its replacement, a name,
 # and the tests that must kill it: a module directory, a package list and
 # a -run pattern (`suite` is the conformance module,
-# pkg/idem/internal/conformance; `unit` the pkg module). It is applied with
+# pkg/idem/idemconform; `unit` the pkg module). It is applied with
 # `go test -overlay` (a mutated copy in a temporary directory stands in for
 # the file), never by editing the tree, so an interrupted run leaves
 # nothing behind. Its targets run in order, without -race and with
@@ -44,30 +46,30 @@ kill_with() {
 	local i=$((${#names[@]} - 1))
 	targets[i]+="$1"$'\t'"$2"$'\t'"$3"$'\n'
 }
-suite() { kill_with pkg/idem/internal/conformance . "$1"; }
+suite() { kill_with pkg/idem/idemconform . "$1"; }
 unit() { kill_with pkg "$1" "$2"; }
 
-# --- The claim: record.go's claimCondition --------------------------------
+# --- The claim: claim.go's claimCondition ---------------------------------
 
-mutant claim-without-absent-clause pkg/idem/record.go \
+mutant claim-without-absent-clause pkg/idem/claim.go \
 	'"attribute_not_exists(#id) OR #exp < :now_s OR "' \
 	'"(attribute_exists(#id) AND #exp < :now_s) OR "'
 # A fresh key can no longer be claimed.
 suite '^TestConformance$/^Run$/^none$'
 
-mutant takeover-ignores-fingerprint pkg/idem/record.go \
+mutant takeover-ignores-fingerprint pkg/idem/claim.go \
 	'#lease_exp < :now_ms AND #fp = :fp)' \
 	'#lease_exp < :now_ms AND (#fp = :fp OR #fp <> :fp))'
 # A dead holder's key taken over by another payload: key reuse, never run.
 suite '^TestTakeoverByAnotherPayloadIsKeyReuse$'
 
-mutant takeover-ignores-lease pkg/idem/record.go \
+mutant takeover-ignores-lease pkg/idem/claim.go \
 	'(#st = :in_progress AND #lease_exp < :now_ms AND' \
 	'(#st = :in_progress AND (#lease_exp < :now_ms OR #lease_exp >= :now_ms) AND'
 # A live holder's key taken over.
 suite '^TestLeaseEndsToTheMillisecond$'
 
-mutant claim-ignores-status pkg/idem/record.go \
+mutant claim-ignores-status pkg/idem/claim.go \
 	'"(#st = :in_progress AND #lease_exp < :now_ms' \
 	'"((#st = :in_progress OR #st <> :in_progress) AND #lease_exp < :now_ms'
 # A completed key executed again once its old lease time has passed.
@@ -75,12 +77,12 @@ suite '^TestRetentionToTheSecond$'
 
 # --- The expiry: the claim's "#exp < :now_s", and judge's reading of it -----
 
-mutant expiry-never pkg/idem/record.go \
+mutant expiry-never pkg/idem/claim.go \
 	'OR #exp < :now_s OR' \
 	'OR (#exp < :now_s AND :now_s < #exp) OR'
 suite '^TestRetentionToTheSecond$'
 
-mutant expiry-condition-one-second-early pkg/idem/record.go \
+mutant expiry-condition-one-second-early pkg/idem/claim.go \
 	'OR #exp < :now_s OR' \
 	'OR #exp <= :now_s OR'
 suite '^TestRetentionToTheSecond$'
@@ -104,36 +106,36 @@ unit ./idem '^TestALeaseCompletesOnce$'
 
 # --- The release ------------------------------------------------------------
 
-mutant release-unfenced pkg/idem/lease.go \
+mutant release-unfenced pkg/idem/release.go \
 	$'\t\t\tConditionExpression:                 aws.String(fence),\n\t\t\tExpressionAttributeNames:            l.fenceNames(),\n\t\t\tExpressionAttributeValues:           l.fenceValues(),\n' \
 	''
 unit ./idem '^TestReleaseNeverDeletesAnotherHoldersOrACompletedRecord$'
 
-mutant release-deletes-completed pkg/idem/lease.go \
+mutant release-deletes-completed pkg/idem/release.go \
 	'ConditionExpression:                 aws.String(fence),' \
 	'ConditionExpression:                 aws.String("#lt = :mine AND (#st = :in_progress OR #st <> :in_progress)"),'
 unit ./idem '^TestReleaseNeverDeletesAnotherHoldersOrACompletedRecord$'
 
 # --- The heartbeat's watchdog ----------------------------------------------
 
-mutant heartbeat-without-watchdog pkg/idem/heartbeat.go \
+mutant heartbeat-without-watchdog pkg/idem/lease.go \
 	'watchdog := time.AfterFunc(left(), func() { lost(ended(nil)) })' \
 	'watchdog := time.AfterFunc(left(), func() {})'
 suite '^TestHolderStopsWhenItsLeaseCannotBeRenewed$'
 
 # --- Cancellation reasons: explainTx ---------------------------------------
 
-mutant throttling-read-as-refused pkg/idem/lease.go \
+mutant throttling-read-as-refused pkg/idem/retry.go \
 	'case "ThrottlingError", "ProvisionedThroughputExceeded":' \
 	'case "ProvisionedThroughputExceeded":'
 suite '^TestConformance$/^Execute$/^tx-cancelled-throttling$'
 
-mutant validation-read-as-retryable pkg/idem/lease.go \
+mutant validation-read-as-retryable pkg/idem/retry.go \
 	'refused = at(i, errTxRefused)' \
 	'refused = at(i, errThrottled)'
 suite '^TestConformance$/^Execute$/^tx-cancelled-validation$'
 
-mutant fence-failure-read-as-business-condition pkg/idem/lease.go \
+mutant fence-failure-read-as-business-condition pkg/idem/retry.go \
 	'return at(fenceIndex, ErrLeaseLost)' \
 	'return at(fenceIndex, ErrConditionFailed)'
 # Transact's claim, whose failed condition is read as the fence's: a
@@ -144,7 +146,7 @@ unit ./idem '^TestZombieHolderCannotCommitAfterTakeover$'
 
 # --- Run's completion, retried while the lease lasts -----------------------
 
-mutant completion-not-retried pkg/idem/lease.go \
+mutant completion-not-retried pkg/idem/commit.go \
 	$'\t\ttime.Sleep(pause)\n' \
 	$'\t\treturn expires, err\n'
 # One completion throttled past the SDK's retries, every time: the
@@ -170,22 +172,59 @@ mutant idemevent-fails-not-recorded pkg/idem/idemevent/idemevent.go \
 	$'\t\t\treturn out, err\n'
 suite '^TestConformance$/^idemevent$/^completion-refused$'
 
-mutant idemhttp-problem-for-not-recorded pkg/idem/idemhttp/middleware.go \
-	'return ToAPIGatewayV2(res.Response, false), nil // the effect happened: say so' \
-	'return m.problemFor(err).APIGatewayV2(), nil'
+mutant idemhttp-problem-for-not-recorded pkg/idem/idemhttp/lambda.go \
+	'return ev.to(req, replayOf(res.Response), false), nil // the effect happened: say so' \
+	'return ev.to(req, m.problemFor(err).response(), false), nil'
 suite '^TestConformance$/^idemhttp.APIGatewayV2$/^completion-refused$'
 
 # --- Scopes and batches ------------------------------------------------------
 
-mutant newscope-empty-principal-anonymous pkg/idem/key.go \
-	'return Scope{}, fmt.Errorf("%w: empty principal: name the caller, or pass idem.Anonymous to share one anonymous scope", ErrInvalidKey)' \
-	'principal = Anonymous'
+mutant newscope-empty-principal-anonymous pkg/idem/scope.go \
+	'return Scope{}, fmt.Errorf("%w: empty principal: name the caller, or choose the one anonymous scope with idem.NewAnonymousScope", ErrInvalidKey)' \
+	'return NewAnonymousScope(operation, key)'
 suite '^TestConformance$/^Run$/^empty-principal$'
+
+# A caller named "anonymous" spelled as the anonymous scope is: it is
+# served a guest's stored response (issue 36, hole 2).
+mutant scopeid-named-anonymous-unmarked pkg/idem/internal/scopeid/scopeid.go \
+	'case p.Principal == anonymousPrincipal:' \
+	'case p.Principal == anonymousPrincipal && p.Anonymous:'
+unit ./idem/idemhttp '^TestAUserNamedAnonymousIsNotTheAnonymousScope$'
+
+mutant idemhttp-named-anonymous-is-anonymous pkg/idem/idemhttp/middleware.go \
+	'if principal == "" { // the policy chose the anonymous scope' \
+	'if principal == "" || principal == "anonymous" {'
+unit ./idem/idemhttp '^TestAUserNamedAnonymousIsNotTheAnonymousScope$'
 
 mutant batch-duplicate-behind-key-reuse pkg/idem/batch.go \
 	'if !errors.Is(b.res[j].Err, ErrKeyReuse) || b.items[i].Fingerprint == b.items[j].Fingerprint {' \
 	'if true {'
 suite '^TestBatchAnswersADuplicateBehindAnotherPayload$'
+
+# --- Operators: a span's scope hash, eviction ---------------------------------
+
+# A scope hash anyone can compute (an HMAC under a key that is no secret):
+# 10,000 guesses give a guessable key back (issue 36, hole 3).
+mutant scope-hash-unkeyed pkg/idem/idemtrace/scopehash.go \
+	'mac := hmac.New(sha256.New, h.key)' \
+	'mac := hmac.New(sha256.New, nil)'
+kill_with pkg/idem/idemotel . '^TestTheScopeHashDoesNotGiveAGuessableKeyBack$'
+
+# Eviction that runs landed DynamoDB writes again without being asked.
+mutant evict-ignores-landed-writes pkg/idem/idemadmin/idemadmin.go \
+	'cond += " AND (#st <> :completed OR #exp < :now_s OR #writes = :none)"' \
+	'cond += " AND (#st <> :completed OR #exp < :now_s OR #writes = :none OR #writes <> :none)"'
+unit ./idem/idemadmin '^TestEvictRefusesToRunLandedWritesAgain$'
+
+mutant evict-trusts-uncounted-writes pkg/idem/idemadmin/idemadmin.go \
+	'cond += " AND (#st <> :completed OR #exp < :now_s OR #writes = :none)"' \
+	'cond += " AND (#st <> :completed OR #exp < :now_s OR #writes = :none OR attribute_not_exists(#writes))"'
+unit ./idem/idemadmin '^TestEvictRefusesARecordThatDoesNotCountItsWrites$'
+
+mutant commit-counts-no-writes pkg/idem/commit.go \
+	'done, expires, cid, err := l.completion(resp, len(items))' \
+	'done, expires, cid, err := l.completion(resp, 0)'
+unit ./idem/idemadmin '^TestEvictRefusesToRunLandedWritesAgain$'
 
 # --- The run -----------------------------------------------------------------
 

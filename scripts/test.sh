@@ -41,15 +41,25 @@ else
 		run "$m" "$@" "${pkgs[@]}"
 	done
 fi
-# Lines starting "conformance:" are the conformance suite's table
-# (pkg/idem/internal/conformance): printed as they are.
+# Lines starting "conformance:" are the conformance suite's tables
+# (pkg/idem/idemconform): the library's ways in and, from test/adopter,
+# a way written outside the library. They are printed as one table after
+# the packages' results: each header line once, every way's rows, and one
+# total that adds the tables' up (their wall times side by side).
 # -v prints a test's log lines under "=== RUN/CONT/NAME <test>" headers,
 # before its "--- SKIP" or "--- FAIL" line: keep them per test and print
 # them with that line.
 awk '
 	/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
 	/^(ok|FAIL|\?) / || /^(panic|fatal error):/ { print; next }
-	/^conformance:/ { print; next }
+	/^conformance: total: / {
+		tables++
+		runs += $3; effects += $5; window += substr($7, 2); histories += $11; ops += substr($14, 2); violations += $16
+		wall = wall (wall == "" ? "" : " + ") $20
+		race = $23
+		next
+	}
+	/^conformance:/ { if (!seen[$0]++) table[++rows] = $0; next }
 	/^ *--- (SKIP|FAIL):/ {
 		print
 		name = $3
@@ -58,6 +68,11 @@ awk '
 	}
 	/^ *--- PASS:/ || /^(PASS|FAIL)$/ { next }
 	/^ / && cur != "" { buf[cur] = buf[cur] "    " $0 "\n" }
+	END {
+		for (i = 1; i <= rows; i++) print table[i]
+		if (tables > 0)
+			printf "conformance: total: %d runs, %d effects (%d in Run'"'"'s window), %d histories checked (%d operations), %d violations; wall time %s (race detector: %s\n", runs, effects, window, histories, ops, violations, wall, race
+	}
 ' "$log"
 passed=$(grep -c -- '--- PASS:' "$log")
 failed=$(grep -c -- '--- FAIL:' "$log")

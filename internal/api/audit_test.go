@@ -49,7 +49,7 @@ func TestEveryRequestLogsItsCallerAndNeverTheKey(t *testing.T) {
 		}
 		require.Len(t, lines, 5, "one line per request")
 		for i, want := range []struct{ principal, productID string }{
-			{testCaller, id}, {testCaller, id}, {testCaller, ""}, {testCaller, ""}, {"anonymous", ""},
+			{testCaller, id}, {testCaller, id}, {testCaller, ""}, {testCaller, ""}, {"", ""},
 		} {
 			assert.Equal(t, want.principal, lines[i]["principal"], "line %d: %v", i, lines[i])
 			if want.productID != "" {

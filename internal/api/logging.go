@@ -22,10 +22,9 @@ import (
 //
 // The principal is the caller as the route's authorizer names it and as
 // the idempotency scope uses it (idemhttp.PrincipalV2: iam:<ARN>,
-// jwt:"<issuer>":sub="<subject>", lambda:principalId="<id>"),
-// "anonymous" for a request without an authorizer, and "" for an
-// authorizer that names no caller: with the access log's caller, the
-// record of who did what.
+// jwt:"<issuer>":sub="<subject>", lambda:principalId="<id>"), and ""
+// for a request without an authorizer or with one that names no caller:
+// with the access log's caller, the record of who did what.
 func Logged(log *slog.Logger, msg string, next Handler) Handler {
 	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) Reply {
 		start := time.Now()

@@ -5,8 +5,15 @@
 // the tracing (Tracing, Flushed).
 // Each function is assembled in a package of its own under internal/app
 // (createproduct, getproduct, getseller, sellerstats, outboxrelay), which
-// imports only what that function runs, so each bootstrap links only its
-// own packages.
+// imports only what that function runs and, for an API function, the
+// plumbing every route shares: internal/api and internal/problem, which
+// render every answer with pkg/idem/idemhttp's problem+json type, and
+// internal/access, which names a token's caller as idemhttp.PrincipalV2
+// does, the spelling its idempotency scope uses. So no
+// bootstrap links another function's assembly, the relay and the
+// consumer link no HTTP API, and the GET functions link pkg/idem and
+// idemhttp only through that plumbing, without calling them
+// (internal/testkit/template holds each rule with go list -deps).
 package app
 
 import (

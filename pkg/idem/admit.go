@@ -6,15 +6,19 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
 
-// admit is the one admission step of every way in: Execute, Transact,
-// Run and Do make their call through it, ExecuteBatch each item through
-// enter and leave, and the packages built on them (idemhttp, idemevent,
-// idemsqs, idemstream) through those calls. It checks the scope (one
-// NewScope made, which refused a caller it could not name unless the
-// way in chose Anonymous), answers from the cache, makes the call with
-// the scope and the call's trace in its context (ScopeFrom, traceOf),
-// lets finish (when set) turn its result into the way in's own, and
-// reports the outcome to the hook and the trace.
+// WithOutcomeHook has the store call fn with every call's outcome, its
+// scope and the error it returns: once per call, and once per item of
+// ExecuteBatch. A call whose operation panics reports nothing. fn runs on
+// the calling goroutine, concurrently for concurrent calls, before the
+// call returns: it must not block.
+func WithOutcomeHook(fn func(ctx context.Context, scope Scope, outcome Outcome, err error)) Option {
+	return func(s *Store) { s.outcomeHook = fn }
+}
+
+// admit is the one admission step of every way in (see the package
+// documentation): enter, then call with the scope and the trace in its
+// context, then finish (when set) to turn its result into the way in's
+// own, then leave.
 func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, fingerprint string,
 	call func(ctx context.Context, id string) (Result, error),
 	finish func(Result, error) (Result, error),
@@ -48,8 +52,10 @@ func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, finge
 	return res, err
 }
 
-// enter is admission's first half: a scope NewScope would not have made
-// is rejected, and so is a call valid (when set) refuses; a key the
+// enter is admission's first half: a scope NewScope would not have made,
+// or whose ID its layout cannot hold, is rejected, and so is a
+// fingerprint no record should hold and a call valid (when set) refuses
+// (each bound keeps the record within DynamoDB's item); a key the
 // cache holds answers from it (reported to t). The refusals come before
 // the cache, so a cached key never answers a call the table would
 // refuse. done is true when res and err are the call's answer; else id
@@ -58,17 +64,29 @@ func (s *Store) enter(ctx context.Context, t *idemtrace.Trace, scope Scope, fing
 	if err := s.check(scope); err != nil {
 		return "", Result{Outcome: OutcomeRejected}, err, true
 	}
+	if err := checkFingerprint(fingerprint); err != nil {
+		return "", Result{Outcome: OutcomeRejected}, err, true
+	}
 	if valid != nil {
 		if err := valid(); err != nil {
 			return "", Result{Outcome: OutcomeRejected}, err, true
 		}
 	}
 	id = scope.ID()
-	if res, err, hit := s.fromCache(id, fingerprint); hit {
+	if res, err, hit := s.cache.answer(id, fingerprint, s.now()); hit {
 		event(ctx, t.CacheHit, idemtrace.CacheHitInfo{Operation: scope.Operation, ScopeID: id, Outcome: string(res.Outcome)})
 		return id, res, err, true
 	}
 	return id, Result{}, nil, false
+}
+
+// check is Scope.check, and that the scope's ID fits the key of the
+// store's layout (a sort key holds 1024 bytes, a prefix takes its share).
+func (s *Store) check(scope Scope) error {
+	if err := scope.check(); err != nil {
+		return err
+	}
+	return scope.fits(s.layout.MaxIDLength(), " in this table's layout")
 }
 
 // leave is admission's second half: the call's outcome goes to the
@@ -77,42 +95,4 @@ func (s *Store) leave(ctx context.Context, scope Scope, outcome Outcome, err err
 	if s.outcomeHook != nil {
 		s.outcomeHook(ctx, scope, outcome, err)
 	}
-}
-
-type scopeKey struct{}
-
-// callCtx is the context of a call's phases: the caller's, with the
-// call's scope (none for a batch) and trace. It answers scopeKey with
-// itself, and every other key as the caller's context does.
-type callCtx struct {
-	context.Context
-	scope  Scope
-	scoped bool
-	trace  *idemtrace.Trace
-}
-
-func (c *callCtx) Value(key any) any {
-	if key == (scopeKey{}) {
-		return c
-	}
-	return c.Context.Value(key)
-}
-
-// withCall is ctx with the call's scope (when scoped) and trace t.
-func withCall(ctx context.Context, scope Scope, scoped bool, t *idemtrace.Trace) context.Context {
-	return &callCtx{Context: ctx, scope: scope, scoped: scoped, trace: t}
-}
-
-// ScopeFrom returns the scope of the call whose operation runs with ctx:
-// every way in passes it in the context of the function it runs
-// (Execute's and Transact's fn, Run's and Do's fn, and so the handlers
-// idemhttp, idemevent, idemsqs and idemstream run). Its Key is the one to
-// pass to a downstream API that takes idempotency keys of its own, which
-// closes Run's window. ok is false outside such a function.
-func ScopeFrom(ctx context.Context) (Scope, bool) {
-	c, ok := ctx.Value(scopeKey{}).(*callCtx)
-	if !ok || !c.scoped {
-		return Scope{}, false
-	}
-	return c.scope, true
 }

@@ -30,78 +30,24 @@ type BatchItem struct {
 }
 
 // BatchResult is one item's answer. Result.Outcome is always set; Err is
-// nil for OutcomeExecuted and OutcomeReplayed.
+// nil for OutcomeExecuted and OutcomeReplayed, and otherwise says why the
+// item neither executed nor replayed, as Execute's errors do (and
+// ErrConditionFailed when the item's own shared writes failed their
+// condition).
 type BatchResult struct {
 	Result
-	// Err says why the item neither executed nor replayed, as Execute's
-	// errors do: ErrKeyReuse, an *InFlightError, ErrInvalidKey,
-	// ErrResponseTooLarge or another unstorable response, ErrConditionFailed
-	// (the item's shared writes failed their condition on their own), a
-	// conflict or throttling
-	// (retries spent), the shared writes function's error, or the DynamoDB
-	// error (IsUnavailable tells a retryable one).
 	Err error
 }
 
 // ExecuteBatch executes many keys whose effects are DynamoDB writes in as
-// few transactions as it can: one TransactWriteItems puts every new key's
-// record, already COMPLETED with its response under the claim's condition
-// (as Transact does), together with the
-// shared writes computed for exactly those keys. It returns one
-// BatchResult per item, in order.
-//
-// shared returns the writes that commit with the records of the items at
-// the indexes in executing (ascending): the effect of exactly those items,
-// such as one aggregated update per account they touch. ExecuteBatch
-// calls it once per transaction it sends, with only the items that
-// transaction executes, so the writes must depend on nothing else and
-// must not write the items' records. An error fails those items and
-// writes nothing. contended is what DynamoDB reported of the call's
-// previous transaction: the shared writes (as shared returned them) whose
-// items another transaction held, so that it was cancelled
-// (TransactionConflict on them); nil on the first call and after a
-// transaction that no shared write's conflict cancelled. A function that
-// spreads a hot aggregate over items (pkg/idem/idemshard) moves to
-// another item on it.
-//
-// A transaction cancelled because some records' conditions failed tells
-// which keys were there already (each reason carries the record): those
-// replay, are key reuse or are in flight, and the rest commit in one more
-// transaction, with their shared writes computed again without them. A
-// transaction cancelled by a conflict or throttling is retried with full
-// jitter while ctx lasts, at most WithConflictAttempts times; then a key
-// whose own record was the contended item is in flight (a duplicate is
-// committing it) and the rest get another round without it. When no
-// key's record was contended but a shared write was (an aggregate that
-// other batches hold: the one account every key credits), the keys are
-// split in halves, each committed on its own, with its own shared writes
-// and its own attempts, down to single keys: the keys whose writes miss
-// the contended item commit, and a key fails with the conflict
-// (retryable: IsUnavailable) only when a transaction of its own, its
-// record with the shared writes computed for it alone, was cancelled on
-// every attempt. That costs time: under contention that outlasts every
-// attempt, a batch of n keys tries up to 2n-1 transactions one after
-// another, within ctx; pkg/idem/idemshard spreads an aggregate that every
-// batch updates over items, so that batches seldom meet. Throttling that outlasts the attempts fails the
-// transaction's keys together, retryable: it is about the table, and
-// halves would only send more transactions into it. Beyond 100 actions
-// or 4 MB, the batch is split into transactions of their own, each with
-// its own shared writes. A shared write whose condition fails, or a
-// transaction refused as a whole (an error that is not a cancellation,
-// once a read of a record shows it did not land), splits the keys in
-// halves until the ones at fault are alone: only a key whose own writes
-// cannot commit gets ErrConditionFailed. So a key fails only for its own
-// sake, never because another key of the batch was a duplicate,
-// conflicted or failed; throttling and the end of ctx fail every key
-// not yet committed.
-//
-// The same scope twice in items is one key: the later item answers as a
-// duplicate of the first (a replay of it, or key reuse for another
-// fingerprint). With the cache on, a key this store completed or replayed
-// before answers from memory and joins no transaction.
-//
-// The returned error is only for a call that cannot run at all (no shared
-// function); every other failure is its item's Err.
+// few transactions as it can: every new key's record, COMPLETED with its
+// response, commits in one TransactWriteItems with the writes shared
+// returns for exactly the items of that transaction (executing, in
+// ascending order; contended is the shared writes whose conflict
+// cancelled the call's previous transaction). It returns one BatchResult
+// per item, in order; each key fails only for its own sake (the package
+// documentation's "Batches"). The error is only for a call that cannot
+// run at all.
 func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error)) ([]BatchResult, error) {
 	t := s.traceFor(ctx)
 	ctx = start(ctx, t.CallStart, idemtrace.CallStartInfo{Way: idemtrace.WayBatch, Items: len(items)})
@@ -132,14 +78,15 @@ func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func
 	return res, err
 }
 
+// executeBatch admits each item on its own, then commits the admitted
+// ones, then answers the items whose scope an earlier item has.
 func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error)) ([]BatchResult, error) {
 	if shared == nil {
 		return nil, errors.New("idem: ExecuteBatch needs a shared writes function (one returning no writes will do)")
 	}
 	b := &batch{
 		s: s, items: items, shared: shared,
-		ids: make([]string, len(items)), tokens: make([]string, len(items)),
-		res: make([]BatchResult, len(items)), vanished: make([]int, len(items)),
+		claims: make([]*claim, len(items)), res: make([]BatchResult, len(items)),
 	}
 	var pending []int
 	first := map[string]int{}
@@ -148,7 +95,7 @@ func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func
 	for i, it := range items {
 		// Admission, each item on its own (the hook hears of each when
 		// the batch is done).
-		id, res, err, done := s.enter(ctx, t, it.Scope, it.Fingerprint, func() error { return s.validate(it.Response) })
+		id, res, err, done := s.enter(ctx, t, it.Scope, it.Fingerprint, func() error { return it.Response.check(s.maxResponseBytes) })
 		if done {
 			b.res[i] = BatchResult{res, err}
 			continue
@@ -159,15 +106,32 @@ func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func
 			continue
 		}
 		first[id] = i
-		b.ids[i] = id
-		// One token per key for every transaction of this call: finding
-		// it on the record means an earlier attempt landed.
-		b.tokens[i] = s.newToken()
+		b.claim(i, id)
 		pending = append(pending, i)
 	}
 	b.commit(ctx, pending)
 	b.followUp(ctx, follows)
 	return b.res, nil
+}
+
+// batch is one ExecuteBatch call's state: per item, its claim and its
+// answer.
+type batch struct {
+	s      *Store
+	items  []BatchItem
+	shared func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error)
+	// contended is the shared writes whose conflict cancelled the last
+	// transaction, for the next call of shared.
+	contended []types.TransactWriteItem
+	claims    []*claim
+	res       []BatchResult
+}
+
+// claim makes item i's claim on the record id. One token per key for
+// every transaction of this call: finding it on the record means an
+// earlier attempt landed.
+func (b *batch) claim(i int, id string) {
+	b.claims[i] = &claim{s: b.s, id: id, fingerprint: b.items[i].Fingerprint, token: b.s.newToken()}
 }
 
 // followUp answers the items whose scope an earlier item of the batch has
@@ -184,7 +148,8 @@ func (b *batch) followUp(ctx context.Context, follows map[int]int) {
 		var again []int
 		for _, i := range order {
 			j := follows[i]
-			if l, ok := first[b.ids[j]]; ok {
+			id := b.claims[j].id
+			if l, ok := first[id]; ok {
 				next[i] = l // this round already decides one item of the scope
 				continue
 			}
@@ -192,8 +157,8 @@ func (b *batch) followUp(ctx context.Context, follows map[int]int) {
 				b.res[i] = duplicateOf(b.items[i], b.items[j], b.res[j])
 				continue
 			}
-			first[b.ids[j]] = i
-			b.ids[i], b.tokens[i] = b.ids[j], b.s.newToken()
+			first[id] = i
+			b.claim(i, id)
 			again = append(again, i)
 		}
 		b.commit(ctx, again)
@@ -215,188 +180,222 @@ func duplicateOf(it, earlier BatchItem, r BatchResult) BatchResult {
 	return r
 }
 
-// batch is one ExecuteBatch call's state: per item, its record id, its
-// token, its answer and how often its record vanished under it.
-type batch struct {
-	s      *Store
-	items  []BatchItem
-	shared func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error)
-	// contended is the shared writes whose conflict cancelled the last
-	// transaction, for the next call of shared.
-	contended []types.TransactWriteItem
-	ids       []string
-	tokens    []string
-	res       []BatchResult
-	vanished  []int
+// batchTx is one transaction of a batch: the shared writes, every action
+// (the pending items' records, then the shared writes), the time its
+// claims are made at and their records' expiry.
+type batchTx struct {
+	writes, actions []types.TransactWriteItem
+	now, expires    time.Time
 }
 
 // commit executes the pending items (indexes into b.items) in as few
-// transactions as it can, and sets each one's answer.
+// transactions as it can, and sets each one's answer: the records'
+// conditions first (keys there already are decided by decide, and the
+// rest go again without them), then a shared write's condition or a
+// refusal (halves find the keys at fault), then conflicts and throttling
+// (retried; attempts spent, a key whose own record stayed contended is in
+// flight, and halves give the others more time).
 func (b *batch) commit(ctx context.Context, pending []int) {
-	s, t := b.s, traceOf(ctx)
 	conflicts := 0
 	for len(pending) > 0 {
 		if err := ctx.Err(); err != nil {
 			b.fail(pending, fmt.Errorf("idem: batch: %w", err))
 			return
 		}
-		contended := b.contended
-		b.contended = nil
-		writes, err := b.shared(slices.Clone(pending), contended)
-		if err != nil {
-			b.failWith(pending, OutcomeReleased, err)
+		tx, ok := b.prepare(ctx, pending)
+		if !ok {
 			return
 		}
-		now := s.now()
-		actions := make([]types.TransactWriteItem, 0, len(pending)+len(writes))
-		expires := now
-		for _, i := range pending {
-			put, exp := s.completedPut(b.ids[i], b.items[i].Fingerprint, b.tokens[i], b.items[i].Response, now)
-			actions = append(actions, types.TransactWriteItem{Put: put})
-			expires = exp
-		}
-		actions = append(actions, writes...)
-		if len(actions) > maxTxActions || txSize(actions) > maxTxBytes {
-			if len(pending) == 1 {
-				b.failWith(pending, OutcomeReleased, fmt.Errorf("%w: the key's record and %d shared writes exceed one transaction (%d actions, 4 MB)", ErrInvalidEffect, len(writes), maxTxActions))
-				return
-			}
-			b.bisect(ctx, pending)
-			return
-		}
-		// A fresh input per attempt: the SDK gives each its own
-		// ClientRequestToken, which makes its retries of one attempt safe.
-		tctx := ctx
-		if t.BatchTxStart != nil {
-			tctx = start(ctx, t.BatchTxStart, idemtrace.BatchTxStartInfo{Items: slices.Clone(pending), Writes: len(writes), Attempt: conflicts + 1})
-		}
-		_, err = s.db.TransactWriteItems(tctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
-		if t.BatchTxDone != nil {
-			t.BatchTxDone(tctx, idemtrace.BatchTxDoneInfo{Reasons: txReasons(err), Err: err})
-		}
+		err := b.send(ctx, pending, tx, conflicts+1)
 		if err == nil {
-			for _, i := range pending {
-				b.executed(i, expires)
-			}
+			b.executedAll(pending, tx.expires)
 			return
 		}
 		var tce *types.TransactionCanceledException
-		if !errors.As(err, &tce) || len(tce.CancellationReasons) != len(actions) {
-			// An error after the SDK's retries: the transaction may have
-			// landed with every answer lost, and then it did for all.
-			if s.landed(ctx, b.ids[pending[0]], b.tokens[pending[0]]) {
-				for _, i := range pending {
-					b.executed(i, expires)
-				}
-				return
-			}
-			err = fmt.Errorf("idem: batch transaction: %w", err)
-			if len(pending) == 1 || ctx.Err() != nil || throttled(err) {
-				// Throttling after the SDK's retries is about the table,
-				// not a key: halves would only send more transactions
-				// into it.
-				b.fail(pending, err)
-				return
-			}
-			// A whole request refused (one item too large, a 5xx that one
-			// key's content provokes) names no key: halves find the ones
-			// it is about, and the others commit.
-			b.bisect(ctx, pending)
+		if !errors.As(err, &tce) || len(tce.CancellationReasons) != len(tx.actions) {
+			b.notCancelled(ctx, pending, tx, err)
 			return
 		}
 		reasons := tce.CancellationReasons
-		for k := len(pending); k < len(reasons); k++ {
-			if aws.ToString(reasons[k].Code) == "TransactionConflict" {
-				b.contended = append(b.contended, writes[k-len(pending)])
-			}
-		}
-
-		// The records' own conditions first: keys that were there already
-		// are decided by their records, and the rest go again without them,
-		// at once, since they were only cancelled along.
-		rest := make([]int, 0, len(pending))
-		claimedBefore := false
-		for k, i := range pending {
-			if aws.ToString(reasons[k].Code) != "ConditionalCheckFailed" {
-				rest = append(rest, i)
-				continue
-			}
-			claimedBefore = true
-			if !b.decide(ctx, i, reasons[k].Item, now) {
-				rest = append(rest, i)
-			}
-		}
-		if claimedBefore {
+		if rest, decided := b.decideRecords(ctx, pending, tx, reasons); decided {
 			pending = rest
 			continue
 		}
-
-		// A shared write's condition: only smaller sets of keys can tell
-		// whose writes cannot commit, so halves commit on their own, down
-		// to single keys.
-		for k := len(pending); k < len(reasons); k++ {
-			if aws.ToString(reasons[k].Code) != "ConditionalCheckFailed" {
-				continue
-			}
-			if len(pending) == 1 {
-				b.failWith(pending, OutcomeReleased, &txError{
-					Index: k, Code: "ConditionalCheckFailed", Message: aws.ToString(reasons[k].Message),
-					Item: reasons[k].Item, write: -1, kind: ErrConditionFailed, err: err,
-				})
-				return
-			}
-			b.bisect(ctx, pending)
+		if b.sharedConditionFailed(ctx, pending, reasons, err) {
 			return
 		}
-
 		explained := explainTx(err, -1)
 		if !retryableTx(explained) {
-			// Refused (an item too large, a validation error): no retry
-			// can help, but halves find the key it is about.
-			if len(pending) > 1 && errors.Is(explained, errTxRefused) {
-				b.bisect(ctx, pending)
-				return
-			}
-			b.fail(pending, explained)
+			b.unretryable(ctx, pending, explained)
 			return
 		}
-		if conflicts++; conflicts < s.maxTxAttempts {
+		if conflicts++; conflicts < b.s.maxTxAttempts {
 			if werr := batchBackoff(ctx, conflicts); werr != nil {
 				b.fail(pending, fmt.Errorf("%w: %w", explained, werr))
 				return
 			}
 			continue
 		}
-		// Attempts spent. A key whose own record another transaction
-		// holds is being committed by a duplicate: in flight. The others
-		// get a new round without it; only the contended ones fail.
-		rest = rest[:0]
-		for k, i := range pending {
-			if aws.ToString(reasons[k].Code) == "TransactionConflict" {
-				b.res[i] = BatchResult{Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: time.Second}}
-				continue
-			}
-			rest = append(rest, i)
-		}
-		if len(rest) == len(pending) {
-			// No key's own record was contended: a shared write was (an
-			// aggregate every key updates, held by other batches), or the
-			// table throttled. Halves, each with its own shared writes and
-			// its own attempts, down to single keys, let the keys whose
-			// writes miss the contended item commit, and give the others
-			// more time; so a key fails with a conflict only when a
-			// transaction of its own was cancelled on every attempt.
-			// Throttling is about the table: halves would only send more
-			// transactions into it.
-			if len(pending) > 1 && errors.Is(explained, errConflict) {
-				b.bisect(ctx, pending)
-				return
-			}
-			b.fail(pending, explained)
+		rest, ok := b.spent(ctx, pending, reasons, explained)
+		if !ok {
 			return
 		}
 		pending, conflicts = rest, 0
 	}
+}
+
+// prepare builds the transaction of the pending items: their shared
+// writes and their records' claims. ok is false when the items are
+// answered instead: shared failed, or the transaction is too large
+// (halves are committed on their own, a single key fails).
+func (b *batch) prepare(ctx context.Context, pending []int) (tx batchTx, ok bool) {
+	contended := b.contended
+	b.contended = nil
+	writes, err := b.shared(slices.Clone(pending), contended)
+	if err != nil {
+		b.failWith(pending, OutcomeReleased, err)
+		return batchTx{}, false
+	}
+	tx = batchTx{writes: writes, now: b.s.now()}
+	tx.actions = make([]types.TransactWriteItem, 0, len(pending)+len(writes))
+	tx.expires = tx.now
+	for _, i := range pending {
+		c := b.claims[i]
+		put, exp := b.s.completedPut(c.id, c.fingerprint, c.token, b.items[i].Response, len(writes), tx.now)
+		tx.actions = append(tx.actions, types.TransactWriteItem{Put: put})
+		tx.expires = exp
+	}
+	tx.actions = append(tx.actions, writes...)
+	if len(tx.actions) > maxTxActions || txSize(tx.actions) > maxTxBytes {
+		if len(pending) == 1 {
+			b.failWith(pending, OutcomeReleased, fmt.Errorf("%w: the key's record and %d shared writes exceed one transaction (%d actions, 4 MB)", ErrInvalidEffect, len(writes), maxTxActions))
+			return batchTx{}, false
+		}
+		b.bisect(ctx, pending)
+		return batchTx{}, false
+	}
+	return tx, true
+}
+
+// send sends tx, the attempt-th of the pending items, reported to the
+// call's trace. A fresh input per attempt: the SDK gives each its own
+// ClientRequestToken, which makes its retries of one attempt safe.
+func (b *batch) send(ctx context.Context, pending []int, tx batchTx, attempt int) error {
+	t := traceOf(ctx)
+	if t.BatchTxStart != nil {
+		ctx = start(ctx, t.BatchTxStart, idemtrace.BatchTxStartInfo{Items: slices.Clone(pending), Writes: len(tx.writes), Attempt: attempt})
+	}
+	_, err := b.s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx.actions})
+	if t.BatchTxDone != nil {
+		t.BatchTxDone(ctx, idemtrace.BatchTxDoneInfo{Reasons: txReasons(err), Err: err})
+	}
+	return err
+}
+
+// notCancelled answers the pending items of a transaction that failed
+// with an error other than a cancellation, after the SDK's retries: it
+// may have landed with every answer lost, and then it did for all. A
+// refusal of the whole request (one item too large, a 5xx that one key's
+// content provokes) names no key: halves find the ones it is about, and
+// the others commit; throttling is about the table, and halves would
+// only send more transactions into it.
+func (b *batch) notCancelled(ctx context.Context, pending []int, tx batchTx, err error) {
+	if c := b.claims[pending[0]]; b.s.landed(ctx, c.id, c.token) {
+		b.executedAll(pending, tx.expires)
+		return
+	}
+	err = fmt.Errorf("idem: batch transaction: %w", err)
+	if len(pending) == 1 || ctx.Err() != nil || throttled(err) {
+		b.fail(pending, err)
+		return
+	}
+	b.bisect(ctx, pending)
+}
+
+// decideRecords reads a cancellation's reasons: the shared writes whose
+// conflict cancelled it are noted for the next call of shared, and each
+// pending item whose record's condition failed is decided by the record
+// the reason carries. decided is true when any was; rest is then the
+// items to commit again, at once, since they were only cancelled along.
+func (b *batch) decideRecords(ctx context.Context, pending []int, tx batchTx, reasons []types.CancellationReason) (rest []int, decided bool) {
+	for k := len(pending); k < len(reasons); k++ {
+		if aws.ToString(reasons[k].Code) == "TransactionConflict" {
+			b.contended = append(b.contended, tx.writes[k-len(pending)])
+		}
+	}
+	rest = make([]int, 0, len(pending))
+	for k, i := range pending {
+		if aws.ToString(reasons[k].Code) != "ConditionalCheckFailed" {
+			rest = append(rest, i)
+			continue
+		}
+		decided = true
+		if !b.decide(ctx, i, reasons[k].Item, tx.now) {
+			rest = append(rest, i)
+		}
+	}
+	return rest, decided
+}
+
+// sharedConditionFailed answers the pending items when a shared write's
+// condition failed: only smaller sets of keys can tell whose writes
+// cannot commit, so halves commit on their own, down to a single key,
+// which gets ErrConditionFailed. It reports whether one had failed.
+func (b *batch) sharedConditionFailed(ctx context.Context, pending []int, reasons []types.CancellationReason, err error) bool {
+	for k := len(pending); k < len(reasons); k++ {
+		if aws.ToString(reasons[k].Code) != "ConditionalCheckFailed" {
+			continue
+		}
+		if len(pending) == 1 {
+			b.failWith(pending, OutcomeReleased, &txError{
+				Index: k, Code: "ConditionalCheckFailed", Message: aws.ToString(reasons[k].Message),
+				Item: reasons[k].Item, write: -1, kind: ErrConditionFailed, err: err,
+			})
+			return true
+		}
+		b.bisect(ctx, pending)
+		return true
+	}
+	return false
+}
+
+// unretryable answers the pending items of a transaction refused for a
+// reason no retry can help (an item too large, a validation error):
+// halves find the key it is about.
+func (b *batch) unretryable(ctx context.Context, pending []int, explained error) {
+	if len(pending) > 1 && errors.Is(explained, errTxRefused) {
+		b.bisect(ctx, pending)
+		return
+	}
+	b.fail(pending, explained)
+}
+
+// spent answers what it can once a transaction's attempts are spent: a
+// key whose own record another transaction holds is being committed by
+// a duplicate, in flight; rest gets a new round without it. When no
+// key's record was contended, a shared write was (an aggregate other
+// batches hold) or the table throttled: halves, each with its own shared
+// writes and attempts, let the keys whose writes miss the contended item
+// commit, so a key fails with a conflict only when a transaction of its
+// own was cancelled on every attempt; throttling fails them together.
+// ok is false when every item is answered or handed to halves.
+func (b *batch) spent(ctx context.Context, pending []int, reasons []types.CancellationReason, explained error) (rest []int, ok bool) {
+	for k, i := range pending {
+		if aws.ToString(reasons[k].Code) == "TransactionConflict" {
+			b.res[i] = BatchResult{Result{Outcome: OutcomeInFlight}, busy()}
+			continue
+		}
+		rest = append(rest, i)
+	}
+	if len(rest) < len(pending) {
+		return rest, true
+	}
+	if len(pending) > 1 && errors.Is(explained, errConflict) {
+		b.bisect(ctx, pending)
+		return nil, false
+	}
+	b.fail(pending, explained)
+	return nil, false
 }
 
 // batchBackoff waits after the attempt-th cancelled batch transaction,
@@ -418,54 +417,55 @@ func (b *batch) bisect(ctx context.Context, pending []int) {
 	b.commit(ctx, pending[half:])
 }
 
-// decide answers item i, whose claim lost its condition to item (the
-// record in the cancellation reason, or read when the backend sent none).
-// It returns false when the record no longer stands in the way (expired,
-// gone, or a dead holder's): then the item is claimed again, a bounded
-// number of times.
+// decide answers item i, whose claim lost its condition at now to item
+// (the record in the cancellation reason, or read when the backend sent
+// none), as the claim's decide says. It returns false when the item is
+// to be claimed again.
 func (b *batch) decide(ctx context.Context, i int, item map[string]types.AttributeValue, now time.Time) bool {
-	s, it := b.s, b.items[i]
-	rec, found, err := s.current(ctx, b.ids[i], item)
+	c := b.claims[i]
+	rec, found, err := b.s.current(ctx, c.id, item)
 	if err != nil {
 		b.res[i] = BatchResult{Result{Outcome: outcomeOf(err)}, err}
 		return true
 	}
-	v := verdictAbsent
-	if found {
-		v = judge(rec, it.Fingerprint, b.tokens[i], now)
-	}
-	switch v {
-	case verdictOwn:
+	st, err := c.decide(met{rec: rec, found: found, at: now})
+	switch st {
+	case stepOwn:
 		// An earlier attempt landed; the SDK's retry of it met our own
 		// record (backends that ignore ClientRequestToken).
 		b.executed(i, rec.ExpiresAt)
-	case verdictReplay:
-		s.remember(b.ids[i], it.Fingerprint, responseOf(rec), rec.ExpiresAt)
-		b.res[i] = BatchResult{Result: Result{Response: responseOf(rec), Outcome: OutcomeReplayed}}
-	case verdictKeyReuse:
-		b.res[i] = BatchResult{Result{Outcome: OutcomeKeyReuse}, ErrKeyReuse}
-	case verdictInFlight:
-		b.res[i] = BatchResult{Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: untilFree(rec, now)}}
+	case stepReplay:
+		b.res[i] = BatchResult{Result: b.s.replay(c.id, c.fingerprint, rec)}
+	case stepRefuse:
+		b.res[i] = BatchResult{Result{Outcome: outcomeOf(err)}, err}
 	default:
-		if b.vanished[i]++; b.vanished[i] < s.maxAttempts {
+		busy := c.retry()
+		if busy == nil {
 			return false
 		}
-		// The key keeps changing hands under us: busy, as a reserve-mode claim says.
-		b.res[i] = BatchResult{Result{Outcome: OutcomeInFlight}, &InFlightError{RetryAfter: time.Second}}
+		b.res[i] = BatchResult{Result{Outcome: OutcomeInFlight}, busy}
 	}
 	return true
+}
+
+// executedAll records the items as committed by this call.
+func (b *batch) executedAll(items []int, expires time.Time) {
+	for _, i := range items {
+		b.executed(i, expires)
+	}
 }
 
 // executed records item i as committed by this call.
 func (b *batch) executed(i int, expires time.Time) {
 	it := b.items[i]
-	b.s.remember(b.ids[i], it.Fingerprint, it.Response, expires)
+	b.s.remember(b.claims[i].id, it.Fingerprint, it.Response, expires)
 	b.res[i] = BatchResult{Result: Result{Response: it.Response, Outcome: OutcomeExecuted}}
 }
 
 // fail answers the items with a store error.
 func (b *batch) fail(items []int, err error) { b.failWith(items, failed(err, true, true), err) }
 
+// failWith answers the items with outcome and err.
 func (b *batch) failWith(items []int, outcome Outcome, err error) {
 	for _, i := range items {
 		b.res[i] = BatchResult{Result{Outcome: outcome}, err}
@@ -488,50 +488,6 @@ func txSize(actions []types.TransactWriteItem) int {
 		case a.ConditionCheck != nil:
 			n += itemSize(a.ConditionCheck.Key)
 		}
-	}
-	return n
-}
-
-func itemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for k, v := range item {
-		n += len(k) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return len(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberM:
-		// 3 bytes for the map, and 1 per element besides its name and value.
-		return 3 + len(v.Value) + itemSize(v.Value)
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberSS:
-		return setSize(v.Value)
-	case *types.AttributeValueMemberNS:
-		return setSize(v.Value)
-	case *types.AttributeValueMemberBS:
-		return setSize(v.Value)
-	}
-	return 1 // BOOL, NULL
-}
-
-// setSize is the size of a set's elements.
-func setSize[E ~string | ~[]byte](set []E) int {
-	n := 0
-	for _, e := range set {
-		n += len(e)
 	}
 	return n
 }

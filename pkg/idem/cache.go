@@ -28,6 +28,7 @@ type cached struct {
 	size        int
 }
 
+// newCache is a cache of at most max entries and maxBytes of responses.
 func newCache(max, maxBytes int) *cache {
 	return &cache{max: max, maxBytes: maxBytes, order: list.New(), entries: make(map[string]*list.Element, min(max, 1024))}
 }
@@ -77,6 +78,24 @@ func (c *cache) remove(el *list.Element) {
 	e := c.order.Remove(el).(*cached)
 	delete(c.entries, e.id)
 	c.bytes -= e.size
+}
+
+// answer is a call's answer from the cache: a replay, or ErrKeyReuse for
+// another payload. hit is false when there is no cache (c is nil) or no
+// live entry for id at now.
+func (c *cache) answer(id, fingerprint string, now time.Time) (res Result, err error, hit bool) {
+	if c == nil {
+		return Result{}, nil, false
+	}
+	e, ok := c.get(id, now)
+	switch {
+	case !ok:
+		return Result{}, nil, false
+	case e.fingerprint != fingerprint:
+		return Result{Outcome: OutcomeKeyReuse}, ErrKeyReuse, true
+	default:
+		return Result{Response: e.response.clone(), Outcome: OutcomeReplayed}, nil, true
+	}
 }
 
 // len returns the number of entries held.

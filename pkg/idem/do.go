@@ -9,15 +9,12 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
 
-// Do runs fn at most once per scope and payload fingerprint, for effects
-// outside DynamoDB, and stores the value fn returns as JSON: every later
-// call with the same key and payload gets it back, decoded, without
-// running fn. It is Run for a typed value; Run's documentation gives the
-// guarantees and the one window an outside effect leaves open. A value
-// that cannot be encoded is returned with an error wrapping
-// ErrNotRecorded, like a completion that failed. A value too large to
-// store is returned to the first call; its replays get ErrResponseTooLarge,
-// and the effect still runs once.
+// Do is Run for a typed value: fn runs at most once per scope and
+// payload fingerprint, and the value it returns is stored as JSON, so
+// every later call with the same key and payload gets it back, decoded,
+// without running fn. A value that cannot be encoded is returned with an
+// error wrapping ErrNotRecorded; one too large to store is returned to
+// the first call, and its replays get ErrResponseTooLarge.
 func Do[T any](ctx context.Context, s *Store, scope Scope, fingerprint string, fn func(context.Context) (T, error)) (T, Outcome, error) {
 	var v T
 	res, err := s.admit(ctx, idemtrace.WayDo, scope, fingerprint, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {

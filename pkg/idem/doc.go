@@ -4,65 +4,33 @@
 //
 // # Ways in
 //
-// Each way in is one call that owns the whole sequence: claim the key,
-// replay a completed one, run the operation, record its response, release
-// the key when the operation fails (unless another caller has taken it
-// over), and join the errors.
+// Each way in is one call that owns the whole sequence (admit, claim,
+// replay, run, commit, release, answer), so no caller holds a lease
+// itself:
 //
 //   - Store.Execute and Store.Transact, for operations whose effect is
 //     DynamoDB writes: the operation's function returns its response and
-//     its writes (an Effect), and they commit together with the key's
-//     completion in one TransactWriteItems. No crash can leave the writes
-//     without the completion, or the completion without the writes. They
-//     differ in how the key is claimed. Execute claims it first with a
-//     conditional PutItem (2 calls on a first execution; a duplicate that
-//     arrives while the first runs gets ErrInFlight, a 409, or with
-//     WithWait waits for the first's response), right for work that takes
-//     time. Transact puts the claim into that one transaction
-//     (1 call; a duplicate gets the winner's response once it has
-//     committed, ErrInFlight while it commits, and nothing is ever left
-//     IN_PROGRESS), right when the writes are computed from the request
-//     alone.
-//   - Store.ExecuteBatch, for many keys at once (an SQS batch): every new
-//     key's record, COMPLETED with its response, and the writes shared by
-//     exactly those keys (one aggregated update per account, say) commit
-//     in one TransactWriteItems; keys found there already (their records
-//     come back in the cancellation reasons) replay, are key reuse or are
-//     in flight, and the rest commit in one more transaction. Each key
-//     gets its own outcome and fails only for its own sake: a conflict on
-//     a shared write that outlasts the retries (a hot aggregate) splits
-//     the keys until those whose writes miss it commit, and fails a key
-//     only when a transaction of its own kept conflicting.
+//     its writes (an Effect), which commit with the key's completion in
+//     one TransactWriteItems. Execute claims the key first (2 calls on a
+//     first execution; right for work that takes time); Transact puts the
+//     claim into that one transaction (1 call; right when the writes are
+//     computed from the request alone).
+//   - Store.ExecuteBatch, for many keys at once (an SQS batch): the new
+//     keys' records and the writes they share commit in as few
+//     transactions as it can.
 //   - Store.Run and Do, for effects outside DynamoDB (an e-mail, a call to
-//     a payment API): reserve, run, then complete the key with a fenced
-//     UpdateItem. Their one window: if the effect happens and the process
-//     dies (or the lease ends) before the completion lands, a retry after
-//     the lease runs the effect again. Pass the scope's key to a
-//     downstream API that takes one to close it.
+//     a payment API): claim, run, then complete the key with a fenced
+//     UpdateItem; they leave one window open (Run's window, below).
 //   - pkg/idem/idemhttp is the HTTP side: Middleware wraps Run around an
 //     aws-lambda-go API Gateway handler or a net/http handler, and for a
-//     handler that calls Execute or Transact itself (its effect is
-//     DynamoDB writes) Middleware.ScopeV2 and AnswerV2 are the same
-//     prologue (key, caller, scope) and answers (problem+json,
-//     Retry-After, Idempotent-Replayed); the HTTP response is stored as
-//     the opaque Response.
-//   - pkg/idem/idemsqs applies an SQS batch's messages, each under its
-//     own key: Transact (the batch's new messages and their shared writes
-//     in one transaction, through ExecuteBatch) or Run (each message
-//     through Run), with the partial batch failures for the queue.
-//   - pkg/idem/idemstream does the same for a Kinesis Data Streams or
-//     DynamoDB Streams shard: its records in order, the first failure's
-//     sequence number the point Lambda retries the shard from.
-//   - pkg/idem/idemevent wraps Do around a typed Lambda handler for any
-//     other event (EventBridge, a direct invocation, a Step Functions
-//     task), with the key, principal and fingerprint taken from the event.
-//
-// Each of them owns the whole sequence (claim, replay, commit, release), so
-// no caller holds a lease itself, and every one goes through the same
-// admission step: the scope is checked (NewScope's rules, an empty
-// principal refused), a completed key in the cache (WithCache) answers
-// from memory, the operation runs with the scope in its context
-// (ScopeFrom), and the outcome goes to WithOutcomeHook's function.
+//     handler that calls Execute or Transact itself, Middleware.ScopeV2
+//     and AnswerV2 are the same prologue (key, caller, scope) and answers
+//     (problem+json, Retry-After, Idempotent-Replayed).
+//   - pkg/idem/idemsqs applies an SQS batch's messages, each under its own
+//     key, through ExecuteBatch or Run, with the partial batch failures;
+//     pkg/idem/idemstream does the same for a Kinesis or DynamoDB Streams
+//     shard, in order; pkg/idem/idemevent wraps Do around a typed Lambda
+//     handler for any other event.
 //
 // Around them: pkg/idem/idemtable creates the table and describes its
 // layout, pkg/idem/idemshard spreads a hot aggregate over shard items,
@@ -70,82 +38,196 @@
 // command line), and pkg/idem/idemtest is a strict DynamoDB-compatible
 // store for tests. docs/library.md is the guide.
 //
+// # The protocol
+//
+// Admission. Every call is admitted alike: its scope and fingerprint are
+// checked (NewScope's rules, an empty principal refused unless the scope
+// is NewAnonymousScope's, and the Limits below), a completed key in the
+// cache (WithCache) answers from memory, the operation runs with the
+// scope in its context (ScopeFrom), and the outcome goes to
+// WithOutcomeHook's function. An Effect is
+// checked before its writes are sent: at most 99 writes, none to the
+// key's own record (ErrInvalidEffect).
+//
+// Claim. A key is claimed by one conditional write, never check then
+// write, in one of two claim modes: reserve (Execute, Run, Do) puts the
+// record IN_PROGRESS with a lease; transact (Transact, ExecuteBatch)
+// puts it COMPLETED, with its response, in the effect's transaction. The
+// condition is the same in both: no record, an expired one, or a dead
+// holder's IN_PROGRESS record for the same payload, which is taken over
+// in the same write (OutcomeTakeover). A claim that loses reads the
+// record that beat it (DynamoDB returns it with the failure) and decides
+// once, the same way in every mode: the call's own token is its own
+// earlier attempt, landed with its answer lost; another payload is
+// ErrKeyReuse; a completed record replays; a live holder is ErrInFlight
+// (409, Retry-After until its lease ends), or is waited for (Waits);
+// a record gone, expired or dead by then is claimed again, a bounded
+// number of times (WithConflictAttempts), after which the key is busy
+// (ErrInFlight). A claim that meets the record in another request's
+// running transaction (TransactionConflictException, or a cancellation
+// with reason TransactionConflict on the record) is a concurrent
+// duplicate of a request still committing: ErrInFlight at once, after
+// its one call; unless the SDK sent the claim more than once (an
+// earlier attempt may have landed: one consistent read says), or the
+// call follows (WithWait, and the event and queue ways in, whose
+// in-flight answer is a redelivery): then it waits about what a
+// transaction takes (the store learns it) and reads the record once,
+// consistently, which never conflicts.
+//
+// Leases. A reserve-mode claim's lease ends at the caller's context
+// deadline (a Lambda invocation's) plus a margin (WithLease), so a live
+// holder is never taken over. Without a deadline (a net/http server) it
+// lasts WithLease's lease, renewed every third of it with a fenced write
+// while the operation runs; if no renewal has landed by the lease's end
+// less the margin, the operation's context is cancelled then with a
+// cause wrapping ErrLeaseLost, whatever a renewal in flight is doing. A
+// holder that dies stops renewing, and its key can be taken over once
+// its lease has ended.
+//
+// Commit. Every write a holder makes is fenced by its lease token, so a
+// holder whose lease was taken over writes nothing (ErrLeaseLost), not
+// even its business writes, which share Execute's transaction. A
+// transaction cancelled by a conflict or throttling is retried with full
+// jitter (WithConflictAttempts). A call whose write landed but whose
+// answers were lost finds its own write (its token, its completion id)
+// and succeeds; a call that failed after the SDK's retries is treated as
+// possibly landed: Execute and Run release their claim (fenced, which
+// finds a landed completion), Transact reads its record.
+//
+// Release. A call whose operation or commit fails releases its claim so
+// a retry can run at once: a fenced DeleteItem on a context detached
+// from the caller's cancellation, with its own timeout
+// (WithReleaseTimeout). It never deletes another holder's claim or a
+// completed record. An operation that panics has its claim released in
+// Execute (nothing was committed) and kept in Run and Do (the effect may
+// have happened); a Run or Do function that returns an error wrapping
+// ErrNotRecorded keeps it too.
+//
+// Replay. A completed key answers every later call with the same
+// payload fingerprint with its stored Response, for the retention
+// (WithRetention, default 24 h), and another payload with ErrKeyReuse. A
+// record past its expires_at counts as absent, whether or not DynamoDB's
+// TTL has deleted it yet. With WithCache, a completed record this process
+// wrote or replayed replays from memory, with no DynamoDB call, until
+// its expires_at: a completed record never changes before then, so the
+// replay is exact; in-progress records are never cached.
+//
+// Waits. With WithWait (or idemhttp.Middleware's Wait, per request), a
+// duplicate that finds a live holder (Execute, Run, Do, and Transact
+// meeting an Execute or Run holder) polls the record with consistent
+// reads and replays the holder's response once it completes. The polls
+// aim at when the holder should be done: the store learns how long each
+// operation's executions take (those it runs, and those it watches
+// complete), so a waiter polls about every 500 ms until the holder's
+// claim plus that time, then at 25 ms doubling to 500 ms; for an
+// operation it knows nothing of yet, at full jitter under a limit of 25
+// ms doubling to 500 ms. It answers ErrInFlight only when the wait runs
+// out, or when the holder dies (its lease ends with no completion): a
+// takeover is left to the client's retry, never done inside the wait. A
+// wait stops 100 ms before the caller's context deadline.
+// ExecuteBatch reports in-flight items at once.
+//
+// Batches. ExecuteBatch's shared function returns the writes that commit
+// with exactly the records of the items it is given (one aggregated
+// update per account they touch, say); it is called once per
+// transaction, must depend on nothing else and must not write the items'
+// records, and an error fails those items. A transaction cancelled
+// because some records' conditions failed tells which keys were there
+// already (the reasons carry the records): those are decided as any
+// claim is, and the rest commit in one more transaction, their shared
+// writes computed again without them. A conflict or throttling is
+// retried with full jitter while the context lasts; then a key whose own
+// record was contended is in flight (a duplicate is committing it), and
+// the rest get another round without it. When only a shared write was
+// contended (a hot aggregate other batches hold), the keys are split in
+// halves, each committed on its own with its own shared writes and
+// attempts, down to single keys, so a key fails with the conflict
+// (IsUnavailable) only when a transaction of its own was cancelled on
+// every attempt: under contention that outlasts every attempt a batch of
+// n keys tries up to 2n-1 transactions (pkg/idem/idemshard spreads such
+// an aggregate). A shared write whose condition fails, or a transaction
+// refused as a whole (once a read shows it did not land), is split
+// likewise until the keys at fault are alone: only a key whose own
+// writes cannot commit gets ErrConditionFailed. Beyond 100 actions or 4
+// MB the batch is split too. Throttling that outlasts the attempts, and
+// the end of the context, fail every key not yet committed, retryable.
+// The same scope twice in a batch is one key: the later item answers as
+// a duplicate of the first (a replay, or key reuse for another payload).
+//
+// Run's window. An effect outside DynamoDB cannot share a transaction
+// with its completion. Run and Do retry a completion refused for a
+// reason a retry can fix (throttling, a 5xx, a timeout) until the lease
+// ends less the margin, detached from the caller's cancellation (under a
+// deadline, until a margin before it, so the call still answers in
+// time); a response that cannot be stored as it is (over the response
+// limit, metadata that is not UTF-8) is recorded without its body, and
+// without its metadata if they are the problem, marked with the
+// reserved metadata entry ":omitted" saying why, so the effect still
+// never runs twice. The one window: the effect happened but its
+// completion did not land (the process died, the write kept failing, or
+// the lease ended and another caller took over); a retry after the lease
+// ends runs it again. Run reports that as ErrNotRecorded
+// (OutcomeNotRecorded) with the effect's response, and the queue and
+// event ways in acknowledge such a delivery rather than ask for a
+// redelivery that would run it again. Passing the scope's key to a
+// downstream API that takes one (ScopeFrom) closes the window.
+//
 // # Guarantees
 //
-//   - A key is claimed by one conditional write, never check-then-write:
-//     of any number of concurrent callers, one wins.
-//   - A lease ends at the caller's context deadline (a Lambda invocation's)
-//     plus a margin. Without a deadline it lasts WithLease's lease and is
-//     renewed (fenced) while the operation runs; the operation's context
-//     is cancelled at the lease's end less the margin unless a renewal
-//     has landed by then, whatever a renewal in flight is doing. A crashed holder's key is taken over,
-//     by the same atomic claim, once its lease has ended; a live holder is
-//     never taken over.
-//   - Every write a holder makes is fenced by its lease token: a holder
-//     whose lease was taken over writes nothing (ErrLeaseLost), not even
-//     its business writes, which share the transaction.
-//   - A release runs on a context detached from the caller's
-//     cancellation, with its own timeout, so a cancelled request frees its
-//     key; it can never delete another holder's claim or a completed
-//     record.
+//   - Of any number of concurrent callers of one key, one wins the claim,
+//     and a live holder is never taken over.
+//   - A holder whose lease was taken over writes nothing.
 //   - The same key with another payload fingerprint is ErrKeyReuse (422),
 //     for as long as the record lives.
 //   - A caller that cannot be named never shares a scope by accident:
 //     NewScope refuses an empty principal (ErrInvalidKey), in every way
-//     in; passing Anonymous chooses the one shared scope explicitly.
-//   - An effect outside DynamoDB that ran but whose completion could not
-//     be recorded (ErrNotRecorded, OutcomeNotRecorded) is reported as
-//     done by the queue and event ways in (idemsqs, idemevent): asking
-//     for a redelivery would run it again after the lease.
-//   - A transaction cancelled by a conflict or throttling is retried with
-//     full jitter (WithConflictAttempts); a call whose write landed but whose
-//     answers were lost finds its own write (its token, its completion id)
-//     and succeeds, rather than failing work that was done. A call that
-//     failed after the SDK's retries is treated as possibly landed: Execute
-//     and Run release their claim (fenced), Transact reads its record.
-//   - A duplicate that meets the key's record in another request's running
-//     transaction (DynamoDB refuses the write with
-//     TransactionConflictException, or cancels the transaction with reason
-//     TransactionConflict) is a concurrent duplicate of a request still
-//     running: it gets ErrInFlight (409 with Retry-After) at once, after
-//     its one call, never an unexpected error. (Unless the SDK sent its
-//     write more than once: an earlier attempt may have landed, and one
-//     consistent read says whether it did.) With WithWait, and in the
-//     ways in whose in-flight answer is a redelivery (idemevent, idemsqs
-//     and idemstream's Run), it waits about what a transaction takes and
-//     reads the record once, consistently (a read never conflicts): it
-//     replays the winner's response once committed. Releases and fenced
-//     completions retry such conflicts.
-//   - A duplicate that finds a live holder (Execute, Run, Do, and Transact
-//     meeting an Execute or Run holder) gets ErrInFlight (409 with
-//     Retry-After) at once, or waits for the holder's response with
-//     WithWait (docs/library.md, "Waiting instead of 409").
-//   - An Effect is checked before anything is claimed or written: at most
-//     99 writes, none to the key's own record (ErrInvalidEffect). A
-//     scope that NewScope did not make is ErrInvalidKey.
-//   - A record past its expires_at counts as absent, whether or not
-//     DynamoDB's TTL has deleted it yet.
-//   - With WithCache, a completed record this process wrote or replayed
-//     is replayed from memory with no DynamoDB call until its expires_at;
-//     a completed record never changes before then, so the replay is
-//     exact. In-progress records are never cached.
+//     in; NewAnonymousScope chooses the one shared scope explicitly, and
+//     no named caller, whatever its name, shares it.
+//   - A duplicate never gets an unexpected error for meeting a running
+//     transaction: it gets ErrInFlight (409 with Retry-After), or the
+//     winner's response.
+//   - Every way in reads and writes the same records, so callers of each
+//     can share a table and even a key: a Transact caller answers
+//     ErrInFlight for a live Execute or Run holder (or waits for its
+//     response), takes a dead one's key over in its one transaction, and
+//     a key completed by one replays for the others.
 //
-// Every way in reads and writes the same records, so callers of each can
-// share a table and even a key: a Transact caller answers ErrInFlight for
-// a live Execute or Run holder (or waits for its response, with WithWait), takes a dead one's key over in its one
-// transaction, and a key completed by one replays for the others.
+// # Limits
+//
+// Every attribute a caller gives a record is bounded when its call is
+// admitted, before any effect, so that every record fits DynamoDB's 400
+// KB item and none is refused after its effect (ErrInvalidKey names the
+// attribute): a key of 1 to 255 bytes of printable ASCII; an operation
+// and a principal in UTF-8, whose scope ID fits the layout's key (2048
+// bytes in the default layout; idemtable.Layout's MaxIDLength); a
+// fingerprint of at most 1024 bytes of UTF-8. A response is counted as
+// DynamoDB counts item sizes: the body's bytes, and for the metadata a
+// map's 3 bytes and, per entry, 1 byte besides its key's and value's;
+// over WithMaxResponseBytes (64 KB by default, at most 300 KB) it is
+// ErrResponseTooLarge, refused before an Effect's writes are sent, and
+// stored by Run and Do without what does not fit (Run's window). An
+// Effect holds at most 99 writes.
 //
 // # Observing calls
 //
-// WithOutcomeHook reports how each call ended (an Outcome); WithTrace
-// reports what happened on the way, phase by phase, to a trace hook
-// (pkg/idem/idemtrace, in the manner of net/http/httptrace): the claim
-// and what it met (a live holder, a running transaction, a dead holder's
-// key and when its lease ended), each wait and its polls, the effect,
-// the commit and its retries, the release, a cache hit, a batch's
-// transactions and their cancellation reasons. Every way in reports
-// through both. pkg/idem/idemotel, a module of its own so that this one
-// depends on no tracing library, maps the trace to OpenTelemetry spans.
+// WithOutcomeHook reports how each call ended (an Outcome): once per
+// Execute, Transact, Run and Do call, and once per item of ExecuteBatch
+// with that item's scope, whatever happened (replayed from the table or
+// the cache, rejected with the scope as it was passed, failed), with the
+// error the call returns. Its function runs on the calling goroutine,
+// after the call's last DynamoDB request, so it must not block: count,
+// log or record, and hand anything slow to another goroutine; it is
+// called concurrently by concurrent calls.
+//
+// WithTrace reports what happened during a call, phase by phase, to a
+// trace hook (pkg/idem/idemtrace, in the manner of net/http/httptrace): the
+// claim and what it met (a live holder, a running transaction, a dead
+// holder's key and when its lease ended), each wait and its polls, the
+// effect, the commit and its retries, the release, a cache hit, a
+// batch's transactions and their cancellation reasons. Every way in
+// reports through both. pkg/idem/idemotel, a module of its own so that
+// this one depends on no tracing library, maps the trace to
+// OpenTelemetry spans.
 //
 // # Table
 //
@@ -160,7 +242,9 @@
 // layout, a record has:
 //
 //	id                the scope's ID: "v1", then operation, principal and
-//	                  key, each prefixed by its length (Scope.ID)
+//	                  key, each prefixed by its length (Scope.ID; the
+//	                  anonymous scope's principal is "9:anonymous", a
+//	                  caller named "anonymous" is "n9:anonymous")
 //	status            IN_PROGRESS or COMPLETED
 //	fingerprint       the payload's fingerprint (Fingerprint: hex SHA-256
 //	                  of canonical JSON)
@@ -177,9 +261,41 @@
 //	created_at        RFC 3339; completed_at when COMPLETED
 //	completion_id     the completing call's own id, so a call that meets a
 //	                  completed record can tell its own write from another's
+//	writes            N, once COMPLETED: the DynamoDB writes committed with
+//	                  it (0 for Run and Do), so an operator knows what
+//	                  evicting it runs again (absent: completed before)
 //	expires_at        epoch seconds: the claim's lease or the retention
 //	                  (WithRetention, default 24 h) after completion
 //
 // The package knows nothing about the operation it protects: products,
 // payments or e-mails.
 package idem
+
+// The files of this package, in the protocol's order: each uses only the
+// names declared in itself and in the files listed before it, so it reads
+// from the top (TestFilesStandInProtocolOrder counts any name used from a
+// file listed later, and names each exception with its reason).
+//
+//	doc.go          the protocol, in prose
+//	errors.go       what a call can end in: its errors and outcomes
+//	scope.go        who asks for what, and the scope in a call's context
+//	fingerprint.go  what exactly is asked
+//	record.go       what is stored: the response, the record, their sizes
+//	cache.go        completed records kept in memory
+//	learn.go        what a store learns of its calls' times
+//	store.go        the table, the Store and its options
+//	trace.go        the trace hook, which every phase reports to
+//	admit.go        admission, the first step of every call
+//	retry.go        DynamoDB's refusals, read and retried
+//	claim.go        the claim condition and the claim state machine
+//	lease.go        the lease a claim grants: its one policy
+//	commit.go       the holder's completion, with the effect's writes
+//	release.go      the holder's release of a failed call's claim
+//	replay.go       a completed key's answer
+//	wait.go         a duplicate waiting for a live holder
+//	reserve.go      the reserve claim mode: PutItem, then the lease
+//	transact.go     Transact: the claim in the effect's transaction
+//	batch.go        ExecuteBatch: many keys in few transactions
+//	execute.go      Execute: reserve, then commit the effect's writes
+//	run.go          Run: reserve, then record an outside effect
+//	do.go           Do: Run for a typed value

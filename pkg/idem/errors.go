@@ -12,10 +12,16 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	stored "github.com/idemlambda/idemlambda/pkg/idem/internal/record"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/scopeid"
 )
 
 // Errors returned by the store, matched with errors.Is.
 var (
+	// ErrInvalidKey: a scope or a fingerprint that cannot be used: an
+	// empty part, a key that is not 1 to 255 bytes of printable ASCII, an
+	// operation or principal that is not UTF-8 or makes the scope's ID
+	// too long, a fingerprint over 1024 bytes or not UTF-8.
+	ErrInvalidKey = scopeid.ErrInvalidKey
 	// ErrInFlight: another caller holds a live lease on the key. The error
 	// is an *InFlightError carrying the time until that lease ends.
 	ErrInFlight = errors.New("idem: request with this key is still in flight")
@@ -24,7 +30,8 @@ var (
 	// ErrLeaseLost: this holder's lease was taken over, or its record is
 	// gone or completed; nothing this holder tried to write was written.
 	ErrLeaseLost = errors.New("idem: lease lost")
-	// ErrResponseTooLarge: the response to store exceeds the store's limit.
+	// ErrResponseTooLarge: the response to store exceeds the store's
+	// limit (WithMaxResponseBytes), counted as DynamoDB counts it.
 	ErrResponseTooLarge = errors.New("idem: response too large to store")
 	// errInvalidResponse: the response cannot be stored (a metadata key
 	// empty, or a key or value not valid UTF-8).
@@ -55,21 +62,6 @@ var (
 	// key must stay held rather than be released.
 	ErrNotRecorded = errors.New("idem: effect done but completion not recorded")
 )
-
-// FailedWrite returns the index, in the Effect's Writes, of the write
-// whose condition failed when err, from Execute or Transact, wraps
-// ErrConditionFailed: so an operation whose transaction holds several
-// conditions (a product that must be new, a grant that must exist, a
-// quota that must have room) answers each with its own error. ok is false
-// for any other error, and for ExecuteBatch's, whose writes are shared.
-// When several writes failed, it is the first of them.
-func FailedWrite(err error) (index int, ok bool) {
-	var txErr *txError
-	if !errors.Is(err, ErrConditionFailed) || !errors.As(err, &txErr) || txErr.write < 0 {
-		return 0, false
-	}
-	return txErr.write, true
-}
 
 // InFlightError is the ErrInFlight case with the holder's remaining lease.
 type InFlightError struct {

@@ -51,8 +51,8 @@ var (
 
 // ParseID inverts Scope.ID.
 func ParseID(id string) (Scope, error) {
-	op, principal, key, err := scopeid.Parse(id)
-	return Scope{Operation: op, Principal: principal, Key: key}, err
+	p, err := scopeid.Parse(id)
+	return Scope{Operation: p.Operation, Principal: p.Principal, Key: p.Key, anonymous: p.Anonymous}, err
 }
 
 // Reserve is the claim Execute, Run and Do begin with.
@@ -63,18 +63,27 @@ func (s *Store) Reserve(ctx context.Context, scope Scope, fingerprint string) (C
 	return s.reserve(ctx, scope.ID(), fingerprint)
 }
 
-// Get reads a scope's record, treating an expired one as absent.
-func (s *Store) Get(ctx context.Context, scope Scope) (Record, bool, error) {
-	return s.get(ctx, scope)
+// Get reads a scope's record, consistently, treating an expired one as
+// absent (TTL deletes lag by up to two days). ok is false when there is
+// none.
+func (s *Store) Get(ctx context.Context, scope Scope) (rec Record, ok bool, err error) {
+	rec, ok, err = s.current(ctx, scope.ID(), nil)
+	if err != nil || !ok || rec.Expired(s.now()) {
+		return Record{}, false, err
+	}
+	return rec, true, nil
 }
 
 const MaxKeyLength = scopeid.MaxKeyLength
 
+// MaxFingerprintLength is the longest fingerprint admitted.
+const MaxFingerprintLength = maxFingerprintLength
+
 // Mode is how the tests have Execute claim a key: ModeTransact makes a
-// store's Execute run as Transact, so each Execute scenario runs both ways.
+// store's Execute run as Transact, so each Execute scenario runs in both claim modes.
 type Mode string
 
-// The two ways of claiming.
+// The two claim modes.
 const (
 	ModeReserve  Mode = "reserve"
 	ModeTransact Mode = "transact"

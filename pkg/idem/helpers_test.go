@@ -93,7 +93,7 @@ func countItems(t testing.TB, env *testEnv, table string) int {
 	}
 }
 
-// modes lists both ways Execute claims a key; tests that hold in both run
+// modes lists both claim modes Execute may run in; tests that hold in both run
 // once per mode.
 var modes = []idem.Mode{idem.ModeReserve, idem.ModeTransact}
 

@@ -33,14 +33,27 @@ func TestScopeIDIsUnambiguous(t *testing.T) {
 	must.NoError(t, err)
 	check.NotEqual(t, a.ID(), b.ID())
 
-	anon, err := idem.NewScope("POST /p", idem.Anonymous, "k")
+	// The anonymous scope keeps the ID every release wrote for it; a
+	// caller named "anonymous" is marked, so the two never meet.
+	anon, err := idem.NewAnonymousScope("POST /p", "k")
 	must.NoError(t, err)
 	check.Equal(t, "v1|7:POST /p|9:anonymous|1:k", anon.ID())
+	check.True(t, anon.Anonymous())
+	check.Equal(t, "", anon.Principal)
+	named, err := idem.NewScope("POST /p", "anonymous", "k")
+	must.NoError(t, err)
+	check.Equal(t, "v1|7:POST /p|n9:anonymous|1:k", named.ID())
+	check.False(t, named.Anonymous())
+	for _, sc := range []idem.Scope{anon, named} {
+		back, err := idem.ParseID(sc.ID())
+		must.NoError(t, err)
+		check.Equal(t, sc, back)
+	}
 
 	// Property: ID is injective because ParseID inverts it, for parts
 	// drawn from an alphabet heavy in separators and digits.
 	rng := rand.New(rand.NewPCG(1, 2))
-	const alphabet = "|:0123456789v1ab"
+	const alphabet = "|:0123456789v1abn"
 	part := func(min int) string {
 		n := min + rng.IntN(12)
 		var b strings.Builder
@@ -50,8 +63,20 @@ func TestScopeIDIsUnambiguous(t *testing.T) {
 		return b.String()
 	}
 	seen := map[string]idem.Scope{}
-	for range 20000 {
-		sc, err := idem.NewScope(part(1), part(1), part(1))
+	principals := []string{"anonymous", "n9:anonymous", "9:anonymous", "nanonymous", ""}
+	for i := range 20000 {
+		// Every fourth scope is anonymous, or its caller has a name
+		// close to the anonymous scope's spelling.
+		var sc idem.Scope
+		var err error
+		switch p := principals[i%len(principals)]; {
+		case i%4 != 0:
+			sc, err = idem.NewScope(part(1), part(1), part(1))
+		case p == "":
+			sc, err = idem.NewAnonymousScope(part(1), part(1))
+		default:
+			sc, err = idem.NewScope(part(1), p, part(1))
+		}
 		must.NoError(t, err)
 		id := sc.ID()
 		back, err := idem.ParseID(id)
@@ -71,12 +96,19 @@ func TestNewScopeRejects(t *testing.T) {
 	_, err = idem.NewScope("op", "p", "bad key")
 	check.ErrorIs(t, err, idem.ErrInvalidKey)
 	// A caller with no name never falls into the shared anonymous scope
-	// by accident: it must pass idem.Anonymous to choose it.
+	// by accident: NewAnonymousScope chooses it.
 	_, err = idem.NewScope("op", "", "k")
 	check.ErrorIs(t, err, idem.ErrInvalidKey, "empty principal")
+	_, err = idem.NewAnonymousScope("", "k")
+	check.ErrorIs(t, err, idem.ErrInvalidKey, "anonymous, empty operation")
+	_, err = idem.NewAnonymousScope("op", "bad key")
+	check.ErrorIs(t, err, idem.ErrInvalidKey, "anonymous, bad key")
 	_, err = idem.NewScope("op", strings.Repeat("p", 2100), "k")
 	check.ErrorIs(t, err, idem.ErrInvalidKey, "id beyond DynamoDB's 2048-byte key limit")
-	for _, bad := range []string{"", "v2|1:a", "v1|x:a", "v1|1:a|1:b|1:c|", "v1|5:a|1:b|1:c", "v1|1:a|1:b"} {
+	// Nor what Encode never writes: the mark on any name but "anonymous",
+	// on another part, or a length spelled otherwise.
+	for _, bad := range []string{"", "v2|1:a", "v1|x:a", "v1|1:a|1:b|1:c|", "v1|5:a|1:b|1:c", "v1|1:a|1:b",
+		"v1|1:a|n1:b|1:c", "v1|n1:a|9:anonymous|1:c", "v1|1:a|9:anonymous|n1:c", "v1|1:a|+1:b|1:c", "v1|1:a|01:b|1:c"} {
 		_, err := idem.ParseID(bad)
 		check.ErrorIs(t, err, idem.ErrInvalidKey, "%q", bad)
 	}

@@ -3,11 +3,7 @@ package idem
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
 )
 
 // What a store learns from the calls it makes, so that a duplicate
@@ -36,6 +32,7 @@ type ewma struct {
 	weight time.Duration
 }
 
+// add adds a sample.
 func (e *ewma) add(d time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -61,14 +58,15 @@ type learned struct {
 	execs map[string]*ewma // by operation: a holder's claim to its completion
 }
 
+// newLearned is a store's knowledge before its first call.
 func newLearned() *learned {
 	return &learned{tx: ewma{weight: 8}, execs: map[string]*ewma{}}
 }
 
 // txTime is about what a transaction takes: the learned average, within
 // bounds, or a default before any.
-func (s *Store) txTime() time.Duration {
-	d, ok := s.learned.tx.get()
+func (l *learned) txTime() time.Duration {
+	d, ok := l.tx.get()
 	if !ok {
 		return txTimeDefault
 	}
@@ -76,15 +74,14 @@ func (s *Store) txTime() time.Duration {
 }
 
 // tookTx records a successful transaction that began at start.
-func (s *Store) tookTx(start time.Time) {
-	s.learned.tx.add(time.Since(start))
+func (l *learned) tookTx(start time.Time) {
+	l.tx.add(time.Since(start))
 }
 
 // execTime is the average time from claim to completion of the
 // operation's executions this store has run or seen complete; ok is
 // false when it has none.
-func (s *Store) execTime(operation string) (time.Duration, bool) {
-	l := s.learned
+func (l *learned) execTime(operation string) (time.Duration, bool) {
 	l.mu.Lock()
 	e := l.execs[operation]
 	l.mu.Unlock()
@@ -96,11 +93,10 @@ func (s *Store) execTime(operation string) (time.Duration, bool) {
 
 // tookExec records an execution of the operation that was claimed at
 // claimed and completed (its completion written) at completed.
-func (s *Store) tookExec(operation string, claimed, completed time.Time) {
+func (l *learned) tookExec(operation string, claimed, completed time.Time) {
 	if operation == "" || claimed.IsZero() || !completed.After(claimed) {
 		return
 	}
-	l := s.learned
 	l.mu.Lock()
 	e := l.execs[operation]
 	if e == nil && len(l.execs) < maxLearnedOperations {
@@ -113,38 +109,15 @@ func (s *Store) tookExec(operation string, claimed, completed time.Time) {
 	}
 }
 
-// learnExec records the execution a completed record shows, when this
-// call watched it complete: a claim (created_at) completed by a holder
+// sawExec records the execution a completed record shows, when the call
+// of ctx watched it complete: a claim (created_at) completed by a holder
 // (completed_at), not a record that was written completed (Transact's
 // and ExecuteBatch's, whose completion id is their token).
-func (s *Store) learnExec(ctx context.Context, rec record) {
+func (l *learned) sawExec(ctx context.Context, rec record) {
 	if rec.Status != statusCompleted || rec.CompletionID == rec.LeaseToken {
 		return
 	}
 	if scope, ok := ScopeFrom(ctx); ok {
-		s.tookExec(scope.Operation, rec.CreatedAt, rec.CompletedAt)
+		l.tookExec(scope.Operation, rec.CreatedAt, rec.CompletedAt)
 	}
 }
-
-// sends counts the attempts the SDK makes of one call, its retries
-// included: a write refused after more than one may have landed on an
-// earlier attempt whose answer was lost.
-type sends struct{ n atomic.Int32 }
-
-// option adds the count to one call's middleware stack, after the SDK's
-// retry loop, so it runs once per attempt.
-func (c *sends) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-		return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("idem.sends",
-			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-				c.n.Add(1)
-				return next.HandleFinalize(ctx, in)
-			}), middleware.After)
-	})
-}
-
-// once reports whether the call was sent exactly once: then a refusal
-// means that nothing it wrote landed. It is false after a retry, and
-// when the API did not run the option (a client other than
-// *dynamodb.Client): then nothing is known.
-func (c *sends) once() bool { return c.n.Load() == 1 }

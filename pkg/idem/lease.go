@@ -4,21 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"math/rand/v2"
-	"slices"
-	"strconv"
+	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/idemlambda/idemlambda/pkg/ddbitem"
-	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
-	stored "github.com/idemlambda/idemlambda/pkg/idem/internal/record"
 )
+
+// WithLease sets the lease of a holder whose context has no deadline
+// (default 60 s), and the margin a lease lasts past the deadline of one
+// that has (default 2 s; it covers clock skew between hosts and the
+// release after a timeout). The package documentation's "Leases" says
+// how a lease ends and is renewed.
+func WithLease(lease, margin time.Duration) Option {
+	return func(s *Store) { s.lease, s.margin = lease, margin }
+}
 
 // hold is this caller's lease on a key. Every write it makes is fenced by
 // its token: once another caller takes the key over, none of them lands.
@@ -35,388 +36,170 @@ type hold struct {
 // fence is the condition on every write a holder makes.
 const fence = "#lt = :mine AND #st = :in_progress"
 
+// fenceNames are fence's attribute names in the store's layout.
 func (l *hold) fenceNames() map[string]string {
 	return map[string]string{"#lt": l.store.attr.LeaseToken, "#st": l.store.attr.Status}
 }
 
+// fenceValues are fence's values for this holder.
 func (l *hold) fenceValues() map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{":mine": str(l.token), ":in_progress": str(statusInProgress)}
 }
 
+// key is the primary key of the held record.
 func (l *hold) key() map[string]types.AttributeValue {
 	return l.store.key(l.id)
 }
 
-// validate applies the store's limits to a response before it is stored.
-func (s *Store) validate(resp Response) error {
-	if n := resp.size(); n > s.maxResponseBytes {
-		return fmt.Errorf("%w: %d bytes, limit %d", ErrResponseTooLarge, n, s.maxResponseBytes)
+// found is the record a fenced write found: item, as the failed condition
+// returned it, or read where the backend returned none (minidyn).
+func (l *hold) found(ctx context.Context, item map[string]types.AttributeValue) map[string]types.AttributeValue {
+	if len(item) > 0 {
+		return item
 	}
-	// Metadata keys and values are DynamoDB strings, which must be UTF-8;
-	// the body is stored as binary when it is not.
-	for k, v := range resp.Meta {
-		if !utf8.ValidString(k) || !utf8.ValidString(v) || k == "" {
-			return fmt.Errorf("%w: metadata %q", errInvalidResponse, k)
-		}
-	}
-	return nil
-}
-
-// completion is the fenced update that marks the key COMPLETED with resp,
-// the record's new expiry, and the completion's own id: a call that meets
-// a completed record finds its id there only if its own write landed.
-func (l *hold) completion(resp Response) (*types.Update, time.Time, string, error) {
-	if err := l.store.validate(resp); err != nil {
-		return nil, time.Time{}, "", err
-	}
-	now := l.store.now()
-	l.completedAt = now
-	expires := time.Unix(now.Add(l.store.retention).Unix(), 0)
-	completionID := l.store.newToken()
-	values := l.fenceValues()
-	values[":cid"] = str(completionID)
-	values[":completed"] = str(statusCompleted)
-	values[":cat"] = ddbitem.Time(now)
-	values[":exp"] = num(expires.Unix())
-	names := l.fenceNames()
-	attr := l.store.attr
-	names["#cat"], names["#exp"], names["#cid"] = attr.CompletedAt, attr.ExpiresAt, attr.CompletionID
-	set := "SET #st = :completed, #cat = :cat, #exp = :exp, #cid = :cid"
-	result := stored.Item(attr, resp.Body, resp.Meta)
-	for i, name := range slices.Sorted(maps.Keys(result)) {
-		n, v := "#r"+strconv.Itoa(i), ":r"+strconv.Itoa(i)
-		names[n], values[v] = name, result[name]
-		set += ", " + n + " = " + v
-	}
-	return &types.Update{
-		TableName:                 aws.String(l.store.table),
-		Key:                       l.key(),
-		UpdateExpression:          aws.String(set),
-		ConditionExpression:       aws.String(fence),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-		// Tells a lost fence apart from other failures without a read.
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, expires, completionID, nil
-}
-
-// commit writes items and the fenced completion in one
-// TransactWriteItems, and returns the completed record's expiry and the
-// completion's id. It retries a transaction cancelled by a conflict or
-// throttling a bounded number of times. Errors wrap ErrLeaseLost (fenced
-// out: nothing written), ErrConditionFailed (a business condition:
-// nothing written), errConflict or errThrottled (retries spent: nothing
-// written), or the DynamoDB error; on the last, whether the transaction
-// landed is unknown, and release is still safe to call because it cannot
-// delete a completed record.
-func (l *hold) commit(ctx context.Context, resp Response, items []types.TransactWriteItem) (time.Time, string, error) {
-	done, expires, cid, err := l.completion(resp)
-	if err != nil {
-		return time.Time{}, "", err
-	}
-	// The completion goes first: a backend that stops at the first failed
-	// condition (minidyn does) then still says whether the lease was lost.
-	all := append([]types.TransactWriteItem{{Update: done}}, items...)
-	for attempt := 1; ; attempt++ {
-		// A fresh input per attempt: the SDK fills in a ClientRequestToken,
-		// and a cancelled transaction's token is not one to reuse.
-		start := time.Now()
-		_, err = l.store.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
-		if err == nil {
-			l.store.tookTx(start)
-			return expires, cid, nil
-		}
-		err = explainTx(err, 0)
-		if (errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrConditionFailed)) && l.landed(ctx, err, cid) {
-			// An earlier attempt of this call landed and its answer was
-			// lost; the SDK's retry then failed on its own writes.
-			// (DynamoDB answers such a retry from its ClientRequestToken;
-			// not every backend does.)
-			return expires, cid, nil
-		}
-		if !retryableTx(err) || attempt >= l.store.maxTxAttempts {
-			return time.Time{}, cid, err
-		}
-		traceRetry(ctx, attempt, err)
-		if werr := backoff(ctx, attempt); werr != nil {
-			return time.Time{}, cid, fmt.Errorf("%w: %w", err, werr)
-		}
-	}
-}
-
-// retryConflicts runs a single-item write on the key's record, again
-// (with full jitter, a bounded number of times) while DynamoDB refuses it
-// with TransactionConflictException: another request's transaction holds
-// the record for a moment. The SDK does not retry that refusal.
-func (s *Store) retryConflicts(ctx context.Context, write func() error) error {
-	for attempt := 1; ; attempt++ {
-		err := write()
-		if !isConflict(err) || attempt >= s.maxTxAttempts {
-			return err
-		}
-		traceRetry(ctx, attempt, err)
-		if werr := backoff(ctx, attempt); werr != nil {
-			return fmt.Errorf("%w: %w", err, werr)
-		}
-	}
-}
-
-// retryableTx reports whether a transaction error is worth another
-// attempt: a conflict with concurrent transactions, or throttling.
-func retryableTx(err error) bool { return errors.Is(err, errConflict) || errors.Is(err, errThrottled) }
-
-// backoff waits after the attempt-th failed transaction, with full
-// jitter: a random wait below 20 ms, doubling per attempt up to 320 ms, so
-// conflicting writers do not retry in step.
-func backoff(ctx context.Context, attempt int) error {
-	return jitter(ctx, 10*time.Millisecond, attempt)
-}
-
-// jitter waits a random time below base doubled attempt times (at most
-// five), or until ctx ends.
-func jitter(ctx context.Context, base time.Duration, attempt int) error {
-	limit := base << min(attempt, 5)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(time.Duration(rand.Int64N(int64(limit)))):
-		return nil
-	}
-}
-
-// landed reports whether the record is completed by the completion cid,
-// after a transaction failed with err: from the record the fence returned,
-// or else read back.
-func (l *hold) landed(ctx context.Context, err error, cid string) bool {
-	var txErr *txError
-	if errors.Is(err, ErrLeaseLost) && errors.As(err, &txErr) && len(txErr.Item) > 0 {
-		return l.store.completedBy(txErr.Item, cid)
-	}
-	out, gerr := l.store.db.GetItem(ctx, &dynamodb.GetItemInput{
+	out, err := l.store.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(l.store.table), Key: l.key(), ConsistentRead: aws.Bool(true),
 	})
-	return gerr == nil && l.store.completedBy(out.Item, cid)
-}
-
-// completedBy reports whether item, the record a fenced write found, was
-// completed by the completion cid: this call's own write had landed.
-func (s *Store) completedBy(item map[string]types.AttributeValue, cid string) bool {
-	r := ddbitem.Read(item)
-	st, _ := r.OptS(s.attr.Status)
-	id, _ := r.OptS(s.attr.CompletionID)
-	return r.Err() == nil && st == statusCompleted && id == cid
-}
-
-// complete marks the key COMPLETED with resp in its own fenced
-// UpdateItem, for effects outside DynamoDB, and returns the completed
-// record's expiry. ErrLeaseLost means another holder has the key (or it
-// already completed).
-func (l *hold) complete(ctx context.Context, resp Response) (time.Time, error) {
-	u, expires, cid, err := l.completion(resp)
 	if err != nil {
-		return time.Time{}, err
+		return nil
 	}
-	err = l.store.retryConflicts(ctx, func() error {
-		_, err := l.store.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: u.TableName, Key: u.Key,
-			UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
-			ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		return err
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		if l.store.completedBy(ccf.Item, cid) {
-			return expires, nil // the SDK retried an update that had landed
-		}
-		return time.Time{}, fmt.Errorf("%w: completion refused: %w", ErrLeaseLost, err)
-	}
-	if err != nil {
-		return time.Time{}, fmt.Errorf("idem: complete: %w", err)
-	}
-	return expires, nil
+	return out.Item
 }
 
-// record completes the key after an effect that happened, even if the
-// caller has gone away: each attempt runs detached from ctx's
-// cancellation, bounded by the release timeout. A completion refused for
-// a reason a retry can fix (throttling past the SDK's retries, a 5xx, a
-// timeout) is tried again, with full jitter, until the lease ends less
-// the margin: until then no other caller can take the key over and run
-// the effect again; after it, one may, and the record would be too late.
-// Under a deadline (the lease then ends a margin after it) the tries end
-// a margin before the deadline instead, so the caller still answers in
-// time: a Lambda invocation that runs into its deadline is a failed
-// delivery, which its source delivers again once the lease has ended,
-// and the effect runs again.
-func (l *hold) record(ctx context.Context, resp Response) (time.Time, error) {
+// leaseEnd is when the lease of a claim made at now, by a call with ctx,
+// ends: at ctx's deadline (every Lambda invocation has one), or without
+// one a lease from now, plus the margin.
+func (s *Store) leaseEnd(ctx context.Context, now time.Time) time.Time {
+	end := now.Add(s.lease)
+	if dl, ok := ctx.Deadline(); ok {
+		end = dl
+	}
+	return end.Add(s.margin)
+}
+
+// heldExpiry is the expires_at of a record held from now until leaseEnd:
+// the retention, or the lease if it is longer, so that a record never
+// expires under its holder.
+func (s *Store) heldExpiry(now, leaseEnd time.Time) time.Time {
+	return now.Add(max(s.retention, leaseEnd.Sub(now)))
+}
+
+// actUntil is when the holder must have stopped acting on its lease: its
+// end less the margin, and under a deadline on ctx no later than the
+// deadline less the margin, so that the caller still answers in time.
+func (l *hold) actUntil(ctx context.Context) time.Time {
 	until := l.expiresAt.Add(-l.store.margin)
 	if deadline, ok := ctx.Deadline(); ok && deadline.Add(-l.store.margin).Before(until) {
 		until = deadline.Add(-l.store.margin)
 	}
-	ctx = context.WithoutCancel(ctx)
-	for attempt := 1; ; attempt++ {
-		// The first attempt always gets the release timeout (the write is
-		// fenced, so a late one is safe); later ones only what is left.
-		timeout := l.store.releaseTimeout
-		if attempt > 1 {
-			timeout = min(timeout, until.Sub(l.store.now()))
+	return until
+}
+
+// keepAlive runs fn, the call's effect under lease l, so that a live
+// holder is never taken over. With a context deadline the lease already
+// ends after it, and fn runs as it is. Without one, a heartbeat renews
+// the lease while fn runs, and fn's context is cancelled with a cause
+// wrapping ErrLeaseLost when the lease is lost or not renewed in time.
+func keepAlive[T any](ctx context.Context, l *hold, fn func(context.Context) (T, error)) (T, error) {
+	lease := l.expiresAt // read before the heartbeat renews it
+	if _, ok := ctx.Deadline(); ok {
+		return callEffect(ctx, lease, fn)
+	}
+	ctx, lost := context.WithCancelCause(ctx)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { l.heartbeat(ctx, stop, lost) })
+	defer func() {
+		close(stop)
+		wg.Wait()
+		lost(nil)
+	}()
+	return callEffect(ctx, lease, fn)
+}
+
+// heartbeat renews l every third of a lease until stop closes or ctx
+// ends. A watchdog cancels the operation when the lease, less the
+// margin, ends before a renewal has landed, whatever a renewal in flight
+// is doing: past that point another caller may hold the key, and this
+// holder must have stopped.
+func (l *hold) heartbeat(ctx context.Context, stop <-chan struct{}, lost context.CancelCauseFunc) {
+	every := l.store.lease / 3
+	// left is how long this holder may still act on its lease.
+	left := func() time.Duration { return l.actUntil(ctx).Sub(l.store.now()) }
+	ended := func(err error) error {
+		if err == nil {
+			err = errors.New("no renewal landed in time")
 		}
-		actx, cancel := context.WithTimeout(ctx, timeout)
-		expires, err := l.complete(actx, resp)
-		cancel()
-		if err == nil || errors.Is(err, ErrLeaseLost) || !IsUnavailable(err) {
-			return expires, err
+		return fmt.Errorf("%w: the lease ended before it could be renewed: %w", ErrLeaseLost, err)
+	}
+	watchdog := time.AfterFunc(left(), func() { lost(ended(nil)) })
+	defer watchdog.Stop()
+	timer := time.NewTimer(min(every, left()))
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-timer.C:
 		}
-		pause := time.Duration(rand.Int64N(int64(10 * time.Millisecond << min(attempt, 5))))
-		if until.Sub(l.store.now()) <= pause {
-			return expires, err
+		d := left()
+		if d <= 0 {
+			lost(ended(nil))
+			return
 		}
-		traceRetry(ctx, attempt, err)
-		time.Sleep(pause)
+		// A renewal never outlives the lease it renews.
+		err := l.renew(ctx, min(every, d))
+		switch {
+		case errors.Is(err, ErrLeaseLost):
+			lost(err)
+			return
+		case err == nil:
+			if !watchdog.Stop() {
+				return // too late: the operation was already cancelled
+			}
+			watchdog.Reset(left())
+		}
+		// A renewal that failed otherwise (throttled, a timeout) is tried
+		// again while the lease lasts.
+		d = left()
+		if d <= 0 {
+			lost(ended(err))
+			return
+		}
+		timer.Reset(min(every, d))
 	}
 }
 
-// free deletes this holder's reservation so a retry can run at once; see
-// release.
-func (l *hold) free(ctx context.Context) error {
-	_, err := l.release(ctx, "")
-	return err
-}
-
-// release deletes this holder's reservation so a retry can run at once.
-// It runs on a context detached from ctx's cancellation (a cancelled
-// request is the usual reason to release) with the store's own timeout.
-// The delete is fenced: it never removes another holder's reservation or
-// a completed record; then it returns ErrLeaseLost and changes nothing.
-// landed is true when the record turns out to be completed by the
-// completion cid (a commit whose answer was lost had landed), and then
-// the error is nil.
-func (l *hold) release(ctx context.Context, cid string) (landed bool, err error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.store.releaseTimeout)
+// renew extends l by a lease from now, fenced by its token: it fails with
+// ErrLeaseLost once another caller holds the key.
+func (l *hold) renew(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if t := traceOf(ctx); t.ReleaseStart != nil || t.ReleaseDone != nil {
-		ctx = start(ctx, t.ReleaseStart, idemtrace.ReleaseStartInfo{LeaseExpiresAt: l.expiresAt})
-		defer func() { event(ctx, t.ReleaseDone, idemtrace.ReleaseDoneInfo{Landed: landed, Err: err}) }()
-	}
-	err = l.store.retryConflicts(ctx, func() error {
-		_, err := l.store.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName:                           aws.String(l.store.table),
-			Key:                                 l.key(),
-			ConditionExpression:                 aws.String(fence),
-			ExpressionAttributeNames:            l.fenceNames(),
-			ExpressionAttributeValues:           l.fenceValues(),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		return err
+	s := l.store
+	now := s.now()
+	end := now.Add(s.lease + s.margin)
+	values := l.fenceValues()
+	values[":le"] = num(end.UnixMilli())
+	values[":exp"] = num(s.heldExpiry(now, end).Unix())
+	names := l.fenceNames()
+	names["#le"], names["#exp"] = s.attr.LeaseExpiresAt, s.attr.ExpiresAt
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       l.key(),
+		UpdateExpression:          aws.String("SET #le = :le, #exp = :exp"),
+		ConditionExpression:       aws.String(fence),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	})
 	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		if cid != "" {
-			item := ccf.Item
-			if len(item) == 0 { // backends that return none (minidyn)
-				if out, gerr := l.store.db.GetItem(ctx, &dynamodb.GetItemInput{
-					TableName: aws.String(l.store.table), Key: l.key(), ConsistentRead: aws.Bool(true),
-				}); gerr == nil {
-					item = out.Item
-				}
-			}
-			if l.store.completedBy(item, cid) {
-				return true, nil
-			}
-		}
-		return false, fmt.Errorf("%w: nothing to release", ErrLeaseLost)
-	}
-	if err != nil {
-		return false, fmt.Errorf("idem: release: %w", err)
-	}
-	return false, nil
-}
-
-// TxError says which item of a cancelled transaction failed and why.
-type txError struct {
-	// Index is the failed item's position in TransactItems, or -1.
-	Index int
-	// Code is DynamoDB's cancellation code, e.g. "ConditionalCheckFailed".
-	Code string
-	// Message is DynamoDB's message for that item, if any.
-	Message string
-	// Item is the failed item's current value when DynamoDB returned it.
-	Item map[string]types.AttributeValue
-	// write is the failed item's index in the Effect's Writes, -1 when
-	// it is none of them (the key's record, a batch's shared write).
-	write int
-	kind  error
-	err   error
-}
-
-func (e *txError) Error() string {
-	if e.Message != "" {
-		return fmt.Sprintf("%v: transaction item %d: %s: %s", e.kind, e.Index, e.Code, e.Message)
-	}
-	return fmt.Sprintf("%v: transaction item %d: %s", e.kind, e.Index, e.Code)
-}
-
-// Unwrap exposes the kind (ErrLeaseLost, ErrConditionFailed, errConflict,
-// errThrottled, errTxRefused) and the SDK error.
-func (e *txError) Unwrap() []error { return []error{e.kind, e.err} }
-
-// explainTx reads a TransactWriteItems error whose item at fenceIndex is a
-// lease's completion (or, in transact mode, the claim), followed by the
-// Effect's writes (with fenceIndex -1: a batch's items). A failed fence
-// wraps ErrLeaseLost, whatever else failed: the key decides first. Then
-// another item's failed condition wraps ErrConditionFailed, and a reason
-// no retry can help (a validation error, an item too large) wraps
-// ErrTxRefused, wherever they stand; only when every reason is one a retry
-// can help does it wrap errConflict (TransactionConflict) or errThrottled.
-// Other errors come back wrapped unchanged.
-func explainTx(err error, fenceIndex int) error {
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
-		var conflict *types.TransactionConflictException
-		if errors.As(err, &conflict) {
-			return &txError{Index: -1, Code: "TransactionConflict", write: -1, kind: errConflict, err: err}
-		}
-		return fmt.Errorf("idem: transaction: %w", err)
-	}
-	reasons := tce.CancellationReasons
-	at := func(i int, kind error) *txError {
-		r := reasons[i]
-		write := -1
-		if fenceIndex >= 0 && i > fenceIndex {
-			write = i - fenceIndex - 1
-		}
-		return &txError{Index: i, Code: aws.ToString(r.Code), Message: aws.ToString(r.Message), Item: r.Item, write: write, kind: kind, err: err}
-	}
-	if fenceIndex >= 0 && fenceIndex < len(reasons) && aws.ToString(reasons[fenceIndex].Code) == "ConditionalCheckFailed" {
-		return at(fenceIndex, ErrLeaseLost)
-	}
-	var refused, retry *txError
-	for i, r := range reasons {
-		switch aws.ToString(r.Code) {
-		case "", "None":
-		case "ConditionalCheckFailed":
-			return at(i, ErrConditionFailed)
-		case "TransactionConflict":
-			if retry == nil {
-				retry = at(i, errConflict)
-			}
-		case "ThrottlingError", "ProvisionedThroughputExceeded":
-			if retry == nil {
-				retry = at(i, errThrottled)
-			}
-		default:
-			if refused == nil {
-				refused = at(i, errTxRefused)
-			}
-		}
-	}
 	switch {
-	case refused != nil:
-		return refused
-	case retry != nil:
-		return retry
+	case errors.As(err, &ccf):
+		return fmt.Errorf("%w: renewal refused: %w", ErrLeaseLost, err)
+	case err != nil:
+		return fmt.Errorf("idem: renew lease: %w", err)
 	}
-	return fmt.Errorf("idem: transaction cancelled: %w", err)
+	l.expiresAt = end
+	return nil
 }

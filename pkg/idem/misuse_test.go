@@ -87,11 +87,17 @@ func TestAScopeNotMadeByNewScopeIsRefused(t *testing.T) {
 	s, err := idem.NewStore(client, env.Tables.Idempotency)
 	must.NoError(t, err)
 	ctx := context.Background()
+	// The anonymous scope with a principal set by hand: neither a named
+	// caller's scope nor the anonymous one.
+	named, err := idem.NewAnonymousScope("POST /x", "k")
+	must.NoError(t, err)
+	named.Principal = "anonymous"
 	for name, sc := range map[string]idem.Scope{
-		"zero":         {},
-		"no principal": {Operation: "POST /x", Key: "k"},
-		"bad key":      {Operation: "POST /x", Principal: "p", Key: "a b"},
-		"too long":     {Operation: strings.Repeat("o", 2100), Principal: "p", Key: "k"},
+		"zero":                 {},
+		"no principal":         {Operation: "POST /x", Key: "k"},
+		"bad key":              {Operation: "POST /x", Principal: "p", Key: "a b"},
+		"too long":             {Operation: strings.Repeat("o", 2100), Principal: "p", Key: "k"},
+		"anonymous and a name": named,
 	} {
 		res, err := s.Execute(ctx, sc, "fp", effect(env))
 		must.ErrorIs(t, err, idem.ErrInvalidKey, name)

@@ -1,9 +1,10 @@
 package idem
 
 import (
+	"fmt"
 	"maps"
 	"slices"
-	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -21,30 +22,72 @@ const (
 // for this package and idemadmin alike).
 type record = stored.Record
 
+// metaOmitted marks a stored response whose body (or metadata) could not
+// be stored; its value ("too large" or "not storable") says why, and
+// idemhttp replays it as the Idempotent-Body-Omitted header.
+const metaOmitted = stored.MetaOmitted
+
+// maxResponseBytesLimit caps WithMaxResponseBytes so that a completed
+// record fits DynamoDB's 400 KB item whatever else it holds: its key (a
+// scope ID of at most 2048 bytes, and a fixed partition or sort value),
+// a fingerprint of at most maxFingerprintLength, tokens, times and
+// numbers (the count of the writes committed with it among them), and at
+// most 14 attribute names of at most 255 bytes each take under 12 KB.
+const maxResponseBytesLimit = 300 << 10
+
 // Response is what a key's first execution stored, and every later call
 // gets back exactly as stored: opaque bytes and a few named strings of
-// metadata. The way in gives them their meaning: idemhttp an HTTP
-// response (status, headers and body), Do a value's JSON, idemsqs
-// nothing at all. Metadata keys are non-empty and, like the values,
-// UTF-8; keys that begin with ':' are reserved for the library.
+// metadata, which the way in gives their meaning. Metadata keys are
+// non-empty and, like the values, UTF-8; keys that begin with ':' are
+// reserved for the library.
 type Response struct {
 	Body []byte
 	Meta map[string]string
 }
 
-// size is what the response costs to store, for the size limit.
+// size is what the response costs in its record, as DynamoDB counts
+// item sizes: the body's bytes, and for metadata a map's 3 bytes and,
+// per entry, 1 byte besides its key's and value's.
 func (r Response) size() int {
 	n := len(r.Body)
-	for k, v := range r.Meta {
-		n += len(k) + len(v)
+	if len(r.Meta) > 0 {
+		n += 3 // as valueSize counts a map
+		for k, v := range r.Meta {
+			n += 1 + len(k) + len(v)
+		}
 	}
 	return n
+}
+
+// check applies the store's limit to a response before it is stored.
+func (r Response) check(limit int) error {
+	if n := r.size(); n > limit {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrResponseTooLarge, n, limit)
+	}
+	// Metadata keys and values are DynamoDB strings, which must be UTF-8;
+	// the body is stored as binary when it is not.
+	for k, v := range r.Meta {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) || k == "" {
+			return fmt.Errorf("%w: metadata %q", errInvalidResponse, k)
+		}
+	}
+	return nil
 }
 
 // clone returns a copy that shares no memory with r, so a response kept in
 // the cache cannot be changed by a caller.
 func (r Response) clone() Response {
 	return Response{Body: slices.Clone(r.Body), Meta: maps.Clone(r.Meta)}
+}
+
+// Result is the answer to one call.
+type Result struct {
+	// Response is the response to send: fresh, or replayed byte for byte.
+	// It is empty when the call failed, except for Run and Do on
+	// ErrNotRecorded, where it is the response of the effect that ran.
+	Response Response
+	// Outcome is what happened, set on failure too.
+	Outcome Outcome
 }
 
 // responseOf is a completed record's response.
@@ -54,98 +97,58 @@ func str(v string) types.AttributeValue { return ddbitem.S(v) }
 
 func num(v int64) types.AttributeValue { return ddbitem.N(v) }
 
-// decodeRecord reads an item in the store's layout; a missing or
-// mistyped required attribute is errCorruptRecord, never a panic.
-func (s *Store) decodeRecord(item map[string]types.AttributeValue) (record, error) {
-	return stored.Decode(s.layout, item)
-}
-
-// verdict is what a caller that lost the claim condition makes of the
-// record that beat it.
-type verdict int
-
-const (
-	// verdictAbsent: expired, or gone, or its lease ended: claim again.
-	verdictAbsent verdict = iota
-	// verdictOwn: the record carries this caller's own token: an earlier
-	// attempt of this same call landed and its answer was lost.
-	verdictOwn
-	// verdictReplay: completed with the same payload.
-	verdictReplay
-	// verdictKeyReuse: another payload.
-	verdictKeyReuse
-	// verdictInFlight: another holder's lease is live.
-	verdictInFlight
-)
-
-// judge reads rec at the time and with the token of the claim that lost to
-// it, so the answer agrees with the condition the store evaluated: a lease
-// ends when lease_expires_at < now in milliseconds, a record expires when
-// expires_at < now in seconds.
-func judge(rec record, fingerprint, token string, now time.Time) verdict {
-	switch {
-	case rec.Expired(now):
-		return verdictAbsent
-	case rec.LeaseToken == token:
-		return verdictOwn
-	case rec.Fingerprint != fingerprint:
-		return verdictKeyReuse
-	case rec.Status == statusCompleted:
-		return verdictReplay
-	case rec.LeaseExpiresAt.UnixMilli() >= now.UnixMilli():
-		return verdictInFlight
-	default:
-		return verdictAbsent // the lease ended since the write: take over
+// itemSize is an item's size as DynamoDB counts it against its limits:
+// each attribute's name and value.
+func itemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for k, v := range item {
+		n += len(k) + valueSize(v)
 	}
+	return n
 }
 
-// untilFree is how long until rec's lease has ended by the claim
-// condition (lease_expires_at < now, in milliseconds): one millisecond
-// past its end.
-func untilFree(rec record, now time.Time) time.Duration {
-	return max(rec.LeaseExpiresAt.Sub(now)+time.Millisecond, time.Millisecond)
-}
-
-// claimCondition is the condition of every write that claims a key, in
-// both modes: no record, an expired record, or a dead holder's record for
-// the same payload. Its values come from claimValues.
-const claimCondition = "attribute_not_exists(#id) OR #exp < :now_s OR " +
-	"(#st = :in_progress AND #lease_exp < :now_ms AND #fp = :fp)"
-
-func (s *Store) claimNames() map[string]string {
-	return map[string]string{
-		"#id": s.layout.PartitionKey, "#exp": s.attr.ExpiresAt, "#st": s.attr.Status,
-		"#lease_exp": s.attr.LeaseExpiresAt, "#fp": s.attr.Fingerprint,
-	}
-}
-
-// key is the primary key of the record of the scope whose ID is id, in
-// the store's layout.
-func (s *Store) key(id string) map[string]types.AttributeValue { return s.layout.Key(id) }
-
-func claimValues(now time.Time, fingerprint string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		":now_s":       num(now.Unix()),
-		":now_ms":      num(now.UnixMilli()),
-		":in_progress": str(statusInProgress),
-		":fp":          str(fingerprint),
-	}
-}
-
-// withKey adds the key of the record of id to item, and returns it.
-func (s *Store) withKey(id string, item map[string]types.AttributeValue) map[string]types.AttributeValue {
-	maps.Copy(item, s.key(id))
-	return item
-}
-
-// isOwnKey reports whether key (a write's key, or a Put's item) is the key
-// of the record of id.
-func (s *Store) isOwnKey(key map[string]types.AttributeValue, id string) bool {
-	for name, want := range s.key(id) {
-		v, ok := key[name].(*types.AttributeValueMemberS)
-		if !ok || v.Value != want.(*types.AttributeValueMemberS).Value {
-			return false
+// valueSize is a value's size as DynamoDB counts it, without a name.
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return numberSize(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberM:
+		// 3 bytes for the map, and 1 per element besides its name and value.
+		return 3 + len(v.Value) + itemSize(v.Value)
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
 		}
+		return n
+	case *types.AttributeValueMemberSS:
+		return setSize(v.Value)
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, e := range v.Value {
+			n += numberSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberBS:
+		return setSize(v.Value)
 	}
-	return true
+	return 1 // BOOL, NULL
+}
+
+// numberSize bounds a number's size as DynamoDB counts it, 1 byte per two
+// significant digits and 1 more, by counting every character written as
+// a digit.
+func numberSize(n string) int { return (len(n)+1)/2 + 1 }
+
+// setSize is the size of a set's elements.
+func setSize[E ~string | ~[]byte](set []E) int {
+	n := 0
+	for _, e := range set {
+		n += len(e)
+	}
+	return n
 }

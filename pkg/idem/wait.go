@@ -10,16 +10,10 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
-// The polls of a waiting duplicate. When the store knows how long the
-// holder's operation takes (the executions of its scope's operation it
-// ran, or watched complete), they aim at the holder's expected
-// completion: the claim's created_at, plus that time, plus a
-// transaction's; they get there in steps of at most waitMaxPoll, and past
-// it the steps start at waitFirstPoll and double up to waitMaxPoll. When
-// it knows nothing, the pauses are full jitter under a limit that starts
-// at waitFirstPoll and doubles up to waitMaxPoll. Either way no pause is
-// longer than waitMaxPoll, so a waiter sees a completion at most that
-// long after it lands.
+// A waiting duplicate's polls (the package documentation's "Waits") go
+// toward its holder's expected completion in steps of at most
+// waitMaxPoll, then from waitFirstPoll doubling up to waitMaxPoll; with
+// nothing learned of the operation, at full jitter under that limit.
 const (
 	waitFirstPoll = 25 * time.Millisecond
 	waitMaxPoll   = 500 * time.Millisecond
@@ -29,32 +23,12 @@ const (
 )
 
 // WithWait makes a duplicate that finds its key held by a live holder
-// wait up to max for the holder's response instead of answering
-// ErrInFlight at once: it polls the record with consistent reads and
-// replays the response when the holder completes (ErrKeyReuse if the
-// holder's payload differs). The polls aim at when the holder should be
-// done: the store learns how long each operation's executions take
-// (those it runs, and those it watches complete), so a waiter polls
-// about once per 500 ms until the holder's claim plus that time, then
-// more often; for an operation it knows nothing of yet, it polls at
-// full jitter under a limit of 25 ms doubling to 500 ms. No two polls are
-// more than 500 ms apart. It answers ErrInFlight (409 with Retry-After)
-// only when the wait runs out, or when the holder dies (its lease ends
-// without a completion): the key is then taken over by the client's
-// retry, never inside the wait. A wait never runs past the caller's
-// context deadline: it stops 100 ms before it.
-//
-// A duplicate that meets the key in a running transaction (its holder
-// committing, or another Transact caller claiming it) waits about what
-// a transaction takes (the store's average), then reads the record once
-// rather than send its own write again: one consistent GetItem, which
-// costs a read unit where a transaction cancelled on the record costs a
-// write unit per item. Without a wait it answers ErrInFlight at once.
-//
-// It applies to Execute, Run and Do, and to Transact meeting a live
-// Execute or Run holder or a running commit; ExecuteBatch reports
-// in-flight items at once. Each read is one consistent GetItem. 0 (the
-// default) means no wait; idemhttp.Middleware's Wait sets it per request.
+// wait up to max for the holder's response (a replay, or ErrKeyReuse)
+// instead of answering ErrInFlight at once, reading the record with
+// consistent GetItems; it answers ErrInFlight when the wait runs out or
+// the holder dies. It applies to Execute, Run, Do and Transact, not to
+// ExecuteBatch; 0 (the default) means no wait. The package
+// documentation's "Waits" gives the schedule.
 func WithWait(max time.Duration) Option { return func(s *Store) { s.wait = max } }
 
 // waiting is one call's budget for waiting out live holders, across the
@@ -101,13 +75,6 @@ func (w *waiting) start(ctx context.Context) {
 	}
 }
 
-// seen is the record a wait ended on, and the time it was judged at.
-type seen struct {
-	rec   record
-	found bool
-	at    time.Time
-}
-
 // pause waits d, or with a wait what is left of it if that is less; it
 // returns an *InFlightError when the wait has run out or ctx ends first,
 // with retryAfter in it.
@@ -132,14 +99,14 @@ func (w *waiting) pause(ctx context.Context, d, retryAfter time.Duration) error 
 
 // awaitHolder follows a record that a live holder has IN_PROGRESS, with
 // consistent reads (they never conflict with the holder's writes) on the
-// schedule described above WithWait, until it no longer shows a live
+// schedule the poll constants describe, until it no longer shows a live
 // holder: then it returns the record as read (found is false when it is
 // gone: claim again), for the caller to judge. It returns an
 // *InFlightError when the wait runs out or ctx ends first, or when the
 // holder dies: its lease ends without a completion. A takeover is left
 // to the client's retry, so a waiter never runs the operation in a dead
 // holder's place.
-func (s *Store) awaitHolder(ctx context.Context, id, fingerprint, token string, w *waiting, last record) (_ seen, err error) {
+func (s *Store) awaitHolder(ctx context.Context, id, fingerprint, token string, w *waiting, last record) (_ met, err error) {
 	w.start(ctx)
 	ctx, wt := startWait(ctx, idemtrace.WaitStartInfo{Reason: idemtrace.WaitHolder, HolderLeaseExpiresAt: last.LeaseExpiresAt, Until: w.end})
 	defer func() { wt.done(err) }()
@@ -147,20 +114,20 @@ func (s *Store) awaitHolder(ctx context.Context, id, fingerprint, token string, 
 	polls := s.pollsFor(ctx, last)
 	for {
 		if err := w.pause(ctx, polls.next(), retryAfter); err != nil {
-			return seen{}, err
+			return met{}, err
 		}
 		rec, found, err := s.poll(ctx, id)
 		wt.poll(rec, found, err, fingerprint, token, s.now)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 				// Out of time mid-read: the holder was live when last seen.
-				return seen{}, &InFlightError{RetryAfter: retryAfter}
+				return met{}, &InFlightError{RetryAfter: retryAfter}
 			}
-			return seen{}, err
+			return met{}, err
 		}
 		now := s.now()
 		if !found {
-			return seen{at: now}, nil // released: the key is free
+			return met{at: now}, nil // released: the key is free
 		}
 		switch v := judge(rec, fingerprint, token, now); {
 		case v == verdictInFlight:
@@ -168,14 +135,14 @@ func (s *Store) awaitHolder(ctx context.Context, id, fingerprint, token string, 
 			continue
 		case v == verdictAbsent && !rec.Expired(now):
 			// The holder died: its lease ended with no completion.
-			return seen{}, &InFlightError{RetryAfter: untilFree(rec, now)}
+			return met{}, &InFlightError{RetryAfter: untilFree(rec, now)}
 		}
-		s.learnExec(ctx, rec)
-		return seen{rec: rec, found: true, at: now}, nil
+		s.learned.sawExec(ctx, rec)
+		return met{rec: rec, found: true, at: now}, nil
 	}
 }
 
-// polls is a waiter's schedule (see above WithWait): due is the holder's
+// polls is a waiter's schedule (the poll constants): due is the holder's
 // expected completion on time.Now's clock, zero when unknown; n counts
 // the polls of the blind schedule, or those past due.
 type polls struct {
@@ -190,13 +157,13 @@ func (s *Store) pollsFor(ctx context.Context, holder record) *polls {
 	if !ok || holder.Status != statusInProgress || holder.CreatedAt.IsZero() {
 		return &polls{}
 	}
-	exec, ok := s.execTime(scope.Operation)
+	exec, ok := s.learned.execTime(scope.Operation)
 	if !ok {
 		return &polls{}
 	}
 	// created_at is on the holder's clock, as s.now is on this store's;
 	// the wait itself runs on time.Now.
-	until := holder.CreatedAt.Add(exec + s.txTime()).Sub(s.now())
+	until := holder.CreatedAt.Add(exec + s.learned.txTime()).Sub(s.now())
 	return &polls{due: time.Now().Add(until)}
 }
 
@@ -225,4 +192,51 @@ func (s *Store) poll(ctx context.Context, id string) (record, bool, error) {
 		defer cancel()
 	}
 	return s.current(ctx, id, nil)
+}
+
+// waitTrace is one wait's report to its call's trace.
+type waitTrace struct {
+	t     *idemtrace.Trace
+	ctx   context.Context
+	polls int
+	last  idemtrace.ClaimResult
+}
+
+// startWait begins a wait's report, and returns the context of the wait.
+func startWait(ctx context.Context, info idemtrace.WaitStartInfo) (context.Context, *waitTrace) {
+	t := traceOf(ctx)
+	if t.WaitStart == nil && t.WaitPoll == nil && t.WaitDone == nil {
+		return ctx, nil
+	}
+	ctx = start(ctx, t.WaitStart, info)
+	return ctx, &waitTrace{t: t, ctx: ctx}
+}
+
+// poll reports one read of the wait: rec (found false: none), judged at
+// now(), or the read's err.
+func (w *waitTrace) poll(rec record, found bool, err error, fingerprint, token string, now func() time.Time) {
+	if w == nil {
+		return
+	}
+	w.polls++
+	info := idemtrace.WaitPollInfo{Poll: w.polls, Err: err}
+	if err != nil {
+		info.Result = idemtrace.ClaimError
+	} else {
+		info.Result, _, _ = seenRecord(rec, found, fingerprint, token, now())
+	}
+	w.last = info.Result
+	event(w.ctx, w.t.WaitPoll, info)
+}
+
+// done reports the wait's end, with the error the wait returns.
+func (w *waitTrace) done(err error) {
+	if w == nil {
+		return
+	}
+	info := idemtrace.WaitDoneInfo{Polls: w.polls, Result: w.last, Err: err}
+	if err != nil {
+		info.Result, info.RetryAfter = errResult(err)
+	}
+	event(w.ctx, w.t.WaitDone, info)
 }

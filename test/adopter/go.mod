@@ -2,10 +2,14 @@ module github.com/idemlambda/idemlambda/test/adopter
 
 go 1.26
 
-require github.com/idemlambda/idemlambda/pkg v0.0.0-00010101000000-000000000000
+require (
+	github.com/aws/aws-lambda-go v1.55.1
+	github.com/idemlambda/idemlambda/pkg v0.0.0-00010101000000-000000000000
+	github.com/idemlambda/idemlambda/pkg/idem/idemconform v0.0.0-00010101000000-000000000000
+)
 
 require (
-	github.com/aws/aws-lambda-go v1.55.1 // indirect
+	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/aws/aws-sdk-go-v2 v1.48.0 // indirect
 	github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue v1.21.21 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.12 // indirect
@@ -21,4 +25,7 @@ require (
 
 // An adopter requires published versions; this module, which stands in for
 // one, takes the copies in this repository.
-replace github.com/idemlambda/idemlambda/pkg => ../../pkg
+replace (
+	github.com/idemlambda/idemlambda/pkg => ../../pkg
+	github.com/idemlambda/idemlambda/pkg/idem/idemconform => ../../pkg/idem/idemconform
+)

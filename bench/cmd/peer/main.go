@@ -709,8 +709,8 @@ func (b *bench) phase(impl, workload, step string, keys, procs int, extra []stri
 // must be zero. No workload reads anything itself, so the GetItems must be
 // zero too, except where a running transaction refused or cancelled a
 // write (TransactionConflict): those carry no item on AWS either, and
-// pkg/idem then reads the record as last committed (Store.waitOut,
-// Store.settle), a read DynamoDB would see too.
+// pkg/idem then reads the record as last committed (Store.follow,
+// transaction.settle), a read DynamoDB would see too.
 func checkReads(c proxy.Counts) error {
 	var noItem, conflicts int
 	for k, n := range c.Errors {

@@ -122,3 +122,48 @@ func TestEachFunctionLinksOnlyWhatItRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestGETFunctionsLinkTheIdempotencyCoreOnlyThroughTheSharedPlumbing
+// holds the exception internal/app's package comment names: getproduct
+// and getseller never call pkg/idem, and link it (and idemhttp) only
+// because the routes' shared plumbing renders every answer with
+// idemhttp's problem+json type, and names a token's caller with
+// idemhttp's PrincipalV2, the spelling its idempotency scope uses. In
+// their go list -deps graph, every package of the module that imports
+// either is that plumbing (internal/api, internal/problem,
+// internal/access), idemhttp itself, or the function's assembly, whose
+// handler has idemhttp's handler type.
+func TestGETFunctionsLinkTheIdempotencyCoreOnlyThroughTheSharedPlumbing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list on the GET functions")
+	}
+	const mod = "github.com/idemlambda/idemlambda/"
+	core := []string{mod + "pkg/idem", mod + "pkg/idem/idemhttp"}
+	for _, fn := range []string{config.NameGetProduct, config.NameGetSeller} {
+		t.Run(fn, func(t *testing.T) {
+			cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./functions/"+fn)
+			cmd.Dir = repoRoot
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("go list -deps ./functions/%s: %v", fn, err)
+			}
+			allowed := []string{"internal/api", "internal/problem", "internal/access", "pkg/idem/idemhttp", "internal/app/" + fn}
+			linked := false
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				pkg, imports, _ := strings.Cut(line, " ")
+				for _, imp := range strings.Fields(imports) {
+					if !slices.Contains(core, imp) {
+						continue
+					}
+					linked = true
+					if own := strings.TrimPrefix(pkg, mod); !slices.Contains(allowed, own) {
+						t.Errorf("%s imports %s: %s would call the idempotency core", own, imp, fn)
+					}
+				}
+			}
+			if !linked {
+				t.Errorf("%s no longer links pkg/idem: drop the exception here and in internal/app's package comment", fn)
+			}
+		})
+	}
+}

@@ -9,18 +9,18 @@ import (
 // and whose sort key a fixed value; it and -partition-value exclude each
 // other.
 func TestIdemctlSortValue(t *testing.T) {
-	base := []string{"lookup", "-table", "app", "-operation", "POST /orders", "-key", "k-1", "-partition-key", "PK", "-sort-key", "SK"}
-	req, err := parse(append(base, "-sort-value", "#IDEMPOTENCY", "-key-prefix", "IDEM#"), io.Discard)
+	base := []string{"lookup", "-table", "app", "-operation", "POST /orders", "-anonymous", "-key", "k-1", "-partition-key", "PK", "-sort-key", "SK"}
+	req, err := parse(append(base, "-sort-value", "#IDEMPOTENCY", "-key-prefix", "IDEM#"), "", io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.layout.SortValue != "#IDEMPOTENCY" || req.layout.PartitionValue != "" {
-		t.Errorf("layout %+v", req.layout)
+	if req.table.Layout.SortValue != "#IDEMPOTENCY" || req.table.Layout.PartitionValue != "" {
+		t.Errorf("layout %+v", req.table.Layout)
 	}
-	if got := req.layout.Key(req.scope.ID())["PK"]; got == nil {
+	if got := req.table.Layout.Key(req.scope.ID())["PK"]; got == nil {
 		t.Error("no partition key")
 	}
-	if _, err := parse(append(base, "-sort-value", "A", "-partition-value", "B"), io.Discard); err == nil {
+	if _, err := parse(append(base, "-sort-value", "A", "-partition-value", "B"), "", io.Discard); err == nil {
 		t.Error("-sort-value with -partition-value should be refused")
 	}
 }

@@ -25,18 +25,21 @@ var layouts = map[string]idemtable.Layout{
 		Attributes: idemtable.Attributes{Status: "st", LeaseExpiresAt: "lexp", ExpiresAt: "ttl"},
 	},
 	"prefix": {KeyPrefix: "IDEMPOTENCY#"},
+	"spread": {PartitionKey: "PK", SortKey: "SK", SortValue: "#IDEMPOTENCY", KeyPrefix: "IDEM#"},
 }
 
 // eachLayout runs f on a fresh table per layout.
-func eachLayout(t *testing.T, f func(t *testing.T, db *dynamodb.Client, layout idemtable.Layout, store *idem.Store)) {
+func eachLayout(t *testing.T, f func(t *testing.T, tbl idemadmin.Table, store *idem.Store)) {
 	for name, layout := range layouts {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := idemtest.New(t).Client()
 			must.NoError(t, idemtable.Create(context.Background(), db, "idempotency", layout))
+			_, err := db.CreateTable(context.Background(), idemtable.Input("products", idemtable.Layout{}))
+			must.NoError(t, err)
 			store, err := idem.NewStore(db, "idempotency", idem.WithLayout(layout))
 			must.NoError(t, err)
-			f(t, db, layout, store)
+			f(t, idemadmin.Table{DB: db, Name: "idempotency", Layout: layout}, store)
 		})
 	}
 }
@@ -49,15 +52,15 @@ func ok(status int) func(context.Context) (idem.Response, error) {
 
 func TestLookup(t *testing.T) {
 	t.Parallel()
-	eachLayout(t, func(t *testing.T, db *dynamodb.Client, layout idemtable.Layout, store *idem.Store) {
+	eachLayout(t, func(t *testing.T, tbl idemadmin.Table, store *idem.Store) {
 		ctx := context.Background()
 		sc, _ := idem.NewScope("POST /orders", "user-1", "k-1")
-		_, err := idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
+		_, err := tbl.Lookup(ctx, sc)
 		must.ErrorIs(t, err, idemadmin.ErrNotFound)
 
 		_, err = store.Run(ctx, sc, "fp-1", ok(201))
 		must.NoError(t, err)
-		rec, err := idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
+		rec, err := tbl.Lookup(ctx, sc)
 		must.NoError(t, err)
 		check.Equal(t, "COMPLETED", rec.Status)
 		check.Equal(t, "fp-1", rec.Fingerprint)
@@ -73,7 +76,7 @@ func TestLookup(t *testing.T) {
 
 func TestEvictACompletedKeyRunsAgain(t *testing.T) {
 	t.Parallel()
-	eachLayout(t, func(t *testing.T, db *dynamodb.Client, layout idemtable.Layout, store *idem.Store) {
+	eachLayout(t, func(t *testing.T, tbl idemadmin.Table, store *idem.Store) {
 		ctx := context.Background()
 		sc, _ := idem.NewScope("POST /orders", "user-1", "k-1")
 		_, err := store.Run(ctx, sc, "fp", ok(201))
@@ -82,10 +85,10 @@ func TestEvictACompletedKeyRunsAgain(t *testing.T) {
 		must.NoError(t, err)
 		must.Equal(t, idem.OutcomeReplayed, res.Outcome)
 
-		rec, err := idemadmin.Evict(ctx, db, "idempotency", layout, sc, false)
+		rec, err := tbl.Evict(ctx, sc, idemadmin.EvictOptions{})
 		must.NoError(t, err)
 		check.Equal(t, "COMPLETED", rec.Status)
-		_, err = idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
+		_, err = tbl.Lookup(ctx, sc)
 		must.ErrorIs(t, err, idemadmin.ErrNotFound)
 
 		res, err = store.Run(ctx, sc, "another payload, even", ok(202))
@@ -93,7 +96,7 @@ func TestEvictACompletedKeyRunsAgain(t *testing.T) {
 		check.Equal(t, idem.OutcomeExecuted, res.Outcome, "the key runs again")
 		check.Equal(t, "202", res.Response.Meta[":status"])
 
-		_, err = idemadmin.Evict(ctx, db, "idempotency", layout, mustScope(t, "absent"), false)
+		_, err = tbl.Evict(ctx, mustScope(t, "absent"), idemadmin.EvictOptions{})
 		must.ErrorIs(t, err, idemadmin.ErrNotFound)
 	})
 }
@@ -109,18 +112,18 @@ func mustScope(t *testing.T, key string) idem.Scope {
 // completion fails with ErrLeaseLost, writing nothing.
 func TestEvictALiveHolder(t *testing.T) {
 	t.Parallel()
-	eachLayout(t, func(t *testing.T, db *dynamodb.Client, layout idemtable.Layout, store *idem.Store) {
+	eachLayout(t, func(t *testing.T, tbl idemadmin.Table, store *idem.Store) {
 		ctx := context.Background()
 		sc := mustScope(t, "live")
 		res, err := store.Execute(ctx, sc, "fp", func(ctx context.Context) (idem.Effect, error) {
-			_, err := idemadmin.Evict(ctx, db, "idempotency", layout, sc, false)
+			_, err := tbl.Evict(ctx, sc, idemadmin.EvictOptions{})
 			must.ErrorIs(t, err, idemadmin.ErrLiveHolder)
-			rec, err := idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
+			rec, err := tbl.Lookup(ctx, sc)
 			must.NoError(t, err)
 			check.Equal(t, "IN_PROGRESS", rec.Status, "the record stays")
 			check.True(t, rec.LeaseLive)
 
-			rec, err = idemadmin.Evict(ctx, db, "idempotency", layout, sc, true)
+			rec, err = tbl.Evict(ctx, sc, idemadmin.EvictOptions{Force: true})
 			must.NoError(t, err)
 			check.Equal(t, "IN_PROGRESS", rec.Status)
 
@@ -132,14 +135,14 @@ func TestEvictALiveHolder(t *testing.T) {
 		must.ErrorIs(t, err, idem.ErrLeaseLost, "the old holder's completion is fenced out")
 		check.Equal(t, idem.OutcomeLeaseLost, res.Outcome)
 
-		rec, err := idemadmin.Lookup(ctx, db, "idempotency", layout, sc)
+		rec, err := tbl.Lookup(ctx, sc)
 		must.NoError(t, err)
 		check.Equal(t, 201, rec.ResponseStatus, "the second holder's response stands")
 
 		// Run's effect outside DynamoDB: the completion fails the same way.
 		sc = mustScope(t, "live-run")
 		_, err = store.Run(ctx, sc, "fp", func(ctx context.Context) (idem.Response, error) {
-			_, err := idemadmin.Evict(ctx, db, "idempotency", layout, sc, true)
+			_, err := tbl.Evict(ctx, sc, idemadmin.EvictOptions{Force: true})
 			must.NoError(t, err)
 			return idem.Response{Meta: map[string]string{":status": "200"}}, nil
 		})
@@ -151,9 +154,9 @@ func TestEvictALiveHolder(t *testing.T) {
 func TestInvalidScopeOrLayout(t *testing.T) {
 	t.Parallel()
 	db := idemtest.New(t).Client()
-	_, err := idemadmin.Lookup(context.Background(), db, "t", idemtable.Layout{}, idem.Scope{Key: "k"})
+	_, err := idemadmin.Table{DB: db, Name: "t"}.Lookup(context.Background(), idem.Scope{Key: "k"})
 	must.ErrorIs(t, err, idem.ErrInvalidKey)
-	_, err = idemadmin.Evict(context.Background(), db, "t", idemtable.Layout{SortKey: "SK"}, mustScope(t, "k"), false)
+	_, err = idemadmin.Table{DB: db, Name: "t", Layout: idemtable.Layout{SortKey: "SK"}}.Evict(context.Background(), mustScope(t, "k"), idemadmin.EvictOptions{})
 	must.Error(t, err)
 }
 
@@ -165,6 +168,7 @@ func TestEvictTrustsTheClockOnlyBeyondItsSkew(t *testing.T) {
 	db := idemtest.New(t).Client()
 	ctx := context.Background()
 	must.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
+	tbl := idemadmin.Table{DB: db, Name: "idempotency"}
 	put := func(key string, leaseEnd time.Time) idem.Scope {
 		sc := mustScope(t, key)
 		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("idempotency"), Item: map[string]types.AttributeValue{
@@ -180,13 +184,13 @@ func TestEvictTrustsTheClockOnlyBeyondItsSkew(t *testing.T) {
 		return sc
 	}
 	recent := put("recent", time.Now().Add(-time.Second))
-	_, err := idemadmin.Evict(ctx, db, "idempotency", idemtable.Layout{}, recent, false)
+	_, err := tbl.Evict(ctx, recent, idemadmin.EvictOptions{})
 	must.ErrorIs(t, err, idemadmin.ErrLiveHolder, "ended 1 s ago here: maybe not on the holder's clock")
 
 	old := put("old", time.Now().Add(-idemadmin.ClockSkew-time.Second))
-	rec, err := idemadmin.Evict(ctx, db, "idempotency", idemtable.Layout{}, old, false)
+	rec, err := tbl.Evict(ctx, old, idemadmin.EvictOptions{})
 	must.NoError(t, err)
 	check.Equal(t, "IN_PROGRESS", rec.Status)
-	_, err = idemadmin.Lookup(ctx, db, "idempotency", idemtable.Layout{}, old)
+	_, err = tbl.Lookup(ctx, old)
 	check.ErrorIs(t, err, idemadmin.ErrNotFound)
 }

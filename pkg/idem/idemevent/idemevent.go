@@ -88,8 +88,14 @@ type Config[E any] struct {
 	// a record, so one sender can neither replay nor use up another's
 	// keys. Required, with no default: a sender that may share a scope
 	// with every other says so by returning a fixed name. An empty
-	// principal is an error.
+	// principal is an error, unless AllowAnonymous is set.
 	Principal func(E) (string, error)
+	// AllowAnonymous puts the events whose Principal returns "" in the
+	// one anonymous scope of Operation (idem.NewAnonymousScope) rather
+	// than refuse them: for senders that cannot be named and may share
+	// one scope. A name Principal returns, "anonymous" included, is never
+	// that scope.
+	AllowAnonymous bool
 	// Fingerprint returns what the event asks for, so that the same key
 	// with another request is idem.ErrKeyReuse. Optional: the default is
 	// idem.Fingerprint of the whole event (see the package documentation
@@ -141,9 +147,13 @@ func Wrap[E, R any](store *idem.Store, cfg Config[E], handler func(context.Conte
 			return zero, fmt.Errorf("idemevent: %s: principal: %w", cfg.Operation, err)
 		}
 		// An empty principal is NewScope's to refuse: never the shared
-		// anonymous scope by accident (a sender that may share one
-		// returns idem.Anonymous itself).
-		scope, err := idem.NewScope(cfg.Operation, principal, key)
+		// anonymous scope by accident.
+		var scope idem.Scope
+		if principal == "" && cfg.AllowAnonymous {
+			scope, err = idem.NewAnonymousScope(cfg.Operation, key)
+		} else {
+			scope, err = idem.NewScope(cfg.Operation, principal, key)
+		}
 		if err != nil {
 			return zero, fmt.Errorf("idemevent: %s: %w", cfg.Operation, err)
 		}

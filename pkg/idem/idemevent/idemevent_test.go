@@ -329,6 +329,40 @@ func TestPrincipalIsRequired(t *testing.T) {
 	check.Zero(t, total)
 }
 
+// With AllowAnonymous, a sender Principal names "anonymous" is a named
+// sender like any other: it never shares the anonymous scope (the
+// senders Principal names no one), and each replays only its own.
+func TestASenderNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := &shipper{}
+	cfg := shipConfig
+	cfg.AllowAnonymous = true
+	var scopes []idem.Scope
+	h, err := idemevent.Wrap(f.store, cfg, func(ctx context.Context, e shipOrder) (shipment, error) {
+		sc, _ := idem.ScopeFrom(ctx)
+		scopes = append(scopes, sc)
+		return s.handle(ctx, e)
+	})
+	must.NoError(t, err)
+	event := func(tenant string) shipOrder { return shipOrder{RequestID: "req-1", Tenant: tenant, OrderID: "o-1"} }
+	guest, err := h(lambdaContext(t), event(""))
+	must.NoError(t, err)
+	named, err := h(lambdaContext(t), event("anonymous"))
+	must.NoError(t, err)
+	check.NotEqual(t, guest.TrackingID, named.TrackingID, "the sender named anonymous got the anonymous scope's result")
+	check.EqualValues(t, 2, s.runs.Load())
+	must.Len(t, scopes, 2)
+	check.True(t, scopes[0].Anonymous())
+	check.Equal(t, idem.Scope{Operation: "orders.ship", Principal: "anonymous", Key: "req-1"}, scopes[1])
+	for tenant, want := range map[string]shipment{"": guest, "anonymous": named} {
+		again, err := h(lambdaContext(t), event(tenant))
+		must.NoError(t, err)
+		check.Equal(t, want, again, "%q replays its own", tenant)
+	}
+	check.EqualValues(t, 2, s.runs.Load())
+}
+
 func TestHandlerSeesItsScopeAndTheHookItsOutcome(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex

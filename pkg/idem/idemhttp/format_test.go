@@ -52,6 +52,17 @@ func formatOne(scope idem.Scope, fingerprint string, status int, headers map[str
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// newTable is a strict store with an idempotency table of the default
+// layout, and a store on it.
+func newTable(t *testing.T) (*dynamodb.Client, *idem.Store) {
+	t.Helper()
+	db := idemtest.New(t).Client()
+	must.NoError(t, idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}))
+	store, err := idem.NewStore(db, "idempotency")
+	must.NoError(t, err)
+	return db, store
+}
+
 // Records written before format 2 replay byte for byte: through
 // Execute and ToAPIGatewayV2 (createproduct's way), through the
 // middleware on both paths, a stand-in stored without its body, a binary
@@ -59,10 +70,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func TestRecordsOfFormatOneReplayByteForByte(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := idemtest.New(t).Client()
-	must.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
-	store, err := idem.NewStore(db, "idempotency")
-	must.NoError(t, err)
+	db, store := newTable(t)
 	put := func(item map[string]types.AttributeValue) {
 		t.Helper()
 		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("idempotency"), Item: item})
@@ -74,7 +82,7 @@ func TestRecordsOfFormatOneReplayByteForByte(t *testing.T) {
 	}
 
 	// A 201 with a cookie pair, as createproduct and the middleware stored it.
-	sc, _ := idem.NewScope("POST /products", "anonymous", "k-old")
+	sc, _ := idem.NewAnonymousScope("POST /products", "k-old")
 	put(formatOne(sc, "fp", 201, map[string]string{
 		"Content-Type": "application/json", "Location": "/products/1", "Set-Cookie": "a=1; Path=/\nb=2",
 	}, &types.AttributeValueMemberS{Value: `{"id":"1"}`}))
@@ -99,7 +107,7 @@ func TestRecordsOfFormatOneReplayByteForByte(t *testing.T) {
 	// RequestFingerprint's.)
 	mw := &idemhttp.Middleware{Store: store, AllowAnonymous: true, FingerprintHeaders: []string{}}
 	req := emailRequest(`"k-big"`, `{"to":"ada@example.com"}`)
-	sc, _ = idem.NewScope("POST /emails", "anonymous", "k-big")
+	sc, _ = idem.NewAnonymousScope("POST /emails", "k-big")
 	fp := idemhttp.RequestFingerprint("POST", "/emails", "", []byte(req.Body))
 	put(formatOne(sc, fp, 202, map[string]string{
 		"Content-Type": "text/plain", "X-Mail": "m-1", idemhttp.HeaderBodyOmitted: "too large",
@@ -127,7 +135,7 @@ func TestRecordsOfFormatOneReplayByteForByte(t *testing.T) {
 	check.Equal(t, "", rec.Body.String())
 
 	// A body that is not UTF-8, stored as binary.
-	sc, _ = idem.NewScope("POST /images", "anonymous", "k-bin")
+	sc, _ = idem.NewAnonymousScope("POST /images", "k-bin")
 	put(formatOne(sc, "fp", 200, map[string]string{"Content-Type": "image/png"}, &types.AttributeValueMemberB{Value: []byte{0x89, 'P', 0xff, 0x00}}))
 	res, err := store.Execute(ctx, sc, "fp", ran)
 	must.NoError(t, err)

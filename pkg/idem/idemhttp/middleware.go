@@ -34,7 +34,8 @@ const DefaultMaxBodyBytes = 1 << 20
 //
 // Keys are scoped to the caller, so a Middleware must know how to name
 // one: on net/http, set Principal; on API Gateway, the route's authorizer
-// names the caller (see PrincipalV2), or set PrincipalV2. One that cannot
+// names the caller (see PrincipalV2 and PrincipalV1), or set PrincipalV2
+// or PrincipalV1; behind a load balancer, set PrincipalALB. One that cannot
 // name the caller (no Principal, or no authorizer on the route) answers
 // every protected request with a 500 and reports errNoPrincipal's
 // message to Observe, rather than put every caller in one scope, where
@@ -90,11 +91,24 @@ type Middleware struct {
 	// request on a route without an authorizer is refused unless
 	// AllowAnonymous is set.
 	PrincipalV2 func(events.APIGatewayV2HTTPRequestContext) (string, error)
+	// PrincipalV1 names the caller of an API Gateway REST API request
+	// (APIGatewayV1); nil means the package's PrincipalV1, under the same
+	// policy as PrincipalV2's.
+	PrincipalV1 func(events.APIGatewayProxyRequestContext) (string, error)
+	// PrincipalALB names the caller of a load balancer's request (ALB),
+	// which nothing authenticates by itself: PrincipalALBOIDC for rules
+	// that authenticate with OIDC, or a function of your own. As with
+	// Principal, returning an error or "" answers 403 (unless
+	// AllowAnonymous), and without it, and without AllowAnonymous, the
+	// ALB path refuses to serve.
+	PrincipalALB func(events.ALBTargetGroupRequest) (string, error)
 	// AllowAnonymous puts every caller that the middleware has no way to
 	// name (no Principal, no authorizer, or a principal function that
-	// returns "") in one Anonymous scope. Choose it only for an API with a single
-	// caller, or where callers may see each other's responses: any caller
-	// who learns a key replays its response, and can use it up.
+	// returns "") in one anonymous scope (idem.NewAnonymousScope). Choose
+	// it only for an API with a single caller, or where callers may see
+	// each other's responses: any caller who learns a key replays its
+	// response, and can use it up. A caller the principal function names,
+	// whatever the name ("anonymous" included), is never in it.
 	AllowAnonymous bool
 	// FingerprintHeaders are the request headers that, besides the
 	// method, path, query and body, tell a retry from another request:
@@ -130,45 +144,7 @@ type APIGatewayV2Handler func(context.Context, events.APIGatewayV2HTTPRequest) (
 // APIGatewayV2 wraps next, for lambda.Start. An error returned by next
 // releases the key and goes back to the Lambda runtime unchanged.
 func (m *Middleware) APIGatewayV2(next APIGatewayV2Handler) APIGatewayV2Handler {
-	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		_, ok := HeaderV2(req.Headers, HeaderKey)
-		if safeMethod(req.RequestContext.HTTP.Method) || (!ok && m.Optional) {
-			return next(ctx, req)
-		}
-		scope, fp, err := m.admit(m.requestV2(req, ""))
-		if err != nil {
-			return m.AnswerV2(ctx, idem.Result{}, err), nil
-		}
-		var handlerErr error
-		res, err := m.Store.Run(m.withWait(ctx), scope, fp, func(ctx context.Context) (idem.Response, error) {
-			out, err := next(callopt.Clear(ctx), req)
-			if err != nil {
-				handlerErr = err
-				return idem.Response{}, err
-			}
-			resp, err := fromAPIGatewayV2(out)
-			if err != nil {
-				return idem.Response{}, err
-			}
-			if !replayable(resp.status) {
-				return idem.Response{}, &unstored{out: out}
-			}
-			return resp.stored(), nil
-		})
-		var us *unstored
-		switch {
-		case handlerErr != nil && err != nil:
-			m.observe(ctx, res.Outcome, err)
-			return events.APIGatewayV2HTTPResponse{}, handlerErr
-		case errors.As(err, &us):
-			m.observe(ctx, res.Outcome, err)
-			return us.out, nil
-		case errors.Is(err, idem.ErrNotRecorded) && len(res.Response.Meta) > 0:
-			m.observe(ctx, res.Outcome, err)
-			return ToAPIGatewayV2(res.Response, false), nil // the effect happened: say so
-		}
-		return m.AnswerV2(ctx, res, err), nil
-	}
+	return serve(m, apiGatewayV2, next)
 }
 
 // ScopeV2 is the middleware's prologue for one API Gateway request, for
@@ -195,16 +171,7 @@ func (m *Middleware) ScopeV2(req events.APIGatewayV2HTTPRequest, key string) (id
 // Retry-After, 422, 503 with Retry-After, 500 without detail, or ScopeV2's
 // own answers).
 func (m *Middleware) AnswerV2(ctx context.Context, res idem.Result, err error) events.APIGatewayV2HTTPResponse {
-	if err == nil {
-		m.observe(ctx, res.Outcome, nil)
-		return ToAPIGatewayV2(res.Response, res.Outcome == idem.OutcomeReplayed)
-	}
-	p, outcome := m.refusal(err)
-	if res.Outcome != "" {
-		outcome = res.Outcome
-	}
-	m.observe(ctx, outcome, err)
-	return p.APIGatewayV2()
+	return apiGatewayV2.answer(ctx, m, events.APIGatewayV2HTTPRequest{}, res, err)
 }
 
 // Handler wraps a net/http handler. The handler's response is buffered
@@ -267,7 +234,8 @@ type request struct {
 	keys      []string // the Idempotency-Key header's values
 	key       string   // a key the handler found elsewhere, used as it is
 	operation string
-	// principal names the caller under the middleware's policy.
+	// principal names the caller under the middleware's policy: ""
+	// when it chose the anonymous scope.
 	principal func() (string, error)
 	// body returns the request's body; nil when the fingerprint is the
 	// handler's own (ScopeV2).
@@ -286,7 +254,7 @@ func (m *Middleware) requestV2(req events.APIGatewayV2HTTPRequest, key string) r
 	return request{
 		keys: keys, key: key, operation: m.operationV2(req),
 		principal: func() (string, error) { return m.principalV2(req.RequestContext) },
-		body:      func() ([]byte, error) { return m.bodyV2(req) },
+		body:      func() ([]byte, error) { return m.eventBody(req.Body, req.IsBase64Encoded) },
 		method:    req.RequestContext.HTTP.Method, path: req.RawPath, query: req.RawQueryString,
 		header: func(name string) (string, bool) { return HeaderV2(req.Headers, name) },
 	}
@@ -335,7 +303,12 @@ func (m *Middleware) admit(in request) (idem.Scope, string, error) {
 	if err != nil {
 		return idem.Scope{}, "", err
 	}
-	scope, err := idem.NewScope(in.operation, principal, key)
+	var scope idem.Scope
+	if principal == "" { // the policy chose the anonymous scope
+		scope, err = idem.NewAnonymousScope(in.operation, key)
+	} else {
+		scope, err = idem.NewScope(in.operation, principal, key)
+	}
 	if err != nil || in.body == nil {
 		return scope, "", rejectedFor(m, err)
 	}
@@ -421,7 +394,7 @@ func replayable(status int) bool {
 // unstored carries a handler's response that is sent but not stored; the
 // key is released so the client's retry runs the handler again.
 type unstored struct {
-	out  events.APIGatewayV2HTTPResponse
+	out  any // a Lambda event's response, as the handler returned it
 	resp response
 }
 
@@ -447,35 +420,58 @@ func (m *Middleware) fingerprintHeaders() []string {
 }
 
 // principalV2 names an API Gateway request's caller under the
-// middleware's policy: the default PrincipalV2 finding no authorizer is
-// a middleware that cannot name callers (500) unless anonymity was
-// chosen.
+// middleware's policy (fromAuthorizer; "" for the anonymous scope).
 func (m *Middleware) principalV2(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
+	var custom func() (string, error)
 	if m.PrincipalV2 != nil {
-		p, err := m.named(m.PrincipalV2(rc))
+		custom = func() (string, error) { return m.PrincipalV2(rc) }
+	}
+	return m.fromAuthorizer(custom, func() (string, error) { return PrincipalV2(rc) }, "PrincipalV2")
+}
+
+// fromAuthorizer names an API Gateway request's caller under the
+// middleware's policy: custom, the adopter's principal function (its
+// field's name is field), when set; else builtin, which reads the
+// authorizer, where finding none ("") is a middleware that cannot name
+// callers (500) unless anonymity was chosen.
+func (m *Middleware) fromAuthorizer(custom, builtin func() (string, error), field string) (string, error) {
+	if custom != nil {
+		p, err := m.named(custom())
 		return p, m.noSubject(err, m.problemFor(ErrNoSubject))
 	}
-	p, err := PrincipalV2(rc)
+	p, err := builtin()
 	switch {
 	case err != nil:
 		return "", m.noSubject(err, m.problemFor(ErrNoSubject))
-	case p == Anonymous && !m.AllowAnonymous:
-		return "", &refused{outcome: idem.OutcomeError, err: fmt.Errorf("%w: the route has no authorizer; add one, set PrincipalV2, or AllowAnonymous to put every caller in one scope", errNoPrincipal)}
+	case p == "" && !m.AllowAnonymous:
+		return "", &refused{outcome: idem.OutcomeError, err: fmt.Errorf("%w: the route has no authorizer; add one, set %s, or AllowAnonymous to put every caller in one scope", errNoPrincipal, field)}
 	}
 	return p, nil
 }
 
 // principalHTTP names a net/http request's caller under the middleware's
-// policy: without Principal, only anonymity chosen serves.
+// policy (fromFunc; "" for the anonymous scope).
 func (m *Middleware) principalHTTP(r *http.Request) (string, error) {
+	var custom func() (string, error)
+	if m.Principal != nil {
+		custom = func() (string, error) { return m.Principal(r) }
+	}
+	return m.fromFunc(custom, "Principal")
+}
+
+// fromFunc names a caller where nothing authenticates the request for
+// the middleware (net/http, a load balancer): only custom, the adopter's
+// principal function (its field's name is field), or anonymity chosen
+// serves.
+func (m *Middleware) fromFunc(custom func() (string, error), field string) (string, error) {
 	switch {
-	case m.Principal != nil:
-		p, err := m.named(m.Principal(r))
+	case custom != nil:
+		p, err := m.named(custom())
 		return p, m.noSubject(err, probForbidden.problem(m.ProblemTypeBase, "the caller cannot be identified; idempotency keys are scoped to the caller"))
 	case m.AllowAnonymous:
-		return Anonymous, nil
+		return "", nil // the anonymous scope
 	}
-	return "", &refused{outcome: idem.OutcomeError, err: fmt.Errorf("%w: set Principal, or AllowAnonymous to put every caller in one scope", errNoPrincipal)}
+	return "", &refused{outcome: idem.OutcomeError, err: fmt.Errorf("%w: set %s, or AllowAnonymous to put every caller in one scope", errNoPrincipal, field)}
 }
 
 // noSubject is a principal function's error (when not nil) as a request
@@ -490,35 +486,35 @@ func (m *Middleware) noSubject(err error, p Problem) error {
 // named applies the one principal policy to what a Principal or
 // PrincipalV2 function returned: an empty name (no session, no subject)
 // is ErrNoSubject, a 403, unless AllowAnonymous puts such callers in the
-// one Anonymous scope; it never becomes that scope silently.
+// one anonymous scope (returned as ""); it never becomes that scope
+// silently, and no name the function returns ("anonymous" included)
+// ever does.
 func (m *Middleware) named(principal string, err error) (string, error) {
 	switch {
 	case err != nil:
 		return "", err
-	case principal != "":
+	case principal != "" || m.AllowAnonymous:
 		return principal, nil
-	case m.AllowAnonymous:
-		return Anonymous, nil
 	}
 	return "", fmt.Errorf("%w: the principal function named no caller", ErrNoSubject)
 }
 
-// bodyV2 returns an API Gateway request's body bytes, refusing one over
-// the limit before it is decoded or copied.
-func (m *Middleware) bodyV2(req events.APIGatewayV2HTTPRequest) ([]byte, error) {
+// eventBody returns a Lambda event's body bytes (API Gateway, a load
+// balancer), refusing one over the limit before it is decoded or copied.
+func (m *Middleware) eventBody(raw string, isBase64 bool) ([]byte, error) {
 	limit := m.maxBodyBytes()
 	tooLarge := fmt.Errorf("%w: the limit is %d bytes", ErrBodyTooLarge, limit)
-	if !req.IsBase64Encoded {
-		if int64(len(req.Body)) > limit {
+	if !isBase64 {
+		if int64(len(raw)) > limit {
 			return nil, tooLarge
 		}
-		return []byte(req.Body), nil
+		return []byte(raw), nil
 	}
 	// Padding makes the decoded size up to 2 bytes less than DecodedLen.
-	if int64(base64.StdEncoding.DecodedLen(len(req.Body)))-2 > limit {
+	if int64(base64.StdEncoding.DecodedLen(len(raw)))-2 > limit {
 		return nil, tooLarge
 	}
-	body, err := base64.StdEncoding.DecodeString(req.Body)
+	body, err := base64.StdEncoding.DecodeString(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errBadBase64, err)
 	}

@@ -27,7 +27,7 @@ func TestPrincipalV2(t *testing.T) {
 		rc   events.APIGatewayV2HTTPRequestContext
 		want string
 	}{
-		"no authorizer":   {events.APIGatewayV2HTTPRequestContext{}, "anonymous"},
+		"no authorizer":   {events.APIGatewayV2HTTPRequestContext{}, ""}, // no caller named: the policy decides
 		"jwt sub":         {jwt(map[string]string{"iss": "https://i", "sub": "alice"}), `jwt:"https://i":sub="alice"`},
 		"jwt client_id":   {jwt(map[string]string{"iss": "i", "client_id": "svc"}), `jwt:"i":client_id="svc"`},
 		"jwt azp":         {jwt(map[string]string{"iss": "i", "azp": "app"}), `jwt:"i":azp="app"`},
@@ -36,7 +36,7 @@ func TestPrincipalV2(t *testing.T) {
 		"iam caller":      {iam(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "1", CallerID: "AIDA"}), "iam-caller:1:AIDA"},
 		"lambda":          {lambda(map[string]any{"principalId": "u1"}), `lambda:principalId="u1"`},
 		"lambda sub":      {lambda(map[string]any{"sub": "u2", "role": "admin"}), `lambda:sub="u2"`},
-		"empty authorize": {events.APIGatewayV2HTTPRequestContext{Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{}}, "anonymous"},
+		"empty authorize": {events.APIGatewayV2HTTPRequestContext{Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{}}, ""},
 	} {
 		got, err := idemhttp.PrincipalV2(tc.rc)
 		must.NoError(t, err, name)
@@ -57,4 +57,33 @@ func TestPrincipalV2(t *testing.T) {
 	a, _ := idemhttp.PrincipalV2(jwt(map[string]string{"iss": "a", "sub": "x"}))
 	b, _ := idemhttp.PrincipalV2(jwt(map[string]string{"iss": "b", "sub": "x"}))
 	check.NotEqual(t, a, b)
+}
+
+// The spellings an operator uses to name a caller (idemctl's flags) are
+// the ones PrincipalV2 gives the same caller.
+func TestPrincipalSpellingsAreThoseOfPrincipalV2(t *testing.T) {
+	t.Parallel()
+	lambdaRC := func(ctx map[string]any) events.APIGatewayV2HTTPRequestContext {
+		return events.APIGatewayV2HTTPRequestContext{Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: ctx}}
+	}
+	iamRC := func(d events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription) events.APIGatewayV2HTTPRequestContext {
+		return events.APIGatewayV2HTTPRequestContext{Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &d}}
+	}
+	jwtRC := func(claims map[string]string) events.APIGatewayV2HTTPRequestContext {
+		return events.APIGatewayV2HTTPRequestContext{Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: claims},
+		}}
+	}
+	for spelled, rc := range map[string]events.APIGatewayV2HTTPRequestContext{
+		idemhttp.JWTPrincipal("https://i.example/", "sub", `a"b`): jwtRC(map[string]string{"iss": "https://i.example/", "sub": `a"b`}),
+		idemhttp.JWTPrincipal("i", "client_id", "svc"):            jwtRC(map[string]string{"iss": "i", "client_id": "svc"}),
+		idemhttp.IAMPrincipal("arn:aws:iam::1:user/a"):            iamRC(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::1:user/a"}),
+		idemhttp.IAMCallerPrincipal("1", "AIDA"):                  iamRC(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "1", CallerID: "AIDA"}),
+		idemhttp.LambdaPrincipal("principalId", "u1"):             lambdaRC(map[string]any{"principalId": "u1"}),
+		idemhttp.LambdaPrincipal("sub", "u2"):                     lambdaRC(map[string]any{"sub": "u2"}),
+	} {
+		got, err := idemhttp.PrincipalV2(rc)
+		must.NoError(t, err)
+		check.Equal(t, spelled, got)
+	}
 }

@@ -72,12 +72,18 @@ func (p Problem) body() []byte {
 
 // APIGatewayV2 renders the problem as an API Gateway HTTP API response.
 func (p Problem) APIGatewayV2() events.APIGatewayV2HTTPResponse {
+	return toAPIGatewayV2(p.response(), false)
+}
+
+// response is the problem as a response: its headers, Content-Type
+// application/problem+json, and its JSON.
+func (p Problem) response() response {
 	h := make(map[string]string, len(p.Headers)+1)
 	for k, v := range p.Headers {
 		h[k] = v
 	}
 	h["Content-Type"] = ContentTypeProblem
-	return events.APIGatewayV2HTTPResponse{StatusCode: p.Status, Headers: h, Body: string(p.body())}
+	return response{status: p.Status, headers: h, body: p.body()}
 }
 
 // Write sends the problem on a net/http response.

@@ -163,46 +163,53 @@ func FromAPIGatewayV2(r events.APIGatewayV2HTTPResponse) (idem.Response, error) 
 }
 
 func fromAPIGatewayV2(r events.APIGatewayV2HTTPResponse) (response, error) {
-	body := []byte(r.Body)
-	if r.IsBase64Encoded {
-		b, err := base64.StdEncoding.DecodeString(r.Body)
+	return fromEvent(r.StatusCode, r.Headers, r.MultiValueHeaders, r.Cookies, r.Body, r.IsBase64Encoded)
+}
+
+// fromEvent reads a Lambda event's response (API Gateway's, a load
+// balancer's): a base64 body decoded to its bytes, multi-value headers
+// joined with ", ", and cookies (from cookies and any Set-Cookie header)
+// kept as Set-Cookie lines.
+func fromEvent(status int, single map[string]string, multi map[string][]string, cookies []string, raw string, isBase64 bool) (response, error) {
+	body := []byte(raw)
+	if isBase64 {
+		b, err := base64.StdEncoding.DecodeString(raw)
 		if err != nil {
 			return response{}, fmt.Errorf("idemhttp: response body marked base64 does not decode: %w", err)
 		}
 		body = b
 	}
-	status := r.StatusCode
 	if status == 0 {
 		status = http.StatusOK // what API Gateway sends for a response without one
 	}
-	h := make(map[string]string, len(r.Headers)+len(r.MultiValueHeaders)+1)
-	named := storedConnection(r.Headers)
-	for k, vs := range r.MultiValueHeaders {
+	h := make(map[string]string, len(single)+len(multi)+1)
+	named := storedConnection(single)
+	for k, vs := range multi {
 		if strings.EqualFold(k, "Connection") {
 			named = append(named, connectionNamed(strings.Join(vs, ","))...)
 		}
 	}
-	var cookies []string
-	for k, v := range r.Headers {
+	var setCookies []string
+	for k, v := range single {
 		switch {
 		case strings.EqualFold(k, headerSetCookie):
-			cookies = append(cookies, v)
+			setCookies = append(setCookies, v)
 		case !strings.EqualFold(k, HeaderReplayed) && !connectionOnly(k, named):
 			h[k] = v
 		}
 	}
-	for k, vs := range r.MultiValueHeaders {
+	for k, vs := range multi {
 		switch {
 		case len(vs) == 0 || strings.EqualFold(k, HeaderReplayed) || connectionOnly(k, named):
 		case strings.EqualFold(k, headerSetCookie):
-			cookies = append(cookies, vs...)
+			setCookies = append(setCookies, vs...)
 		default:
 			h[k] = strings.Join(vs, ", ")
 		}
 	}
-	cookies = append(cookies, r.Cookies...)
-	if len(cookies) > 0 {
-		h[headerSetCookie] = strings.Join(cookies, "\n")
+	setCookies = append(setCookies, cookies...)
+	if len(setCookies) > 0 {
+		h[headerSetCookie] = strings.Join(setCookies, "\n")
 	}
 	return response{status: status, headers: h, body: body}, nil
 }
@@ -215,24 +222,38 @@ func ToAPIGatewayV2(r idem.Response, replayed bool) events.APIGatewayV2HTTPRespo
 }
 
 func toAPIGatewayV2(r response, replayed bool) events.APIGatewayV2HTTPResponse {
-	h := make(map[string]string, len(r.headers)+1)
+	out := rendered(r, replayed)
+	return events.APIGatewayV2HTTPResponse{StatusCode: r.status, Headers: out.headers, Cookies: out.cookies, Body: out.body, IsBase64Encoded: out.base64}
+}
+
+// eventResponse is a response as a Lambda event's answer carries it: the
+// headers a replay sends (Idempotent-Replayed: true on a replay), the
+// cookies apart, and the body as a string, base64 when it is not UTF-8
+// so the client receives the same bytes.
+type eventResponse struct {
+	headers map[string]string
+	cookies []string
+	body    string
+	base64  bool
+}
+
+func rendered(r response, replayed bool) eventResponse {
+	out := eventResponse{headers: make(map[string]string, len(r.headers)+1), body: string(r.body)}
 	named := storedConnection(r.headers)
-	var cookies []string
 	for k, v := range r.headers {
 		switch {
 		case strings.EqualFold(k, headerSetCookie):
-			cookies = strings.Split(v, "\n")
+			out.cookies = strings.Split(v, "\n")
 		case replayHeader(r, k, named):
-			h[k] = v
+			out.headers[k] = v
 		}
 	}
 	if replayed {
-		h[HeaderReplayed] = "true"
+		out.headers[HeaderReplayed] = "true"
 	}
-	out := events.APIGatewayV2HTTPResponse{StatusCode: r.status, Headers: h, Cookies: cookies, Body: string(r.body)}
 	if !utf8.Valid(r.body) {
-		out.Body = base64.StdEncoding.EncodeToString(r.body)
-		out.IsBase64Encoded = true
+		out.body = base64.StdEncoding.EncodeToString(r.body)
+		out.base64 = true
 	}
 	return out
 }

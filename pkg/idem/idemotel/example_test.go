@@ -30,7 +30,14 @@ func ExampleNewTrace() {
 	spans := tracetest.NewSpanRecorder()
 	provider := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 
-	store, err := idem.NewStore(server.Client(), "idempotency", idem.WithTrace(idemotel.NewTrace(provider)))
+	// The spans carry a keyed hash of each scope, which the operators,
+	// who hold the key, look records up by: read the key from the
+	// function's secret configuration, never from the code.
+	hasher, err := idemtrace.NewScopeHasher([]byte("32 random bytes from the secrets"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	store, err := idem.NewStore(server.Client(), "idempotency", idem.WithTrace(idemotel.NewTrace(provider, idemotel.WithScopeHasher(hasher))))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -59,7 +66,7 @@ func ExampleNewTrace() {
 		switch s.Name() {
 		case "idem.run":
 			fmt.Println(s.Name(), value(s.Attributes(), idemotel.AttrOutcome),
-				value(s.Attributes(), idemotel.AttrScopeHash) == idemtrace.ScopeHash(scope.ID()))
+				value(s.Attributes(), idemotel.AttrScopeHash) == hasher.Hash(scope.ID()))
 		case "idem.claim":
 			fmt.Println("  ", s.Name(), value(s.Attributes(), idemotel.AttrClaimResult))
 		default:

@@ -25,7 +25,7 @@
 // The names below are stable: dashboards and alerts may use them.
 //
 //	span                    attributes
-//	idem.execute,           idem.way, idem.mode, idem.operation, idem.scope_hash;
+//	idem.execute,           idem.way, idem.mode, idem.operation, idem.scope_hash (with a hasher);
 //	idem.transact,          at the end idem.outcome, and error.type when it failed
 //	idem.run, idem.do
 //	idem.batch              idem.way, idem.mode, idem.batch.items
@@ -62,10 +62,13 @@
 // # Personal data
 //
 // An idempotency key and the principal it is scoped to may be personal
-// data. The spans never carry them, nor the scope's ID: idem.scope_hash
-// is the first 16 hex digits of the SHA-256 of the scope's ID
-// (idemtrace.ScopeHash), enough to find every span of one key from the
-// key (idemctl lookup prints it), never the key from a span. Error
+// data. The spans never carry them, nor the scope's ID. With
+// WithScopeHasher, idem.scope_hash is a keyed hash of the scope's ID
+// (idemtrace.ScopeHasher: HMAC-SHA-256 under a secret the operators
+// hold), enough for them to find every span of one key from the key
+// (idemctl lookup prints it) and the record of a span (idemctl find),
+// and nothing to a reader without the key, who cannot even test a
+// guess; without a hasher the spans carry no scope hash. Error
 // messages are not recorded either (an operation's error may quote its
 // request): a failed span has status Error, whose description is the
 // outcome, and error.type, DynamoDB's error code or the kind of failure.
@@ -122,17 +125,32 @@ const (
 // The values of AttrMode.
 const modeReserve, modeTransact = "reserve", "transact"
 
+// Option configures NewTrace.
+type Option func(*recorder)
+
+// WithScopeHasher records idem.scope_hash, h's hash of the scope's ID, on
+// each call span, cache hit and batch item, so an operator who holds h's
+// key finds the spans of a key and the record of a span (idemctl lookup
+// and find). Without it the spans carry no scope hash: a hash anyone can
+// compute gives a guessable key back.
+func WithScopeHasher(h *idemtrace.ScopeHasher) Option {
+	return func(r *recorder) { r.hasher = h }
+}
+
 // NewTrace returns a trace (for idem.WithTrace, or idemtrace.WithTrace
 // for the calls made with one context) that records each call as spans
 // of a tracer from tp, named ScopeName. A nil tp is the global
 // provider's (otel.GetTracerProvider), looked up at each span. A no-op
 // provider (go.opentelemetry.io/otel/trace/noop) gets a trace of nil
 // hooks, which costs nothing: its spans would record nothing.
-func NewTrace(tp trace.TracerProvider) *idemtrace.Trace {
+func NewTrace(tp trace.TracerProvider, opts ...Option) *idemtrace.Trace {
 	if _, ok := tp.(noop.TracerProvider); ok {
 		return &idemtrace.Trace{}
 	}
 	r := &recorder{}
+	for _, o := range opts {
+		o(r)
+	}
 	if tp != nil {
 		r.tracer = tp.Tracer(ScopeName)
 	}

@@ -35,16 +35,20 @@ type world struct {
 	db       *dynamodb.Client
 	spans    *tracetest.SpanRecorder
 	provider *sdktrace.TracerProvider
+	hasher   *idemtrace.ScopeHasher // the operators' key
 }
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
 	w := &world{server: idemtest.New(t), spans: tracetest.NewSpanRecorder()}
+	var err error
+	w.hasher, err = idemtrace.NewScopeHasher([]byte("the operators' 32-byte trace key"))
+	must.NoError(t, err)
 	w.db = w.server.Client()
 	w.provider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(w.spans))
 	ctx := context.Background()
 	must.NoError(t, idemtable.Create(ctx, w.db, "idempotency", idemtable.Layout{}))
-	_, err := w.db.CreateTable(ctx, idemtable.Input("products", idemtable.Layout{}))
+	_, err = w.db.CreateTable(ctx, idemtable.Input("products", idemtable.Layout{}))
 	must.NoError(t, err)
 	return w
 }
@@ -52,7 +56,7 @@ func newWorld(t testing.TB) *world {
 // store is a store on the world's table, traced into its recorder.
 func (w *world) store(t testing.TB, opts ...idem.Option) *idem.Store {
 	t.Helper()
-	s, err := idem.NewStore(w.db, "idempotency", append([]idem.Option{idem.WithTrace(idemotel.NewTrace(w.provider))}, opts...)...)
+	s, err := idem.NewStore(w.db, "idempotency", append([]idem.Option{idem.WithTrace(idemotel.NewTrace(w.provider, idemotel.WithScopeHasher(w.hasher)))}, opts...)...)
 	must.NoError(t, err)
 	return s
 }
@@ -161,8 +165,8 @@ func TestACallIsASpanWithItsPhasesAsChildren(t *testing.T) {
 	check.Equal(t, "execute", attr(a, idemotel.AttrWay))
 	check.Equal(t, "reserve", attr(a, idemotel.AttrMode))
 	check.Equal(t, "POST /products", attr(a, idemotel.AttrOperation))
-	check.Equal(t, idemtrace.ScopeHash(sc.ID()), attr(a, idemotel.AttrScopeHash))
-	check.Len(t, idemtrace.ScopeHash(sc.ID()), 16)
+	check.Equal(t, w.hasher.Hash(sc.ID()), attr(a, idemotel.AttrScopeHash))
+	check.Len(t, w.hasher.Hash(sc.ID()), 16)
 	check.Equal(t, "executed", attr(a, idemotel.AttrOutcome))
 	check.Equal(t, codes.Unset, call.Status().Code)
 
@@ -396,7 +400,7 @@ func TestABatchShowsItsTransactionsAndTheirCancellationReasons(t *testing.T) {
 	must.Len(t, got, 3)
 	for i, e := range got {
 		check.Equal(t, fmt.Sprint(i), attr(e.Attributes, idemotel.AttrBatchItemIndex))
-		check.Equal(t, idemtrace.ScopeHash(items[i].Scope.ID()), attr(e.Attributes, idemotel.AttrScopeHash))
+		check.Equal(t, w.hasher.Hash(items[i].Scope.ID()), attr(e.Attributes, idemotel.AttrScopeHash))
 		check.Equal(t, string(res[i].Outcome), attr(e.Attributes, idemotel.AttrOutcome))
 	}
 }

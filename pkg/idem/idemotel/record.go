@@ -19,6 +19,17 @@ import (
 // phase's span and counts travel in the phase's context.
 type recorder struct {
 	tracer trace.Tracer // nil: the global provider's
+	// hasher hashes the scope's ID for idem.scope_hash; nil records none.
+	hasher *idemtrace.ScopeHasher
+}
+
+// scopeHash is the idem.scope_hash attribute of the scope whose ID is
+// id, appended to attrs; none without a hasher.
+func (r *recorder) scopeHash(attrs []attribute.KeyValue, id string) []attribute.KeyValue {
+	if r.hasher == nil {
+		return attrs
+	}
+	return append(attrs, AttrScopeHash.String(r.hasher.Hash(id)))
 }
 
 // phase is one span of a call, in its context (phaseCtx), under the
@@ -148,7 +159,7 @@ func (r *recorder) callStart(ctx context.Context, i idemtrace.CallStartInfo) con
 	if i.Way == idemtrace.WayBatch {
 		attrs = append(attrs, AttrBatchItems.Int(i.Items))
 	} else {
-		attrs = append(attrs, AttrOperation.String(i.Operation), AttrScopeHash.String(idemtrace.ScopeHash(i.ScopeID)))
+		attrs = r.scopeHash(append(attrs, AttrOperation.String(i.Operation)), i.ScopeID)
 	}
 	return r.begin(ctx, "idem."+string(i.Way), attrs...)
 }
@@ -177,7 +188,7 @@ func (r *recorder) callDone(ctx context.Context, i idemtrace.CallDoneInfo) {
 
 func (r *recorder) cacheHit(ctx context.Context, i idemtrace.CacheHitInfo) {
 	if p := recording(ctx); p != nil {
-		p.span.AddEvent("idem.cache_hit", trace.WithAttributes(AttrOutcome.String(i.Outcome), AttrScopeHash.String(idemtrace.ScopeHash(i.ScopeID))))
+		p.span.AddEvent("idem.cache_hit", trace.WithAttributes(r.scopeHash([]attribute.KeyValue{AttrOutcome.String(i.Outcome)}, i.ScopeID)...))
 	}
 }
 
@@ -339,7 +350,7 @@ func (r *recorder) batchTxDone(ctx context.Context, i idemtrace.BatchTxDoneInfo)
 
 func (r *recorder) batchItem(ctx context.Context, i idemtrace.BatchItemInfo) {
 	if p := recording(ctx); p != nil {
-		p.span.AddEvent("idem.batch.item", trace.WithAttributes(
-			AttrBatchItemIndex.Int(i.Index), AttrScopeHash.String(idemtrace.ScopeHash(i.ScopeID)), AttrOutcome.String(i.Outcome)))
+		p.span.AddEvent("idem.batch.item", trace.WithAttributes(r.scopeHash([]attribute.KeyValue{
+			AttrBatchItemIndex.Int(i.Index), AttrOutcome.String(i.Outcome)}, i.ScopeID)...))
 	}
 }

@@ -50,7 +50,13 @@ import (
 type Entry[T any] struct {
 	// Principal names the producer: a CloudEvent source, or the ARN of
 	// the queue the consumer serves. Another principal is another scope.
+	// Empty is an error (idem.ErrInvalidKey), unless Anonymous is set.
 	Principal string
+	// Anonymous puts the message in the one anonymous scope of the
+	// operation (idem.NewAnonymousScope), for producers that cannot be
+	// named and may share one scope; Principal must then be empty. No
+	// named producer, "anonymous" included, is ever in that scope.
+	Anonymous bool
 	// Key is the id the producer gave the event, the same on every
 	// delivery of it.
 	Key string

@@ -18,16 +18,23 @@ import (
 
 var errBoom = errors.New("boom")
 
+// newStore is a store on a strict store's idempotency table.
+func newStore(t *testing.T) *idem.Store {
+	t.Helper()
+	db := idemtest.New(t).Client()
+	must.NoError(t, idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}))
+	store, err := idem.NewStore(db, "idempotency")
+	must.NoError(t, err)
+	return store
+}
+
 // A shard's records apply in order; the first that fails is the one the
 // answer names, the rest are untried; a retry from it replays what was
 // done and applies the rest.
 func TestAShardStopsAtItsFirstFailureAndResumesFromIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := idemtest.New(t).Client()
-	must.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
-	store, err := idem.NewStore(db, "idempotency")
-	must.NoError(t, err)
+	store := newStore(t)
 
 	record := func(seq, body string) events.DynamoDBEventRecord {
 		return events.DynamoDBEventRecord{Change: events.DynamoDBStreamRecord{SequenceNumber: seq,
@@ -74,4 +81,30 @@ func TestAShardStopsAtItsFirstFailureAndResumesFromIt(t *testing.T) {
 	}))
 	check.Equal(t, []events.KinesisBatchItemFailure{{ItemIdentifier: "8"}}, kresp.BatchItemFailures)
 	check.Equal(t, idem.OutcomeExecuted, kres[0].Outcome)
+}
+
+// A producer named "anonymous" and one that cannot be named (the
+// anonymous scope) are two producers: the same event id from each is two
+// events, each applied once.
+func TestAProducerNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := newStore(t)
+	ev := events.KinesisEvent{Records: []events.KinesisEventRecord{
+		{Kinesis: events.KinesisRecord{SequenceNumber: "1", PartitionKey: "", Data: []byte("ev-1")}},
+		{Kinesis: events.KinesisRecord{SequenceNumber: "2", PartitionKey: "anonymous", Data: []byte("ev-1")}},
+	}}
+	decode := func(r events.KinesisEventRecord) (idemstream.Entry[string], error) {
+		p := r.Kinesis.PartitionKey // the producer; "" when it cannot be named
+		return idemstream.Entry[string]{Principal: p, Anonymous: p == "", Key: string(r.Kinesis.Data), Value: "v"}, nil
+	}
+	applied := 0
+	for round, want := range []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed} {
+		resp, res := idemstream.Kinesis(ev, decode, idemstream.Run(ctx, store, "count", func(context.Context, string) error { applied++; return nil }))
+		check.Empty(t, resp.BatchItemFailures)
+		for _, r := range res {
+			check.Equal(t, want, r.Outcome, "round %d: %v", round, r.Err)
+		}
+	}
+	check.Equal(t, 2, applied)
 }

@@ -89,6 +89,9 @@ type Attributes struct {
 	CompletedAt     string // "completed_at"
 	CompletionID    string // "completion_id"
 	ExpiresAt       string // TTLAttribute, "expires_at"
+	// Writes counts the DynamoDB writes committed with a completed
+	// record, for operators (records completed before hold none).
+	Writes string // "writes"
 }
 
 // defaultAttributes are today's names.
@@ -98,7 +101,7 @@ var defaultAttributes = Attributes{
 	ResponseHeaders: "response_headers", ResponseBody: "response_body",
 	ResponseMeta: "response_meta", Format: "format",
 	CreatedAt: "created_at", CompletedAt: "completed_at",
-	CompletionID: "completion_id", ExpiresAt: TTLAttribute,
+	CompletionID: "completion_id", ExpiresAt: TTLAttribute, Writes: "writes",
 }
 
 // fields lists the attribute names with their Go field names, for
@@ -117,6 +120,7 @@ func (a *Attributes) fields() []struct {
 		{"ResponseMeta", &a.ResponseMeta}, {"Format", &a.Format},
 		{"CreatedAt", &a.CreatedAt}, {"CompletedAt", &a.CompletedAt},
 		{"CompletionID", &a.CompletionID}, {"ExpiresAt", &a.ExpiresAt},
+		{"Writes", &a.Writes},
 	}
 }
 

@@ -34,12 +34,12 @@ func (s *Server) URL() string {
 	return s.httpSrv.URL
 }
 
-// Client returns a DynamoDB client for a started store: region
-// us-east-1, static dummy credentials (no AWS account or profile is read),
+// Client returns a DynamoDB client for a started store: its Region
+// (us-east-1 outside a Global), static dummy credentials (no AWS account or profile is read),
 // the SDK's standard retryer. opts adjust it, as for dynamodb.New.
 func (s *Server) Client(opts ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{
-		Region:       "us-east-1",
+		Region:       s.region,
 		BaseEndpoint: aws.String(s.URL()),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			if s.URL() == "" {
@@ -59,7 +59,7 @@ func (s *Server) Client(opts ...func(*dynamodb.Options)) *dynamodb.Client {
 // clock. opts adjust it, as for dynamodb.New.
 func (s *Server) HandlerClient(opts ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{
-		Region:       "us-east-1",
+		Region:       s.region,
 		BaseEndpoint: aws.String("http://idemtest.invalid"),
 		HTTPClient:   handlerDoer{s},
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {

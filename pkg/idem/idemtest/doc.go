@@ -46,15 +46,19 @@
 //     grown past 400 KB) is refused; in a transaction it cancels it with
 //     reason ValidationError.
 //
-//   - Transaction isolation. A running TransactWriteItems holds its items
-//     until it commits. A PutItem, UpdateItem or DeleteItem on a held item
-//     is refused with TransactionConflictException (HTTP 400; the SDK's
-//     standard retryer does not retry it); a transaction touching a held
-//     item is cancelled with reason TransactionConflict at that item's
-//     index and None elsewhere; reads see the last committed value, and a
-//     TransactGetItems reads all its items at one instant (or is
-//     cancelled where a write holds one). WithTransactionLatency keeps
-//     transactions running longer, to widen that window in tests.
+//   - Transaction isolation. A TransactWriteItems prepares every item at
+//     once against its last committed value, as DynamoDB's storage nodes
+//     do: an item whose condition passes is held until the transaction
+//     commits or is cancelled; one whose condition fails is refused
+//     without being held. A PutItem, UpdateItem or DeleteItem on a held
+//     item is refused with TransactionConflictException (HTTP 400; the
+//     SDK's standard retryer does not retry it); a transaction touching a
+//     held item is cancelled with reason TransactionConflict at that
+//     item's index, every failed condition reported beside it; reads see
+//     the last committed value, and a TransactGetItems reads all its
+//     items at one instant (or is cancelled where a write holds one).
+//     WithTransactionLatency keeps transactions running longer, to widen
+//     that window in tests.
 //
 //   - Condition failures that say why. ReturnValuesOnConditionCheckFailure
 //     ALL_OLD returns the item with a failed PutItem, UpdateItem or
@@ -74,8 +78,33 @@
 //   - Stale reads, when asked for (WithStaleReads): an eventually
 //     consistent GetItem or BatchGetItem may return an older version.
 //
-//   - The TTL API (UpdateTimeToLive, DescribeTimeToLive). Like DynamoDB,
-//     which deletes expired items within days, it never deletes them.
+//   - The TTL API (UpdateTimeToLive, DescribeTimeToLive), refused as
+//     DynamoDB refuses it: on a table that does not exist, for a setting
+//     the table already has, and within the hour after a change. Like
+//     DynamoDB, which deletes expired items within days, it never deletes
+//     them.
+//
+//   - Numbers as DynamoDB keeps them: exact, and returned without leading
+//     or trailing zeros however they were written ("1.50" is returned
+//     "1.5", "007" is "7").
+//
+//   - Global tables (NewGlobal): several Regions, each a Server with its
+//     own endpoint, clients and storage, sharing every table one of them
+//     creates. Multi-Region eventual consistency (MREC): asynchronous
+//     replication at a lag per Region pair (SetLag, Jitter), pausable
+//     (Pause, Isolate), conditions evaluated against the local replica,
+//     last writer wins per item by the write's timestamp, transactions
+//     atomic in their Region only and replicated item by item, and a
+//     stream per Region (Server.Stream) carrying the replicated changes
+//     too, merged when several arrive together. Multi-Region strong
+//     consistency (MRSC): three Regions (or two and a witness),
+//     synchronous replication, ReplicatedWriteConflictException on
+//     concurrent writes of an item from two Regions, transactions, TTL and
+//     local secondary indexes refused, and a write refused without a
+//     second reachable Region. DescribeTable reports the replicas,
+//     witness and consistency mode as DynamoDB does. Replication is
+//     applied at the first request at or after it is due: deterministic,
+//     and on fake time in a testing/synctest bubble.
 //
 // Faults can be injected per operation (Inject: a lost answer, throttling,
 // throttling past the SDK's retries, a 5xx, a transaction conflict), a
@@ -84,10 +113,9 @@
 // until released (Hold), and requests are counted per operation (Calls).
 //
 // What it does not model: capacity limits and throttling by load, item
-// collections, global tables, Streams (WithPutHook stands in), PartiQL,
+// collections, the Streams API (WithPutHook stands in; a global table's
+// streams are read with Server.Stream), PartiQL,
 // the legacy request parameters (Expected, AttributeUpdates,
 // KeyConditions, ...: refused), the table name's minimum length (3
-// characters on DynamoDB; shorter names are accepted here), and the
-// trimming of numbers' leading and trailing zeros (a number is returned
-// as it was written; one the store computes has none).
+// characters on DynamoDB; shorter names are accepted here).
 package idemtest

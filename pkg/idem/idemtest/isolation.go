@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -17,9 +18,13 @@ import (
 //     TransactionConflict at that item's index and None elsewhere;
 //   - reads see the last committed value.
 //
-// Here every write holds its items from arrival to answer (a single-item
-// write for the time it takes, a transaction for that plus the configured
-// latency). A single-item write or a transaction meeting an item a
+// Here a single-item write holds its item from arrival to answer, and a
+// transaction holds the items whose prepare passed (prepareTx) from its
+// arrival until it commits or is cancelled: for the time it takes plus
+// the configured latency when every item passed, only while a Hold or
+// InjectLatency parks it when one failed (DynamoDB's coordinator cancels
+// as soon as a prepare fails). An item whose condition fails is never
+// held. A single-item write or a transaction meeting an item a
 // transaction holds is refused as above; one meeting an item a
 // single-item write holds waits for it, as DynamoDB applies one item's
 // writes in turn. A request's writes are stored at its end, all at once
@@ -45,17 +50,29 @@ type holder struct {
 	done chan struct{}
 }
 
-// holdTx marks a transaction's items as held, unless a transaction holds
-// one already: then it returns the indexes of those it holds, and holds
-// none. A single-item write on one of them is let finish first: it takes
-// DynamoDB milliseconds, and here, where every request's writes are
-// stored under one lock, a conflict with it would be an artifact of that lock.
-func (s *Server) holdTx(names []string) (busy []int) {
+// prepareTx is a transaction's prepare phase ("Distributed Transactions
+// at Scale in Amazon DynamoDB", USENIX ATC '23): every item at once, each
+// evaluated against its last committed value. An item another transaction
+// holds is a conflict and is not evaluated; an item whose condition fails
+// (or whose update cannot apply) is refused without being held, as a
+// storage node marks an item only when its prepare succeeds; an item that
+// passes is held by the transaction. When any item is a conflict, the
+// transaction holds nothing: it is cancelled at once. A single-item write
+// on one of the items is let finish first: it takes DynamoDB
+// milliseconds, and here, where every request's writes are stored under
+// one lock, a conflict with it would be an artifact of that lock.
+//
+// held lists the items the transaction now holds (unhold them); failed is
+// true when a reason is not None.
+func (s *Server) prepareTx(actions []*action) (reasons []reason, held []string, failed bool) {
+	reasons = noneReasons(len(actions))
+	var busy []int
 	for {
 		s.mu.Lock()
 		var wait chan struct{}
-		for i, n := range names {
-			switch h := s.held[n]; {
+		busy = busy[:0]
+		for i, a := range actions {
+			switch h := s.held[a.name]; {
 			case h == nil:
 			case h.tx:
 				busy = append(busy, i)
@@ -63,20 +80,57 @@ func (s *Server) holdTx(names []string) (busy []int) {
 				wait = h.done
 			}
 		}
-		if len(busy) > 0 {
-			s.mu.Unlock()
-			return busy
-		}
 		if wait == nil {
-			for _, n := range names {
-				s.held[n] = &holder{tx: true, done: make(chan struct{})}
+			// Every free item is held while it is evaluated, so that no
+			// write changes it in between; single-item writes and other
+			// transactions wait for that as for a single-item write.
+			for i, a := range actions {
+				if !slices.Contains(busy, i) {
+					s.held[a.name] = &holder{done: make(chan struct{})}
+				}
 			}
 			s.mu.Unlock()
-			return nil
+			break
 		}
 		s.mu.Unlock()
 		<-wait
 	}
+	for i, a := range actions {
+		if slices.Contains(busy, i) {
+			reasons[i] = reason{Code: "TransactionConflict", Message: "Transaction is ongoing for the item"}
+			failed = true
+			continue
+		}
+		switch o := s.evaluate(a); {
+		case o.failed:
+			reasons[i] = reason{Code: "ConditionalCheckFailed", Message: "The conditional request failed"}
+			if a.allOld && a.old != nil {
+				reasons[i].Item = a.old.raw()
+			}
+			failed = true
+		case o.invalid != "":
+			reasons[i] = reason{Code: "ValidationError", Message: o.invalid}
+			failed = true
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(busy) > 0 {
+		s.stats.ConflictCancellations++
+	}
+	for i, a := range actions {
+		if slices.Contains(busy, i) {
+			continue
+		}
+		h := s.held[a.name]
+		delete(s.held, a.name)
+		close(h.done) // whoever waited looks again
+		if reasons[i].Code == "None" && len(busy) == 0 {
+			s.held[a.name] = &holder{tx: true, done: make(chan struct{})}
+			held = append(held, a.name)
+		}
+	}
+	return reasons, held, failed
 }
 
 // holdOne holds one item for a single-item write, after any other

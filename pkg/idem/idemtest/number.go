@@ -53,8 +53,11 @@ func checkNumber(d *apd.Decimal) error {
 	return nil
 }
 
-// canonicalNumber is a number as DynamoDB returns one it computed:
-// without trailing zeros, in plain notation.
+// canonicalNumber is a number as DynamoDB stores and returns it, however
+// it was written: "In DynamoDB, numbers are represented as variable
+// length. Leading and trailing zeroes are trimmed." (Developer Guide,
+// "Supported data types and naming rules"), in plain notation: "1.50" is
+// 1.5, "007" is 7, "-0" is 0, "1E2" is 100.
 func canonicalNumber(d *apd.Decimal) string {
 	if d.IsZero() {
 		return "0"

@@ -524,6 +524,9 @@ func (s *Server) serveSearch(c *call) answer {
 	if err != nil {
 		return errorAnswer(err)
 	}
+	if a := s.strongRead(q.table, in.ConsistentRead); a != nil {
+		return *a
+	}
 	s.pause(c)
 
 	s.schema.RLock()

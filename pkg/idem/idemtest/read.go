@@ -68,6 +68,9 @@ func (s *Server) getItem(c *call) answer {
 	if err != nil {
 		return errorAnswer(err)
 	}
+	if a := s.strongRead(g.table, g.consistent); a != nil {
+		return *a
+	}
 	s.pause(c)
 	it := s.read(g.table, g.name, g.key, g.consistent)
 	use := newConsumption(r.ReturnConsumedCapacity)
@@ -132,6 +135,11 @@ func (s *Server) batchGet(c *call) answer {
 	if len(gets) == 0 || len(gets) > 100 {
 		return errorAnswer(invalidf("Too many items requested for the BatchGetItem call"))
 	}
+	for _, g := range gets {
+		if a := s.strongRead(g.table, g.consistent); a != nil {
+			return *a
+		}
+	}
 	s.pause(c)
 	use := newConsumption(in.ReturnConsumedCapacity)
 	responses := map[string][]item{}
@@ -193,6 +201,13 @@ func (s *Server) transactGet(c *call) answer {
 		seen[g.name] = true
 		gets[i] = g
 	}
+	tables := make([]string, len(gets))
+	for i, g := range gets {
+		tables[i] = g.table
+	}
+	if err := s.noStrongTransactions(tables); err != nil {
+		return errorAnswer(err)
+	}
 	if a, done := c.fault.cancel(len(gets)); done {
 		return a
 	}
@@ -243,6 +258,29 @@ func (s *Server) transactGet(c *call) answer {
 		out["ConsumedCapacity"] = cc
 	}
 	return answerJSON(out)
+}
+
+// strongRead refuses a strongly consistent read of an MRSC global table in
+// a Region that cannot reach a second member: it cannot know the latest
+// version. Eventually consistent reads answer from the local replica.
+func (s *Server) strongRead(table string, consistent bool) *answer {
+	if !consistent || s.g == nil || s.g.mode != MRSC {
+		return nil
+	}
+	if meta, err := s.table(table); err != nil || meta.gt == nil {
+		return nil
+	}
+	s.g.mu.Lock()
+	ok := s.g.quorum(s.region)
+	if !ok {
+		s.g.stats.Unavailable++
+	}
+	s.g.mu.Unlock()
+	if ok {
+		return nil
+	}
+	a := unavailable(false)
+	return &a
 }
 
 // version is an item as a write committed it (nil: deleted).

@@ -34,7 +34,7 @@ type Server struct {
 	tables   map[string]*tableMeta // table -> its definition
 	consumed Capacity              // capacity units consumed so far
 	history  map[string][]version  // item -> versions, for stale reads
-	ttl      map[string]ttlSpec    // table -> TTL setting
+	ttl      map[string]ttlState   // table -> TTL setting
 	tokens   map[string]*txToken   // ClientRequestToken -> its transaction
 	calls    map[Op]int            // requests received per operation
 	faults   []*fault              // armed faults, in the order injected
@@ -46,7 +46,23 @@ type Server struct {
 	stats     Stats             // conflicts produced
 	httpSrv   *httptest.Server  // set by Start
 	closed    bool
+
+	// region is the Region the store answers as (its clients' and ARNs');
+	// g is the simulated global table it is a Region of, if any.
+	region string
+	g      *Global
+	// lastStamp is the time of this Region's last write of a global
+	// table's item (last writer wins); guarded by schema.
+	lastStamp time.Time
+	streamSeq uint64 // stream records made so far; guarded by mu
 }
+
+// defaultRegion is the Region a store outside a Global answers as.
+const defaultRegion = "us-east-1"
+
+// Region is the AWS Region the store answers as: its clients', its ARNs'
+// and its stream records'; us-east-1 outside a Global.
+func (s *Server) Region() string { return s.region }
 
 // Option configures a Server.
 type Option func(*Server)
@@ -85,12 +101,13 @@ func NewServer(opts ...Option) *Server {
 		tables:    map[string]*tableMeta{},
 		consumed:  Capacity{},
 		history:   map[string][]version{},
-		ttl:       map[string]ttlSpec{},
+		ttl:       map[string]ttlState{},
 		tokens:    map[string]*txToken{},
 		calls:     map[Op]int{},
 		holds:     map[Op][]*Hold{},
 		throttled: map[string]bool{},
 		latencies: map[Op][]*latency{},
+		region:    defaultRegion,
 	}
 	for _, o := range opts {
 		o(s)
@@ -233,6 +250,12 @@ func (s *Server) serve(c *call) (a answer) {
 	c.fault = s.takeFault(c.op, c.invocation)
 	c.latency = s.takeLatency(c.op)
 	s.mu.Unlock()
+	if s.g != nil {
+		if s.g.isDown(s.region) {
+			return unavailable(true)
+		}
+		s.g.deliver(false)
+	}
 	if c.fault != nil {
 		if a, done := c.fault.before(c); done {
 			return a

@@ -29,6 +29,10 @@ type tableData struct {
 	items   map[string]*row      // primary key -> the item's row in main
 	main    *keyspace            // the table's items, by its key
 	indexes map[string]*keyspace // index name -> its entries
+	// A global table's replica also keeps each item's last write stamp,
+	// deleted items' too (last writer wins), and its stream.
+	stamps map[string]stamp
+	stream []streamEntry // guarded by the Server's mu
 }
 
 // keyspace is items (or index entries) under one key schema: their
@@ -61,7 +65,8 @@ type row struct {
 }
 
 func newTableData(meta *tableMeta, desc *tableDesc) *tableData {
-	d := &tableData{meta: meta, desc: desc, items: map[string]*row{}, main: newKeyspace(meta.hash, meta.rng), indexes: map[string]*keyspace{}}
+	d := &tableData{meta: meta, desc: desc, items: map[string]*row{}, main: newKeyspace(meta.hash, meta.rng), indexes: map[string]*keyspace{},
+		stamps: map[string]stamp{}}
 	for _, ix := range meta.indexes {
 		d.indexes[ix.name] = newKeyspace(ix.hash, ix.rng)
 	}
@@ -223,6 +228,19 @@ func (d *tableData) put(it attrs) {
 			d.indexes[ix.name].insert(e[ix.hash], newRow(e, pk, rk))
 		}
 	}
+}
+
+// write stores next under primary key pk (next nil: deletes the item),
+// and returns the item it replaced.
+func (d *tableData) write(key attrs, pk string, next attrs) (old attrs) {
+	old = d.get(key)
+	switch {
+	case next != nil:
+		d.put(next)
+	case old != nil:
+		d.delete(pk)
+	}
+	return old
 }
 
 // delete removes the item under primary key pk, if any, and its index

@@ -16,7 +16,9 @@ import (
 // CreateTable: the key schema, its attribute definitions, the indexes
 // and their projections, the billing mode). A table is created at once:
 // it is ACTIVE from the answer to CreateTable on, as on DynamoDB Local.
-// The store serves no Streams, so a table's description has no stream.
+// The store serves no Streams API, so a table's description has no
+// stream, but a global table's (whose stream a test reads with
+// Server.Stream).
 
 // tableDesc is what DescribeTable tells of a table beyond its key: how
 // it was created.
@@ -37,8 +39,10 @@ type attrDef struct{ AttributeName, AttributeType string }
 
 type throughput struct{ ReadCapacityUnits, WriteCapacityUnits int64 }
 
-// The account and region of every ARN the store makes up.
-const arnPrefix = "arn:aws:dynamodb:us-east-1:000000000000:table/"
+// tableARN is a table's ARN in this Region (the account is made up).
+func (s *Server) tableARN(name string) string {
+	return "arn:aws:dynamodb:" + s.region + ":000000000000:table/" + name
+}
 
 func tableNotFound(name string) error {
 	return &apiError{code: "ResourceNotFoundException", msg: "Requested resource not found: Table: " + name + " not found"}
@@ -106,22 +110,34 @@ func (s *Server) createTable(body []byte) answer {
 	if err := json.Unmarshal(body, &in); err != nil {
 		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
 	}
-	meta, desc, err := newTable(in.TableName, in.KeySchema, in.AttributeDefinitions, in.GlobalSecondaryIndexes, in.LocalSecondaryIndexes, in.BillingMode, in.ProvisionedThroughput)
-	if err != nil {
+	build := func() (*tableMeta, *tableDesc, error) {
+		return newTable(in.TableName, in.KeySchema, in.AttributeDefinitions, in.GlobalSecondaryIndexes, in.LocalSecondaryIndexes, in.BillingMode, in.ProvisionedThroughput)
+	}
+	if _, _, err := build(); err != nil {
 		return errorAnswer(err)
+	}
+	if s.g != nil {
+		return s.g.createTable(s, in.TableName, len(in.LocalSecondaryIndexes) > 0, build)
 	}
 	s.schema.Lock()
 	defer s.schema.Unlock()
 	if s.data[in.TableName] != nil {
 		return errorAnswer(&apiError{code: "ResourceInUseException", msg: "Table already exists: " + in.TableName})
 	}
+	meta, desc, _ := build()
+	d := s.addTable(meta, desc)
+	return answerJSON(map[string]any{"TableDescription": s.describe(d, "ACTIVE")})
+}
+
+// addTable stores a new table; call it holding s.schema for writing.
+func (s *Server) addTable(meta *tableMeta, desc *tableDesc) *tableData {
 	d := newTableData(meta, desc)
-	s.data[in.TableName] = d
+	s.data[desc.name] = d
 	s.mu.Lock()
-	s.tables[in.TableName] = meta
-	delete(s.ttl, in.TableName)
+	s.tables[desc.name] = meta
+	delete(s.ttl, desc.name)
 	s.mu.Unlock()
-	return answerJSON(map[string]any{"TableDescription": d.describe("ACTIVE")})
+	return d
 }
 
 // newTable checks a CreateTable request and returns the table it makes.
@@ -256,13 +272,23 @@ func newID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
-// describe is the table's TableDescription with the given status; call
-// it holding s.schema.
-func (d *tableData) describe(status string) map[string]any {
+// describe is a table's TableDescription with the given status, a global
+// table's replicas included; call it holding s.schema.
+func (s *Server) describe(d *tableData, status string) map[string]any {
+	out := d.describe(s.tableARN(d.desc.name), status)
+	if gt := d.meta.gt; gt != nil {
+		s.g.describeGlobal(out, gt, s, d.desc)
+	}
+	return out
+}
+
+// describe is the table's TableDescription with the given status and
+// ARN; call it holding s.schema.
+func (d *tableData) describe(arn, status string) map[string]any {
 	desc := d.desc
 	out := map[string]any{
 		"TableName":                 desc.name,
-		"TableArn":                  arnPrefix + desc.name,
+		"TableArn":                  arn,
 		"TableId":                   desc.id,
 		"TableStatus":               status,
 		"CreationDateTime":          epoch(desc.created),
@@ -284,7 +310,7 @@ func (d *tableData) describe(status string) map[string]any {
 		}
 		m := map[string]any{
 			"IndexName":      def.IndexName,
-			"IndexArn":       arnPrefix + desc.name + "/index/" + def.IndexName,
+			"IndexArn":       arn + "/index/" + def.IndexName,
 			"KeySchema":      def.KeySchema,
 			"Projection":     projection,
 			"ItemCount":      ks.count,
@@ -328,7 +354,7 @@ func (s *Server) describeTable(body []byte) answer {
 	if d == nil {
 		return errorAnswer(tableNotFound(in.TableName))
 	}
-	return answerJSON(map[string]any{"Table": d.describe("ACTIVE")})
+	return answerJSON(map[string]any{"Table": s.describe(d, "ACTIVE")})
 }
 
 // deleteTable serves DeleteTable: the table and its items are gone at
@@ -344,12 +370,18 @@ func (s *Server) deleteTable(body []byte) answer {
 	if d == nil {
 		return errorAnswer(tableNotFound(in.TableName))
 	}
+	if gt := d.meta.gt; gt != nil {
+		if err := s.g.deleteReplica(s, gt); err != nil {
+			return errorAnswer(err)
+		}
+	}
+	out := s.describe(d, "DELETING")
 	delete(s.data, in.TableName)
 	s.mu.Lock()
 	delete(s.tables, in.TableName)
 	delete(s.ttl, in.TableName)
 	s.mu.Unlock()
-	return answerJSON(map[string]any{"TableDescription": d.describe("DELETING")})
+	return answerJSON(map[string]any{"TableDescription": out})
 }
 
 // listTables serves ListTables: the names in order, a page at a time.
@@ -387,9 +419,46 @@ func (s *Server) listTables(body []byte) answer {
 
 // updateTable serves UpdateTable: global secondary indexes created (and
 // filled from the table's items) or deleted, attribute definitions for
-// them, the billing mode and throughput. Other settings are accepted and
-// not kept.
+// them, the billing mode and throughput, on every replica of a global
+// table. A global table's replicas are the Regions of its Global: a change
+// of replicas, witnesses or consistency mode is refused. Other settings
+// are accepted and not kept.
 func (s *Server) updateTable(body []byte) answer {
+	var in struct {
+		TableName                 string
+		ReplicaUpdates            json.RawMessage
+		GlobalTableWitnessUpdates json.RawMessage
+		MultiRegionConsistency    string
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return answerError(http.StatusBadRequest, "SerializationException", err.Error())
+	}
+	if len(in.ReplicaUpdates) > 0 && string(in.ReplicaUpdates) != "null" || len(in.GlobalTableWitnessUpdates) > 0 &&
+		string(in.GlobalTableWitnessUpdates) != "null" || in.MultiRegionConsistency != "" {
+		if s.g != nil && s.g.mode == MRSC {
+			return errorAnswer(invalidf("Cannot add replicas to a global table with strong MultiRegionConsistency"))
+		}
+		return errorAnswer(invalidf("idemtest: the replicas of a table are the Regions of its simulated global table (NewGlobal), fixed when it is created"))
+	}
+	a := s.updateLocal(body)
+	if a.status != http.StatusOK {
+		return a
+	}
+	s.mu.Lock()
+	meta := s.tables[in.TableName]
+	s.mu.Unlock()
+	if meta != nil && meta.gt != nil {
+		for _, r := range s.g.replicasOf(meta.gt) {
+			if r != s.region {
+				s.g.regions[r].updateLocal(body)
+			}
+		}
+	}
+	return a
+}
+
+// updateLocal applies an UpdateTable to this Region's table.
+func (s *Server) updateLocal(body []byte) answer {
 	var in struct {
 		TableName                   string
 		AttributeDefinitions        []attrDef
@@ -411,7 +480,7 @@ func (s *Server) updateTable(body []byte) answer {
 		return errorAnswer(tableNotFound(in.TableName))
 	}
 	t := d.meta
-	next := &tableMeta{hash: t.hash, rng: t.rng, types: map[string]string{}, indexes: slices.Clone(t.indexes)}
+	next := &tableMeta{hash: t.hash, rng: t.rng, types: map[string]string{}, indexes: slices.Clone(t.indexes), gt: t.gt}
 	for k, v := range t.types {
 		next.types[k] = v
 	}
@@ -482,5 +551,5 @@ func (s *Server) updateTable(body []byte) answer {
 	s.mu.Lock()
 	s.tables[in.TableName] = next
 	s.mu.Unlock()
-	return answerJSON(map[string]any{"TableDescription": d.describe("ACTIVE")})
+	return answerJSON(map[string]any{"TableDescription": s.describe(d, "ACTIVE")})
 }

@@ -11,6 +11,9 @@ type tableMeta struct {
 	hash, rng string
 	types     map[string]string // attribute name -> S, N or B
 	indexes   []*indexMeta
+	// gt is the global table this table is a replica of (nil: a regional
+	// table).
+	gt *gtable
 }
 
 type indexMeta struct {

@@ -13,7 +13,8 @@ import (
 // conditions and updates on these, exactly, and stores them.
 type value struct {
 	t string // S, N, B, BOOL, NULL, M, L, SS, NS, BS
-	// s is a string's text, a number as sent, a binary's raw bytes.
+	// s is a string's text, a number in DynamoDB's canonical form (no
+	// leading or trailing zeros: canonicalNumber), a binary's raw bytes.
 	s string
 	b bool              // BOOL
 	m map[string]*value // M
@@ -56,9 +57,11 @@ func decodeValue(raw json.RawMessage) (*value, error) {
 			if err := json.Unmarshal(body, &v.s); err != nil {
 				return nil, invalidf("Invalid attribute value type")
 			}
-			if _, err := parseNumber(v.s); err != nil {
+			d, err := parseNumber(v.s)
+			if err != nil {
 				return nil, err
 			}
+			v.s = canonicalNumber(d)
 		case "B":
 			var b []byte
 			if err := json.Unmarshal(body, &b); err != nil {
@@ -114,6 +117,12 @@ func decodeValue(raw json.RawMessage) (*value, error) {
 			}
 			if err := checkSet(v); err != nil {
 				return nil, err
+			}
+			if t == "NS" {
+				for i, e := range v.set {
+					d, _ := parseNumber(e) // checkSet parsed it
+					v.set[i] = canonicalNumber(d)
+				}
 			}
 		default:
 			return nil, invalidf("Supplied AttributeValue is empty, must contain exactly one of the supported datatypes")

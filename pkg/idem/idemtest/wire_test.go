@@ -52,7 +52,10 @@ func TestTimeToLiveIsRecordedAndDescribed(t *testing.T) {
 		must.NoError(t, err)
 		return resp.StatusCode, string(b)
 	}
-	status, body := call("DescribeTimeToLive", `{"TableName":"t"}`)
+	status, body := call("CreateTable", `{"TableName":"t","BillingMode":"PAY_PER_REQUEST",`+
+		`"AttributeDefinitions":[{"AttributeName":"id","AttributeType":"S"}],"KeySchema":[{"AttributeName":"id","KeyType":"HASH"}]}`)
+	check.Equal(t, 200, status, body)
+	status, body = call("DescribeTimeToLive", `{"TableName":"t"}`)
 	check.Equal(t, 200, status)
 	check.JSONEq(t, `{"TimeToLiveDescription":{"TimeToLiveStatus":"DISABLED"}}`, body)
 	status, _ = call("UpdateTimeToLive", `{"TableName":"t","TimeToLiveSpecification":{"AttributeName":"expires_at","Enabled":true}}`)

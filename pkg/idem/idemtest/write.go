@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -194,8 +195,13 @@ func (a *action) writeUnits() float64 {
 
 // commit applies the writes of one request at once: no read sees some
 // of them without the others. A request on a table deleted since it was
-// checked writes nothing.
+// checked writes nothing. A global table's writes are stamped for last
+// writer wins, recorded in its stream and sent to its other replicas
+// (MREC), or applied to every replica at once (MRSC).
 func (s *Server) commit(actions []*action) error {
+	if s.g != nil && s.g.mode == MRSC && strong(actions) {
+		return s.g.commitStrong(s, actions)
+	}
 	s.schema.Lock()
 	defer s.schema.Unlock()
 	for _, a := range actions {
@@ -209,13 +215,49 @@ func (s *Server) commit(actions []*action) error {
 			continue
 		}
 		d := s.data[a.table]
-		switch {
-		case a.next != nil:
-			d.put(a.next)
-		case a.old != nil:
-			d.delete(d.meta.primaryKey(a.key))
-		}
+		pk := d.meta.primaryKey(a.key)
+		old := d.write(a.key, pk, a.next)
 		s.remember(a.table, a.name, a.key, a.next, now)
+		if gt := d.meta.gt; gt != nil {
+			st := s.stampFor(d, pk, now)
+			d.stamps[pk] = st
+			s.appendStream(d, a.key, old, a.next, s.region, now)
+			s.g.send(s.region, gt, change{table: a.table, pk: pk, name: a.name, key: a.key, item: a.next, st: st}, now)
+		}
+	}
+	return nil
+}
+
+// strong reports whether a request writes a table of a global table with
+// multi-Region strong consistency.
+func strong(actions []*action) bool {
+	return slices.ContainsFunc(actions, func(a *action) bool { return a.meta.gt != nil })
+}
+
+// strongNames are the items of an MRSC global table a request writes.
+func (s *Server) strongNames(actions []*action) []string {
+	if s.g == nil || s.g.mode != MRSC {
+		return nil
+	}
+	var names []string
+	for _, a := range actions {
+		if a.meta.gt != nil {
+			names = append(names, a.name)
+		}
+	}
+	return names
+}
+
+// noStrongTransactions refuses a transaction on a table of an MRSC global
+// table, which DynamoDB does not support.
+func (s *Server) noStrongTransactions(tables []string) error {
+	if s.g == nil || s.g.mode != MRSC {
+		return nil
+	}
+	for _, table := range tables {
+		if meta, err := s.table(table); err == nil && meta.gt != nil {
+			return invalidf("Transactions are not supported for global tables with MultiRegionConsistency set to STRONG")
+		}
 	}
 	return nil
 }
@@ -253,6 +295,13 @@ func (s *Server) writeItem(c *call) answer {
 		return answerError(http.StatusBadRequest, "TransactionConflictException", "Transaction is ongoing for the item")
 	}
 	defer s.unhold([]string{a.name})
+	if names := s.strongNames([]*action{a}); names != nil {
+		release, refused := s.g.strongBegin(s.region, names)
+		if refused != nil {
+			return *refused
+		}
+		defer release()
+	}
 	s.pause(c)
 
 	use := newConsumption(r.ReturnConsumedCapacity)
@@ -331,7 +380,6 @@ func (s *Server) transactWrite(c *call) answer {
 		return errorAnswer(invalidf("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to %d", maxTxActions))
 	}
 	actions := make([]*action, len(in.TransactItems))
-	names := make([]string, len(in.TransactItems))
 	seen := map[string]bool{}
 	size := 0
 	for i, ti := range in.TransactItems {
@@ -361,7 +409,7 @@ func (s *Server) transactWrite(c *call) answer {
 			return errorAnswer(invalidf("Transaction request cannot include multiple operations on one item"))
 		}
 		seen[a.name] = true
-		actions[i], names[i] = a, a.name
+		actions[i] = a
 		// The items' aggregate size: a Put's item, the key of the others.
 		if a.put != nil {
 			size += a.put.size()
@@ -372,6 +420,13 @@ func (s *Server) transactWrite(c *call) answer {
 	if size > maxTxSize {
 		return errorAnswer(invalidf("Transaction request size has exceeded the maximum allowed size of 4 MB"))
 	}
+	tables := make([]string, len(actions))
+	for i, a := range actions {
+		tables[i] = a.table
+	}
+	if err := s.noStrongTransactions(tables); err != nil {
+		return errorAnswer(err)
+	}
 
 	if a, done := c.fault.cancel(len(actions)); done {
 		return a
@@ -379,46 +434,14 @@ func (s *Server) transactWrite(c *call) answer {
 	if a, done := s.repeatedToken(in.ClientRequestToken, c.body); done {
 		return a
 	}
-	if busy := s.holdTx(names); busy != nil {
-		s.mu.Lock()
-		s.stats.ConflictCancellations++
-		s.mu.Unlock()
-		s.endToken(in.ClientRequestToken, false)
-		reasons := noneReasons(len(names))
-		for _, i := range busy {
-			reasons[i] = reason{Code: "TransactionConflict", Message: "Transaction is ongoing for the item"}
-		}
-		return cancelled(reasons)
-	}
-	defer s.unhold(names)
-	s.pause(c)
-	s.mu.Lock()
-	latency := s.txLatency
-	s.mu.Unlock()
-	if latency > 0 {
-		time.Sleep(latency)
-	}
-
 	use := newConsumption(in.ReturnConsumedCapacity)
 	defer s.record(OpTransactWriteItems, use)
-	reasons := noneReasons(len(actions))
-	failed := false
-	for i, a := range actions {
-		o := s.evaluate(a)
-		switch {
-		case o.failed:
-			reasons[i] = reason{Code: "ConditionalCheckFailed", Message: "The conditional request failed"}
-			if a.allOld && a.old != nil {
-				reasons[i].Item = a.old.raw()
-			}
-		case o.invalid != "":
-			reasons[i] = reason{Code: "ValidationError", Message: o.invalid}
-		default:
-			continue
-		}
-		failed = true
-	}
+	reasons, held, failed := s.prepareTx(actions)
+	defer s.unhold(held)
 	if failed {
+		if len(held) > 0 {
+			s.pause(c) // a Hold or an injected latency parks it holding them
+		}
 		// A cancelled transaction has run its prepare phase: one write
 		// unit per KB of each item it met.
 		for _, a := range actions {
@@ -426,6 +449,13 @@ func (s *Server) transactWrite(c *call) answer {
 		}
 		s.endToken(in.ClientRequestToken, false)
 		return cancelled(reasons)
+	}
+	s.pause(c)
+	s.mu.Lock()
+	latency := s.txLatency
+	s.mu.Unlock()
+	if latency > 0 {
+		time.Sleep(latency)
 	}
 	if err := s.commit(actions); err != nil {
 		s.endToken(in.ClientRequestToken, false)
@@ -532,6 +562,13 @@ func (s *Server) batchWrite(c *call) answer {
 		<-wait
 	}
 	defer s.unhold(names)
+	if strongNames := s.strongNames(apply); strongNames != nil {
+		release, refused := s.g.strongBegin(s.region, strongNames)
+		if refused != nil {
+			return *refused
+		}
+		defer release()
+	}
 	s.pause(c)
 	use := newConsumption(in.ReturnConsumedCapacity)
 	defer s.record(OpBatchWriteItem, use)

@@ -92,3 +92,25 @@ func ExampleWithTrace() {
 	// Output:
 	// <nil> 2
 }
+
+// A scope hash is keyed: the operators, who hold the key, find a key's
+// spans from the key; a reader of the spans without it learns nothing of
+// the key, not even by trying every key of a guessable shape.
+func ExampleScopeHasher() {
+	// The key, from the function's secret configuration: never in code.
+	hasher, err := idemtrace.NewScopeHasher([]byte("32 random bytes from the secrets"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	other, err := idemtrace.NewScopeHasher([]byte("another key of 32 random bytes.."))
+	if err != nil {
+		log.Fatal(err)
+	}
+	scope, _ := idem.NewScope("POST /orders", "user-42", "order-4711")
+	fmt.Println(len(hasher.Hash(scope.ID())), hasher.Hash(scope.ID()) != other.Hash(scope.ID()))
+	_, err = idemtrace.NewScopeHasher([]byte("short"))
+	fmt.Println(err != nil)
+	// Output:
+	// 16 true
+	// true
+}

@@ -47,8 +47,10 @@
 // # Personal data
 //
 // Call, CacheHit and BatchItem infos carry the scope's ID, which holds
-// the caller's principal and key: record ScopeHash of it (idemotel
-// does), never the ID itself. The operation ("POST /products") is not
+// the caller's principal and key: record a ScopeHasher's hash of it
+// (idemotel does, given one), never the ID itself, nor a hash anyone can
+// compute (a plain SHA-256 of a known principal and a guessable key is
+// found in 10,000 tries). The operation ("POST /products") is not
 // personal.
 //
 // The hooks run on the calling goroutine, in the call's path: they must
@@ -57,8 +59,6 @@ package idemtrace
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"time"
 )
 
@@ -390,16 +390,6 @@ type BatchItemInfo struct {
 	// Outcome is the item's (an idem.Outcome).
 	Outcome string
 	Err     error
-}
-
-// ScopeHash is what a trace records in place of a scope: the first 16
-// hex digits of the SHA-256 of its ID (idem.Scope.ID). It finds every
-// span of one key from the key (idemctl lookup prints it), and never the
-// key from a span. 64 bits: two of a million keys share one with a
-// chance of about 3 in 100 million.
-func ScopeHash(scopeID string) string {
-	sum := sha256.Sum256([]byte(scopeID))
-	return hex.EncodeToString(sum[:8])
 }
 
 type traceKey struct{}

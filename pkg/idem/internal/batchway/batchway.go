@@ -24,6 +24,9 @@ import (
 // it, the key its producer gave it, and the value it stands for.
 type Entry[T any] struct {
 	Principal string
+	// Anonymous puts the record in the anonymous scope; Principal is
+	// then empty.
+	Anonymous bool
 	Key       string
 	Value     T
 }
@@ -159,8 +162,9 @@ func (b Batch[T]) each(ctx context.Context, apply func(i int) Result) []Result {
 	return results
 }
 
-// admit reads record i into its batch item: its scope (idem.NewScope,
-// which refuses a record whose sender it cannot name), the fingerprint
+// admit reads record i into its batch item: its scope (Entry.scope,
+// which refuses a record whose sender it cannot name unless the record
+// chose the anonymous scope), the fingerprint
 // of its value's JSON, and nothing to store but that it was applied, so
 // a value of any size can be.
 func (b Batch[T]) admit(i int) (idem.BatchItem, T, error) {
@@ -168,7 +172,7 @@ func (b Batch[T]) admit(i int) (idem.BatchItem, T, error) {
 	if err != nil {
 		return idem.BatchItem{}, e.Value, err
 	}
-	scope, err := idem.NewScope(b.Operation, e.Principal, e.Key)
+	scope, err := e.scope(b.Operation)
 	if err != nil {
 		return idem.BatchItem{}, e.Value, err
 	}
@@ -181,6 +185,18 @@ func (b Batch[T]) admit(i int) (idem.BatchItem, T, error) {
 		return idem.BatchItem{}, e.Value, fmt.Errorf("fingerprint: %w", err)
 	}
 	return idem.BatchItem{Scope: scope, Fingerprint: fp}, e.Value, nil
+}
+
+// scope is the entry's scope: a named producer's (idem.NewScope, which
+// refuses an empty name), or the anonymous scope the entry chose.
+func (e Entry[T]) scope(operation string) (idem.Scope, error) {
+	if !e.Anonymous {
+		return idem.NewScope(operation, e.Principal, e.Key)
+	}
+	if e.Principal != "" {
+		return idem.Scope{}, fmt.Errorf("%w: an anonymous entry names a principal (%q)", idem.ErrInvalidKey, e.Principal)
+	}
+	return idem.NewAnonymousScope(operation, e.Key)
 }
 
 // errNoTime is the error of a record left untried because the time left

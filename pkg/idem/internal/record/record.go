@@ -48,6 +48,10 @@ const (
 // Format is the format this library writes, and the latest it reads.
 const Format = 2
 
+// WritesUnknown is Record.Writes of a record completed by a library that
+// did not count its writes: it may have committed some.
+const WritesUnknown = -1
+
 // Reserved metadata keys: no HTTP header name holds a colon, so none
 // collides with a header idemhttp stores under its own name.
 const (
@@ -87,6 +91,13 @@ type Record struct {
 	CreatedAt   time.Time
 	CompletedAt time.Time
 	ExpiresAt   time.Time // second precision; DynamoDB TTL
+	// Writes is the number of DynamoDB writes the key's first execution
+	// committed in the transaction that completed the record (Execute's
+	// and Transact's, an ExecuteBatch transaction's shared writes; 0 for
+	// Run and Do), once COMPLETED: evicting the key runs them again.
+	// WritesUnknown for a record completed before records counted them;
+	// 0 for a record in progress, whose writes have not landed.
+	Writes int
 }
 
 // Expired mirrors the claim condition's "expires_at < :now_s".
@@ -127,6 +138,10 @@ func Decode(l idemtable.Layout, item map[string]types.AttributeValue) (Record, e
 		r.Format = 1
 		if f, ok := in.OptInt(attr.Format); ok {
 			r.Format = int(f)
+		}
+		r.Writes = WritesUnknown
+		if n, ok := in.OptInt(attr.Writes); ok {
+			r.Writes = int(n)
 		}
 		switch r.Format {
 		case 1:
@@ -171,11 +186,12 @@ func formatOne(in *ddbitem.Reader, attr idemtable.Attributes) ([]byte, map[strin
 }
 
 // Item is the attributes of a completed result, in the latest format, to
-// add to a record.
-func Item(attr idemtable.Attributes, body []byte, meta map[string]string) map[string]types.AttributeValue {
+// add to a record, with the number of DynamoDB writes committed with it.
+func Item(attr idemtable.Attributes, body []byte, meta map[string]string, writes int) map[string]types.AttributeValue {
 	item := map[string]types.AttributeValue{
 		attr.Format:       ddbitem.N(Format),
 		attr.ResponseBody: ddbitem.Blob(body),
+		attr.Writes:       ddbitem.N(int64(writes)),
 	}
 	// An empty map is left out: some DynamoDB-compatible servers give one
 	// back as something else, and no metadata reads back as none.

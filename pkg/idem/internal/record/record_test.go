@@ -30,11 +30,12 @@ func TestFormats(t *testing.T) {
 	t.Parallel()
 	l := idemtable.Layout{}.WithDefaults()
 	meta := map[string]string{":status": "201", "Location": "/x"}
-	r, err := record.Decode(l, completed(record.Item(l.Attributes, []byte("body"), meta)))
+	r, err := record.Decode(l, completed(record.Item(l.Attributes, []byte("body"), meta, 3)))
 	must.NoError(t, err)
 	check.Equal(t, record.Format, r.Format)
 	check.Equal(t, []byte("body"), r.Body)
 	check.Equal(t, meta, r.Meta)
+	check.Equal(t, 3, r.Writes, "the writes committed with it")
 
 	r, err = record.Decode(l, completed(map[string]types.AttributeValue{
 		"response_status":  ddbitem.N(202),
@@ -43,6 +44,7 @@ func TestFormats(t *testing.T) {
 	}))
 	must.NoError(t, err)
 	check.Equal(t, 1, r.Format)
+	check.Equal(t, record.WritesUnknown, r.Writes, "completed before records counted their writes")
 	check.Equal(t, map[string]string{record.MetaStatus: "202", "X": "y", record.MetaOmitted: "too large"}, r.Meta)
 
 	_, err = record.Decode(l, completed(map[string]types.AttributeValue{"format": ddbitem.N(3), "response_body": ddbitem.S("")}))

@@ -34,17 +34,51 @@ func ValidateKey(k string) error {
 	return nil
 }
 
-// Encode is the ID of a scope: "v1", then each part prefixed by "|", its
-// length in bytes and ":". Length prefixes make the encoding injective
-// whatever the parts contain (a "#" or "|" in a principal cannot shift a
-// boundary), and the parts stay readable in the table for debugging.
-func Encode(operation, principal, key string) string {
+// anonymousPrincipal is how the principal part of the anonymous scope's
+// ID is spelled: "anonymous", as every release wrote it, so the records
+// the anonymous scope wrote before it became a kind of its own stay its
+// own.
+const anonymousPrincipal = "anonymous"
+
+// namedMark marks the principal part of a named caller whose name would
+// otherwise spell the anonymous scope's: a caller named "anonymous" (a
+// user name anyone may register) gets "|n9:anonymous", never
+// "|9:anonymous". No other part carries it, and no other name needs it.
+const namedMark = 'n'
+
+// Parts is a scope as its ID encodes it: the operation, the caller, the
+// client's key. Anonymous is the scope of callers that cannot be named,
+// a kind of its own: its Principal is empty, and no Principal of a named
+// caller spells its ID.
+type Parts struct {
+	Operation, Principal, Key string
+	Anonymous                 bool
+}
+
+// Encode is the ID of a scope: "v1", then the operation, the principal
+// and the key, each prefixed by "|", its length in bytes and ":". Length
+// prefixes make the encoding injective whatever the parts contain (a "#"
+// or "|" in a principal cannot shift a boundary), and the parts stay
+// readable in the table for debugging. The anonymous scope's principal
+// is spelled "anonymous", and a named caller of that name is marked
+// ("|n9:anonymous"), so no named caller shares the anonymous scope.
+func Encode(p Parts) string {
 	var b strings.Builder
-	b.Grow(len(operation) + len(principal) + len(key) + 16)
+	b.Grow(len(p.Operation) + len(p.Principal) + len(p.Key) + 24)
 	b.WriteString("v1")
-	for _, part := range [...]string{operation, principal, key} {
-		writePart(&b, part)
+	writePart(&b, p.Operation)
+	switch {
+	case p.Anonymous:
+		writePart(&b, anonymousPrincipal)
+	case p.Principal == anonymousPrincipal:
+		b.WriteString("|" + string(namedMark))
+		b.WriteString(strconv.Itoa(len(p.Principal)))
+		b.WriteByte(':')
+		b.WriteString(p.Principal)
+	default:
+		writePart(&b, p.Principal)
 	}
+	writePart(&b, p.Key)
 	return b.String()
 }
 
@@ -66,26 +100,41 @@ func writePart(b *strings.Builder, part string) {
 	b.WriteString(part)
 }
 
-// Parse inverts Encode, for tools that read a table.
-func Parse(id string) (operation, principal, key string, err error) {
+// Parse inverts Encode, for tools that read a table. It refuses what
+// Encode never writes (so two IDs never parse to one scope), the mark on
+// any name but the one it exists for included.
+func Parse(id string) (Parts, error) {
 	rest, ok := strings.CutPrefix(id, "v1")
 	if !ok {
-		return "", "", "", fmt.Errorf("%w: id %q has no v1 prefix", ErrInvalidKey, id)
+		return Parts{}, fmt.Errorf("%w: id %q has no v1 prefix", ErrInvalidKey, id)
 	}
+	malformed := fmt.Errorf("%w: malformed id", ErrInvalidKey)
 	var parts [3]string
+	marked := false
 	for i := range parts {
 		if !strings.HasPrefix(rest, "|") {
-			return "", "", "", fmt.Errorf("%w: malformed id", ErrInvalidKey)
+			return Parts{}, malformed
 		}
-		lenStr, after, ok := strings.Cut(rest[1:], ":")
+		rest = rest[1:]
+		if i == 1 && strings.HasPrefix(rest, string(namedMark)) {
+			marked, rest = true, rest[1:]
+		}
+		lenStr, after, ok := strings.Cut(rest, ":")
 		n, err := strconv.Atoi(lenStr)
-		if !ok || err != nil || n < 0 || n > len(after) {
-			return "", "", "", fmt.Errorf("%w: malformed id", ErrInvalidKey)
+		if !ok || err != nil || n < 0 || n > len(after) || lenStr != strconv.Itoa(n) {
+			return Parts{}, malformed
 		}
 		parts[i], rest = after[:n], after[n:]
 	}
 	if rest != "" {
-		return "", "", "", fmt.Errorf("%w: trailing data in id", ErrInvalidKey)
+		return Parts{}, fmt.Errorf("%w: trailing data in id", ErrInvalidKey)
 	}
-	return parts[0], parts[1], parts[2], nil
+	p := Parts{Operation: parts[0], Principal: parts[1], Key: parts[2]}
+	switch {
+	case marked && p.Principal != anonymousPrincipal:
+		return Parts{}, malformed
+	case !marked && p.Principal == anonymousPrincipal:
+		p.Principal, p.Anonymous = "", true
+	}
+	return p, nil
 }

@@ -1,0 +1,27 @@
+module github.com/idemlambda/idemlambda/pkg/idem/idemconform
+
+go 1.26
+
+require (
+	github.com/anishathalye/porcupine v1.3.1
+	github.com/aws/aws-lambda-go v1.55.1
+	github.com/aws/aws-sdk-go-v2 v1.48.0
+	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
+	github.com/idemlambda/idemlambda/pkg v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.12 // indirect
+	github.com/aws/aws-sdk-go-v2/internal/endpoints/v2 v2.8.12 // indirect
+	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.25 // indirect
+	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.12 // indirect
+	github.com/aws/smithy-go v1.28.9 // indirect
+	github.com/cockroachdb/apd/v3 v3.2.3 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/stretchr/testify v1.11.1 // indirect
+)
+
+// The harness is built and tested against the library in this checkout,
+// its test store included; a release requires the library's own release
+// instead (docs/releasing.md).
+replace github.com/idemlambda/idemlambda/pkg => ../..

@@ -1,0 +1,5 @@
+//go:build !race
+
+package idemconform
+
+const raceEnabled = false

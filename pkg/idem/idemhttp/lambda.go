@@ -1,0 +1,94 @@
+package idemhttp
+
+import (
+	"context"
+	"errors"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
+)
+
+// lambdaEvent is what the middleware's one flow for Lambda HTTP events
+// (API Gateway payload 2.0 and 1.0, Application Load Balancer) needs of
+// one kind of event: how to read a request, a handler's response, and how
+// to answer.
+type lambdaEvent[Req, Resp any] struct {
+	// read reads a request as admit does; key is a key the handler
+	// found elsewhere, "" for the header.
+	read func(m *Middleware, req Req, key string) request
+	// from reads a handler's response as the middleware stores it.
+	from func(Resp) (response, error)
+	// to renders a response (a stored one, or a problem) for req.
+	to func(req Req, r response, replayed bool) Resp
+}
+
+// serve is the middleware around next for one kind of event: the
+// prologue (admit), the handler run under the key (idem.Store.Run), and
+// the answer: the handler's response, stored unless it asks for a retry;
+// a replay; or a problem.
+func serve[Req, Resp any](m *Middleware, ev lambdaEvent[Req, Resp], next func(context.Context, Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
+	return func(ctx context.Context, req Req) (Resp, error) {
+		in := ev.read(m, req, "")
+		if safeMethod(in.method) || (len(in.keys) == 0 && m.Optional) {
+			return next(ctx, req)
+		}
+		scope, fp, err := m.admit(in)
+		if err != nil {
+			return ev.answer(ctx, m, req, idem.Result{}, err), nil
+		}
+		var handlerErr error
+		res, err := m.Store.Run(m.withWait(ctx), scope, fp, func(ctx context.Context) (idem.Response, error) {
+			out, err := next(callopt.Clear(ctx), req)
+			if err != nil {
+				handlerErr = err
+				return idem.Response{}, err
+			}
+			resp, err := ev.from(out)
+			if err != nil {
+				return idem.Response{}, err
+			}
+			if !replayable(resp.status) {
+				return idem.Response{}, &unstored{out: out}
+			}
+			return resp.stored(), nil
+		})
+		var us *unstored
+		switch {
+		case handlerErr != nil && err != nil:
+			m.observe(ctx, res.Outcome, err)
+			var none Resp
+			return none, handlerErr
+		case errors.As(err, &us):
+			m.observe(ctx, res.Outcome, err)
+			return us.out.(Resp), nil
+		case errors.Is(err, idem.ErrNotRecorded) && len(res.Response.Meta) > 0:
+			m.observe(ctx, res.Outcome, err)
+			return ev.to(req, replayOf(res.Response), false), nil // the effect happened: say so
+		}
+		return ev.answer(ctx, m, req, res, err), nil
+	}
+}
+
+// answer is the response to a request the middleware admitted and the
+// store answered, reported to Observe: the stored response, with
+// Idempotent-Replayed: true on a replay, or the problem for err.
+func (ev lambdaEvent[Req, Resp]) answer(ctx context.Context, m *Middleware, req Req, res idem.Result, err error) Resp {
+	if err == nil {
+		m.observe(ctx, res.Outcome, nil)
+		return ev.to(req, replayOf(res.Response), res.Outcome == idem.OutcomeReplayed)
+	}
+	return ev.to(req, m.answer(ctx, res, err).response(), false)
+}
+
+// apiGatewayV2 is API Gateway's HTTP API payload 2.0.
+var apiGatewayV2 = lambdaEvent[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]{
+	read: func(m *Middleware, req events.APIGatewayV2HTTPRequest, key string) request {
+		return m.requestV2(req, key)
+	},
+	from: fromAPIGatewayV2,
+	to: func(_ events.APIGatewayV2HTTPRequest, r response, replayed bool) events.APIGatewayV2HTTPResponse {
+		return toAPIGatewayV2(r, replayed)
+	},
+}
