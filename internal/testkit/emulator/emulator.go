@@ -7,7 +7,10 @@
 //     to create (an alarm on metric math), and fails if anything left refers
 //     to one; and it removes from each grant (an Allow statement) the
 //     condition keys the emulator never supplies (events:source), which
-//     would otherwise deny the grant outright; naming each change and why;
+//     would otherwise deny the grant outright; and it writes a queue
+//     mapping's MaximumConcurrency taken from a parameter as the number
+//     its default is, which the emulator would keep as a string; naming
+//     each change and why;
 //   - Stack evaluates CloudFormation's intrinsic functions against a
 //     deployed stack (its parameters, conditions and resources), as
 //     CloudFormation resolves them;
@@ -23,6 +26,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/idemlambda/idemlambda/internal/testkit/template"
@@ -76,13 +80,28 @@ func unsupportedKey(key string) string {
 // of `sam build`'s output), every resource the emulator refuses to create,
 // removes from every Allow statement of every policy in it each condition
 // key the emulator does not supply (a Deny is left as it is: removing a key
-// would widen it), and returns what it changed, sorted by logical id. It
-// fails, changing nothing, if a resource, output or condition left in the
-// template refers to a dropped one (Ref, Fn::GetAtt, Fn::Sub or DependsOn).
+// would widen it), writes each ScalingConfig's MaximumConcurrency that is a
+// Ref to a parameter as that parameter's default, a number, and returns
+// what it changed, sorted by logical id. It fails, changing nothing, if a
+// resource, output or condition left in the template refers to a dropped
+// one (Ref, Fn::GetAtt, Fn::Sub or DependsOn), or if such a parameter has
+// no default.
 func Adjust(tpl map[string]any) ([]Adjustment, error) {
 	resources, ok := tpl["Resources"].(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("emulator: the template has no Resources mapping")
+	}
+	params, _ := tpl["Parameters"].(map[string]any)
+	var numbered []numbering
+	for id, raw := range resources {
+		found, err := parameterConcurrencies(raw, params)
+		if err != nil {
+			return nil, fmt.Errorf("emulator: %s: %w", id, err)
+		}
+		for _, n := range found {
+			n.resource = id
+			numbered = append(numbered, n)
+		}
 	}
 	var dropped []Adjustment
 	for id, raw := range resources {
@@ -110,6 +129,18 @@ func Adjust(tpl map[string]any) ([]Adjustment, error) {
 		delete(resources, d.Resource)
 	}
 	adjusted := dropped
+	for _, n := range numbered {
+		if _, kept := resources[n.resource]; !kept {
+			continue
+		}
+		n.scaling["MaximumConcurrency"] = n.value
+		typ, _ := resources[n.resource].(map[string]any)["Type"].(string)
+		adjusted = append(adjusted, Adjustment{
+			Resource: n.resource, Type: typ,
+			Change: fmt.Sprintf("wrote MaximumConcurrency !Ref %s as its default, the number %d, in", n.parameter, n.value),
+			Why:    "MiniStack keeps a Ref to a parameter as the string a parameter is, and its SQS poller compares MaximumConcurrency with numbers, failing every poll of the queue (CloudFormation gives the property the integer it declares)",
+		})
+	}
 	for id, raw := range resources {
 		r, _ := raw.(map[string]any)
 		typ, _ := r["Type"].(string)
@@ -124,6 +155,53 @@ func Adjust(tpl map[string]any) ([]Adjustment, error) {
 		return adjusted[i].Change < adjusted[j].Change
 	})
 	return adjusted, nil
+}
+
+// numbering is a ScalingConfig whose MaximumConcurrency is a Ref to a
+// parameter, and the number the parameter's default is.
+type numbering struct {
+	resource, parameter string
+	scaling             map[string]any
+	value               int
+}
+
+// parameterConcurrencies finds, anywhere within v (a function's SQS
+// event, an event source mapping), each ScalingConfig whose
+// MaximumConcurrency is a Ref to one of params, with the number its
+// default is; a parameter without a default, or whose default is no
+// integer, is an error: only the deployment could name the value.
+func parameterConcurrencies(v any, params map[string]any) ([]numbering, error) {
+	var out []numbering
+	var walk func(v any) error
+	walk = func(v any) error {
+		switch v := v.(type) {
+		case map[string]any:
+			if scaling, ok := v["ScalingConfig"].(map[string]any); ok {
+				ref, _ := template.RefTarget(scaling["MaximumConcurrency"])
+				if p, isParam := params[ref].(map[string]any); ref != "" && isParam {
+					def, ok := p["Default"]
+					n, err := strconv.Atoi(fmt.Sprint(def))
+					if !ok || err != nil {
+						return fmt.Errorf("ScalingConfig MaximumConcurrency !Ref %s: the parameter has no integer default (%v)", ref, def)
+					}
+					out = append(out, numbering{parameter: ref, scaling: scaling, value: n})
+				}
+			}
+			for _, e := range v {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for _, e := range v {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return out, walk(v)
 }
 
 type removal struct{ change, why string }
