@@ -7,7 +7,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -41,6 +43,27 @@ func (c call) withBody(body string) call { c.body = body; return c }
 
 // withoutSignature returns the same request, unsigned.
 func (c call) withoutSignature() call { c.unsigned = true; return c }
+
+// withKey returns the same request under another idempotency key.
+func (c call) withKey(key string) call {
+	c.header = maps.Clone(c.header)
+	c.header["Idempotency-Key"] = key
+	return c
+}
+
+// problemType is the type of a problem+json answer's body, "" for any
+// other answer.
+func (a answer) problemType(t *testing.T) string {
+	t.Helper()
+	if a.header.Get("Content-Type") != "application/problem+json" {
+		return ""
+	}
+	var p struct {
+		Type string `json:"type"`
+	}
+	require.NoError(t, json.Unmarshal(a.body, &p), "%s", a.body)
+	return p.Type
+}
 
 // answer is the API's response.
 type answer struct {

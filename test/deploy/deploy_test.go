@@ -13,11 +13,15 @@
 // qemu), starts it on a loopback port, points AWS_ENDPOINT_URL and dummy
 // credentials at it, runs this test and stops MiniStack however it ends.
 // The test builds with `sam build`, drops what the emulator refuses and
-// the grant conditions it cannot evaluate (emulator.Adjust), deploys with
-// `sam deploy --resolve-s3`, creates the HTTP API's routes from the
-// OpenAPI Body SAM generated (MiniStack ignores it; emulator.HTTPAPI), then
-// sends the requests, and deletes the stack and the tables it keeps
-// however it ends. docs/testing.md says what this proves and what it cannot.
+// the grant conditions it cannot evaluate, and writes a parameter's
+// MaximumConcurrency as a number (emulator.Adjust), deploys with `sam
+// deploy --resolve-s3` and a low CallerLimit (deployParameters), creates
+// the HTTP API's routes from the OpenAPI Body SAM generated (MiniStack
+// ignores it; emulator.HTTPAPI), grants its signing identity the README's
+// seller as an operator does (cmd/grant), then sends the requests, a
+// caller without the grant and one over its limit among them, and deletes
+// the stack and the tables it keeps however it ends. docs/testing.md says
+// what this proves and what it cannot.
 package deploy
 
 import (
@@ -29,7 +33,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -40,12 +43,14 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/problem"
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/internal/testkit/template"
@@ -90,7 +95,7 @@ func TestDeployedStack(t *testing.T) {
 	}
 	start := time.Now()
 	out := sam(ctx, t, "deploy", "--template-file", deployed, "--stack-name", name, "--region", region,
-		"--config-file", samconfig, "--no-confirm-changeset", "--no-progressbar")
+		"--config-file", samconfig, "--parameter-overrides", deployParameters(t), "--no-confirm-changeset", "--no-progressbar")
 	t.Logf("sam deploy: %s (%.1f s)", lastLine(out), time.Since(start).Seconds())
 
 	cfg := awsConfig(t)
@@ -106,6 +111,13 @@ func TestDeployedStack(t *testing.T) {
 	require.Equal(t, apiID+".execute-api."+region+".amazonaws.com", apiURL.Host, "ApiUrl names the stack's HTTP API")
 	a := newAPI(t, endpoint, apiID, region, cfg.Credentials)
 	t.Logf("ApiUrl %s is, on MiniStack, %s; every request is printed with its answer", apiURL, a.base)
+
+	// The signing identity acts for the README's seller: an operator
+	// grants it in the stack's callers table (docs/operations.md,
+	// Security), as the test does here. The rest of the requests need it.
+	stsClient := sts.NewFromConfig(cfg)
+	signer := signingIdentity(ctx, t, stsClient)
+	grantSeller(ctx, t, s.outputs["CallersTableName"], signer, readmeSeller)
 
 	// 1. Create: 201 with the product and its Location.
 	create := call{name: "create", method: "POST", path: "/products", body: readmeBody,
@@ -150,9 +162,8 @@ func TestDeployedStack(t *testing.T) {
 	require.NoError(t, err)
 	p, err := product.FromItem(stored.Item)
 	require.NoError(t, err)
-	signer := "iam:arn:" + s.eval.Partition + ":iam::" + s.eval.AccountID + ":"
-	assert.True(t, strings.HasPrefix(p.CreatedBy(), signer), "created_by %q is the signing identity (%s...)", p.CreatedBy(), signer)
-	t.Logf("the product's created_by: %s", p.CreatedBy())
+	assert.Equal(t, "iam:"+signer, p.CreatedBy(), "created_by is the signing identity, as the route's IAM authorization names it")
+	t.Logf("the product's created_by: %s (MiniStack's requestContext.authorizer.iam.userArn for the signing key)", p.CreatedBy())
 
 	// 5. The seller's count, once the event has gone through the deployed
 	// Streams mapping (INSERT filter), relay, bus, rule, queue and consumer.
@@ -180,7 +191,41 @@ func TestDeployedStack(t *testing.T) {
 	unsigned := a.do(t, create.named("no signature").withoutSignature())
 	assert.Equal(t, 403, unsigned.status)
 
-	// 7. A message the consumer can never count goes to the dead-letter queue.
+	// 7. Another IAM caller, signed with its own credentials, allowed the
+	// route (the stack's ProductCreatorPolicy, as docs/operations.md says
+	// to attach) but without a grant of the seller: 403 seller-forbidden.
+	strangerARN, strangerCreds := federatedCaller(ctx, t, stsClient, "ungranted", s.outputs["ProductCreatorPolicyArn"])
+	stranger := newAPI(t, endpoint, apiID, region, strangerCreds)
+	forbidden := stranger.do(t, create.named("a caller without the seller's grant ("+strangerARN+")").withKey(`"order-43"`))
+	assert.Equal(t, 403, forbidden.status)
+	assert.Equal(t, problem.TypeBase+"seller-forbidden", forbidden.problemType(t), "%s", forbidden.body)
+
+	// 8. The signing identity over its limit (CallerLimit per
+	// CallerLimitWindow, limitParameters): 429 with Retry-After. Its first
+	// product counted; a window may end once among these requests, so
+	// the limit is reached within twice the limit's creations.
+	limit, err := strconv.Atoi(s.eval.Parameters["CallerLimit"])
+	require.NoError(t, err, "the deployed CallerLimit")
+	creations, limited := 1, answer{}
+	for i := 1; limited.status == 0 && creations <= 2*limit; i++ {
+		ans := a.do(t, create.named(fmt.Sprintf("toward the limit of %d per %s, #%d", limit, s.eval.Parameters["CallerLimitWindow"], i)).
+			withKey(fmt.Sprintf(`"limit-%d"`, i)))
+		switch ans.status {
+		case 201:
+			creations++
+		case 429:
+			limited = ans
+		default:
+			t.Fatalf("a creation toward the limit answered %d: %s", ans.status, ans.body)
+		}
+	}
+	require.Equal(t, 429, limited.status, "a caller that created %d products with a limit of %d per window is refused", creations, limit)
+	assert.Equal(t, problem.TypeBase+"too-many-requests", limited.problemType(t), "%s", limited.body)
+	retryAfter, err := strconv.Atoi(limited.header.Get("Retry-After"))
+	assert.NoError(t, err, "Retry-After %q is whole seconds", limited.header.Get("Retry-After"))
+	assert.Positive(t, retryAfter, "Retry-After")
+
+	// 9. A message the consumer can never count goes to the dead-letter queue.
 	poisonReachesTheDeadLetterQueue(ctx, t, sqs.NewFromConfig(cfg), s, tpl)
 
 	if os.Getenv("DEPLOY_LOCAL_KEEP") != "" {
