@@ -286,18 +286,21 @@ func (w *world) newEnv(id int) *env {
 }
 
 // crash stops the environment: its network is cut, its invocation's
-// context is cancelled and its output will be unknown.
+// context is cancelled and its output will be unknown. The call it runs
+// is marked crashed before the kill: the kill ends that call's invoke,
+// which then clears busy, and the checker excuses an effect run before
+// a crash only in a call marked crashed.
 func (e *env) crash(why string) {
 	if !e.dead.CompareAndSwap(false, true) {
 		return
 	}
-	e.kill()
 	if c := e.busy.Load(); c != nil {
 		c.crashed.Store(true)
 		for _, a := range c.actors {
 			e.w.rec.mark(a.scope(), "env %d stops: %s", e.id, why)
 		}
 	}
+	e.kill()
 }
 
 // pool hands out environments, one invocation at a time each, at most
