@@ -15,7 +15,6 @@ package access
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
@@ -133,33 +132,12 @@ func iamCaller(iam *events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescriptio
 		return "cognito-identity:" + c.IdentityPoolID + ":" + c.IdentityID
 	}
 	if iam.UserARN != "" {
-		return roleOfSession(iam.UserARN)
+		return idemhttp.IAMIdentity(iam.UserARN)
 	}
 	if iam.CallerID != "" {
 		return "iam-caller:" + iam.AccountID + ":" + iam.CallerID
 	}
 	return ""
-}
-
-// roleOfSession is the role of an assumed role's session ARN
-// (arn:aws:sts::123456789012:assumed-role/Name/session becomes
-// arn:aws:iam::123456789012:role/Name: a role's name is unique in its
-// account whatever its path, which the session's ARN does not carry), and
-// any other ARN unchanged.
-func roleOfSession(arn string) string {
-	parts := strings.SplitN(arn, ":", 6)
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sts" {
-		return arn
-	}
-	rest, ok := strings.CutPrefix(parts[5], "assumed-role/")
-	if !ok {
-		return arn
-	}
-	name, _, ok := strings.Cut(rest, "/")
-	if !ok || name == "" {
-		return arn
-	}
-	return "arn:" + parts[1] + ":iam::" + parts[4] + ":role/" + name
 }
 
 // ID is the caller's identity: what its grants and its limit are kept

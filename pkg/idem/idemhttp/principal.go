@@ -3,6 +3,7 @@ package idemhttp
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -18,8 +19,11 @@ var ErrNoSubject = errors.New("idemhttp: the authorizer names no caller")
 //
 //   - JWT authorizer: the issuer and the subject (sub, else client_id or
 //     azp, as client-credentials tokens carry), spelled by JWTPrincipal;
-//   - IAM authorizer: the caller's ARN (IAMPrincipal), else account and
-//     caller id (IAMCallerPrincipal);
+//   - IAM authorizer: the Cognito identity when the credentials are a
+//     Cognito identity pool's (whose identities all sign as one session
+//     of the pool's role), else the caller's ARN (IAMPrincipal: a role's
+//     sessions are the role), else account and caller id
+//     (IAMCallerPrincipal);
 //   - Lambda authorizer: the principalId, else the sub, its context holds
 //     (a simple-response authorizer must put one of them there),
 //     spelled by LambdaPrincipal.
@@ -37,6 +41,9 @@ func PrincipalV2(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
 	case a.JWT != nil:
 		return jwtPrincipal(func(claim string) string { return a.JWT.Claims[claim] })
 	case a.IAM != nil:
+		if c := a.IAM.CognitoIdentity; c.IdentityID != "" {
+			return cognitoPrincipal(c.IdentityPoolID, c.IdentityID), nil
+		}
 		return iamPrincipal(a.IAM.UserARN, a.IAM.AccountID, a.IAM.CallerID)
 	case a.Lambda != nil:
 		return lambdaPrincipal(a.Lambda)
@@ -54,8 +61,8 @@ func PrincipalV2(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
 //     (LambdaPrincipal);
 //   - IAM (AWS_IAM authorization): the Cognito identity when the
 //     credentials are a Cognito identity pool's (whose callers share one
-//     role ARN), else the caller's ARN (IAMPrincipal), else account and
-//     caller id (IAMCallerPrincipal).
+//     role ARN), else the caller's ARN (IAMPrincipal: a role's sessions
+//     are the role), else account and caller id (IAMCallerPrincipal).
 //
 // An authorizer that is there but names none of these is ErrNoSubject;
 // without one, and without IAM credentials, the principal is "": no
@@ -70,7 +77,7 @@ func PrincipalV1(rc events.APIGatewayProxyRequestContext) (string, error) {
 	}
 	id := rc.Identity
 	if id.CognitoIdentityID != "" {
-		return "cognito-identity:" + strconv.Quote(id.CognitoIdentityPoolID) + ":" + strconv.Quote(id.CognitoIdentityID), nil
+		return cognitoPrincipal(id.CognitoIdentityPoolID, id.CognitoIdentityID), nil
 	}
 	if id.UserArn != "" || id.Caller != "" {
 		return iamPrincipal(id.UserArn, id.AccountID, id.Caller)
@@ -87,6 +94,11 @@ func jwtPrincipal(claim func(string) string) (string, error) {
 		}
 	}
 	return "", ErrNoSubject
+}
+
+// cognitoPrincipal names a Cognito identity pool's identity.
+func cognitoPrincipal(poolID, identityID string) string {
+	return "cognito-identity:" + strconv.Quote(poolID) + ":" + strconv.Quote(identityID)
 }
 
 // iamPrincipal names an IAM caller: its ARN, else account and caller id.
@@ -124,8 +136,32 @@ func JWTPrincipal(issuer, claim, value string) string {
 
 // IAMPrincipal is PrincipalV2's and PrincipalV1's principal for an IAM
 // caller known by its ARN (the request context's userArn): "iam:" and
-// the ARN.
-func IAMPrincipal(userARN string) string { return "iam:" + userARN }
+// IAMIdentity's ARN, so every session of a role is the role.
+func IAMPrincipal(userARN string) string { return "iam:" + IAMIdentity(userARN) }
+
+// IAMIdentity is the identity an IAM ARN names, as the principals of
+// PrincipalV2 and PrincipalV1 name it: for an assumed role's session, its
+// role (arn:aws:sts::123456789012:assumed-role/Importer/session becomes
+// arn:aws:iam::123456789012:role/Importer), any other ARN unchanged.
+// A session's name is the client's to choose, and SDKs choose a new one
+// at each start or credential refresh (aws-go-sdk-<time>,
+// botocore-session-<time>): a client that retries with a new session is
+// still the role, and must find its key.
+func IAMIdentity(arn string) string {
+	parts := strings.SplitN(arn, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sts" {
+		return arn
+	}
+	rest, ok := strings.CutPrefix(parts[5], "assumed-role/")
+	if !ok {
+		return arn
+	}
+	name, _, ok := strings.Cut(rest, "/")
+	if !ok || name == "" {
+		return arn
+	}
+	return "arn:" + parts[1] + ":iam::" + parts[4] + ":role/" + name
+}
 
 // IAMCallerPrincipal is PrincipalV2's and PrincipalV1's principal for an
 // IAM caller without an ARN: its account and caller id.

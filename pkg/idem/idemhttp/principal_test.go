@@ -59,6 +59,49 @@ func TestPrincipalV2(t *testing.T) {
 	check.NotEqual(t, a, b)
 }
 
+// An IAM caller is the identity behind its credentials, not one set of
+// them: every session of a role is the role (an SDK names its sessions
+// anew at each start or refresh, and a retry must find its key), and
+// every identity of a Cognito identity pool is itself, though all sign
+// as one session of the pool's role. PrincipalV1 agrees.
+func TestPrincipalOfAnIAMCallerIsItsIdentity(t *testing.T) {
+	t.Parallel()
+	v2 := func(d events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription) string {
+		t.Helper()
+		p, err := idemhttp.PrincipalV2(events.APIGatewayV2HTTPRequestContext{Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &d}})
+		must.NoError(t, err)
+		return p
+	}
+	v1 := func(id events.APIGatewayRequestIdentity) string {
+		t.Helper()
+		p, err := idemhttp.PrincipalV1(events.APIGatewayProxyRequestContext{Identity: id})
+		must.NoError(t, err)
+		return p
+	}
+	const role = "iam:arn:aws:iam::123456789012:role/Importer"
+	for _, session := range []string{"aws-go-sdk-1700000000000000001", "botocore-session-1700000000", "i-0abc"} {
+		arn := "arn:aws:sts::123456789012:assumed-role/Importer/" + session
+		check.Equal(t, role, v2(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: arn, CallerID: "AROAX:" + session}), session)
+		check.Equal(t, role, v1(events.APIGatewayRequestIdentity{UserArn: arn, Caller: "AROAX:" + session}), session)
+		check.Equal(t, role, idemhttp.IAMPrincipal(arn), session)
+	}
+	check.Equal(t, "iam:arn:aws-us-gov:iam::123456789012:role/Importer", idemhttp.IAMPrincipal("arn:aws-us-gov:sts::123456789012:assumed-role/Importer/s"))
+	for _, arn := range []string{"arn:aws:iam::123456789012:user/ops/alice", "arn:aws:iam::123456789012:root", "arn:aws:sts::123456789012:federated-user/bob"} {
+		check.Equal(t, "iam:"+arn, idemhttp.IAMPrincipal(arn), arn)
+	}
+
+	const pool, cognitoRole = "eu-west-1:pool", "arn:aws:sts::123456789012:assumed-role/Cognito_Auth/CognitoIdentityCredentials"
+	cognito := func(id string) events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription {
+		return events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
+			UserARN: cognitoRole, CognitoIdentity: events.APIGatewayV2HTTPRequestContextAuthorizerCognitoIdentity{IdentityPoolID: pool, IdentityID: id},
+		}
+	}
+	ada, bob := v2(cognito("eu-west-1:ada")), v2(cognito("eu-west-1:bob"))
+	check.Equal(t, `cognito-identity:"eu-west-1:pool":"eu-west-1:ada"`, ada)
+	check.NotEqual(t, ada, bob)
+	check.Equal(t, ada, v1(events.APIGatewayRequestIdentity{UserArn: cognitoRole, CognitoIdentityPoolID: pool, CognitoIdentityID: "eu-west-1:ada"}))
+}
+
 // The spellings an operator uses to name a caller (idemctl's flags) are
 // the ones PrincipalV2 gives the same caller.
 func TestPrincipalSpellingsAreThoseOfPrincipalV2(t *testing.T) {
