@@ -8,8 +8,8 @@
 //	grant -table T -caller ARN                            show the grant
 //
 // The caller is the IAM identity as the API names it: a role
-// (arn:aws:iam::123456789012:role/Importer, whatever the session), a user,
-// or the account root; * stands for every seller. It prints the grant as
+// (arn:aws:iam::123456789012:role/Importer, whatever the session, and
+// without the role's path), a user, or the account root; * stands for every seller. It prints the grant as
 // JSON on stdout once changed; an error goes to stderr with exit status 1
 // (2 for a usage error). AWS configuration is the SDK's usual one
 // (environment, profile, role); AWS_ENDPOINT_URL_DYNAMODB points it at a
@@ -111,7 +111,7 @@ func parse(args []string, stderr io.Writer) (request, error) {
 		return request{}, errors.New("-revoke names the sellers to take back")
 	}
 	if c, err := access.IAMCaller(req.caller); err != nil || c.ID() != req.caller {
-		return request{}, fmt.Errorf("-caller %q: name the role, not a session of it (%s)", req.caller, c.ID())
+		return request{}, fmt.Errorf("-caller %q: the API names this caller %s (a role without its path or session): grant that", req.caller, c.ID())
 	}
 	return req, nil
 }

@@ -60,6 +60,26 @@ func TestParseRefusesWhatCannotBeMeant(t *testing.T) {
 	}
 }
 
+// A role's ARN as IAM shows it carries the role's path (service-role/,
+// an IAM Identity Center permission set's aws-reserved/sso.amazonaws.com/);
+// its sessions' ARNs, which name the caller of a request, do not. A grant
+// under the path would never be checked: the command names the caller as
+// the API does, or refuses.
+func TestARolesPathIsNotPartOfItsCaller(t *testing.T) {
+	t.Parallel()
+	for _, arn := range []string{
+		"arn:aws:iam::123456789012:role/service-role/Importer",
+		"arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/eu-west-1/Importer",
+	} {
+		_, err := parse([]string{"-table", "t", "-caller", arn, seller}, &bytes.Buffer{})
+		require.Error(t, err, arn)
+		assert.Contains(t, err.Error(), `the API names this caller `+role, arn)
+		c, err := access.IAMCaller(arn)
+		require.NoError(t, err)
+		assert.Equal(t, role, c.ID(), "%s: a session of the role is this caller", arn)
+	}
+}
+
 func deleteReplica(table string, r int) *dynamodb.DeleteItemInput {
 	return &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
 		access.AttrID: &types.AttributeValueMemberS{Value: access.GrantPrefix + role + "|" + strconv.Itoa(r)},

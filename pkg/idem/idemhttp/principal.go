@@ -142,22 +142,32 @@ func IAMPrincipal(userARN string) string { return "iam:" + IAMIdentity(userARN) 
 // IAMIdentity is the identity an IAM ARN names, as the principals of
 // PrincipalV2 and PrincipalV1 name it: for an assumed role's session, its
 // role (arn:aws:sts::123456789012:assumed-role/Importer/session becomes
-// arn:aws:iam::123456789012:role/Importer), any other ARN unchanged.
-// A session's name is the client's to choose, and SDKs choose a new one
-// at each start or credential refresh (aws-go-sdk-<time>,
-// botocore-session-<time>): a client that retries with a new session is
-// still the role, and must find its key.
+// arn:aws:iam::123456789012:role/Importer); for a role, the role without
+// its path (arn:aws:iam::123456789012:role/service-role/Importer becomes
+// the same), since a session's ARN does not carry the path and a role's
+// name is unique in its account whatever its path; any other ARN
+// unchanged. A session's name is the client's to choose, and SDKs
+// choose a new one at each start or credential refresh
+// (aws-go-sdk-<time>, botocore-session-<time>): a client that retries
+// with a new session is still the role, and must find its key.
 func IAMIdentity(arn string) string {
 	parts := strings.SplitN(arn, ":", 6)
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sts" {
+	if len(parts) != 6 || parts[0] != "arn" {
 		return arn
 	}
-	rest, ok := strings.CutPrefix(parts[5], "assumed-role/")
-	if !ok {
-		return arn
+	var name string
+	switch service, resource := parts[2], parts[5]; {
+	case service == "sts" && strings.HasPrefix(resource, "assumed-role/"):
+		rest := strings.TrimPrefix(resource, "assumed-role/")
+		n, _, ok := strings.Cut(rest, "/")
+		if !ok {
+			return arn
+		}
+		name = n
+	case service == "iam" && strings.HasPrefix(resource, "role/"):
+		name = resource[strings.LastIndexByte(resource, '/')+1:]
 	}
-	name, _, ok := strings.Cut(rest, "/")
-	if !ok || name == "" {
+	if name == "" {
 		return arn
 	}
 	return "arn:" + parts[1] + ":iam::" + parts[4] + ":role/" + name

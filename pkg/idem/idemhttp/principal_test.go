@@ -1,6 +1,7 @@
 package idemhttp_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -86,6 +87,9 @@ func TestPrincipalOfAnIAMCallerIsItsIdentity(t *testing.T) {
 		check.Equal(t, role, idemhttp.IAMPrincipal(arn), session)
 	}
 	check.Equal(t, "iam:arn:aws-us-gov:iam::123456789012:role/Importer", idemhttp.IAMPrincipal("arn:aws-us-gov:sts::123456789012:assumed-role/Importer/s"))
+	for _, arn := range []string{"arn:aws:iam::123456789012:role/Importer", "arn:aws:iam::123456789012:role/service-role/Importer", "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/Importer"} {
+		check.Equal(t, role, idemhttp.IAMPrincipal(arn), "a role's ARN, path or none, is its sessions' caller: %s", arn)
+	}
 	for _, arn := range []string{"arn:aws:iam::123456789012:user/ops/alice", "arn:aws:iam::123456789012:root", "arn:aws:sts::123456789012:federated-user/bob"} {
 		check.Equal(t, "iam:"+arn, idemhttp.IAMPrincipal(arn), arn)
 	}
@@ -129,4 +133,32 @@ func TestPrincipalSpellingsAreThoseOfPrincipalV2(t *testing.T) {
 		must.NoError(t, err)
 		check.Equal(t, spelled, got)
 	}
+}
+
+// IAMIdentity never fails: an ARN it rewrites becomes a role's ARN
+// without path or session, in the same partition and account, and
+// rewriting that again changes nothing.
+func FuzzIAMIdentity(f *testing.F) {
+	for _, arn := range []string{
+		"arn:aws:sts::123456789012:assumed-role/Importer/s", "arn:aws:iam::123456789012:role/a/b/Importer",
+		"arn:aws:iam::123456789012:user/ops/alice", "arn:aws:sts::1:assumed-role//s", "arn:aws:iam::1:role/", "arn:aws:sts::1:assumed-role/R",
+	} {
+		f.Add(arn)
+	}
+	f.Fuzz(func(t *testing.T, arn string) {
+		id := idemhttp.IAMIdentity(arn)
+		check.Equal(t, id, idemhttp.IAMIdentity(id), "idempotent")
+		if id == arn {
+			return
+		}
+		parts := strings.SplitN(id, ":", 6)
+		in := strings.SplitN(arn, ":", 6)
+		if len(parts) != 6 || len(in) != 6 || parts[1] != in[1] || parts[4] != in[4] || parts[2] != "iam" {
+			t.Fatalf("%q became %q", arn, id)
+		}
+		name, ok := strings.CutPrefix(parts[5], "role/")
+		if !ok || name == "" || strings.Contains(name, "/") {
+			t.Fatalf("%q became %q, no role's ARN", arn, id)
+		}
+	})
 }
