@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	ststypes "github.com/aws/aws-sdk-go-v2/service/sts/types"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 )
 
 // limitParameters are the test's own deployment parameters, after
@@ -52,14 +54,15 @@ func deployParameters(t *testing.T) string {
 }
 
 // signingIdentity is the IAM identity the test's requests are signed as,
-// as `aws sts get-caller-identity` names it: on AWS, the ARN an operator
-// grants sellers to.
+// as the API names its caller (idemhttp.IAMIdentity of what `aws sts
+// get-caller-identity` answers: a role's session is the role): the ARN
+// an operator grants sellers to.
 func signingIdentity(ctx context.Context, t *testing.T, c *sts.Client) string {
 	t.Helper()
 	out, err := c.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 	require.NoError(t, err)
 	t.Logf("\n> STS GetCallerIdentity\n< Arn %s, Account %s", aws.ToString(out.Arn), aws.ToString(out.Account))
-	return aws.ToString(out.Arn)
+	return idemhttp.IAMIdentity(aws.ToString(out.Arn))
 }
 
 // grantSeller lets caller create products for seller in the deployed
