@@ -4,14 +4,26 @@
 // against the same for a hello-world aws-lambda-go bootstrap in the same
 // run. `make init-time` builds the bootstraps and runs it.
 //
-// Usage: inittime [-n runs] [-env NAME=value]... hello=path/to/bootstrap name=path/to/bootstrap...
+// Usage: inittime [-n runs] [-trace top] [-env NAME=value]... hello=path/to/bootstrap name[@label]=path/to/bootstrap...
 //
 // Each bootstrap runs -n times, the bootstraps interleaved so a busy
-// machine slows them alike; the median is reported, with the ratio to
-// hello's median.
+// machine slows them alike; the median is reported, with the quartiles
+// and the ratio to hello's median. A bootstrap runs with the environment
+// of the function it is named for; a label tells two builds of one
+// function apart (createproduct@before=..., createproduct@after=...),
+// run side by side.
+//
+// With -trace, each bootstrap then runs -n more times with
+// GODEBUG=inittrace=1, and the packages it initialises that hello does
+// not are ranked by their initialisers' median time, with the memory and
+// allocations they take: what a bootstrap pays at every start for what it
+// links.
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -21,6 +33,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +55,7 @@ type bootstrap struct {
 
 func run() error {
 	runs := flag.Int("n", 21, "runs per bootstrap")
+	top := flag.Int("trace", 0, "then rank the `top` packages each bootstrap initialises beyond hello's, by GODEBUG=inittrace=1 over -n more runs (0: no trace)")
 	timeout := flag.Duration("timeout", 10*time.Second, "longest wait for one bootstrap's first /next")
 	var extra envFlag
 	flag.Var(&extra, "env", "NAME=value added to every function's environment, not hello's (repeatable): OTEL_TRACES_EXPORTER=otlp measures a start with the exporter built")
@@ -52,8 +66,12 @@ func run() error {
 		if !ok {
 			return fmt.Errorf("%q: want name=path", arg)
 		}
-		env := functionEnv(name)
-		if name != "hello" {
+		fn, _, _ := strings.Cut(name, "@")
+		if fn != "hello" && !slices.ContainsFunc(config.Functions(), func(f config.Function) bool { return f.Name == fn }) {
+			return fmt.Errorf("%q: no function is named %q, whose environment it would run with", arg, fn)
+		}
+		env := functionEnv(fn)
+		if fn != "hello" {
 			env = append(env, extra...)
 		}
 		bs = append(bs, &bootstrap{name: name, path: path, env: env})
@@ -67,28 +85,111 @@ func run() error {
 		return err
 	}
 	defer api.close()
+	fmt.Printf("load average before: %s\n", loadAverage())
 	for range *runs {
 		for _, b := range bs {
-			d, err := api.measure(b, *timeout)
+			d, _, err := api.measure(b, nil, *timeout)
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.name, err)
 			}
 			b.samples = append(b.samples, d)
 		}
 	}
+	fmt.Printf("load average after:  %s\n", loadAverage())
 
 	hello := median(bs[0].samples)
-	fmt.Printf("%-14s %10s %10s %8s %10s\n", "bootstrap", "median ms", "min ms", "ratio", "size MB")
+	fmt.Printf("%-24s %9s %9s %9s %9s %8s %9s\n", "bootstrap", "median ms", "q1 ms", "q3 ms", "min ms", "ratio", "size MB")
 	for _, b := range bs {
 		m := median(b.samples)
 		size := "?"
 		if fi, err := os.Stat(b.path); err == nil {
-			size = fmt.Sprintf("%.1f", float64(fi.Size())/1e6)
+			size = fmt.Sprintf("%.2f", float64(fi.Size())/1e6)
 		}
-		fmt.Printf("%-14s %10.2f %10.2f %7.2fx %10s\n", b.name, ms(m), ms(slices.Min(b.samples)), float64(m)/float64(hello), size)
+		fmt.Printf("%-24s %9.2f %9.2f %9.2f %9.2f %7.2fx %9s\n", b.name, ms(m), ms(quantile(b.samples, 1, 4)), ms(quantile(b.samples, 3, 4)),
+			ms(slices.Min(b.samples)), float64(m)/float64(hello), size)
 	}
-	fmt.Printf("(%d runs each, exec to first GET /runtime/invocation/next)\n", *runs)
+	fmt.Printf("(%d runs each, interleaved, exec to first GET /runtime/invocation/next)\n", *runs)
+	if *top > 0 {
+		return traceInits(api, bs, *runs, *top, *timeout)
+	}
 	return nil
+}
+
+// traceInits runs each bootstrap runs times with GODEBUG=inittrace=1 and
+// prints, for each but hello, the packages it initialises that hello
+// does not, the top costliest by median initialiser time.
+func traceInits(api *runtimeAPI, bs []*bootstrap, runs, top int, timeout time.Duration) error {
+	traces := make([]map[string]*pkgInit, len(bs))
+	for range runs {
+		for i, b := range bs {
+			_, stderr, err := api.measure(b, []string{"GODEBUG=inittrace=1"}, timeout)
+			if err != nil {
+				return fmt.Errorf("%s with inittrace: %w", b.name, err)
+			}
+			if traces[i] == nil {
+				traces[i] = map[string]*pkgInit{}
+			}
+			if err := parseInitTrace(stderr, traces[i]); err != nil {
+				return fmt.Errorf("%s: %w", b.name, err)
+			}
+		}
+	}
+	for i, b := range bs[1:] {
+		var extra []*pkgInit
+		var total time.Duration
+		var bytes, allocs int64
+		for name, p := range traces[i+1] {
+			if _, ok := traces[0][name]; ok {
+				continue
+			}
+			extra = append(extra, p)
+			total += median(p.clock)
+			bytes += p.bytes
+			allocs += p.allocs
+		}
+		slices.SortFunc(extra, func(a, b *pkgInit) int {
+			return cmp.Or(cmp.Compare(median(b.clock), median(a.clock)), cmp.Compare(a.name, b.name))
+		})
+		fmt.Printf("\n%s: %d packages initialised beyond hello's, %.3f ms (sum of medians), %d bytes, %d allocations\n",
+			b.name, len(extra), ms(total), bytes, allocs)
+		for _, p := range extra[:min(top, len(extra))] {
+			fmt.Printf("  %7.3f ms %9d B %6d allocs  %s\n", ms(median(p.clock)), p.bytes, p.allocs, p.name)
+		}
+	}
+	fmt.Printf("(%d runs each with GODEBUG=inittrace=1; the trace's own writes slow these runs)\n", runs)
+	return nil
+}
+
+// pkgInit is one package's initialisers across runs.
+type pkgInit struct {
+	name          string
+	clock         []time.Duration
+	bytes, allocs int64
+}
+
+// parseInitTrace adds the runtime's inittrace lines in stderr to inits:
+// "init <package> @<start> ms, <clock> ms clock, <bytes> bytes, <allocs> allocs".
+func parseInitTrace(stderr []byte, inits map[string]*pkgInit) error {
+	sc := bufio.NewScanner(bytes.NewReader(stderr))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 11 || f[0] != "init" || f[6] != "clock," {
+			continue
+		}
+		clock, err1 := strconv.ParseFloat(f[4], 64)
+		by, err2 := strconv.ParseInt(f[7], 10, 64)
+		allocs, err3 := strconv.ParseInt(f[9], 10, 64)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return fmt.Errorf("inittrace line %q: %w", sc.Text(), err)
+		}
+		p := inits[f[1]]
+		if p == nil {
+			p = &pkgInit{name: f[1], bytes: by, allocs: allocs}
+			inits[f[1]] = p
+		}
+		p.clock = append(p.clock, time.Duration(clock*float64(time.Millisecond)))
+	}
+	return sc.Err()
 }
 
 // functionEnv is what Lambda would give the named function: its region
@@ -163,30 +264,63 @@ func newRuntimeAPI() (*runtimeAPI, error) {
 
 func (a *runtimeAPI) close() { _ = a.srv.Shutdown(context.Background()) }
 
-// measure runs b once and returns exec to its first /next.
-func (a *runtimeAPI) measure(b *bootstrap, timeout time.Duration) (time.Duration, error) {
+// measure runs b once, with env added to its environment, and returns
+// exec to its first /next and what it wrote to stderr by then. A
+// bootstrap that exits first (its configuration refused, say) is an
+// error with its stderr.
+func (a *runtimeAPI) measure(b *bootstrap, env []string, timeout time.Duration) (time.Duration, []byte, error) {
 	cmd := exec.Command(b.path)
-	cmd.Env = append(slices.Clone(b.env), "AWS_LAMBDA_RUNTIME_API="+a.ln.Addr().String())
+	cmd.Env = slices.Concat(b.env, env, []string{"AWS_LAMBDA_RUNTIME_API=" + a.ln.Addr().String()})
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("start: %w", err)
+		return 0, nil, fmt.Errorf("start: %w", err)
 	}
-	defer func() {
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// Once it has asked for work, it is killed; the wait ends with it, and
+	// stderr holds all it wrote.
+	stop := func() []byte {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
+		<-exited
+		return stderr.Bytes()
+	}
 	select {
 	case t := <-a.next:
-		return t.Sub(start), nil
+		return t.Sub(start), stop(), nil
+	case err := <-exited:
+		// It asks for work before it can exit of the answer.
+		select {
+		case t := <-a.next:
+			return t.Sub(start), stderr.Bytes(), nil
+		default:
+		}
+		return 0, nil, fmt.Errorf("exited before its first GET /next (%v): %s", err, bytes.TrimSpace(stderr.Bytes()))
 	case <-time.After(timeout):
-		return 0, fmt.Errorf("no GET /next within %s", timeout)
+		stop()
+		return 0, nil, fmt.Errorf("no GET /next within %s", timeout)
 	}
 }
 
-func median(d []time.Duration) time.Duration {
+// loadAverage is the machine's 1, 5 and 15 minute load averages, or why
+// not.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+func median(d []time.Duration) time.Duration { return quantile(d, 1, 2) }
+
+// quantile is the k/n-th quantile of d, the nearest sample.
+func quantile(d []time.Duration, k, n int) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
-	return s[len(s)/2]
+	return s[len(s)*k/n]
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
