@@ -8,7 +8,8 @@
 //
 // Each bootstrap runs -n times, the bootstraps interleaved so a busy
 // machine slows them alike; the median is reported, with the quartiles
-// and the ratio to hello's median. A bootstrap runs with the environment
+// and the ratio to hello's median, and the median CPU time the process
+// took, which a busy machine inflates less. A bootstrap runs with the environment
 // of the function it is named for; a label tells two builds of one
 // function apart (createproduct@before=..., createproduct@after=...),
 // run side by side.
@@ -50,7 +51,10 @@ func main() {
 type bootstrap struct {
 	name, path string
 	env        []string
-	samples    []time.Duration
+	// samples are exec to first /next; cpu is the CPU time (user and
+	// system, all threads) the process took, which waiting for a CPU on
+	// a busy machine does not inflate.
+	samples, cpu []time.Duration
 }
 
 func run() error {
@@ -88,27 +92,27 @@ func run() error {
 	fmt.Printf("load average before: %s\n", loadAverage())
 	for range *runs {
 		for _, b := range bs {
-			d, _, err := api.measure(b, nil, *timeout)
+			r, err := api.measure(b, nil, *timeout)
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.name, err)
 			}
-			b.samples = append(b.samples, d)
+			b.samples, b.cpu = append(b.samples, r.wall), append(b.cpu, r.cpu)
 		}
 	}
 	fmt.Printf("load average after:  %s\n", loadAverage())
 
-	hello := median(bs[0].samples)
-	fmt.Printf("%-24s %9s %9s %9s %9s %8s %9s\n", "bootstrap", "median ms", "q1 ms", "q3 ms", "min ms", "ratio", "size MB")
+	hello, helloCPU := median(bs[0].samples), median(bs[0].cpu)
+	fmt.Printf("%-24s %9s %9s %9s %9s %8s %8s %8s %9s\n", "bootstrap", "median ms", "q1 ms", "q3 ms", "min ms", "ratio", "cpu ms", "ratio", "size MB")
 	for _, b := range bs {
-		m := median(b.samples)
+		m, c := median(b.samples), median(b.cpu)
 		size := "?"
 		if fi, err := os.Stat(b.path); err == nil {
 			size = fmt.Sprintf("%.2f", float64(fi.Size())/1e6)
 		}
-		fmt.Printf("%-24s %9.2f %9.2f %9.2f %9.2f %7.2fx %9s\n", b.name, ms(m), ms(quantile(b.samples, 1, 4)), ms(quantile(b.samples, 3, 4)),
-			ms(slices.Min(b.samples)), float64(m)/float64(hello), size)
+		fmt.Printf("%-24s %9.2f %9.2f %9.2f %9.2f %7.2fx %8.2f %7.2fx %9s\n", b.name, ms(m), ms(quantile(b.samples, 1, 4)), ms(quantile(b.samples, 3, 4)),
+			ms(slices.Min(b.samples)), float64(m)/float64(hello), ms(c), float64(c)/float64(helloCPU), size)
 	}
-	fmt.Printf("(%d runs each, interleaved, exec to first GET /runtime/invocation/next)\n", *runs)
+	fmt.Printf("(%d runs each, interleaved: exec to first GET /runtime/invocation/next; cpu: the process's CPU time, median)\n", *runs)
 	if *top > 0 {
 		return traceInits(api, bs, *runs, *top, *timeout)
 	}
@@ -122,14 +126,14 @@ func traceInits(api *runtimeAPI, bs []*bootstrap, runs, top int, timeout time.Du
 	traces := make([]map[string]*pkgInit, len(bs))
 	for range runs {
 		for i, b := range bs {
-			_, stderr, err := api.measure(b, []string{"GODEBUG=inittrace=1"}, timeout)
+			r, err := api.measure(b, []string{"GODEBUG=inittrace=1"}, timeout)
 			if err != nil {
 				return fmt.Errorf("%s with inittrace: %w", b.name, err)
 			}
 			if traces[i] == nil {
 				traces[i] = map[string]*pkgInit{}
 			}
-			if err := parseInitTrace(stderr, traces[i]); err != nil {
+			if err := parseInitTrace(r.stderr, traces[i]); err != nil {
 				return fmt.Errorf("%s: %w", b.name, err)
 			}
 		}
@@ -264,42 +268,49 @@ func newRuntimeAPI() (*runtimeAPI, error) {
 
 func (a *runtimeAPI) close() { _ = a.srv.Shutdown(context.Background()) }
 
-// measure runs b once, with env added to its environment, and returns
-// exec to its first /next and what it wrote to stderr by then. A
-// bootstrap that exits first (its configuration refused, say) is an
-// error with its stderr.
-func (a *runtimeAPI) measure(b *bootstrap, env []string, timeout time.Duration) (time.Duration, []byte, error) {
+// result is one run of a bootstrap.
+type result struct {
+	wall, cpu time.Duration // exec to first /next; the process's CPU time
+	stderr    []byte
+}
+
+// measure runs b once, with env added to its environment: exec to its
+// first /next, the CPU time it took (it is killed once it has asked for
+// work) and what it wrote to stderr. A bootstrap that exits first (its
+// configuration refused, say) is an error with its stderr.
+func (a *runtimeAPI) measure(b *bootstrap, env []string, timeout time.Duration) (result, error) {
 	cmd := exec.Command(b.path)
 	cmd.Env = slices.Concat(b.env, env, []string{"AWS_LAMBDA_RUNTIME_API=" + a.ln.Addr().String()})
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, nil, fmt.Errorf("start: %w", err)
+		return result{}, fmt.Errorf("start: %w", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	// Once it has asked for work, it is killed; the wait ends with it, and
 	// stderr holds all it wrote.
-	stop := func() []byte {
-		_ = cmd.Process.Kill()
-		<-exited
-		return stderr.Bytes()
+	done := func(t time.Time) result {
+		return result{wall: t.Sub(start), cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), stderr: stderr.Bytes()}
 	}
 	select {
 	case t := <-a.next:
-		return t.Sub(start), stop(), nil
+		_ = cmd.Process.Kill()
+		<-exited
+		return done(t), nil
 	case err := <-exited:
 		// It asks for work before it can exit of the answer.
 		select {
 		case t := <-a.next:
-			return t.Sub(start), stderr.Bytes(), nil
+			return done(t), nil
 		default:
 		}
-		return 0, nil, fmt.Errorf("exited before its first GET /next (%v): %s", err, bytes.TrimSpace(stderr.Bytes()))
+		return result{}, fmt.Errorf("exited before its first GET /next (%v): %s", err, bytes.TrimSpace(stderr.Bytes()))
 	case <-time.After(timeout):
-		stop()
-		return 0, nil, fmt.Errorf("no GET /next within %s", timeout)
+		_ = cmd.Process.Kill()
+		<-exited
+		return result{}, fmt.Errorf("no GET /next within %s", timeout)
 	}
 }
 
