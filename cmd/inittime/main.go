@@ -52,8 +52,9 @@ type bootstrap struct {
 	name, path string
 	env        []string
 	// samples are exec to first /next; cpu is the CPU time (user and
-	// system, all threads) the process took, which waiting for a CPU on
-	// a busy machine does not inflate.
+	// system, all threads) the process took, its exit once killed
+	// included, which waiting for a CPU on a busy machine does not
+	// inflate.
 	samples, cpu []time.Duration
 }
 
