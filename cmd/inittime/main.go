@@ -187,7 +187,7 @@ func traceInits(api *runtimeAPI, bs []*bootstrap, runs, top int, timeout time.Du
 // copyAll copies each bootstrap into dir, written as any file is, and
 // runs the copy: how a file came to be weighs on its start. The go
 // linker writes its output through a memory mapping, and a bootstrap
-// straight from go build started here 0.3 to 0.5 ms later than a copy
+// straight from go build started here 0.3 to 0.6 ms later than a copy
 // of the same bytes (hello-world in 2.3 ms against 2.0 ms); a deployed
 // bootstrap is a copy, unpacked from its zip. Copied alike, the
 // bootstraps compare alike however each was made.
