@@ -137,12 +137,15 @@ INIT_TIME_RUNS ?= 21
 # NAME=value pairs added to each function's environment (not hello's), e.g.
 # INIT_TIME_ENV="OTEL_TRACES_EXPORTER=otlp" to start with the exporter built.
 INIT_TIME_ENV ?=
+# INIT_TIME_TRACE=N then ranks the N costliest package initialisers each
+# function runs beyond hello-world's (GODEBUG=inittrace=1; 0: none).
+INIT_TIME_TRACE ?= 0
 .PHONY: init-time
-init-time: ## Each bootstrap, built for this machine, from exec to its first /next, against hello-world aws-lambda-go (INIT_TIME_RUNS, INIT_TIME_ENV).
+init-time: ## Each bootstrap, built for this machine, from exec to its first /next, against hello-world aws-lambda-go (INIT_TIME_RUNS, INIT_TIME_ENV, INIT_TIME_TRACE).
 	@mkdir -p $(INIT_TIME_DIR)
 	@for fn in hello $(FUNCTIONS); do \
 		src=./functions/$$fn; [ $$fn = hello ] && src=./cmd/inittime/hello; \
 		CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(INIT_TIME_DIR)/$$fn $$src; \
 	done
-	$(GO) run ./cmd/inittime -n $(INIT_TIME_RUNS) $(foreach e,$(INIT_TIME_ENV),-env $(e)) hello=$(INIT_TIME_DIR)/hello \
+	$(GO) run ./cmd/inittime -n $(INIT_TIME_RUNS) -trace $(INIT_TIME_TRACE) $(foreach e,$(INIT_TIME_ENV),-env $(e)) hello=$(INIT_TIME_DIR)/hello \
 		$(foreach fn,$(FUNCTIONS),$(fn)=$(INIT_TIME_DIR)/$(fn))

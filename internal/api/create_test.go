@@ -26,7 +26,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
-	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/outboxitem"
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/pkg/idem"
@@ -67,7 +67,7 @@ func TestCreateReturns201AndReplaysByteForByte(t *testing.T) {
 		// The outbox event carries the 201 body as its data.
 		out, err := f.env.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(f.env.Tables.Outbox)})
 		require.NoError(t, err)
-		ev, err := outbox.DecodeItem(out.Items[0])
+		ev, err := outboxitem.Decode(out.Items[0])
 		require.NoError(t, err)
 		assert.Equal(t, first.Body, string(ev.Data))
 		assert.Equal(t, "ProductCreated", ev.Type)

@@ -21,6 +21,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/outboxitem"
 	"github.com/idemlambda/idemlambda/internal/problem"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
@@ -228,7 +229,7 @@ func (f *fixture) outboxEvent(t *testing.T) outbox.Event {
 	out, err := f.env.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(f.env.Tables.Outbox), ConsistentRead: aws.Bool(true)})
 	require.NoError(t, err)
 	require.Len(t, out.Items, 1)
-	ev, err := outbox.DecodeItem(out.Items[0])
+	ev, err := outboxitem.Decode(out.Items[0])
 	require.NoError(t, err)
 	return ev
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"mime"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,7 +77,21 @@ type createBody struct {
 	cmd product.CreateCommand
 }
 
-var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+// isIntegerLiteral reports whether s is -?(0|[1-9][0-9]*): a JSON number
+// with neither fraction nor exponent. A function, not a package-level
+// regexp, whose compilation every cold start would pay.
+func isIntegerLiteral(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // decodeCreate decodes the body strictly: one JSON object, known fields
 // once each, the right JSON type for each. Every problem is reported, and
@@ -171,7 +184,7 @@ func priceCents(raw json.RawMessage, fail func(field, msg string)) int64 {
 		fail("price_cents", "must be an integer, not null")
 	case s[0] == '"':
 		fail("price_cents", "must be a JSON integer, not a string")
-	case !integerLiteral.MatchString(s):
+	case !isIntegerLiteral(s):
 		fail("price_cents", "must be an integer (no fraction or exponent)")
 	default:
 		n, err := strconv.ParseInt(s, 10, 64)

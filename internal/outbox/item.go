@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemlambda/idemlambda/internal/streamimage"
 	"github.com/idemlambda/idemlambda/internal/tracing"
-	"github.com/idemlambda/idemlambda/pkg/ddbitem"
 )
 
 // Outbox item attributes (docs/operations.md, Tables).
@@ -42,69 +40,26 @@ const (
 // relay logs and counts it instead of retrying it forever.
 var ErrUndecodable = errors.New("outbox: undecodable item")
 
-// Item encodes the event as an outbox item: the envelope JSON in payload,
-// plus the keys and fields a reader can query without parsing it.
-func (e Event) Item(retention time.Duration) (map[string]types.AttributeValue, error) {
-	if err := e.Validate(); err != nil {
-		return nil, err
-	}
-	// The trace context travels beside the CloudEvent in the table, so
-	// the stored envelope is the same whether the request was traced or
-	// not; the relay puts it back on the CloudEvent.
-	envelope := e
-	envelope.TraceParent, envelope.TraceState = "", ""
-	payload, err := json.Marshal(envelope)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: encode envelope: %w", err)
-	}
-	item := map[string]types.AttributeValue{
-		AttrAggregateID: ddbitem.S(e.Subject),
-		AttrEventID:     ddbitem.S(e.ID),
-		AttrEventType:   ddbitem.S(e.Type),
-		AttrOccurredAt:  ddbitem.Time(e.Time),
-		AttrPayload:     ddbitem.S(string(payload)),
-		AttrExpiresAt:   ddbitem.N(e.Time.Add(retention).Unix()),
-	}
-	if e.TraceParent != "" {
-		item[AttrTraceParent] = ddbitem.S(e.TraceParent)
-		if e.TraceState != "" {
-			item[AttrTraceState] = ddbitem.S(e.TraceState)
-		}
-	}
-	return item, nil
+// Fields are what an outbox item holds, as a decoder reads them from the
+// item in whichever types carry it: its three required string attributes,
+// read strictly, and its trace context, each "" when absent or not a
+// string. DecodeImage reads them from a stream image, outboxitem.Decode
+// from an item in the DynamoDB SDK's types.
+type Fields struct {
+	Payload, AggregateID, EventID        string
+	TraceParent, TraceState, TraceHeader string
 }
 
-// Put returns the transaction item that writes the event to the outbox
-// table. The condition makes a reused event id fail loudly instead of
-// overwriting an event the relay may not have published yet.
-func (e Event) Put(table string, retention time.Duration) (types.TransactWriteItem, error) {
-	item, err := e.Item(retention)
-	if err != nil {
-		return types.TransactWriteItem{}, err
-	}
-	return types.TransactWriteItem{Put: &types.Put{
-		TableName:                aws.String(table),
-		Item:                     item,
-		ConditionExpression:      aws.String("attribute_not_exists(#eid)"),
-		ExpressionAttributeNames: map[string]string{"#eid": AttrEventID},
-	}}, nil
-}
-
-// DecodeItem reads an outbox item back into its envelope and the trace
-// context it was created under. Every failure wraps ErrUndecodable: the
-// item is malformed and retrying cannot help. A trace context that is not
-// a string, or not a well-formed one, is left out, never a failure:
-// tracing must not cost an event. An item written before the W3C
-// attributes, with the request's X-Ray header in trace_header, gets that
-// trace as its W3C context; one with neither has none, and still relays.
-func DecodeItem(item map[string]types.AttributeValue) (Event, error) {
-	r := ddbitem.Read(item)
-	payload, aggregate, eventID := r.S(AttrPayload), r.S(AttrAggregateID), r.S(AttrEventID)
-	if err := r.Err(); err != nil {
-		return Event{}, fmt.Errorf("%w: %w", ErrUndecodable, err)
-	}
+// Event decodes the envelope the fields hold, with the trace context it
+// was created under. Every failure wraps ErrUndecodable: the item is
+// malformed and retrying cannot help. A trace context that is not a
+// well-formed one is left out, never a failure: tracing must not cost an
+// event. An item written before the W3C attributes, with the request's
+// X-Ray header in trace_header, gets that trace as its W3C context; one
+// with neither has none, and still relays.
+func (f Fields) Event() (Event, error) {
 	var e Event
-	if err := json.Unmarshal([]byte(payload), &e); err != nil {
+	if err := json.Unmarshal([]byte(f.Payload), &e); err != nil {
 		return Event{}, fmt.Errorf("%w: payload: %w", ErrUndecodable, err)
 	}
 	if err := e.Validate(); err != nil {
@@ -112,30 +67,44 @@ func DecodeItem(item map[string]types.AttributeValue) (Event, error) {
 	}
 	// The keys must agree with the envelope, or consumers would dedupe on
 	// an id the table does not know.
-	if aggregate != e.Subject || eventID != e.ID {
+	if f.AggregateID != e.Subject || f.EventID != e.ID {
 		return Event{}, fmt.Errorf("%w: keys (%s, %s) disagree with envelope (%s, %s)",
-			ErrUndecodable, aggregate, eventID, e.Subject, e.ID)
+			ErrUndecodable, f.AggregateID, f.EventID, e.Subject, e.ID)
 	}
-	e.TraceParent, e.TraceState = traceContext(item)
+	e.TraceParent, e.TraceState = f.traceContext()
 	return e, nil
 }
 
 // traceContext is the item's W3C trace context, checked and written again
 // by the propagator, or none.
-func traceContext(item map[string]types.AttributeValue) (traceparent, tracestate string) {
-	str := func(name string) string {
-		v, _ := item[name].(*types.AttributeValueMemberS)
-		if v == nil {
-			return ""
-		}
-		return v.Value
-	}
+func (f Fields) traceContext() (traceparent, tracestate string) {
 	ctx := context.Background()
-	if tp := str(AttrTraceParent); tp != "" {
-		return tracing.Inject(tracing.Extract(ctx, tp, str(AttrTraceState)))
+	if f.TraceParent != "" {
+		return tracing.Inject(tracing.Extract(ctx, f.TraceParent, f.TraceState))
 	}
-	if h := str(AttrTraceHeader); h != "" {
-		return tracing.Inject(tracing.FromXRay(ctx, h))
+	if f.TraceHeader != "" {
+		return tracing.Inject(tracing.FromXRay(ctx, f.TraceHeader))
 	}
 	return "", ""
+}
+
+// DecodeImage reads an outbox item as the table's stream delivers it to
+// Lambda (an INSERT record's new image), in the Lambda event's types, as
+// outboxitem.Decode reads it from the table: the relay decodes with it
+// and links none of the SDK's DynamoDB packages. An image holding a value
+// with no DynamoDB meaning (streamimage.Check), anywhere, is undecodable
+// too. Every failure wraps ErrUndecodable.
+func DecodeImage(image map[string]events.DynamoDBAttributeValue) (Event, error) {
+	if err := streamimage.Check(image); err != nil {
+		return Event{}, fmt.Errorf("%w: %w", ErrUndecodable, err)
+	}
+	r := streamimage.Read(image)
+	f := Fields{Payload: r.S(AttrPayload), AggregateID: r.S(AttrAggregateID), EventID: r.S(AttrEventID)}
+	if err := r.Err(); err != nil {
+		return Event{}, fmt.Errorf("%w: %w", ErrUndecodable, err)
+	}
+	f.TraceParent = streamimage.String(image, AttrTraceParent)
+	f.TraceState = streamimage.String(image, AttrTraceState)
+	f.TraceHeader = streamimage.String(image, AttrTraceHeader)
+	return f.Event()
 }

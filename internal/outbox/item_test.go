@@ -2,167 +2,72 @@ package outbox_test
 
 import (
 	"encoding/json"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/google/uuid"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/streamimage"
 )
 
-func TestEventItemRoundTrip(t *testing.T) {
-	t.Parallel()
-	at := time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.FixedZone("CET", 3600))
-	data := []byte(`{"id":"p1","name":"Widget","price_cents":999}`)
-	e, err := outbox.NewEvent("idemlambda.products", "ProductCreated", "p1", data, at)
+// image is the stream image of e's outbox item, as Lambda delivers it.
+func image(t *testing.T, e outbox.Event) map[string]events.DynamoDBAttributeValue {
+	t.Helper()
+	payload, err := json.Marshal(e)
 	require.NoError(t, err)
-	id, err := uuid.Parse(e.ID)
-	require.NoError(t, err)
-	assert.Equal(t, uuid.Version(7), id.Version())
-	assert.Equal(t, time.UTC, e.Time.Location())
-	assert.JSONEq(t, string(data), string(e.Data))
-
-	item, err := e.Item(outbox.DefaultRetention)
-	require.NoError(t, err)
-	assert.Equal(t, &types.AttributeValueMemberS{Value: "p1"}, item["aggregate_id"])
-	assert.Equal(t, &types.AttributeValueMemberS{Value: e.ID}, item["event_id"])
-	assert.Equal(t, &types.AttributeValueMemberS{Value: "ProductCreated"}, item["event_type"])
-	wantExp := time.Date(2026, 12, 6, 11, 0, 0, 0, time.UTC).Unix() // 7 days on, in UTC
-	assert.Equal(t, &types.AttributeValueMemberN{Value: strconv.FormatInt(wantExp, 10)}, item["expires_at"])
-
-	var envelope map[string]any
-	require.NoError(t, json.Unmarshal([]byte(item["payload"].(*types.AttributeValueMemberS).Value), &envelope))
-	for _, k := range []string{"specversion", "id", "source", "type", "subject", "time", "datacontenttype", "data"} {
-		assert.Contains(t, envelope, k)
+	return map[string]events.DynamoDBAttributeValue{
+		outbox.AttrAggregateID: events.NewStringAttribute(e.Subject),
+		outbox.AttrEventID:     events.NewStringAttribute(e.ID),
+		outbox.AttrEventType:   events.NewStringAttribute(e.Type),
+		outbox.AttrPayload:     events.NewStringAttribute(string(payload)),
+		outbox.AttrExpiresAt:   events.NewNumberAttribute("1"),
 	}
-	assert.Equal(t, "1.0", envelope["specversion"])
+}
 
-	back, err := outbox.DecodeItem(item)
+func TestDecodeImage(t *testing.T) {
+	t.Parallel()
+	e, err := outbox.NewEvent("src", "T", "agg", []byte(`{"a":1}`), time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	require.NoError(t, err)
-	assert.True(t, e.Time.Equal(back.Time))
-	back.Time = e.Time
+	back, err := outbox.DecodeImage(image(t, e))
+	require.NoError(t, err)
 	assert.Equal(t, e, back)
-
-	put, err := e.Put("outbox-t", outbox.DefaultRetention)
-	require.NoError(t, err)
-	require.NotNil(t, put.Put)
-	assert.Equal(t, "outbox-t", *put.Put.TableName)
 }
 
-func TestNewEventRejectsBrokenEnvelopes(t *testing.T) {
-	t.Parallel()
-	now := time.Now()
-	for name, f := range map[string]func() error{
-		"no source":  func() error { _, err := outbox.NewEvent("", "T", "s", []byte(`{}`), now); return err },
-		"no type":    func() error { _, err := outbox.NewEvent("src", "", "s", []byte(`{}`), now); return err },
-		"no subject": func() error { _, err := outbox.NewEvent("src", "T", "", []byte(`{}`), now); return err },
-		"no time":    func() error { _, err := outbox.NewEvent("src", "T", "s", []byte(`{}`), time.Time{}); return err },
-		"bad data":   func() error { _, err := outbox.NewEvent("src", "T", "s", []byte(`{`), now); return err },
-	} {
-		assert.ErrorIs(t, f(), outbox.ErrInvalidEvent, name)
-	}
-}
-
-func TestDecodeItemRejectsWhatCanNeverPublish(t *testing.T) {
+// What the relay's records carry is checked as the table's items are
+// (outboxitem's tests decode every case both ways): a required attribute
+// missing or of another type is named, and so is a value with no
+// DynamoDB meaning, even in an attribute the decoder does not read.
+func TestDecodeImageRejectsWhatCanNeverPublish(t *testing.T) {
 	t.Parallel()
 	e, err := outbox.NewEvent("src", "T", "agg", []byte(`{"a":1}`), time.Now())
 	require.NoError(t, err)
-	good, err := e.Item(time.Hour)
-	require.NoError(t, err)
-	mutate := func(f func(map[string]types.AttributeValue)) map[string]types.AttributeValue {
-		m := map[string]types.AttributeValue{}
-		for k, v := range good {
-			m[k] = v
-		}
-		f(m)
-		return m
-	}
-	for name, item := range map[string]map[string]types.AttributeValue{
-		"nil":             nil,
-		"no payload":      mutate(func(m map[string]types.AttributeValue) { delete(m, "payload") }),
-		"payload number":  mutate(func(m map[string]types.AttributeValue) { m["payload"] = &types.AttributeValueMemberN{Value: "1"} }),
-		"payload garbage": mutate(func(m map[string]types.AttributeValue) { m["payload"] = &types.AttributeValueMemberS{Value: "{"} }),
-		"payload invalid": mutate(func(m map[string]types.AttributeValue) {
-			m["payload"] = &types.AttributeValueMemberS{Value: `{"specversion":"0.3"}`}
-		}),
-		"other aggregate": mutate(func(m map[string]types.AttributeValue) { m["aggregate_id"] = &types.AttributeValueMemberS{Value: "x"} }),
-		"other event id":  mutate(func(m map[string]types.AttributeValue) { m["event_id"] = &types.AttributeValueMemberS{Value: "x"} }),
-		"no event id":     mutate(func(m map[string]types.AttributeValue) { delete(m, "event_id") }),
+	for name, c := range map[string]struct {
+		change func(map[string]events.DynamoDBAttributeValue)
+		is     error
+		says   string
+	}{
+		"no payload": {func(m map[string]events.DynamoDBAttributeValue) { delete(m, outbox.AttrPayload) },
+			streamimage.ErrInvalid, "missing payload"},
+		"payload number": {func(m map[string]events.DynamoDBAttributeValue) {
+			m[outbox.AttrPayload] = events.NewNumberAttribute("1")
+		},
+			streamimage.ErrInvalid, "payload is a number, not a string"},
+		"event id null": {func(m map[string]events.DynamoDBAttributeValue) { m[outbox.AttrEventID] = events.NewNullAttribute() },
+			streamimage.ErrInvalid, "event_id is null, not a string"},
+		"zero value elsewhere": {func(m map[string]events.DynamoDBAttributeValue) { m["extra"] = events.DynamoDBAttributeValue{} },
+			streamimage.ErrInvalidValue, "extra: "},
+		"zero value nested": {func(m map[string]events.DynamoDBAttributeValue) {
+			m["extra"] = events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"l": events.NewListAttribute([]events.DynamoDBAttributeValue{{}})})
+		}, streamimage.ErrInvalidValue, "extra: l: [0]: "},
 	} {
-		_, err := outbox.DecodeItem(item)
-		assert.ErrorIs(t, err, outbox.ErrUndecodable, name)
+		img := image(t, e)
+		c.change(img)
+		_, err := outbox.DecodeImage(img)
+		require.ErrorIs(t, err, outbox.ErrUndecodable, name)
+		assert.ErrorIs(t, err, c.is, name)
+		assert.ErrorContains(t, err, c.says, name)
 	}
-}
-
-// The W3C trace context the event was created under is stored beside the
-// CloudEvent, not in the stored envelope, and read back as it was.
-func TestItemCarriesTheTraceContextBesideTheCloudEvent(t *testing.T) {
-	t.Parallel()
-	const (
-		tp = "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"
-		ts = "xray=1,vendor=x"
-	)
-	e, err := outbox.NewEvent("idemlambda.products", "ProductCreated", "p1", []byte(`{}`), time.Now())
-	require.NoError(t, err)
-
-	untraced, err := e.Item(outbox.DefaultRetention)
-	require.NoError(t, err)
-	assert.NotContains(t, untraced, outbox.AttrTraceParent, "no trace context: no attribute")
-	assert.NotContains(t, untraced, outbox.AttrTraceState)
-
-	e.TraceParent, e.TraceState = tp, ts
-	item, err := e.Item(outbox.DefaultRetention)
-	require.NoError(t, err)
-	assert.Equal(t, &types.AttributeValueMemberS{Value: tp}, item[outbox.AttrTraceParent])
-	assert.Equal(t, &types.AttributeValueMemberS{Value: ts}, item[outbox.AttrTraceState])
-	assert.NotContains(t, item[outbox.AttrPayload].(*types.AttributeValueMemberS).Value, "trace", "not in the stored envelope")
-	assert.Equal(t, untraced[outbox.AttrPayload], item[outbox.AttrPayload], "the stored envelope is the same traced or not")
-	back, err := outbox.DecodeItem(item)
-	require.NoError(t, err)
-	assert.Equal(t, tp, back.TraceParent)
-	assert.Equal(t, ts, back.TraceState)
-	assert.Empty(t, back.TraceHeader, "the send header is the relay's, never stored")
-
-	// A trace context of another type, or malformed, costs the trace,
-	// never the event.
-	for name, bad := range map[string]types.AttributeValue{
-		"number":    &types.AttributeValueMemberN{Value: "1"},
-		"malformed": &types.AttributeValueMemberS{Value: "00-xyz-53995c3f42cd8ad8-01"},
-	} {
-		item[outbox.AttrTraceParent] = bad
-		back, err = outbox.DecodeItem(item)
-		require.NoError(t, err, name)
-		assert.Empty(t, back.TraceParent, name)
-		assert.Empty(t, back.TraceState, name)
-	}
-}
-
-// Items written before the W3C attributes still decode: one with the
-// request's X-Ray header (trace_header) continues that trace; one with no
-// trace field at all has none.
-func TestOldItemsStillDecode(t *testing.T) {
-	t.Parallel()
-	e, err := outbox.NewEvent("idemlambda.products", "ProductCreated", "p1", []byte(`{"a":1}`), time.Now())
-	require.NoError(t, err)
-	item, err := e.Item(outbox.DefaultRetention)
-	require.NoError(t, err)
-	back, err := outbox.DecodeItem(item)
-	require.NoError(t, err)
-	assert.Empty(t, back.TraceParent)
-
-	item[outbox.AttrTraceHeader] = &types.AttributeValueMemberS{Value: "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"}
-	back, err = outbox.DecodeItem(item)
-	require.NoError(t, err)
-	assert.Equal(t, "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01", back.TraceParent)
-	assert.Empty(t, back.TraceState)
-	assert.Equal(t, e.ID, back.ID)
-
-	item[outbox.AttrTraceHeader] = &types.AttributeValueMemberS{Value: "Root=garbage"}
-	back, err = outbox.DecodeItem(item)
-	require.NoError(t, err)
-	assert.Empty(t, back.TraceParent)
 }

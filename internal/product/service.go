@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/outboxitem"
 	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
@@ -129,7 +130,7 @@ func (s *Service) create(ctx context.Context, span trace.Span, cmd CreateCommand
 			semconv.CloudEventsEventSource(event.Source), semconv.CloudEventsEventSubject(event.Subject),
 		)
 	}
-	eventPut, err := event.Put(s.cfg.OutboxTable, s.cfg.EventRetention)
+	eventPut, err := outboxitem.Put(event, s.cfg.OutboxTable, s.cfg.EventRetention)
 	if err != nil {
 		return Creation{}, err
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/outboxitem"
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/internal/tracing"
 )
@@ -57,7 +57,7 @@ func TestCreateReturnsTheWritesItImplies(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, c.Product, stored, "the item reads back, creator included")
 
-	ev, err := outbox.DecodeItem(c.Writes[1].Put.Item)
+	ev, err := outboxitem.Decode(c.Writes[1].Put.Item)
 	require.NoError(t, err)
 	assert.Equal(t, product.EventCreated, ev.Type)
 	back, err := product.DecodeCreatedData(ev.Data)
@@ -83,7 +83,7 @@ func TestCreateCarriesTheTraceContext(t *testing.T) {
 	} {
 		c, err := svc.Create(ctx, cmd.By("iam:arn:aws:iam::123456789012:user/alice"))
 		require.NoError(t, err)
-		ev, err := outbox.DecodeItem(c.Writes[1].Put.Item)
+		ev, err := outboxitem.Decode(c.Writes[1].Put.Item)
 		require.NoError(t, err)
 		assert.Equal(t, want, ev.TraceParent)
 		if want != "" {

@@ -20,7 +20,6 @@ import (
 	"github.com/idemlambda/idemlambda/internal/deadline"
 	"github.com/idemlambda/idemlambda/internal/metrics"
 	"github.com/idemlambda/idemlambda/internal/outbox"
-	"github.com/idemlambda/idemlambda/internal/streams"
 	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
@@ -291,14 +290,16 @@ func (h *Handler) logOutcome(ctx context.Context, records int, c counts) {
 	h.log.Log(ctx, level, "outbox relay batch", attrs...)
 }
 
-// decode turns an INSERT record's new image into the event it carries.
-// Every error wraps outbox.ErrUndecodable.
+// decode turns an INSERT record's new image into the event it carries,
+// read in the Lambda event's types (outbox.DecodeImage), so the relay
+// links none of the SDK's DynamoDB packages. Every error wraps
+// outbox.ErrUndecodable.
 func decode(r events.DynamoDBEventRecord) (outbox.Event, error) {
-	item, err := streams.Item(r.Change.NewImage)
+	e, err := outbox.DecodeImage(r.Change.NewImage)
 	if err != nil {
-		return outbox.Event{}, fmt.Errorf("%w: new image: %w", outbox.ErrUndecodable, err)
+		return outbox.Event{}, fmt.Errorf("new image: %w", err)
 	}
-	return outbox.DecodeItem(item)
+	return e, nil
 }
 
 // recordAttrs identifies a record in a log line by its sequence number and

@@ -23,6 +23,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/metrics"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
+	"github.com/idemlambda/idemlambda/internal/outbox/outboxitem"
 	"github.com/idemlambda/idemlambda/internal/streams"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/internal/testkit/outboxtest"
@@ -129,7 +130,7 @@ func newEvent(t testing.TB, i int, data string) outbox.Event {
 // insert is the stream record Lambda delivers for writing e to the outbox.
 func insert(t testing.TB, e outbox.Event, seq string) events.DynamoDBEventRecord {
 	t.Helper()
-	item, err := e.Item(outbox.DefaultRetention)
+	item, err := outboxitem.Encode(e, outbox.DefaultRetention)
 	require.NoError(t, err)
 	image, err := streams.Image(item)
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/outboxitem"
 	"github.com/idemlambda/idemlambda/internal/streams"
 )
 
@@ -28,7 +29,7 @@ func TestSampleStreamEvent(t *testing.T) {
 	assert.Equal(t, "NEW_IMAGE", r.Change.StreamViewType)
 	item, err := streams.Item(r.Change.NewImage)
 	require.NoError(t, err)
-	want, err := outbox.DecodeItem(item)
+	want, err := outboxitem.Decode(item)
 	require.NoError(t, err)
 
 	h := newHarness(t)

@@ -1,12 +1,13 @@
 // Package streams converts between the three shapes a DynamoDB attribute
 // value takes: the Lambda stream event's events.DynamoDBAttributeValue,
 // the DynamoDB SDK's types.AttributeValue and the DynamoDB Streams SDK's.
-// The relay reads stream images through it; internal/dev/streampoll reads
-// a stream through the Streams API for runs without Lambda.
+// internal/dev/streampoll reads a stream through the Streams API for runs
+// without Lambda, and the tests build stream events, through it. The relay
+// reads images in the Lambda event's types alone (internal/streamimage),
+// whose rules of what an image may hold Item and Value apply.
 package streams
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -14,38 +15,46 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/idemlambda/idemlambda/internal/streamimage"
 )
 
 // ErrInvalidValue reports an attribute value that has no DynamoDB meaning:
 // an unknown or empty union member, a zero events.DynamoDBAttributeValue,
-// or nesting deeper than MaxDepth.
-var ErrInvalidValue = errors.New("streams: invalid attribute value")
+// or nesting deeper than MaxDepth (streamimage's).
+var ErrInvalidValue = streamimage.ErrInvalidValue
 
-// MaxDepth bounds the nesting of lists and maps a conversion follows.
-// DynamoDB itself allows 32 levels; the bound also turns a value that
-// contains itself (possible with Go maps) into an error rather than a
-// stack overflow.
-const MaxDepth = 64
+// MaxDepth bounds the nesting of lists and maps a conversion follows
+// (streamimage's).
+const MaxDepth = streamimage.MaxDepth
 
 // Item converts a stream image, as Lambda delivers it, to a DynamoDB item.
-// A nil image gives a nil item. Byte and string slices are copied.
+// A nil image gives a nil item. Byte and string slices are copied. An
+// image streamimage.Check refuses is refused with its error.
 func Item(image map[string]events.DynamoDBAttributeValue) (map[string]ddbtypes.AttributeValue, error) {
-	return toItem(image, 0)
+	if err := streamimage.Check(image); err != nil {
+		return nil, err
+	}
+	return toItem(image)
 }
 
 // Value converts one attribute of a Lambda stream event to the DynamoDB
 // SDK's type.
 func Value(av events.DynamoDBAttributeValue) (ddbtypes.AttributeValue, error) {
-	return toValue(av, 0)
+	if err := streamimage.CheckValue(av); err != nil {
+		return nil, err
+	}
+	return toValue(av)
 }
 
-func toItem(image map[string]events.DynamoDBAttributeValue, depth int) (map[string]ddbtypes.AttributeValue, error) {
+// toItem and toValue convert what streamimage has checked.
+func toItem(image map[string]events.DynamoDBAttributeValue) (map[string]ddbtypes.AttributeValue, error) {
 	if image == nil {
 		return nil, nil
 	}
 	item := make(map[string]ddbtypes.AttributeValue, len(image))
 	for name, av := range image {
-		v, err := toValue(av, depth)
+		v, err := toValue(av)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -54,15 +63,7 @@ func toItem(image map[string]events.DynamoDBAttributeValue, depth int) (map[stri
 	return item, nil
 }
 
-func toValue(av events.DynamoDBAttributeValue, depth int) (ddbtypes.AttributeValue, error) {
-	if depth > MaxDepth {
-		return nil, fmt.Errorf("%w: nested deeper than %d", ErrInvalidValue, MaxDepth)
-	}
-	// The zero DynamoDBAttributeValue claims to be Binary but holds
-	// nothing, and its accessors panic on it; only NULL may be empty.
-	if av.IsNull() && av.DataType() != events.DataTypeNull {
-		return nil, fmt.Errorf("%w: type %d without a value", ErrInvalidValue, av.DataType())
-	}
+func toValue(av events.DynamoDBAttributeValue) (ddbtypes.AttributeValue, error) {
 	switch av.DataType() {
 	case events.DataTypeString:
 		return &ddbtypes.AttributeValueMemberS{Value: av.String()}, nil
@@ -84,7 +85,7 @@ func toValue(av events.DynamoDBAttributeValue, depth int) (ddbtypes.AttributeVal
 		list := av.List()
 		out := make([]ddbtypes.AttributeValue, len(list))
 		for i, e := range list {
-			v, err := toValue(e, depth+1)
+			v, err := toValue(e)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -92,7 +93,7 @@ func toValue(av events.DynamoDBAttributeValue, depth int) (ddbtypes.AttributeVal
 		}
 		return &ddbtypes.AttributeValueMemberL{Value: out}, nil
 	case events.DataTypeMap:
-		m, err := toItem(av.Map(), depth+1)
+		m, err := toItem(av.Map())
 		if err != nil {
 			return nil, err
 		}

@@ -3,9 +3,27 @@ package idem
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 )
+
+// TestNewCacheReservesNothing: a cache of 1,000 entries allocates no room
+// for them before they come; a store is made at every cold start. Not
+// parallel: it reads the process's allocation counter, as
+// testing.AllocsPerRun does.
+func TestNewCacheReservesNothing(t *testing.T) {
+	const runs = 16
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		_ = newCache(1000, defaultCacheBytes)
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 1024 {
+		t.Fatalf("newCache(1000) allocates %d bytes before any entry", per)
+	}
+}
 
 func TestCacheNeverHoldsMoreThanItsBound(t *testing.T) {
 	t.Parallel()

@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-var (
-	_ attributevalue.Marshaler   = Money{}
-	_ attributevalue.Unmarshaler = (*Money)(nil)
-)
+// Money implements attributevalue's Marshaler and Unmarshaler, which its
+// tests assert: importing attributevalue here would link it, and the
+// DynamoDB Streams types it imports, into every binary that uses Money,
+// and their initialisers would run at each of its cold starts.
 
 // MarshalDynamoDBAttributeValue encodes m as a map
 // {"cents": N("1999"), "currency": S("EUR")}, mirroring the JSON form. An

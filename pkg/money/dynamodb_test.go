@@ -12,6 +12,11 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/money"
 )
 
+var (
+	_ attributevalue.Marshaler   = money.Money{}
+	_ attributevalue.Unmarshaler = (*money.Money)(nil)
+)
+
 func avN(s string) types.AttributeValue { return &types.AttributeValueMemberN{Value: s} }
 func avS(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
 func avM(kv map[string]types.AttributeValue) types.AttributeValue {

@@ -46,6 +46,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/outboxitem"
 	"github.com/idemlambda/idemlambda/internal/streams"
 	"github.com/idemlambda/idemlambda/internal/testkit/template"
 )
@@ -508,7 +509,7 @@ func TestSamLocalInvoke(t *testing.T) {
 	out, err := client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(names.Outbox), ConsistentRead: aws.Bool(true)})
 	require.NoError(t, err)
 	require.Len(t, out.Items, 1)
-	wantEvent, err := outbox.DecodeItem(out.Items[0])
+	wantEvent, err := outboxitem.Decode(out.Items[0])
 	require.NoError(t, err)
 	newImage, err := streams.Image(out.Items[0])
 	require.NoError(t, err)

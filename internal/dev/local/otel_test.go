@@ -23,6 +23,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/outbox"
 	"github.com/idemlambda/idemlambda/internal/outbox/bridge"
+	"github.com/idemlambda/idemlambda/internal/outbox/outboxitem"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/internal/testkit/outboxtest"
 	"github.com/idemlambda/idemlambda/internal/tracing"
@@ -249,7 +250,7 @@ func TestOldEventsStillRelayAndCount(t *testing.T) {
 	_, legacy := outboxtest.ProductCreated(t, "idemlambda.products", seller, eur)
 	const legacyHeader = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 	for _, e := range []outbox.Event{untraced, legacy} {
-		item, err := e.Item(outbox.DefaultRetention)
+		item, err := outboxitem.Encode(e, outbox.DefaultRetention)
 		require.NoError(t, err)
 		require.NotContains(t, item, outbox.AttrTraceParent)
 		if e.ID == legacy.ID {

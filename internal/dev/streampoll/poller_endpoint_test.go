@@ -26,6 +26,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/dev/streampoll"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/outboxitem"
 	"github.com/idemlambda/idemlambda/internal/streams"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 )
@@ -81,7 +82,7 @@ func TestPollerFeedsTheHandlerLikeTheEventSourceMapping(t *testing.T) {
 	for i := range n {
 		e, err := outbox.NewEvent("test", "ProductCreated", fmt.Sprintf("p-%d", i%3), []byte(`{"i":1}`), time.Now())
 		require.NoError(t, err)
-		item, err := e.Item(time.Hour)
+		item, err := outboxitem.Encode(e, time.Hour)
 		require.NoError(t, err)
 		_, err = env.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(env.Tables.Outbox), Item: item})
 		require.NoError(t, err)
@@ -168,7 +169,7 @@ func TestPollerFeedsTheHandlerLikeTheEventSourceMapping(t *testing.T) {
 		}
 		item, err := streams.Item(r.Change.NewImage)
 		require.NoError(t, err)
-		e, err := outbox.DecodeItem(item)
+		e, err := outboxitem.Decode(item)
 		require.NoError(t, err)
 		if !slices.Contains(byAggregate[e.Subject], e.ID) {
 			byAggregate[e.Subject] = append(byAggregate[e.Subject], e.ID)

@@ -31,6 +31,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
 	"github.com/idemlambda/idemlambda/internal/metrics"
 	"github.com/idemlambda/idemlambda/internal/outbox"
+	"github.com/idemlambda/idemlambda/internal/outbox/outboxitem"
 	"github.com/idemlambda/idemlambda/internal/streams"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
@@ -132,7 +133,7 @@ func emitMetrics(t *testing.T) emitted {
 	if len(items.Items) != 1 {
 		t.Fatalf("outbox holds %d items, want the one product's event", len(items.Items))
 	}
-	created, err := outbox.DecodeItem(items.Items[0])
+	created, err := outboxitem.Decode(items.Items[0])
 	must(t, err)
 	body, err := eventbus.EventEnvelope(created)
 	must(t, err)
@@ -412,7 +413,7 @@ func relayInsert(t *testing.T, i int) events.DynamoDBEventRecord {
 	e, err := outbox.NewEvent("idemlambda.products", "ProductCreated", fmt.Sprintf("p-%d", i),
 		[]byte(fmt.Sprintf(`{"id":"p-%d","name":"Widget","price_cents":999}`, i)), time.Date(2026, 1, 2, 3, 4, 5, i, time.UTC))
 	must(t, err)
-	item, err := e.Item(outbox.DefaultRetention)
+	item, err := outboxitem.Encode(e, outbox.DefaultRetention)
 	must(t, err)
 	image, err := streams.Image(item)
 	must(t, err)

@@ -2,7 +2,6 @@ package idemhttp
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
@@ -86,7 +85,7 @@ func checkParams(rest string) error {
 			end = len(rest)
 		}
 		name, _, _ := strings.Cut(rest[:end], "=")
-		if !paramName.MatchString(name) {
+		if !isParamName(name) {
 			return fmt.Errorf("%w: malformed parameter %.16q", idem.ErrInvalidKey, rest[:end])
 		}
 		for _, c := range []byte(rest[:end]) {
@@ -99,4 +98,21 @@ func checkParams(rest string) error {
 	return nil
 }
 
-var paramName = regexp.MustCompile(`^[a-z*][a-z0-9_.*-]*$`)
+// isParamName reports whether s is a parameter's key (RFC 8941 section
+// 3.1.2): a lowercase letter or "*", then lowercase letters, digits, "_",
+// "-", "." or "*". A function, not a package-level regexp, whose
+// compilation every cold start of a binary linking idemhttp would pay.
+func isParamName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c == '*':
+		case i > 0 && (c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return true
+}
