@@ -50,7 +50,7 @@ type ProductCreator struct {
 // Executor runs an operation once per scope: an idempotency store's
 // Execute (claim first, then commit) or Transact (claim and commit in one
 // transaction), as the function's configuration chooses.
-type Executor func(ctx context.Context, scope idem.Scope, fingerprint string, fn func(context.Context) (idem.Effect, error)) (idem.Result, error)
+type Executor func(ctx context.Context, scope idem.Scope, fingerprint string, fn func(context.Context) (idem.Effect, error), opts ...idem.CallOption) (idem.Result, error)
 
 // NewProductCreator returns a ProductCreator claiming its keys with execute.
 func NewProductCreator(execute Executor, products *product.Service) (*ProductCreator, error) {

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
@@ -15,11 +16,43 @@ func WithOutcomeHook(fn func(ctx context.Context, scope Scope, outcome Outcome, 
 	return func(s *Store) { s.outcomeHook = fn }
 }
 
+// ValidateCall reports why s would refuse a call with opts, or nil: for
+// an adapter to refuse its configuration when it is built rather than at
+// its first call.
+func (s *Store) ValidateCall(opts ...CallOption) error {
+	_, err := s.settings(opts)
+	return err
+}
+
+// settings is the settings of a call with opts: the store's, with opts
+// applied.
+func (s *Store) settings(opts []CallOption) (callSettings, error) {
+	c := callSettings{wait: s.wait, retention: s.retention}
+	for _, o := range opts {
+		if o.set != nil {
+			o.set(&c)
+		}
+	}
+	if c.retention < s.lease+s.margin {
+		return c, fmt.Errorf("idem: retention %v shorter than a lease (%v)", c.retention, s.lease+s.margin)
+	}
+	return c, nil
+}
+
+// settingsFor is the settings of the call whose phases run with ctx; the
+// store's outside a call.
+func (s *Store) settingsFor(ctx context.Context) callSettings {
+	if c, ok := settingsOf(ctx); ok {
+		return c
+	}
+	return callSettings{wait: s.wait, retention: s.retention}
+}
+
 // admit is the one admission step of every way in (see the package
-// documentation): enter, then call with the scope and the trace in its
-// context, then finish (when set) to turn its result into the way in's
-// own, then leave.
-func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, fingerprint string,
+// documentation): enter, then call with the scope, the trace and the
+// call's settings in its context, then finish (when set) to turn its
+// result into the way in's own, then leave.
+func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, fingerprint string, opts []CallOption,
 	call func(ctx context.Context, id string) (Result, error),
 	finish func(Result, error) (Result, error),
 ) (Result, error) {
@@ -39,9 +72,13 @@ func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, finge
 			}
 		}()
 	}
-	id, res, err, done := s.enter(ctx, t, scope, fingerprint, nil)
+	settings, err := s.settings(opts) // a configuration's error: OutcomeError
+	id, res, done := "", Result{Outcome: OutcomeError}, err != nil
 	if !done {
-		res, err = call(withCall(ctx, scope, true, t), id)
+		id, res, err, done = s.enter(ctx, t, scope, fingerprint, nil)
+	}
+	if !done {
+		res, err = call(withCall(ctx, scope, true, t, settings), id)
 	}
 	if finish != nil {
 		res, err = finish(res, err)

@@ -80,7 +80,7 @@ func (l *hold) completion(resp Response, writes int) (*types.Update, time.Time, 
 	}
 	now := l.store.now()
 	l.completedAt = now
-	expires := time.Unix(now.Add(l.store.retention).Unix(), 0)
+	expires := time.Unix(now.Add(l.retention).Unix(), 0)
 	completionID := l.store.newToken()
 	values := l.fenceValues()
 	values[":cid"] = str(completionID)

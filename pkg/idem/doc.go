@@ -278,6 +278,7 @@ package idem
 //
 //	doc.go          the protocol, in prose
 //	errors.go       what a call can end in: its errors and outcomes
+//	call.go         what one call may set apart from its store
 //	scope.go        who asks for what, and the scope in a call's context
 //	fingerprint.go  what exactly is asked
 //	record.go       what is stored: the response, the record, their sizes

@@ -62,7 +62,6 @@ import (
 	"fmt"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
-	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // ErrNoKey says an event carries no idempotency key. A Config.Key function
@@ -163,9 +162,9 @@ func Wrap[E, R any](store *idem.Store, cfg Config[E], handler func(context.Conte
 		}
 		// An in-flight answer is an error Lambda retries a minute later:
 		// a claim that meets a running commit follows it instead.
-		out, _, err := idem.Do(callopt.WithFollow(ctx), store, scope, fp, func(ctx context.Context) (R, error) {
-			return handler(callopt.Clear(ctx), event)
-		})
+		out, _, err := idem.Do(ctx, store, scope, fp, func(ctx context.Context) (R, error) {
+			return handler(ctx, event)
+		}, idem.CallRedelivers())
 		if errors.Is(err, idem.ErrNotRecorded) {
 			// The handler's effect happened; only its record did not
 			// land. An error would have Lambda (or EventBridge) retry

@@ -86,7 +86,7 @@ func TestRecordsOfFormatOneReplayByteForByte(t *testing.T) {
 	put(formatOne(sc, "fp", 201, map[string]string{
 		"Content-Type": "application/json", "Location": "/products/1", "Set-Cookie": "a=1; Path=/\nb=2",
 	}, &types.AttributeValueMemberS{Value: `{"id":"1"}`}))
-	for _, call := range []func(context.Context, idem.Scope, string, func(context.Context) (idem.Effect, error)) (idem.Result, error){store.Execute, store.Transact} {
+	for _, call := range []func(context.Context, idem.Scope, string, func(context.Context) (idem.Effect, error), ...idem.CallOption) (idem.Result, error){store.Execute, store.Transact} {
 		// (Transact computes its effect before its claim: it never lands.)
 		res, err := call(ctx, sc, "fp", func(context.Context) (idem.Effect, error) {
 			return idem.Effect{Response: idem.Response{Body: []byte("again")}}, nil

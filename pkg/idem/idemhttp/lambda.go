@@ -7,7 +7,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
-	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // lambdaEvent is what the middleware's one flow for Lambda HTTP events
@@ -39,8 +38,8 @@ func serve[Req, Resp any](m *Middleware, ev lambdaEvent[Req, Resp], next func(co
 			return ev.answer(ctx, m, req, idem.Result{}, err), nil
 		}
 		var handlerErr error
-		res, err := m.Store.Run(m.withWait(ctx), scope, fp, func(ctx context.Context) (idem.Response, error) {
-			out, err := next(callopt.Clear(ctx), req)
+		res, err := m.Store.Run(ctx, scope, fp, func(ctx context.Context) (idem.Response, error) {
+			out, err := next(ctx, req)
 			if err != nil {
 				handlerErr = err
 				return idem.Response{}, err
@@ -53,7 +52,7 @@ func serve[Req, Resp any](m *Middleware, ev lambdaEvent[Req, Resp], next func(co
 				return idem.Response{}, &unstored{out: out}
 			}
 			return resp.stored(), nil
-		})
+		}, m.callOptions()...)
 		var us *unstored
 		switch {
 		case handlerErr != nil && err != nil:

@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
-	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // DefaultMaxBodyBytes is the largest request body Middleware reads by
@@ -192,9 +191,9 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			m.answer(ctx, idem.Result{}, err).Write(w)
 			return
 		}
-		res, err := m.Store.Run(m.withWait(ctx), scope, fp, func(ctx context.Context) (idem.Response, error) {
+		res, err := m.Store.Run(ctx, scope, fp, func(ctx context.Context) (idem.Response, error) {
 			rec := newRecorder()
-			r2 := r.WithContext(callopt.Clear(ctx))
+			r2 := r.WithContext(ctx)
 			r2.Body = io.NopCloser(bytes.NewReader(body))
 			next.ServeHTTP(rec, r2)
 			resp := rec.response()
@@ -202,7 +201,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 				return idem.Response{}, &unstored{resp: resp}
 			}
 			return resp.stored(), nil
-		})
+		}, m.callOptions()...)
 		m.observe(ctx, res.Outcome, err)
 		var us *unstored
 		switch {
@@ -359,12 +358,12 @@ func (m *Middleware) refusal(err error) (Problem, idem.Outcome) {
 	return m.problemFor(err), idem.OutcomeError
 }
 
-// withWait passes the middleware's Wait, when set, to the store's call.
-func (m *Middleware) withWait(ctx context.Context) context.Context {
+// callOptions passes the middleware's Wait, when set, to the store's call.
+func (m *Middleware) callOptions() []idem.CallOption {
 	if m.Wait == 0 {
-		return ctx
+		return nil
 	}
-	return callopt.WithWait(ctx, m.Wait)
+	return []idem.CallOption{idem.CallWait(m.Wait)}
 }
 
 // safeMethod reports whether a method is safe (RFC 9110 section 9.2.1):

@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
-	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // Entry is one record as the caller's decode function reads it: who sent
@@ -68,9 +67,9 @@ func Run[T any](ctx context.Context, b Batch[T], effect func(context.Context, T)
 		}
 		// An in-flight answer is a redelivery: a claim that meets a
 		// running commit follows it instead.
-		res, err := b.Store.Run(callopt.WithFollow(ctx), item.Scope, item.Fingerprint, func(ctx context.Context) (idem.Response, error) {
-			return item.Response, effect(callopt.Clear(ctx), v)
-		})
+		res, err := b.Store.Run(ctx, item.Scope, item.Fingerprint, func(ctx context.Context) (idem.Response, error) {
+			return item.Response, effect(ctx, v)
+		}, idem.CallRedelivers())
 		return Result{res.Outcome, err}
 	})
 }
