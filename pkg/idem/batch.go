@@ -68,7 +68,6 @@ func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func
 		if err == nil {
 			outcome, ierr = res[i].Outcome, res[i].Err
 		}
-		s.leave(ctx, it.Scope, outcome, ierr)
 		if t.BatchItem != nil {
 			t.BatchItem(ctx, idemtrace.BatchItemInfo{Index: i, Operation: it.Scope.Operation, ScopeID: it.Scope.ID(), Outcome: string(outcome), Err: ierr})
 		}
@@ -95,7 +94,7 @@ func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func
 	follows := map[int]int{}
 	t := traceOf(ctx)
 	for i, it := range items {
-		// Admission, each item on its own (the hook hears of each when
+		// Admission, each item on its own (the trace hears of each when
 		// the batch is done).
 		id, res, err, done := s.enter(ctx, t, it.Scope, it.Fingerprint, func() error { return it.Response.check(s.maxResponseBytes) })
 		if done {

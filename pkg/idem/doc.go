@@ -44,8 +44,8 @@
 // checked (NewScope's rules, an empty principal refused unless the scope
 // is NewAnonymousScope's, and the Limits below), a completed key in the
 // cache (WithCache) answers from memory, the operation runs with the
-// scope in its context (ScopeFrom), and the outcome goes to
-// WithOutcomeHook's function. An Effect is
+// scope in its context (ScopeFrom), and the outcome goes to the trace
+// (WithTrace). An Effect is
 // checked before its writes are sent: at most 99 writes, none to the
 // key's own record (ErrInvalidEffect).
 //
@@ -210,24 +210,22 @@
 //
 // # Observing calls
 //
-// WithOutcomeHook reports how each call ended (an Outcome): once per
-// Execute, Transact, Run and Do call, and once per item of ExecuteBatch
-// with that item's scope, whatever happened (replayed from the table or
-// the cache, rejected with the scope as it was passed, failed), with the
-// error the call returns. Its function runs on the calling goroutine,
-// after the call's last DynamoDB request, so it must not block: count,
-// log or record, and hand anything slow to another goroutine; it is
-// called concurrently by concurrent calls.
-//
-// WithTrace reports what happened during a call, phase by phase, to a
-// trace hook (pkg/idem/idemtrace, in the manner of net/http/httptrace): the
-// claim and what it met (a live holder, a running transaction, a dead
-// holder's key and when its lease ended), each wait and its polls, the
-// effect, the commit and its retries, the release, a cache hit, a
-// batch's transactions and their cancellation reasons. Every way in
-// reports through both. pkg/idem/idemotel, a module of its own so that
-// this one depends on no tracing library, maps the trace to
-// OpenTelemetry spans.
+// One channel reports what calls do: WithTrace (or idemtrace.WithTrace,
+// for the calls made with one context) gives a trace hook
+// (pkg/idem/idemtrace, in the manner of net/http/httptrace) every phase
+// of a call: the claim and what it met (a live holder, a running
+// transaction, a dead holder's key and when its lease ended), each wait
+// and its polls, the effect, the commit and its retries, the release, a
+// cache hit, a batch's transactions and their cancellation reasons. Its
+// CallDone says how each call ended (an Outcome, and the error the call
+// returns): once per Execute, Transact, Run and Do call, whatever
+// happened (replayed from the table or the cache, rejected, failed), and
+// BatchItem once per item of ExecuteBatch. Every way in reports through
+// it, and so the adapters on them. Its hooks run on the calling
+// goroutine, concurrently for concurrent calls, so they must not block:
+// count, log or record, and hand anything slow to another goroutine.
+// pkg/idem/idemotel, a module of its own so that this one depends on no
+// tracing library, maps the trace to OpenTelemetry spans.
 //
 // # Table
 //

@@ -16,12 +16,12 @@ import (
 // idemevent's copies (issue 29); 54 since WithTrace, the store's option
 // for the trace hook, whose types live in pkg/idem/idemtrace (issue 30);
 // 55 since NewAnonymousScope and Scope.Anonymous replaced the Anonymous
-// constant, which a caller's name could spell (issue 36); 62 since the
+// constant, which a caller's name could spell (issue 36); 61 since the
 // public seam of an adapter (CallOption, CallWait, CallRedelivers,
 // CallRetention, Store.ValidateCall, OutcomeOf, RetryAfter: issue 36),
 // which replaced an internal package only the library's adapters could
-// import.
-const maxExported = 62
+// import, less WithOutcomeHook (the trace's CallDone reports outcomes).
+const maxExported = 61
 
 // TestExportedSurfaceStaysSmall counts what go doc lists: exported
 // top-level functions, types, constants and variables, and the exported

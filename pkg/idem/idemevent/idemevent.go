@@ -23,7 +23,8 @@
 // SDK's retries, or the handler itself returned an error wrapping
 // idem.ErrNotRecorded) answers with its result and a nil error: an error
 // would have the event source retry after the lease and run the effect
-// again. idem.WithOutcomeHook sees it as idem.OutcomeNotRecorded. idem.Do's
+// again. The store's trace (idem.WithTrace) sees it as
+// idem.OutcomeNotRecorded. idem.Do's
 // documentation gives the one window an effect outside DynamoDB leaves
 // open: pass the scope's key (idem.ScopeFrom) to a downstream API that
 // takes one.
@@ -52,7 +53,7 @@
 //
 // A key or scope idem.NewScope refuses is idem.ErrInvalidKey. These
 // refusals, and errors of the Key, Principal and Fingerprint functions,
-// come before any store call: idem.WithOutcomeHook sees only the events
+// come before any store call: the store's trace sees only the events
 // that reach idem.Do, once each.
 package idemevent
 

@@ -16,6 +16,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/idemevent"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
@@ -363,15 +364,30 @@ func TestASenderNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 	check.EqualValues(t, 2, s.runs.Load())
 }
 
-func TestHandlerSeesItsScopeAndTheHookItsOutcome(t *testing.T) {
+// outcomeLog is a store's trace of every call's outcome (its CallDone).
+type outcomeLog struct {
+	mu  sync.Mutex
+	got []idem.Outcome
+}
+
+func (l *outcomeLog) option() idem.Option {
+	return idem.WithTrace(&idemtrace.Trace{CallDone: func(_ context.Context, i idemtrace.CallDoneInfo) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.got = append(l.got, idem.Outcome(i.Outcome))
+	}})
+}
+
+func (l *outcomeLog) outcomes() []idem.Outcome {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.got
+}
+
+func TestHandlerSeesItsScopeAndTheTraceItsOutcome(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var outcomes []idem.Outcome
-	f := newFixture(t, idem.WithOutcomeHook(func(_ context.Context, sc idem.Scope, o idem.Outcome, _ error) {
-		mu.Lock()
-		defer mu.Unlock()
-		outcomes = append(outcomes, o)
-	}))
+	var log outcomeLog
+	f := newFixture(t, log.option())
 	var seen idem.Scope
 	h, err := idemevent.Wrap(f.store, shipConfig, func(ctx context.Context, e shipOrder) (string, error) {
 		seen, _ = idem.ScopeFrom(ctx)
@@ -384,9 +400,7 @@ func TestHandlerSeesItsScopeAndTheHookItsOutcome(t *testing.T) {
 		must.NoError(t, err)
 	}
 	check.Equal(t, idem.Scope{Operation: "orders.ship", Principal: "shop-1", Key: "req-7"}, seen)
-	mu.Lock()
-	defer mu.Unlock()
-	check.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed}, outcomes)
+	check.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed}, log.outcomes())
 }
 
 // A handler whose effect happened but whose result could not be recorded
@@ -396,13 +410,8 @@ func TestHandlerSeesItsScopeAndTheHookItsOutcome(t *testing.T) {
 // and run the handler again.
 func TestAnEffectWhoseCompletionWasNotRecordedIsNotRetried(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var outcomes []idem.Outcome
-	f := newFixture(t, idem.WithLease(time.Second, 100*time.Millisecond), idem.WithOutcomeHook(func(_ context.Context, _ idem.Scope, o idem.Outcome, _ error) {
-		mu.Lock()
-		defer mu.Unlock()
-		outcomes = append(outcomes, o)
-	}))
+	var log outcomeLog
+	f := newFixture(t, idem.WithLease(time.Second, 100*time.Millisecond), log.option())
 	s := &shipper{}
 	h, err := idemevent.Wrap(f.store, shipConfig, func(ctx context.Context, e shipOrder) (shipment, error) {
 		out, err := s.handle(ctx, e)
@@ -419,7 +428,5 @@ func TestAnEffectWhoseCompletionWasNotRecordedIsNotRetried(t *testing.T) {
 	must.NoError(t, err, "the effect happened: the event must not be retried")
 	check.Equal(t, "trk-o-8-1", got.TrackingID, "the handler's own result")
 	check.EqualValues(t, 1, s.runs.Load())
-	mu.Lock()
-	defer mu.Unlock()
-	check.Equal(t, []idem.Outcome{idem.OutcomeNotRecorded}, outcomes, "the hook can count it")
+	check.Equal(t, []idem.Outcome{idem.OutcomeNotRecorded}, log.outcomes(), "the trace can count it")
 }

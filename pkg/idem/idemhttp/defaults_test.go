@@ -79,6 +79,7 @@ func TestMiddlewareWithoutAWayToNameCallersRefuses(t *testing.T) {
 	resp, err := v2(context.Background(), emailRequest("k", `{}`))
 	must.NoError(t, err)
 	check.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	check.Contains(t, resp.Body, "cannot name its callers", "the first request shows the deployment's mistake")
 	check.Zero(t, v2runs.Load())
 }
 

@@ -35,7 +35,7 @@ func serve[Req, Resp any](m *Middleware, ev lambdaEvent[Req, Resp], next func(co
 		}
 		scope, fp, err := m.admit(in)
 		if err != nil {
-			return ev.answer(ctx, m, req, idem.Result{}, err), nil
+			return ev.answer(m, req, idem.Result{}, err), nil
 		}
 		var handlerErr error
 		res, err := m.Store.Run(ctx, scope, fp, func(ctx context.Context) (idem.Response, error) {
@@ -56,29 +56,25 @@ func serve[Req, Resp any](m *Middleware, ev lambdaEvent[Req, Resp], next func(co
 		var us *unstored
 		switch {
 		case handlerErr != nil && err != nil:
-			m.observe(ctx, res.Outcome, err)
 			var none Resp
 			return none, handlerErr
 		case errors.As(err, &us):
-			m.observe(ctx, res.Outcome, err)
 			return us.out.(Resp), nil
 		case errors.Is(err, idem.ErrNotRecorded) && len(res.Response.Meta) > 0:
-			m.observe(ctx, res.Outcome, err)
 			return ev.to(req, replayOf(res.Response), false), nil // the effect happened: say so
 		}
-		return ev.answer(ctx, m, req, res, err), nil
+		return ev.answer(m, req, res, err), nil
 	}
 }
 
 // answer is the response to a request the middleware admitted and the
-// store answered, reported to Observe: the stored response, with
-// Idempotent-Replayed: true on a replay, or the problem for err.
-func (ev lambdaEvent[Req, Resp]) answer(ctx context.Context, m *Middleware, req Req, res idem.Result, err error) Resp {
+// store answered: the stored response, with Idempotent-Replayed: true on
+// a replay, or the problem for err.
+func (ev lambdaEvent[Req, Resp]) answer(m *Middleware, req Req, res idem.Result, err error) Resp {
 	if err == nil {
-		m.observe(ctx, res.Outcome, nil)
 		return ev.to(req, replayOf(res.Response), res.Outcome == idem.OutcomeReplayed)
 	}
-	return ev.to(req, m.answer(ctx, res, err).response(), false)
+	return ev.to(req, m.problemOf(err).response(), false)
 }
 
 // apiGatewayV2 is API Gateway's HTTP API payload 2.0.

@@ -36,8 +36,8 @@ const DefaultMaxBodyBytes = 1 << 20
 // names the caller (see PrincipalV2 and PrincipalV1), or set PrincipalV2
 // or PrincipalV1; behind a load balancer, set PrincipalALB. One that cannot
 // name the caller (no Principal, or no authorizer on the route) answers
-// every protected request with a 500 and reports errNoPrincipal's
-// message to Observe, rather than put every caller in one scope, where
+// every protected request with a 500 (errNoPrincipal's message is the
+// error behind it), rather than put every caller in one scope, where
 // one caller is served another's stored response, cookies included, and
 // can use up another's key. Set AllowAnonymous to choose that one scope.
 //
@@ -130,10 +130,6 @@ type Middleware struct {
 	// idem.WithWait in force; a negative Wait turns waiting off for this
 	// middleware.
 	Wait time.Duration
-	// Observe, when set, is called once per request after its answer is
-	// decided, with the outcome and the error behind it (nil on success):
-	// the place for logs and metrics. It must not block.
-	Observe func(ctx context.Context, outcome idem.Outcome, err error)
 }
 
 // APIGatewayV2Handler is an aws-lambda-go handler of API Gateway HTTP API
@@ -164,13 +160,13 @@ func (m *Middleware) ScopeV2(req events.APIGatewayV2HTTPRequest, key string) (id
 }
 
 // AnswerV2 is the API Gateway response to a request the middleware
-// admitted (ScopeV2) and the store answered, and reports it to Observe:
+// admitted (ScopeV2) and the store answered:
 // the stored response, with Idempotent-Replayed: true on a replay; or,
 // for an error, its problem (ProblemFor under ProblemTypeBase: 409 with
 // Retry-After, 422, 503 with Retry-After, 500 without detail, or ScopeV2's
 // own answers).
 func (m *Middleware) AnswerV2(ctx context.Context, res idem.Result, err error) events.APIGatewayV2HTTPResponse {
-	return apiGatewayV2.answer(ctx, m, events.APIGatewayV2HTTPRequest{}, res, err)
+	return apiGatewayV2.answer(m, events.APIGatewayV2HTTPRequest{}, res, err)
 }
 
 // Handler wraps a net/http handler. The handler's response is buffered
@@ -188,7 +184,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		in := m.requestHTTP(r, values, &body)
 		scope, fp, err := m.admit(in)
 		if err != nil {
-			m.answer(ctx, idem.Result{}, err).Write(w)
+			m.problemOf(err).Write(w)
 			return
 		}
 		res, err := m.Store.Run(ctx, scope, fp, func(ctx context.Context) (idem.Response, error) {
@@ -202,7 +198,6 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			}
 			return resp.stored(), nil
 		}, m.callOptions()...)
-		m.observe(ctx, res.Outcome, err)
 		var us *unstored
 		switch {
 		case err == nil:
@@ -215,16 +210,6 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			m.problemFor(err).Write(w)
 		}
 	})
-}
-
-// answer is AnswerV2's problem for an error, reported to Observe.
-func (m *Middleware) answer(ctx context.Context, res idem.Result, err error) Problem {
-	p, outcome := m.refusal(err)
-	if res.Outcome != "" {
-		outcome = res.Outcome
-	}
-	m.observe(ctx, outcome, err)
-	return p
 }
 
 // request is what the middleware reads of a request, on either path,
@@ -283,7 +268,7 @@ func (m *Middleware) requestHTTP(r *http.Request, keys []string, body *[]byte) r
 // Its errors are *refused, which say how to answer.
 func (m *Middleware) admit(in request) (idem.Scope, string, error) {
 	if m.Store == nil && in.body != nil {
-		return idem.Scope{}, "", &refused{err: errNoStore, outcome: idem.OutcomeError}
+		return idem.Scope{}, "", &refused{err: errNoStore}
 	}
 	key, err := in.key, error(nil)
 	switch {
@@ -321,11 +306,10 @@ func (m *Middleware) admit(in request) (idem.Scope, string, error) {
 	return scope, fingerprint(in.method, in.path, in.query, body, m.fingerprintHeaders(), in.header), nil
 }
 
-// refused is a request the middleware answers itself: the problem, the
-// outcome Observe hears and the error behind them.
+// refused is a request the middleware answers itself: the problem (none:
+// ProblemFor's for err) and the error behind it.
 type refused struct {
 	problem *Problem
-	outcome idem.Outcome
 	err     error
 }
 
@@ -334,7 +318,7 @@ func (r *refused) Unwrap() error { return r.err }
 
 // rejected is a request refused with p.
 func rejected(p Problem, err error) error {
-	return &refused{problem: &p, outcome: idem.OutcomeRejected, err: err}
+	return &refused{problem: &p, err: err}
 }
 
 // rejectedFor is err (when not nil) as a request refused with its problem.
@@ -345,17 +329,14 @@ func rejectedFor(m *Middleware, err error) error {
 	return rejected(m.problemFor(err), err)
 }
 
-// refusal is the problem and outcome for err: a refusal's own, or the
-// problem for a store error.
-func (m *Middleware) refusal(err error) (Problem, idem.Outcome) {
+// problemOf is the problem for err: a refusal's own, or the problem for
+// a store error.
+func (m *Middleware) problemOf(err error) Problem {
 	var r *refused
-	if errors.As(err, &r) {
-		if r.problem != nil {
-			return *r.problem, r.outcome
-		}
-		return m.problemFor(r.err), r.outcome
+	if errors.As(err, &r) && r.problem != nil {
+		return *r.problem
 	}
-	return m.problemFor(err), idem.OutcomeError
+	return m.problemFor(err)
 }
 
 // callOptions passes the middleware's Wait, when set, to the store's call.
@@ -443,7 +424,7 @@ func (m *Middleware) fromAuthorizer(custom, builtin func() (string, error), fiel
 	case err != nil:
 		return "", m.noSubject(err, m.problemFor(ErrNoSubject))
 	case p == "" && !m.AllowAnonymous:
-		return "", &refused{outcome: idem.OutcomeError, err: fmt.Errorf("%w: the route has no authorizer; add one, set %s, or AllowAnonymous to put every caller in one scope", errNoPrincipal, field)}
+		return "", m.cannotName(fmt.Errorf("%w: the route has no authorizer; add one, set %s, or AllowAnonymous to put every caller in one scope", errNoPrincipal, field))
 	}
 	return p, nil
 }
@@ -470,7 +451,15 @@ func (m *Middleware) fromFunc(custom func() (string, error), field string) (stri
 	case m.AllowAnonymous:
 		return "", nil // the anonymous scope
 	}
-	return "", &refused{outcome: idem.OutcomeError, err: fmt.Errorf("%w: set %s, or AllowAnonymous to put every caller in one scope", errNoPrincipal, field)}
+	return "", m.cannotName(fmt.Errorf("%w: set %s, or AllowAnonymous to put every caller in one scope", errNoPrincipal, field))
+}
+
+// cannotName is the 500 of a middleware that cannot name its callers:
+// its detail says so (a deployment's mistake, which its first request
+// shows), without err's advice, which is the server's.
+func (m *Middleware) cannotName(err error) error {
+	p := probInternal.problem(m.ProblemTypeBase, "the service cannot name its callers, and idempotency keys are scoped to the caller")
+	return &refused{problem: &p, err: err}
 }
 
 // noSubject is a principal function's error (when not nil) as a request
@@ -521,12 +510,6 @@ func (m *Middleware) eventBody(raw string, isBase64 bool) ([]byte, error) {
 		return nil, tooLarge
 	}
 	return body, nil
-}
-
-func (m *Middleware) observe(ctx context.Context, o idem.Outcome, err error) {
-	if m.Observe != nil {
-		m.Observe(ctx, o, err)
-	}
 }
 
 func (m *Middleware) operationV2(req events.APIGatewayV2HTTPRequest) string {
