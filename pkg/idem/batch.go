@@ -52,7 +52,8 @@ func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func
 	settings, serr := s.settings(opts)
 	t := s.traceFor(ctx)
 	ctx = start(ctx, t.CallStart, idemtrace.CallStartInfo{Way: idemtrace.WayBatch, Items: len(items)})
-	ctx = withCall(ctx, Scope{}, false, t, settings) // for the phases: traceOf, settingsFor
+	// The phases find the trace and the settings here (traceOf, settingsFor).
+	ctx = withCall(ctx, Scope{}, false, t, settings)
 	panicking := t.CallDone != nil // in shared: as admit's
 	if panicking {
 		defer func() {

@@ -227,7 +227,7 @@ func (s *Store) completedPut(c *claim, resp Response, writes int, now time.Time)
 		s.attr.CompletedAt:  ddbitem.Time(now),
 		s.attr.ExpiresAt:    num(expires.Unix()),
 	})
-	maps.Copy(item, stored.Item(s.attr, resp.Body, resp.Meta, writes))
+	maps.Copy(item, stored.Item(s.attr, stored.Result(resp), writes))
 	return &types.Put{
 		TableName:                           aws.String(s.table),
 		Item:                                item,

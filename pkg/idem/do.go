@@ -52,7 +52,7 @@ func encode[T any](fn func(context.Context) (T, error), v *T) func(context.Conte
 // decode is the value a replay of Do's stored JSON gives back.
 func decode[T any](stored Response) (T, error) {
 	var v T
-	if why := stored.Meta[metaOmitted]; why != "" {
+	if why := stored.Omitted; why != "" {
 		return v, fmt.Errorf("%w: the first call's value was not stored (%s); it ran once", ErrResponseTooLarge, why)
 	}
 	if err := json.Unmarshal(stored.Body, &v); err != nil {

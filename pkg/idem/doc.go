@@ -160,9 +160,9 @@
 // ends less the margin, detached from the caller's cancellation (under a
 // deadline, until a margin before it, so the call still answers in
 // time); a response that cannot be stored as it is (over the response
-// limit, metadata that is not UTF-8) is recorded without its body, and
-// without its metadata if they are the problem, marked with the
-// reserved metadata entry ":omitted" saying why, so the effect still
+// limit, metadata that is not UTF-8 or uses a key of the library's) is
+// recorded with its status, without its body, and without its metadata
+// if they are the problem, its Omitted saying why, so the effect still
 // never runs twice. The one window: the effect happened but its
 // completion did not land (the process died, the write kept failing, or
 // the lease ended and another caller took over); a retry after the lease
@@ -253,7 +253,8 @@
 //	                  a record without it is format 1, written before)
 //	response_body     S (or B for bytes that are not UTF-8) and
 //	response_meta     M of S (absent when empty): the stored Response's
-//	                  Body and Meta; a format 1 record holds
+//	                  Body and Meta, its Status under ":status" and its
+//	                  Omitted under ":omitted"; a format 1 record holds
 //	                  response_status (N), response_headers (M of S) and
 //	                  response_body instead, and replays the same
 //	created_at        RFC 3339; completed_at when COMPLETED

@@ -81,7 +81,7 @@ func TestARecordDynamoDBCannotHoldNeverRunsTheEffectTwice(t *testing.T) {
 				return overflow(), nil
 			})
 			if err == nil && res.Outcome == idem.OutcomeReplayed {
-				check.Equal(t, "too large", res.Response.Meta[":omitted"], "the replay says what was not stored")
+				check.Equal(t, "too large", res.Response.Omitted, "the replay says what was not stored")
 			}
 			return res.Outcome, err
 		})
@@ -288,7 +288,7 @@ func TestTheLargestRecordFitsDynamoDB(t *testing.T) {
 		rec, ok, err := s.Get(context.Background(), sc)
 		must.NoError(t, err)
 		must.True(t, ok, "%s: no record", way)
-		check.Equal(t, len(meta), len(rec.Meta), "%s: the record holds the response as it was", way)
+		check.Equal(t, len(meta), len(rec.Result.Meta), "%s: the record holds the response as it was", way)
 		check.Equal(t, writes, rec.Writes, "%s: the record counts the writes committed with it", way)
 	}
 	check.Equal(t, 2*idem.MaxWrites, countItems(t, env, env.Tables.Products), "every write committed with its record")

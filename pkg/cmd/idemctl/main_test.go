@@ -56,7 +56,7 @@ func TestIdemctlAgainstTheEmbeddedStore(t *testing.T) {
 	sc, err := idem.NewScope("POST /orders", idemhttp.JWTPrincipal("https://auth.example.com/", "sub", "user-1"), "k-1")
 	must.NoError(t, err)
 	_, err = store.Run(ctx, sc, "fp-1", func(context.Context) (idem.Response, error) {
-		return idem.Response{Meta: map[string]string{":status": "201"}}, nil
+		return idem.Response{Status: 201}, nil
 	})
 	must.NoError(t, err)
 
@@ -113,7 +113,7 @@ func TestIdemctlAgainstTheEmbeddedStore(t *testing.T) {
 		code, stdout, stderr = cli(append(live, "-force")...)
 		check.Equal(t, 0, code, stderr)
 		check.Contains(t, stdout, `"IN_PROGRESS"`)
-		return idem.Response{Meta: map[string]string{":status": "200"}}, nil
+		return idem.Response{Status: 200}, nil
 	})
 	must.ErrorIs(t, err, idem.ErrLeaseLost, "the evicted holder's completion is fenced out")
 	check.Equal(t, idem.OutcomeNotRecorded, claim.Outcome, "its effect ran; its completion did not land")

@@ -32,7 +32,7 @@ func Example() {
 	}
 	scope, _ := idem.NewScope("POST /emails", idemhttp.JWTPrincipal("https://auth.example.com/", "sub", "user-1"), "k-1")
 	_, _ = store.Run(ctx, scope, "fp", func(context.Context) (idem.Response, error) {
-		return idem.Response{Meta: map[string]string{":status": "202"}}, nil
+		return idem.Response{Status: 202}, nil
 	})
 
 	table := idemadmin.Table{DB: db, Name: "idempotency", Layout: layout}

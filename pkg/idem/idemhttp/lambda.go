@@ -60,7 +60,7 @@ func serve[Req, Resp any](m *Middleware, ev lambdaEvent[Req, Resp], next func(co
 			return none, handlerErr
 		case errors.As(err, &us):
 			return us.out.(Resp), nil
-		case errors.Is(err, idem.ErrNotRecorded) && len(res.Response.Meta) > 0:
+		case errors.Is(err, idem.ErrNotRecorded) && res.Response.Status != 0:
 			return ev.to(req, replayOf(res.Response), false), nil // the effect happened: say so
 		}
 		return ev.answer(m, req, res, err), nil

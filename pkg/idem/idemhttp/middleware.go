@@ -204,7 +204,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			write(w, replayOf(res.Response), res.Outcome == idem.OutcomeReplayed)
 		case errors.As(err, &us):
 			write(w, us.resp, false)
-		case errors.Is(err, idem.ErrNotRecorded) && len(res.Response.Meta) > 0:
+		case errors.Is(err, idem.ErrNotRecorded) && res.Response.Status != 0:
 			write(w, replayOf(res.Response), false) // the effect happened: say so
 		default:
 			m.problemFor(err).Write(w)
