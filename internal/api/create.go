@@ -143,11 +143,14 @@ type CreateHandler struct {
 	idem *idemhttp.Middleware
 }
 
-// NewCreateHandler returns the handler.
-func NewCreateHandler(svc Creator) *CreateHandler {
-	return &CreateHandler{svc: svc, idem: &idemhttp.Middleware{
-		Operation: OperationCreateProduct, AllowAnonymous: true, ProblemTypeBase: problem.TypeBase,
-	}}
+// NewCreateHandler returns the handler of svc, whose calls go to store.
+func NewCreateHandler(svc Creator, store *idem.Store) (*CreateHandler, error) {
+	mw, err := idemhttp.New(store, idemhttp.WithOperation(OperationCreateProduct), idemhttp.WithAnonymous(),
+		idemhttp.WithProblemTypeBase(problem.TypeBase))
+	if err != nil {
+		return nil, err
+	}
+	return &CreateHandler{svc: svc, idem: mw}, nil
 }
 
 // Serve answers one API Gateway request.
@@ -187,7 +190,7 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	attrs := []slog.Attr{slog.String("key_hash", keyHash(key))}
 	scope, err := h.idem.ScopeV2(req, key)
 	if err != nil {
-		return Reply{Response: h.idem.AnswerV2(ctx, idem.Result{}, err), Outcome: idem.OutcomeRejected, Err: err, Attrs: attrs}
+		return Reply{Response: h.idem.AnswerV2(idem.Result{}, err), Outcome: idem.OutcomeRejected, Err: err, Attrs: attrs}
 	}
 	// Stop the work a little before Lambda's deadline, so a hung store
 	// still ends in a 503 the client can act on, not a gateway timeout.
@@ -196,7 +199,7 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	work, cancel := deadline.Before(ctx, DeadlineMargin)
 	defer cancel()
 	res, err := h.svc.Create(work, scope, decoded.cmd)
-	return Reply{Response: h.idem.AnswerV2(ctx, res, err), Outcome: res.Outcome, Err: err, Attrs: attrs}
+	return Reply{Response: h.idem.AnswerV2(res, err), Outcome: res.Outcome, Err: err, Attrs: attrs}
 }
 
 // keyHash identifies a key in logs without logging it: keys can carry

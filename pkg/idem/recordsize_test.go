@@ -95,7 +95,8 @@ func TestARecordDynamoDBCannotHoldNeverRunsTheEffectTwice(t *testing.T) {
 		clk := newClock()
 		s := newStore(t, env, idem.WithClock(clk.Now), idem.WithMaxResponseBytes(300<<10))
 		var runs atomic.Int32
-		mw := &idemhttp.Middleware{Store: s, Operation: "POST /wide", PrincipalV2: func(events.APIGatewayV2HTTPRequestContext) (string, error) { return "user-1", nil }}
+		mw, err := idemhttp.New(s, idemhttp.WithOperation("POST /wide"), idemhttp.WithPrincipalV2(func(events.APIGatewayV2HTTPRequestContext) (string, error) { return "user-1", nil }))
+		must.NoError(t, err)
 		h := mw.APIGatewayV2(func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			runs.Add(1)
 			// 102,396 headers and the stored status: the old count's 300 KB.

@@ -299,7 +299,8 @@ func TestTraceReportsTheWaysInBuiltOnTheStore(t *testing.T) {
 	}
 
 	// idemhttp, on net/http.
-	mw := &idemhttp.Middleware{Store: s, Operation: "POST /emails", Principal: func(*http.Request) (string, error) { return "user-1", nil }}
+	mw, err := idemhttp.New(s, idemhttp.WithOperation("POST /emails"), idemhttp.WithPrincipal(func(*http.Request) (string, error) { return "user-1", nil }))
+	must.NoError(t, err)
 	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) }))
 	for range 2 {
 		req := httptest.NewRequest(http.MethodPost, "/emails", strings.NewReader(`{"to":"a@example.com"}`))

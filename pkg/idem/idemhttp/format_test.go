@@ -105,7 +105,7 @@ func TestRecordsOfFormatOneReplayByteForByte(t *testing.T) {
 	// marker, and none of the headers that describe a body.
 	// (Fingerprinting no header, the middleware's fingerprint is
 	// RequestFingerprint's.)
-	mw := &idemhttp.Middleware{Store: store, AllowAnonymous: true, FingerprintHeaders: []string{}}
+	mw := mustNew(t, store, idemhttp.WithAnonymous(), idemhttp.WithFingerprintHeaders())
 	req := emailRequest(`"k-big"`, `{"to":"ada@example.com"}`)
 	sc, _ = idem.NewAnonymousScope("POST /emails", "k-big")
 	fp := idemhttp.RequestFingerprint("POST", "/emails", "", []byte(req.Body))
@@ -127,7 +127,7 @@ func TestRecordsOfFormatOneReplayByteForByte(t *testing.T) {
 	hreq := httptest.NewRequest(http.MethodPost, "/emails", strings.NewReader(req.Body))
 	hreq.Header.Set(idemhttp.HeaderKey, `"k-big"`)
 	hreq.Header.Set("Content-Type", "application/json")
-	hmw := &idemhttp.Middleware{Store: store, AllowAnonymous: true, Operation: "POST /emails", FingerprintHeaders: []string{}}
+	hmw := mustNew(t, store, idemhttp.WithAnonymous(), idemhttp.WithOperation("POST /emails"), idemhttp.WithFingerprintHeaders())
 	rec := httptest.NewRecorder()
 	hmw.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("a completed key ran again") })).ServeHTTP(rec, hreq)
 	check.Equal(t, 202, rec.Code)
