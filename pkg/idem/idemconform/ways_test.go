@@ -318,12 +318,9 @@ type event struct {
 }
 
 func deliverEvent(ctx context.Context, inv *idemconform.Invocation, r *idemconform.Request) idemconform.Answer {
-	h, err := idemevent.Wrap(inv.Store(), idemevent.Config[event]{
-		Operation: operation,
-		Key:       func(e event) (string, error) { return e.Key, nil },
-		Principal: func(e event) (string, error) { return e.Principal, nil },
+	h, err := idemevent.Wrap(inv.Store(), operation, func(e event) (idemevent.Entry, error) {
 		// What the event asks for, not its delivery's metadata.
-		Fingerprint: func(e event) (string, error) { return fingerprint(e.Payload()), nil },
+		return idemevent.Entry{Principal: e.Principal, Key: e.Key, Value: e.Payload()}, nil
 	}, func(ctx context.Context, _ event) (idemconform.Reply, error) {
 		return inv.Effect(ctx, r)
 	})
@@ -389,16 +386,18 @@ func (s *sequential) effect(ctx context.Context, _ idemconform.Payload) error {
 
 func deliverSQSRun(ctx context.Context, inv *idemconform.Invocation) []idemconform.Answer {
 	seq := &sequential{inv: inv}
-	resp, results := idemsqs.Run(ctx, inv.Store(), sqsEvent(inv.Requests()), operation,
-		func(m events.SQSMessage) (idemsqs.Entry[idemconform.Payload], error) {
-			msg, err := seq.decode(m.MessageId, []byte(m.Body))
-			return idemsqs.Entry[idemconform.Payload]{Principal: msg.Principal, Key: msg.Key, Value: msg.Payload()}, err
-		},
-		seq.effect)
+	consumer, err := idemsqs.New(inv.Store(), operation, func(m events.SQSMessage) (idemsqs.Entry[idemconform.Payload], error) {
+		msg, err := seq.decode(m.MessageId, []byte(m.Body))
+		return idemsqs.Entry[idemconform.Payload]{Principal: msg.Principal, Key: msg.Key, Value: msg.Payload()}, err
+	})
+	if err != nil {
+		return []idemconform.Answer{unclassified("idemsqs.New: " + err.Error())}
+	}
+	resp, results := consumer.Run(ctx, sqsEvent(inv.Requests()), seq.effect)
 	return sqsAnswers(inv.Requests(), resp, results)
 }
 
-// value is what a message asks for, as idemsqs.Transact's shared writes
+// value is what a message asks for, as Consumer.Transact's shared writes
 // need it: the effect is per caller and key.
 type value struct {
 	Caller  string `json:"caller"`
@@ -415,11 +414,14 @@ func (v value) message() idemconform.Message {
 }
 
 func deliverSQSTransact(ctx context.Context, inv *idemconform.Invocation) []idemconform.Answer {
-	resp, results := idemsqs.Transact(ctx, inv.Store(), sqsEvent(inv.Requests()), operation,
-		func(m events.SQSMessage) (idemsqs.Entry[value], error) {
-			msg, err := idemconform.ParseMessage([]byte(m.Body))
-			return idemsqs.Entry[value]{Principal: msg.Principal, Key: msg.Key, Value: valueOf(msg)}, err
-		},
+	consumer, err := idemsqs.New(inv.Store(), operation, func(m events.SQSMessage) (idemsqs.Entry[value], error) {
+		msg, err := idemconform.ParseMessage([]byte(m.Body))
+		return idemsqs.Entry[value]{Principal: msg.Principal, Key: msg.Key, Value: valueOf(msg)}, err
+	})
+	if err != nil {
+		return []idemconform.Answer{unclassified("idemsqs.New: " + err.Error())}
+	}
+	resp, results := consumer.Transact(ctx, sqsEvent(inv.Requests()),
 		func(values []value, _ []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 			exs := make([]*idemconform.Execution, len(values))
 			for i, v := range values {
@@ -427,5 +429,6 @@ func deliverSQSTransact(ctx context.Context, inv *idemconform.Invocation) []idem
 			}
 			return inv.BatchWrites(ctx, exs)
 		})
+
 	return sqsAnswers(inv.Requests(), resp, results)
 }
