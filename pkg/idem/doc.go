@@ -21,16 +21,27 @@
 //   - Store.Run and Do, for effects outside DynamoDB (an e-mail, a call to
 //     a payment API): claim, run, then complete the key with a fenced
 //     UpdateItem; they leave one window open (Run's window, below).
-//   - pkg/idem/idemhttp is the HTTP side: Middleware wraps Run around an
-//     aws-lambda-go API Gateway handler or a net/http handler, and for a
-//     handler that calls Execute or Transact itself, Middleware.ScopeV2
-//     and AnswerV2 are the same prologue (key, caller, scope) and answers
-//     (problem+json, Retry-After, Idempotent-Replayed).
+//   - pkg/idem/idemhttp is the HTTP side: a Middleware wraps Run around
+//     an aws-lambda-go API Gateway or load balancer handler or a net/http
+//     handler, and for a handler that calls Execute or Transact itself,
+//     its Scope and Answer methods are the same prologue (key, caller,
+//     scope) and answers (problem+json, Retry-After, Idempotent-Replayed).
 //   - pkg/idem/idemsqs applies an SQS batch's messages, each under its own
 //     key, through ExecuteBatch or Run, with the partial batch failures;
 //     pkg/idem/idemstream does the same for a Kinesis or DynamoDB Streams
 //     shard, in order; pkg/idem/idemevent wraps Do around a typed Lambda
 //     handler for any other event.
+//
+// Every adapter is built alike: a constructor that takes the store and
+// what the adapter cannot do without, functional options named as this
+// package's (WithWait, WithRetention), and a refusal of what it cannot
+// honour before its first call. An adapter of your own uses the same
+// seam: the ways in with per-call options (CallWait, CallRetention,
+// CallRedelivers, which reach their call alone; Store.ValidateCall checks
+// them when the adapter is built), ScopeFrom, pkg/idem/idemprincipal to
+// name a caller as every way in does, and OutcomeOf and RetryAfter to
+// answer its client in its own protocol; pkg/idem/idemconform runs it
+// through the conformance suite.
 //
 // Around them: pkg/idem/idemtable creates the table and describes its
 // layout, pkg/idem/idemshard spreads a hot aggregate over shard items,
@@ -112,10 +123,11 @@
 // its expires_at: a completed record never changes before then, so the
 // replay is exact; in-progress records are never cached.
 //
-// Waits. With WithWait (or idemhttp.Middleware's Wait, per request), a
-// duplicate that finds a live holder (Execute, Run, Do, and Transact
-// meeting an Execute or Run holder) polls the record with consistent
-// reads and replays the holder's response once it completes. The polls
+// Waits. With WithWait (or CallWait for one call, as idemhttp.WithWait
+// passes it per request), a duplicate that finds a live holder (Execute,
+// Run, Do, and Transact meeting an Execute or Run holder) polls the
+// record with consistent reads and replays the holder's response once it
+// completes. The polls
 // aim at when the holder should be done: the store learns how long each
 // operation's executions take (those it runs, and those it watches
 // complete), so a waiter polls about every 500 ms until the holder's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -195,4 +196,23 @@ func ExampleWithTrace() {
 	// execute POST /orders replayed <nil>
 	// execute POST /orders key_reuse idem: idempotency key reused with a different payload
 	// map[executed:1 key_reuse:1 replayed:1]
+}
+
+// An adapter of your own answers its client in its own protocol from the
+// error a call returned: OutcomeOf classes it, RetryAfter says when the
+// client may retry under the same key (0: not with this key, or at once).
+func ExampleOutcomeOf() {
+	for _, err := range []error{
+		fmt.Errorf("charge: %w", &idem.InFlightError{RetryAfter: 2500 * time.Millisecond}),
+		idem.ErrKeyReuse,
+		context.DeadlineExceeded,
+		errors.New("the payment API refused the card"),
+	} {
+		fmt.Println(idem.OutcomeOf(err), idem.RetryAfter(err))
+	}
+	// Output:
+	// in_flight 2.5s
+	// key_reuse 0s
+	// unavailable 1s
+	// error 0s
 }

@@ -33,6 +33,13 @@
 //		return resp, nil
 //	})
 //
+// A transaction whose shared writes keep meeting an item other batches
+// hold (an aggregate most messages update) is retried, then split in
+// halves down to single messages, so a message fails with the
+// (retryable) conflict only when a transaction of its own kept meeting
+// it; pkg/idem/idemshard spreads such an aggregate so that batches meet
+// less.
+//
 // Poison is the caller's to classify: a message decode refuses, or whose
 // effect fails, is reported failed with decode's or the effect's error in
 // its Result, so the queue redelivers it and, after its maxReceiveCount,
@@ -148,19 +155,13 @@ func New[T any](store *idem.Store, operation string, decode func(events.SQSMessa
 
 // Transact applies the batch's messages whose effects are DynamoDB writes
 // in one transaction: shared returns the writes for the values of
-// exactly the messages a transaction executes (it may be called more
-// than once, with fewer values, when some messages turn out to be
-// duplicates, and once per retry of a transaction) and must not depend
-// on anything else; contended is the shared writes whose items another
-// transaction held when the previous transaction was cancelled
-// (idem.Store.ExecuteBatch). A message fails only for its own sake: a
-// transaction whose shared writes keep meeting an item other batches
-// hold is retried, then split in halves down to single messages, so a
-// message fails with the (retryable) conflict only when a transaction of
-// its own kept meeting it; pkg/idem/idemshard spreads such an aggregate.
-// An error from shared fails every message of the transaction it was
-// asked for. On a FIFO queue each message is its own transaction, in
-// order, until one fails. The results are in the batch's order.
+// exactly the messages a transaction executes, and may be asked again,
+// with fewer values, per transaction (idem.Store.ExecuteBatch, whose
+// contended it passes on); it must depend on nothing else, and its error
+// fails the messages it was asked for. A message fails only for its own
+// sake (the package documentation). On a FIFO queue each message is its
+// own transaction, in order, until one fails. The results are in the
+// batch's order.
 func (c *Consumer[T]) Transact(ctx context.Context, ev events.SQSEvent,
 	shared func(executing []T, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error),
 ) (events.SQSEventResponse, []Result) {

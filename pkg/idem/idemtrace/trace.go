@@ -250,7 +250,7 @@ type WaitReason string
 // The reasons to wait.
 const (
 	// WaitHolder: a live holder has the key, and the call waits for its
-	// response (idem.WithWait, idemhttp's Middleware.Wait).
+	// response (idem.WithWait, idem.CallWait, idemhttp.WithWait).
 	WaitHolder WaitReason = "holder"
 	// WaitTransaction: the record is in another request's running
 	// transaction (its holder committing): the call follows it with
