@@ -61,6 +61,18 @@ func New(store *idem.Store, opts ...Option) (*Middleware, error) {
 
 func option(f func(*Middleware) error) Option { return Option{f} }
 
+// principalOption is the option named name that sets a principal
+// function, refused when it is nil.
+func principalOption(name string, isNil bool, set func(*Middleware)) Option {
+	return option(func(m *Middleware) error {
+		if isNil {
+			return fmt.Errorf("%s: nil function", name)
+		}
+		set(m)
+		return nil
+	})
+}
+
 // WithOperation names the operation of every scope the middleware makes.
 // By default it is the request's route: API Gateway's route key ("POST
 // /emails"), a REST API's method and resource, a load balancer's or
@@ -97,37 +109,19 @@ func WithAnonymous() Option {
 // authenticated user or API client, never a header the client chooses
 // freely. An error, or "" without WithAnonymous, answers 403.
 func WithPrincipal(fn func(*http.Request) (string, error)) Option {
-	return option(func(m *Middleware) error {
-		if fn == nil {
-			return errors.New("WithPrincipal: nil function")
-		}
-		m.principal = fn
-		return nil
-	})
+	return principalOption("WithPrincipal", fn == nil, func(m *Middleware) { m.principal = fn })
 }
 
 // WithPrincipalV2 names the caller of an API Gateway HTTP API request
 // (APIGatewayV2, ScopeV2) in place of PrincipalV2, the default.
 func WithPrincipalV2(fn func(events.APIGatewayV2HTTPRequestContext) (string, error)) Option {
-	return option(func(m *Middleware) error {
-		if fn == nil {
-			return errors.New("WithPrincipalV2: nil function")
-		}
-		m.principalV2 = fn
-		return nil
-	})
+	return principalOption("WithPrincipalV2", fn == nil, func(m *Middleware) { m.principalV2 = fn })
 }
 
 // WithPrincipalV1 names the caller of an API Gateway REST API request
 // (APIGatewayV1, ScopeV1) in place of PrincipalV1, the default.
 func WithPrincipalV1(fn func(events.APIGatewayProxyRequestContext) (string, error)) Option {
-	return option(func(m *Middleware) error {
-		if fn == nil {
-			return errors.New("WithPrincipalV1: nil function")
-		}
-		m.principalV1 = fn
-		return nil
-	})
+	return principalOption("WithPrincipalV1", fn == nil, func(m *Middleware) { m.principalV1 = fn })
 }
 
 // WithPrincipalALB names the caller of a load balancer's request (ALB,
@@ -135,13 +129,7 @@ func WithPrincipalV1(fn func(events.APIGatewayProxyRequestContext) (string, erro
 // for listener rules that authenticate with OIDC, or a function of your
 // own.
 func WithPrincipalALB(fn func(events.ALBTargetGroupRequest) (string, error)) Option {
-	return option(func(m *Middleware) error {
-		if fn == nil {
-			return errors.New("WithPrincipalALB: nil function")
-		}
-		m.principalALB = fn
-		return nil
-	})
+	return principalOption("WithPrincipalALB", fn == nil, func(m *Middleware) { m.principalALB = fn })
 }
 
 // WithFingerprintHeaders names the request headers that, besides the

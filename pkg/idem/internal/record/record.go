@@ -240,18 +240,15 @@ func Decode(l idemtable.Layout, item map[string]types.AttributeValue) (Record, e
 // idemhttp writes for it.
 func formatOne(in *ddbitem.Reader, attr idemtable.Attributes) Result {
 	headers, _ := in.StringMap(attr.ResponseHeaders)
-	r := Result{Status: int(in.Int(attr.ResponseStatus)), Body: in.Bytes(attr.ResponseBody)}
+	meta := make(map[string]string, len(headers)+1)
 	for k, v := range headers {
 		if k == headerOmitted {
-			r.Omitted = v
-			continue
+			k = MetaOmitted
 		}
-		if r.Meta == nil {
-			r.Meta = make(map[string]string, len(headers))
-		}
-		r.Meta[k] = v
+		meta[k] = v
 	}
-	return r
+	meta[MetaStatus] = strconv.FormatInt(in.Int(attr.ResponseStatus), 10)
+	return resultOf(in.Bytes(attr.ResponseBody), meta)
 }
 
 // Item is the attributes of a completed result, in the latest format, to
