@@ -2,9 +2,13 @@
 # (docs/releasing.md).
 
 .PHONY: api-check
-api-check: ## Fail if pkg/api is not the library's exported API, or a line removed or changed is not named in the Unreleased section of pkg/CHANGELOG.md.
+api-check: ## Fail if the library's exported API drops or changes a line of pkg/api/v1 (what v1 released), if pkg/api does not record it, or if a line removed or changed since is not named in pkg/CHANGELOG.md's Unreleased.
 	$(GO) run ./internal/tools/apicheck
 
 .PHONY: api-update
-api-update: ## Rewrite pkg/api from the library's exported API (refused while a breaking change is not named in pkg/CHANGELOG.md).
+api-update: ## Rewrite pkg/api from the library's exported API (refused while a change breaks pkg/api/v1, or is not named in pkg/CHANGELOG.md).
 	$(GO) run ./internal/tools/apicheck -update
+
+.PHONY: api-release
+api-release: ## Add pkg/api to pkg/api/v1, the API v1 has released and keeps (a release's commit; refused unless api-check passes).
+	$(GO) run ./internal/tools/apicheck -release

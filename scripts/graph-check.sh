@@ -98,7 +98,7 @@ import (
 var (
 	_ = idem.NewStore
 	_ = idemhttp.ProblemFor
-	_ = idemsqs.Run[string]
+	_ = idemsqs.New[string]
 	_ = idemevent.ErrNoKey
 	_ = money.New
 )

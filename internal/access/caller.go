@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 )
 
 // Errors a caller is refused with, matched with errors.Is.
@@ -132,7 +133,7 @@ func iamCaller(iam *events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescriptio
 		return "cognito-identity:" + c.IdentityPoolID + ":" + c.IdentityID
 	}
 	if iam.UserARN != "" {
-		return idemhttp.IAMIdentity(iam.UserARN)
+		return idemprincipal.IdentityARN(iam.UserARN)
 	}
 	if iam.CallerID != "" {
 		return "iam-caller:" + iam.AccountID + ":" + iam.CallerID

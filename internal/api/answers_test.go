@@ -22,6 +22,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/testkit/logbuf"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 )
 
 // creatorFunc is a Creator made of a function: the handler's answers are
@@ -70,7 +71,7 @@ func TestCreateAnswersEveryOutcome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var got struct{ principal, key, caller string }
-			h := api.NewCreateHandler(creatorFunc(func(_ context.Context, scope idem.Scope, caller access.Caller, _ product.CreateCommand) (idem.Result, error) {
+			h := createHandler(t, creatorFunc(func(_ context.Context, scope idem.Scope, caller access.Caller, _ product.CreateCommand) (idem.Result, error) {
 				got.principal, got.key, got.caller = scope.Principal, scope.Key, caller.ID()
 				return tc.res, tc.err
 			}))
@@ -99,10 +100,21 @@ func TestCreateAnswersEveryOutcome(t *testing.T) {
 	}
 }
 
+// createHandler is the handler of svc, a use case that calls no store:
+// the store it is given stands unused on a table nobody created.
+func createHandler(t *testing.T, svc api.Creator) *api.CreateHandler {
+	t.Helper()
+	store, err := idem.NewStore(idemtest.New(t).Client(), "unused")
+	require.NoError(t, err)
+	h, err := api.NewCreateHandler(svc, store)
+	require.NoError(t, err)
+	return h
+}
+
 // A request refused before the use case never reaches it.
 func TestCreateRejectsWithoutCallingTheUseCase(t *testing.T) {
 	t.Parallel()
-	h := api.NewCreateHandler(creatorFunc(func(context.Context, idem.Scope, access.Caller, product.CreateCommand) (idem.Result, error) {
+	h := createHandler(t, creatorFunc(func(context.Context, idem.Scope, access.Caller, product.CreateCommand) (idem.Result, error) {
 		t.Error("the use case ran for a rejected request")
 		return idem.Result{}, nil
 	}))

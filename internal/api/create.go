@@ -53,7 +53,7 @@ type ProductCreator struct {
 // Executor runs an operation once per scope: an idempotency store's
 // Execute (claim first, then commit) or Transact (claim and commit in one
 // transaction), as the function's configuration chooses.
-type Executor func(ctx context.Context, scope idem.Scope, fingerprint string, fn func(context.Context) (idem.Effect, error)) (idem.Result, error)
+type Executor func(ctx context.Context, scope idem.Scope, fingerprint string, fn func(context.Context) (idem.Effect, error), opts ...idem.CallOption) (idem.Result, error)
 
 // NewProductCreator returns a ProductCreator claiming its keys with
 // execute, its callers checked by guard.
@@ -172,18 +172,20 @@ type CreateHandler struct {
 	idem *idemhttp.Middleware
 }
 
-// NewCreateHandler returns the handler. Every caller must be
-// authenticated: a request that reaches it without an authorizer (a
-// route that lost its IAM or JWT authorizer) names no caller
-// (access.FromRequestV2) and is refused with a 403 problem before its
-// scope is made, never served in one anonymous scope shared by every
+// NewCreateHandler returns the handler of svc, whose calls go to store.
+// Every caller must be authenticated: a request that reaches it without
+// an authorizer (a route that lost its IAM or JWT authorizer) names no
+// caller (access.FromRequestV2) and is refused with a 403 problem before
+// its scope is made, never served in one anonymous scope shared by every
 // caller, where one replays another's product and uses up its keys. The
 // middleware names the scope's principal from the same authorizer, and
-// never chooses the anonymous scope.
-func NewCreateHandler(svc Creator) *CreateHandler {
-	return &CreateHandler{svc: svc, idem: &idemhttp.Middleware{
-		Operation: OperationCreateProduct, ProblemTypeBase: problem.TypeBase,
-	}}
+// never chooses the anonymous scope (no idemhttp.WithAnonymous).
+func NewCreateHandler(svc Creator, store *idem.Store) (*CreateHandler, error) {
+	mw, err := idemhttp.New(store, idemhttp.WithOperation(OperationCreateProduct), idemhttp.WithProblemTypeBase(problem.TypeBase))
+	if err != nil {
+		return nil, err
+	}
+	return &CreateHandler{svc: svc, idem: mw}, nil
 }
 
 // Serve answers one API Gateway request.
@@ -227,7 +229,7 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	}
 	scope, err := h.idem.ScopeV2(req, key)
 	if err != nil {
-		return Reply{Response: h.idem.AnswerV2(ctx, idem.Result{}, err), Outcome: idem.OutcomeRejected, Err: err}
+		return Reply{Response: h.idem.AnswerV2(idem.Result{}, err), Outcome: idem.OutcomeRejected, Err: err}
 	}
 	// Stop the work a little before Lambda's deadline, so a hung store
 	// still ends in a 503 the client can act on, not a gateway timeout.
@@ -239,7 +241,7 @@ func (h *CreateHandler) Serve(ctx context.Context, req events.APIGatewayV2HTTPRe
 	if p, refused := Refusal(err); refused {
 		return Reply{Response: p.APIGatewayV2(), Outcome: idem.OutcomeRejected, Err: err}
 	}
-	resp := h.idem.AnswerV2(ctx, res, err)
+	resp := h.idem.AnswerV2(res, err)
 	var attrs []slog.Attr
 	if id, ok := strings.CutPrefix(resp.Headers["Location"], "/products/"); ok {
 		// Who created (or was replayed) which product: the request's

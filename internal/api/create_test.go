@@ -225,7 +225,7 @@ func TestCreateInFlightIs409WithRetryAfter(t *testing.T) {
 			_, _ = store.Run(ctx, scope, fp, func(context.Context) (idem.Response, error) {
 				close(held)
 				<-release
-				return idem.Response{Meta: map[string]string{":status": "201"}}, nil
+				return idem.Response{Status: 201}, nil
 			})
 		}()
 		<-held

@@ -57,7 +57,9 @@ func limitedEnvOn(t *testing.T, client *dynamodb.Client, env *ddbtest.Env, mode 
 	}
 	creator, err := api.NewProductCreator(execute, products, guard)
 	require.NoError(t, err)
-	return api.NewCreateHandler(creator).Serve
+	h, err := api.NewCreateHandler(creator, store)
+	require.NoError(t, err)
+	return h.Serve
 }
 
 func serve(h api.Handler, who *events.APIGatewayV2HTTPRequestContextAuthorizerDescription, key string) events.APIGatewayV2HTTPResponse {

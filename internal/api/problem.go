@@ -19,6 +19,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 )
 
 // The problems of the products API beyond the idempotency layer's;
@@ -34,9 +35,10 @@ var (
 )
 
 // The refusals of internal/access (docs/problems.md): forbidden is
-// idemhttp's, for a caller the authorizer does not name.
+// idemhttp's (idemprincipal.ErrNoSubject's), for a caller the authorizer
+// does not name.
 var (
-	probForbidden       = problem.KindOf(idemhttp.ErrNoSubject)
+	probForbidden       = problem.KindOf(idemprincipal.ErrNoSubject)
 	probSellerForbidden = problem.Kind{Status: http.StatusForbidden, Name: "seller-forbidden", Title: "Not authorized for this seller"}
 	probTooMany         = problem.Kind{Status: http.StatusTooManyRequests, Name: "too-many-requests", Title: "Too many requests"}
 )

@@ -2,24 +2,48 @@ package idem
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
 
-// WithOutcomeHook has the store call fn with every call's outcome, its
-// scope and the error it returns: once per call, and once per item of
-// ExecuteBatch. A call whose operation panics reports nothing. fn runs on
-// the calling goroutine, concurrently for concurrent calls, before the
-// call returns: it must not block.
-func WithOutcomeHook(fn func(ctx context.Context, scope Scope, outcome Outcome, err error)) Option {
-	return func(s *Store) { s.outcomeHook = fn }
+// ValidateCall reports why s would refuse a call with opts, or nil: for
+// an adapter to refuse its configuration when it is built rather than at
+// its first call.
+func (s *Store) ValidateCall(opts ...CallOption) error {
+	_, err := s.settings(opts)
+	return err
+}
+
+// settings is the settings of a call with opts: the store's, with opts
+// applied.
+func (s *Store) settings(opts []CallOption) (callSettings, error) {
+	c := callSettings{wait: s.wait, retention: s.retention}
+	for _, o := range opts {
+		if o.set != nil {
+			o.set(&c)
+		}
+	}
+	if c.retention < s.lease+s.margin {
+		return c, fmt.Errorf("idem: retention %v shorter than a lease (%v)", c.retention, s.lease+s.margin)
+	}
+	return c, nil
+}
+
+// settingsFor is the settings of the call whose phases run with ctx; the
+// store's outside a call.
+func (s *Store) settingsFor(ctx context.Context) callSettings {
+	if c, ok := settingsOf(ctx); ok {
+		return c
+	}
+	return callSettings{wait: s.wait, retention: s.retention}
 }
 
 // admit is the one admission step of every way in (see the package
-// documentation): enter, then call with the scope and the trace in its
-// context, then finish (when set) to turn its result into the way in's
-// own, then leave.
-func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, fingerprint string,
+// documentation): enter, then call with the scope, the trace and the
+// call's settings in its context, then finish (when set) to turn its
+// result into the way in's own, reported to the trace's CallDone.
+func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, fingerprint string, opts []CallOption,
 	call func(ctx context.Context, id string) (Result, error),
 	finish func(Result, error) (Result, error),
 ) (Result, error) {
@@ -39,20 +63,23 @@ func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, finge
 			}
 		}()
 	}
-	id, res, err, done := s.enter(ctx, t, scope, fingerprint, nil)
+	settings, err := s.settings(opts) // a configuration's error: OutcomeError
+	id, res, done := "", Result{Outcome: OutcomeError}, err != nil
 	if !done {
-		res, err = call(withCall(ctx, scope, true, t), id)
+		id, res, err, done = s.enter(ctx, t, scope, fingerprint, nil)
+	}
+	if !done {
+		res, err = call(withCall(ctx, scope, true, t, settings), id)
 	}
 	if finish != nil {
 		res, err = finish(res, err)
 	}
-	s.leave(ctx, scope, res.Outcome, err)
 	panicking = false
 	event(ctx, t.CallDone, idemtrace.CallDoneInfo{Way: way, Operation: scope.Operation, ScopeID: sid, Outcome: string(res.Outcome), Err: err})
 	return res, err
 }
 
-// enter is admission's first half: a scope NewScope would not have made,
+// enter is admission's first step: a scope NewScope would not have made,
 // or whose ID its layout cannot hold, is rejected, and so is a
 // fingerprint no record should hold and a call valid (when set) refuses
 // (each bound keeps the record within DynamoDB's item); a key the
@@ -87,12 +114,4 @@ func (s *Store) check(scope Scope) error {
 		return err
 	}
 	return scope.fits(s.layout.MaxIDLength(), " in this table's layout")
-}
-
-// leave is admission's second half: the call's outcome goes to the
-// outcome hook (the trace's CallDone or BatchItem follows it).
-func (s *Store) leave(ctx context.Context, scope Scope, outcome Outcome, err error) {
-	if s.outcomeHook != nil {
-		s.outcomeHook(ctx, scope, outcome, err)
-	}
 }

@@ -48,12 +48,12 @@ type BatchResult struct {
 // per item, in order; each key fails only for its own sake (the package
 // documentation's "Batches"). The error is only for a call that cannot
 // run at all.
-func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error)) ([]BatchResult, error) {
+func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error), opts ...CallOption) ([]BatchResult, error) {
+	settings, serr := s.settings(opts)
 	t := s.traceFor(ctx)
 	ctx = start(ctx, t.CallStart, idemtrace.CallStartInfo{Way: idemtrace.WayBatch, Items: len(items)})
-	if t != noTrace || traceOf(ctx) != noTrace {
-		ctx = withCall(ctx, Scope{}, false, t) // for the phases: traceOf
-	}
+	// The phases find the trace and the settings here (traceOf, settingsFor).
+	ctx = withCall(ctx, Scope{}, false, t, settings)
 	panicking := t.CallDone != nil // in shared: as admit's
 	if panicking {
 		defer func() {
@@ -62,14 +62,13 @@ func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func
 			}
 		}()
 	}
-	res, err := s.executeBatch(ctx, items, shared)
+	res, err := s.executeBatch(ctx, items, shared, serr)
 	panicking = false
 	for i, it := range items {
 		outcome, ierr := OutcomeRejected, err
 		if err == nil {
 			outcome, ierr = res[i].Outcome, res[i].Err
 		}
-		s.leave(ctx, it.Scope, outcome, ierr)
 		if t.BatchItem != nil {
 			t.BatchItem(ctx, idemtrace.BatchItemInfo{Index: i, Operation: it.Scope.Operation, ScopeID: it.Scope.ID(), Outcome: string(outcome), Err: ierr})
 		}
@@ -80,12 +79,15 @@ func (s *Store) ExecuteBatch(ctx context.Context, items []BatchItem, shared func
 
 // executeBatch admits each item on its own, then commits the admitted
 // ones, then answers the items whose scope an earlier item has.
-func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error)) ([]BatchResult, error) {
-	if shared == nil {
+func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error), settingsErr error) ([]BatchResult, error) {
+	switch {
+	case shared == nil:
 		return nil, errors.New("idem: ExecuteBatch needs a shared writes function (one returning no writes will do)")
+	case settingsErr != nil:
+		return nil, settingsErr
 	}
 	b := &batch{
-		s: s, items: items, shared: shared,
+		s: s, items: items, shared: shared, retention: s.settingsFor(ctx).retention,
 		claims: make([]*claim, len(items)), res: make([]BatchResult, len(items)),
 	}
 	var pending []int
@@ -93,7 +95,7 @@ func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func
 	follows := map[int]int{}
 	t := traceOf(ctx)
 	for i, it := range items {
-		// Admission, each item on its own (the hook hears of each when
+		// Admission, each item on its own (the trace hears of each when
 		// the batch is done).
 		id, res, err, done := s.enter(ctx, t, it.Scope, it.Fingerprint, func() error { return it.Response.check(s.maxResponseBytes) })
 		if done {
@@ -125,13 +127,14 @@ type batch struct {
 	contended []types.TransactWriteItem
 	claims    []*claim
 	res       []BatchResult
+	retention time.Duration // of the records it completes
 }
 
 // claim makes item i's claim on the record id. One token per key for
 // every transaction of this call: finding it on the record means an
 // earlier attempt landed.
 func (b *batch) claim(i int, id string) {
-	b.claims[i] = &claim{s: b.s, id: id, fingerprint: b.items[i].Fingerprint, token: b.s.newToken()}
+	b.claims[i] = &claim{s: b.s, id: id, fingerprint: b.items[i].Fingerprint, token: b.s.newToken(), retention: b.retention}
 }
 
 // followUp answers the items whose scope an earlier item of the batch has
@@ -261,7 +264,7 @@ func (b *batch) prepare(ctx context.Context, pending []int) (tx batchTx, ok bool
 	tx.expires = tx.now
 	for _, i := range pending {
 		c := b.claims[i]
-		put, exp := b.s.completedPut(c.id, c.fingerprint, c.token, b.items[i].Response, len(writes), tx.now)
+		put, exp := b.s.completedPut(c, b.items[i].Response, len(writes), tx.now)
 		tx.actions = append(tx.actions, types.TransactWriteItem{Put: put})
 		tx.expires = exp
 	}

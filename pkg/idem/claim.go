@@ -102,6 +102,8 @@ type claim struct {
 	// sentOnce: the SDK sent the attempts that decide once, so a refused
 	// one did not land.
 	sentOnce bool
+	// retention is how long the record replays once completed.
+	retention time.Duration
 	// again counts the claims made again because the record was gone,
 	// expired or a dead holder's by the time it was read.
 	again int
@@ -210,28 +212,28 @@ func (s *Store) current(ctx context.Context, id string, item map[string]types.At
 	return rec, true, nil
 }
 
-// completedPut is the claim of a transaction (Transact, ExecuteBatch): a
-// Put of the record, COMPLETED with resp and the number of writes that
+// completedPut is the claim c of a transaction (Transact, ExecuteBatch):
+// a Put of the record, COMPLETED with resp and the number of writes that
 // commit with it, and carrying the call's token, under the claim
 // condition; and the record's expiry.
-func (s *Store) completedPut(id, fingerprint, token string, resp Response, writes int, now time.Time) (*types.Put, time.Time) {
-	expires := time.Unix(now.Add(s.retention).Unix(), 0)
-	item := s.withKey(id, map[string]types.AttributeValue{
+func (s *Store) completedPut(c *claim, resp Response, writes int, now time.Time) (*types.Put, time.Time) {
+	expires := time.Unix(now.Add(c.retention).Unix(), 0)
+	item := s.withKey(c.id, map[string]types.AttributeValue{
 		s.attr.Status:       str(statusCompleted),
-		s.attr.Fingerprint:  str(fingerprint),
-		s.attr.LeaseToken:   str(token),
-		s.attr.CompletionID: str(token),
+		s.attr.Fingerprint:  str(c.fingerprint),
+		s.attr.LeaseToken:   str(c.token),
+		s.attr.CompletionID: str(c.token),
 		s.attr.CreatedAt:    ddbitem.Time(now),
 		s.attr.CompletedAt:  ddbitem.Time(now),
 		s.attr.ExpiresAt:    num(expires.Unix()),
 	})
-	maps.Copy(item, stored.Item(s.attr, resp.Body, resp.Meta, writes))
+	maps.Copy(item, stored.Item(s.attr, stored.Result(resp), writes))
 	return &types.Put{
 		TableName:                           aws.String(s.table),
 		Item:                                item,
 		ConditionExpression:                 aws.String(claimCondition),
 		ExpressionAttributeNames:            s.claimNames(),
-		ExpressionAttributeValues:           claimValues(now, fingerprint),
+		ExpressionAttributeValues:           claimValues(now, c.fingerprint),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}, expires
 }

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -80,7 +79,7 @@ func (l *hold) completion(resp Response, writes int) (*types.Update, time.Time, 
 	}
 	now := l.store.now()
 	l.completedAt = now
-	expires := time.Unix(now.Add(l.store.retention).Unix(), 0)
+	expires := time.Unix(now.Add(l.retention).Unix(), 0)
 	completionID := l.store.newToken()
 	values := l.fenceValues()
 	values[":cid"] = str(completionID)
@@ -91,7 +90,7 @@ func (l *hold) completion(resp Response, writes int) (*types.Update, time.Time, 
 	attr := l.store.attr
 	names["#cat"], names["#exp"], names["#cid"] = attr.CompletedAt, attr.ExpiresAt, attr.CompletionID
 	set := "SET #st = :completed, #cat = :cat, #exp = :exp, #cid = :cid"
-	result := stored.Item(attr, resp.Body, resp.Meta, writes)
+	result := stored.Item(attr, stored.Result(resp), writes)
 	for i, name := range slices.Sorted(maps.Keys(result)) {
 		n, v := "#r"+strconv.Itoa(i), ":r"+strconv.Itoa(i)
 		names[n], values[v] = name, result[name]
@@ -248,34 +247,24 @@ func (l *hold) record(ctx context.Context, resp Response) (time.Time, error) {
 }
 
 // standIn is what Run stores for a response that cannot be stored as it
-// is: its metadata if they are storable, else only the library's own
-// entries (keys beginning with ':', such as idemhttp's status, without
-// which a replay could not say what the first call answered), no body,
-// and metaOmitted saying why. Each is checked with the reason it will
-// carry: a stand-in the limit refused at its completion would leave the
-// key open, and the effect would run again after the lease.
+// is: its status and metadata if they are storable, else its status
+// alone (without which a replay could not say what the first call
+// answered), no body, and Omitted saying why. Each is checked with the
+// reason it will carry: a stand-in the limit refused at its completion
+// would leave the key open, and the effect would run again after the
+// lease.
 func (s *Store) standIn(resp Response, why error) Response {
 	reason := "not storable"
 	if errors.Is(why, ErrResponseTooLarge) {
 		reason = "too large"
 	}
-	out := Response{Meta: maps.Clone(resp.Meta)}
-	if out.Meta == nil {
-		out.Meta = map[string]string{}
-	}
-	out.Meta[metaOmitted] = reason
-	if out.check(s.maxResponseBytes) == nil {
-		return out
-	}
-	out.Meta = map[string]string{}
-	for k, v := range resp.Meta {
-		if strings.HasPrefix(k, ":") {
-			out.Meta[k] = v
+	for _, out := range []Response{
+		{Status: resp.Status, Meta: resp.Meta, Omitted: reason},
+		{Status: resp.Status, Omitted: reason},
+	} {
+		if out.check(s.maxResponseBytes) == nil {
+			return out
 		}
 	}
-	out.Meta[metaOmitted] = reason
-	if out.check(s.maxResponseBytes) == nil {
-		return out
-	}
-	return Response{Meta: map[string]string{metaOmitted: reason}}
+	return Response{Omitted: reason}
 }

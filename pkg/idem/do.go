@@ -15,9 +15,9 @@ import (
 // without running fn. A value that cannot be encoded is returned with an
 // error wrapping ErrNotRecorded; one too large to store is returned to
 // the first call, and its replays get ErrResponseTooLarge.
-func Do[T any](ctx context.Context, s *Store, scope Scope, fingerprint string, fn func(context.Context) (T, error)) (T, Outcome, error) {
+func Do[T any](ctx context.Context, s *Store, scope Scope, fingerprint string, fn func(context.Context) (T, error), opts ...CallOption) (T, Outcome, error) {
 	var v T
-	res, err := s.admit(ctx, idemtrace.WayDo, scope, fingerprint, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
+	res, err := s.admit(ctx, idemtrace.WayDo, scope, fingerprint, opts, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
 		return s.run(ctx, id, fingerprint, claim, encode(fn, &v))
 	}), func(res Result, err error) (Result, error) {
 		if res.Outcome == OutcomeReplayed {
@@ -52,7 +52,7 @@ func encode[T any](fn func(context.Context) (T, error), v *T) func(context.Conte
 // decode is the value a replay of Do's stored JSON gives back.
 func decode[T any](stored Response) (T, error) {
 	var v T
-	if why := stored.Meta[metaOmitted]; why != "" {
+	if why := stored.Omitted; why != "" {
 		return v, fmt.Errorf("%w: the first call's value was not stored (%s); it ran once", ErrResponseTooLarge, why)
 	}
 	if err := json.Unmarshal(stored.Body, &v); err != nil {

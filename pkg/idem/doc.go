@@ -21,16 +21,27 @@
 //   - Store.Run and Do, for effects outside DynamoDB (an e-mail, a call to
 //     a payment API): claim, run, then complete the key with a fenced
 //     UpdateItem; they leave one window open (Run's window, below).
-//   - pkg/idem/idemhttp is the HTTP side: Middleware wraps Run around an
-//     aws-lambda-go API Gateway handler or a net/http handler, and for a
-//     handler that calls Execute or Transact itself, Middleware.ScopeV2
-//     and AnswerV2 are the same prologue (key, caller, scope) and answers
-//     (problem+json, Retry-After, Idempotent-Replayed).
+//   - pkg/idem/idemhttp is the HTTP side: a Middleware wraps Run around
+//     an aws-lambda-go API Gateway or load balancer handler or a net/http
+//     handler, and for a handler that calls Execute or Transact itself,
+//     its Scope and Answer methods are the same prologue (key, caller,
+//     scope) and answers (problem+json, Retry-After, Idempotent-Replayed).
 //   - pkg/idem/idemsqs applies an SQS batch's messages, each under its own
 //     key, through ExecuteBatch or Run, with the partial batch failures;
 //     pkg/idem/idemstream does the same for a Kinesis or DynamoDB Streams
 //     shard, in order; pkg/idem/idemevent wraps Do around a typed Lambda
 //     handler for any other event.
+//
+// Every adapter is built alike: a constructor that takes the store and
+// what the adapter cannot do without, functional options named as this
+// package's (WithWait, WithRetention), and a refusal of what it cannot
+// honour before its first call. An adapter of your own uses the same
+// seam: the ways in with per-call options (CallWait, CallRetention,
+// CallRedelivers, which reach their call alone; Store.ValidateCall checks
+// them when the adapter is built), ScopeFrom, pkg/idem/idemprincipal to
+// name a caller as every way in does, and OutcomeOf and RetryAfter to
+// answer its client in its own protocol; pkg/idem/idemconform runs it
+// through the conformance suite.
 //
 // Around them: pkg/idem/idemtable creates the table and describes its
 // layout, pkg/idem/idemshard spreads a hot aggregate over shard items,
@@ -44,8 +55,8 @@
 // checked (NewScope's rules, an empty principal refused unless the scope
 // is NewAnonymousScope's, and the Limits below), a completed key in the
 // cache (WithCache) answers from memory, the operation runs with the
-// scope in its context (ScopeFrom), and the outcome goes to
-// WithOutcomeHook's function. An Effect is
+// scope in its context (ScopeFrom), and the outcome goes to the trace
+// (WithTrace). An Effect is
 // checked before its writes are sent: at most 99 writes, none to the
 // key's own record (ErrInvalidEffect).
 //
@@ -112,10 +123,11 @@
 // its expires_at: a completed record never changes before then, so the
 // replay is exact; in-progress records are never cached.
 //
-// Waits. With WithWait (or idemhttp.Middleware's Wait, per request), a
-// duplicate that finds a live holder (Execute, Run, Do, and Transact
-// meeting an Execute or Run holder) polls the record with consistent
-// reads and replays the holder's response once it completes. The polls
+// Waits. With WithWait (or CallWait for one call, as idemhttp.WithWait
+// passes it per request), a duplicate that finds a live holder (Execute,
+// Run, Do, and Transact meeting an Execute or Run holder) polls the
+// record with consistent reads and replays the holder's response once it
+// completes. The polls
 // aim at when the holder should be done: the store learns how long each
 // operation's executions take (those it runs, and those it watches
 // complete), so a waiter polls about every 500 ms until the holder's
@@ -160,9 +172,9 @@
 // ends less the margin, detached from the caller's cancellation (under a
 // deadline, until a margin before it, so the call still answers in
 // time); a response that cannot be stored as it is (over the response
-// limit, metadata that is not UTF-8) is recorded without its body, and
-// without its metadata if they are the problem, marked with the
-// reserved metadata entry ":omitted" saying why, so the effect still
+// limit, metadata that is not UTF-8 or uses a key of the library's) is
+// recorded with its status, without its body, and without its metadata
+// if they are the problem, its Omitted saying why, so the effect still
 // never runs twice. The one window: the effect happened but its
 // completion did not land (the process died, the write kept failing, or
 // the lease ended and another caller took over); a retry after the lease
@@ -210,24 +222,22 @@
 //
 // # Observing calls
 //
-// WithOutcomeHook reports how each call ended (an Outcome): once per
-// Execute, Transact, Run and Do call, and once per item of ExecuteBatch
-// with that item's scope, whatever happened (replayed from the table or
-// the cache, rejected with the scope as it was passed, failed), with the
-// error the call returns. Its function runs on the calling goroutine,
-// after the call's last DynamoDB request, so it must not block: count,
-// log or record, and hand anything slow to another goroutine; it is
-// called concurrently by concurrent calls.
-//
-// WithTrace reports what happened during a call, phase by phase, to a
-// trace hook (pkg/idem/idemtrace, in the manner of net/http/httptrace): the
-// claim and what it met (a live holder, a running transaction, a dead
-// holder's key and when its lease ended), each wait and its polls, the
-// effect, the commit and its retries, the release, a cache hit, a
-// batch's transactions and their cancellation reasons. Every way in
-// reports through both. pkg/idem/idemotel, a module of its own so that
-// this one depends on no tracing library, maps the trace to
-// OpenTelemetry spans.
+// One channel reports what calls do: WithTrace (or idemtrace.WithTrace,
+// for the calls made with one context) gives a trace hook
+// (pkg/idem/idemtrace, in the manner of net/http/httptrace) every phase
+// of a call: the claim and what it met (a live holder, a running
+// transaction, a dead holder's key and when its lease ended), each wait
+// and its polls, the effect, the commit and its retries, the release, a
+// cache hit, a batch's transactions and their cancellation reasons. Its
+// CallDone says how each call ended (an Outcome, and the error the call
+// returns): once per Execute, Transact, Run and Do call, whatever
+// happened (replayed from the table or the cache, rejected, failed), and
+// BatchItem once per item of ExecuteBatch. Every way in reports through
+// it, and so the adapters on them. Its hooks run on the calling
+// goroutine, concurrently for concurrent calls, so they must not block:
+// count, log or record, and hand anything slow to another goroutine.
+// pkg/idem/idemotel, a module of its own so that this one depends on no
+// tracing library, maps the trace to OpenTelemetry spans.
 //
 // # Table
 //
@@ -255,7 +265,8 @@
 //	                  a record without it is format 1, written before)
 //	response_body     S (or B for bytes that are not UTF-8) and
 //	response_meta     M of S (absent when empty): the stored Response's
-//	                  Body and Meta; a format 1 record holds
+//	                  Body and Meta, its Status under ":status" and its
+//	                  Omitted under ":omitted"; a format 1 record holds
 //	                  response_status (N), response_headers (M of S) and
 //	                  response_body instead, and replays the same
 //	created_at        RFC 3339; completed_at when COMPLETED
@@ -278,6 +289,7 @@ package idem
 //
 //	doc.go          the protocol, in prose
 //	errors.go       what a call can end in: its errors and outcomes
+//	call.go         what one call may set apart from its store
 //	scope.go        who asks for what, and the scope in a call's context
 //	fingerprint.go  what exactly is asked
 //	record.go       what is stored: the response, the record, their sizes

@@ -16,7 +16,6 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
-	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
@@ -130,7 +129,7 @@ func (b *bubble) store(t *testing.T, opts ...idem.Option) (*idem.Store, *callCou
 
 // TestMidCommitDuplicateWithAWaitReadsOnce: with a wait, or for a way in
 // whose in-flight answer would cost a redelivery (idemevent, the queue
-// ways in: callopt.WithFollow), a duplicate that meets the winner's
+// ways in: idem.CallRedelivers), a duplicate that meets the winner's
 // running transaction waits about what a transaction takes (10 ms
 // before the store has seen one), then reads the record once instead of
 // sending its write again: the commit, 8 ms long here, has landed, and
@@ -141,10 +140,10 @@ func TestMidCommitDuplicateWithAWaitReadsOnce(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		opts []idem.Option
-		ctx  func(context.Context) context.Context
+		call []idem.CallOption
 	}{
-		{"wait", []idem.Option{idem.WithWait(time.Second)}, func(ctx context.Context) context.Context { return ctx }},
-		{"follow", nil, callopt.WithFollow},
+		{"wait", []idem.Option{idem.WithWait(time.Second)}, nil},
+		{"follow", nil, []idem.CallOption{idem.CallRedelivers()}},
 	} {
 		for _, mode := range modes {
 			t.Run(c.name+"/"+string(mode), func(t *testing.T) {
@@ -169,7 +168,7 @@ func TestMidCommitDuplicateWithAWaitReadsOnce(t *testing.T) {
 					for i := range dups {
 						s, calls := b.store(t, append([]idem.Option{idem.WithMode(mode)}, c.opts...)...)
 						dupsWG.Go(func() {
-							res, err := s.Execute(c.ctx(ctx), sc, "fp", effect(b.env))
+							res, err := s.Execute(ctx, sc, "fp", effect(b.env), c.call...)
 							tl.add(res, err)
 							got[i] = res.Response
 							check.Equal(t, 10*time.Millisecond, time.Since(met), "a transaction's time after it met the commit")

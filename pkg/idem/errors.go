@@ -124,6 +124,33 @@ func allOutcomes() []Outcome {
 	}
 }
 
+// OutcomeOf is the outcome err stands for, as a call's Result.Outcome
+// says it (but for an operation's own error, which a call that released
+// its claim reports as OutcomeReleased): OutcomeInFlight, OutcomeKeyReuse,
+// OutcomeLeaseLost, OutcomeRejected (ErrInvalidKey), OutcomeUnavailable
+// (IsUnavailable), OutcomeNotRecorded, or OutcomeError; nil is
+// OutcomeExecuted. An adapter answers its client from it, in its
+// client's terms (pkg/idem/idemhttp's ProblemFor is HTTP's), with
+// RetryAfter.
+func OutcomeOf(err error) Outcome { return outcomeOf(err) }
+
+// RetryAfter is how long a client should wait before it retries, under
+// the same key, a call that failed with err: until the holder's lease
+// ends for ErrInFlight (InFlightError.RetryAfter), 1 s for ErrLeaseLost
+// (another caller took the key over) and IsUnavailable, at least 1 s in
+// each case; 0 for any other error, which a retry with the same key meets
+// again (ErrKeyReuse, ErrInvalidKey) or may come at once.
+func RetryAfter(err error) time.Duration {
+	var inflight *InFlightError
+	switch {
+	case errors.As(err, &inflight):
+		return max(time.Second, inflight.RetryAfter)
+	case errors.Is(err, ErrInFlight), errors.Is(err, ErrLeaseLost), IsUnavailable(err):
+		return time.Second
+	}
+	return 0
+}
+
 // outcomeOf maps an error to its outcome; nil is OutcomeExecuted.
 func outcomeOf(err error) Outcome {
 	switch {

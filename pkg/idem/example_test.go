@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -14,6 +15,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
 
 // localDynamoDB stands in for dynamodb.NewFromConfig(cfg): an embedded
@@ -167,17 +169,19 @@ func ExampleNewScope() {
 	// true
 }
 
-// WithOutcomeHook sees every call's outcome with its scope, for metrics
-// or logs of the caller's own; it must not block.
-func ExampleWithOutcomeHook() {
+// WithTrace's CallDone sees every call's outcome, for metrics or logs
+// of the caller's own (pkg/idem/idemotel maps the whole trace to
+// OpenTelemetry spans); it must not block.
+func ExampleWithTrace() {
 	client, stop := localDynamoDB()
 	defer stop()
-	counts := map[idem.Outcome]int{} // a metric; calls here are sequential
-	store, err := idem.NewStore(client, "idempotency", idem.WithOutcomeHook(
-		func(ctx context.Context, scope idem.Scope, outcome idem.Outcome, err error) {
-			counts[outcome]++
-			fmt.Println(scope.Key, outcome, err)
-		}))
+	counts := map[string]int{} // a metric; calls here are sequential
+	store, err := idem.NewStore(client, "idempotency", idem.WithTrace(&idemtrace.Trace{
+		CallDone: func(ctx context.Context, i idemtrace.CallDoneInfo) {
+			counts[i.Outcome]++
+			fmt.Println(i.Way, i.Operation, i.Outcome, i.Err)
+		},
+	}))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -188,8 +192,27 @@ func ExampleWithOutcomeHook() {
 	_, _ = store.Execute(ctx, scope, "other", placeOrder("o-32", 100))
 	fmt.Println(counts)
 	// Output:
-	// order-key-4 executed <nil>
-	// order-key-4 replayed <nil>
-	// order-key-4 key_reuse idem: idempotency key reused with a different payload
+	// execute POST /orders executed <nil>
+	// execute POST /orders replayed <nil>
+	// execute POST /orders key_reuse idem: idempotency key reused with a different payload
 	// map[executed:1 key_reuse:1 replayed:1]
+}
+
+// An adapter of your own answers its client in its own protocol from the
+// error a call returned: OutcomeOf classes it, RetryAfter says when the
+// client may retry under the same key (0: not with this key, or at once).
+func ExampleOutcomeOf() {
+	for _, err := range []error{
+		fmt.Errorf("charge: %w", &idem.InFlightError{RetryAfter: 2500 * time.Millisecond}),
+		idem.ErrKeyReuse,
+		context.DeadlineExceeded,
+		errors.New("the payment API refused the card"),
+	} {
+		fmt.Println(idem.OutcomeOf(err), idem.RetryAfter(err))
+	}
+	// Output:
+	// in_flight 2.5s
+	// key_reuse 0s
+	// unavailable 1s
+	// error 0s
 }

@@ -16,11 +16,11 @@ import (
 // ErrKeyReuse, ErrLeaseLost, ErrConditionFailed, fn's own error, or the
 // store's (IsUnavailable tells one a retry later can fix); Result.Outcome
 // is set in every case.
-func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
+func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error), opts ...CallOption) (Result, error) {
 	if s.executeTransacts {
-		return s.Transact(ctx, scope, fingerprint, fn)
+		return s.Transact(ctx, scope, fingerprint, fn, opts...)
 	}
-	return s.admit(ctx, idemtrace.WayExecute, scope, fingerprint, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
+	return s.admit(ctx, idemtrace.WayExecute, scope, fingerprint, opts, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
 		return s.execute(ctx, id, fingerprint, claim, fn)
 	}), nil)
 }

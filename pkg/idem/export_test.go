@@ -38,7 +38,6 @@ const (
 
 var (
 	ExplainTx          = explainTx
-	OutcomeOf          = outcomeOf
 	Outcomes           = allOutcomes
 	WithClock          = withClock
 	ValidateKey        = scopeid.ValidateKey

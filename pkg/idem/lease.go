@@ -31,6 +31,8 @@ type hold struct {
 	// claimedAt is the claim's created_at, completedAt the completed_at
 	// of its last completion written: how long the execution took.
 	claimedAt, completedAt time.Time
+	// retention is how long the record replays once completed.
+	retention time.Duration
 }
 
 // fence is the condition on every write a holder makes.
@@ -80,8 +82,8 @@ func (s *Store) leaseEnd(ctx context.Context, now time.Time) time.Time {
 // heldExpiry is the expires_at of a record held from now until leaseEnd:
 // the retention, or the lease if it is longer, so that a record never
 // expires under its holder.
-func (s *Store) heldExpiry(now, leaseEnd time.Time) time.Time {
-	return now.Add(max(s.retention, leaseEnd.Sub(now)))
+func heldExpiry(now, leaseEnd time.Time, retention time.Duration) time.Time {
+	return now.Add(max(retention, leaseEnd.Sub(now)))
 }
 
 // actUntil is when the holder must have stopped acting on its lease: its
@@ -182,7 +184,7 @@ func (l *hold) renew(ctx context.Context, timeout time.Duration) error {
 	end := now.Add(s.lease + s.margin)
 	values := l.fenceValues()
 	values[":le"] = num(end.UnixMilli())
-	values[":exp"] = num(s.heldExpiry(now, end).Unix())
+	values[":exp"] = num(heldExpiry(now, end, l.retention).Unix())
 	names := l.fenceNames()
 	names["#le"], names["#exp"] = s.attr.LeaseExpiresAt, s.attr.ExpiresAt
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{

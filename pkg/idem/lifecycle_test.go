@@ -64,7 +64,7 @@ func TestCrashedHolderIsInFlightUntilLeaseEndsThenTakenOver(t *testing.T) {
 		must.NoError(t, err)
 		must.True(t, ok)
 		check.Equal(t, idem.StatusCompleted, rec.Status)
-		check.Equal(t, first.Response, idem.Response{Body: rec.Body, Meta: rec.Meta})
+		check.Equal(t, first.Response, idem.Response(rec.Result))
 		check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 
 		again, err := s.Execute(ctx, sc, "fp", effect(env))
@@ -116,7 +116,7 @@ func TestZombieHolderCannotCommitAfterTakeover(t *testing.T) {
 		check.Equal(t, 1, countItems(t, env, env.Tables.Outbox))
 		rec, _, err := b.Get(ctx, sc)
 		must.NoError(t, err)
-		check.Equal(t, bRes.Response, idem.Response{Body: rec.Body, Meta: rec.Meta}, "B's response stands")
+		check.Equal(t, bRes.Response, idem.Response(rec.Result), "B's response stands")
 		check.Equal(t, rec.LeaseToken, txErr.Item[env.Layout.WithDefaults().Attributes.LeaseToken].(*types.AttributeValueMemberS).Value)
 
 		replay, err := a.Execute(ctx, sc, "fp", effect(env))

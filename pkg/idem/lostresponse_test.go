@@ -167,7 +167,7 @@ func TestExecuteWhoseTransactionAnswerWasLostSucceeds(t *testing.T) {
 		check.Equal(t, 1, countItems(t, env, env.Tables.Products))
 		rec, _, err := s.Get(ctx, scope(t, "lost-commit"))
 		must.NoError(t, err)
-		check.Equal(t, res.Response, idem.Response{Body: rec.Body, Meta: rec.Meta})
+		check.Equal(t, res.Response, idem.Response(rec.Result))
 
 		replay, err := newStore(t, env, idem.WithMode(mode)).Execute(ctx, scope(t, "lost-commit"), "fp", effect(env))
 		must.NoError(t, err)

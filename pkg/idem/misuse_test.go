@@ -34,7 +34,7 @@ func TestALeaseCompletesOnce(t *testing.T) {
 	check.Zero(t, countItems(t, env, env.Tables.Products))
 	rec, _, err := s.Get(ctx, sc)
 	must.NoError(t, err)
-	check.Equal(t, created("first"), idem.Response{Body: rec.Body, Meta: rec.Meta})
+	check.Equal(t, created("first"), idem.Response(rec.Result))
 }
 
 func TestExecuteRefusesEffectsNoTransactionCanCarry(t *testing.T) {
@@ -167,7 +167,7 @@ func TestRunRecordsAnUnstorableResponseWithoutItsBody(t *testing.T) {
 	again, err := s.Run(ctx, scope(t, "big"), "fp", send)
 	must.NoError(t, err)
 	check.Equal(t, idem.OutcomeReplayed, again.Outcome)
-	check.Equal(t, "too large", again.Response.Meta[":omitted"])
+	check.Equal(t, "too large", again.Response.Omitted)
 	check.Equal(t, "text/plain", again.Response.Meta["Content-Type"])
 	check.Empty(t, again.Response.Body)
 	check.EqualValues(t, 1, runs.Load(), "the effect ran once")

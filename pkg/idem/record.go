@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -22,11 +23,6 @@ const (
 // for this package and idemadmin alike).
 type record = stored.Record
 
-// metaOmitted marks a stored response whose body (or metadata) could not
-// be stored; its value ("too large" or "not storable") says why, and
-// idemhttp replays it as the Idempotent-Body-Omitted header.
-const metaOmitted = stored.MetaOmitted
-
 // maxResponseBytesLimit caps WithMaxResponseBytes so that a completed
 // record fits DynamoDB's 400 KB item whatever else it holds: its key (a
 // scope ID of at most 2048 bytes, and a fixed partition or sort value),
@@ -36,28 +32,27 @@ const metaOmitted = stored.MetaOmitted
 const maxResponseBytesLimit = 300 << 10
 
 // Response is what a key's first execution stored, and every later call
-// gets back exactly as stored: opaque bytes and a few named strings of
-// metadata, which the way in gives their meaning. Metadata keys are
-// non-empty and, like the values, UTF-8; keys that begin with ':' are
-// reserved for the library.
+// gets back exactly as stored: a status, a few named strings of
+// metadata and opaque bytes, which the way in gives their meaning
+// (idemhttp: the HTTP status, headers and body).
 type Response struct {
-	Body []byte
+	// Status is the way in's status code, or 0 for none.
+	Status int
+	// Meta holds named strings: keys non-empty, UTF-8 and not beginning
+	// with ':' (the library's), values UTF-8.
 	Meta map[string]string
+	// Body is stored as a string when it is UTF-8, else as bytes.
+	Body []byte
+	// Omitted is set by the store on a response it recorded without its
+	// body (and, when they were what could not be stored, without its
+	// metadata) rather than leave the key to run again: "too large" or
+	// "not storable". idemhttp replays it as Idempotent-Body-Omitted.
+	Omitted string
 }
 
 // size is what the response costs in its record, as DynamoDB counts
-// item sizes: the body's bytes, and for metadata a map's 3 bytes and,
-// per entry, 1 byte besides its key's and value's.
-func (r Response) size() int {
-	n := len(r.Body)
-	if len(r.Meta) > 0 {
-		n += 3 // as valueSize counts a map
-		for k, v := range r.Meta {
-			n += 1 + len(k) + len(v)
-		}
-	}
-	return n
-}
+// item sizes (the Status and Omitted as metadata entries of their own).
+func (r Response) size() int { return stored.Result(r).Size() }
 
 // check applies the store's limit to a response before it is stored.
 func (r Response) check(limit int) error {
@@ -67,9 +62,12 @@ func (r Response) check(limit int) error {
 	// Metadata keys and values are DynamoDB strings, which must be UTF-8;
 	// the body is stored as binary when it is not.
 	for k, v := range r.Meta {
-		if !utf8.ValidString(k) || !utf8.ValidString(v) || k == "" {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) || k == "" || strings.HasPrefix(k, ":") {
 			return fmt.Errorf("%w: metadata %q", errInvalidResponse, k)
 		}
+	}
+	if !utf8.ValidString(r.Omitted) {
+		return fmt.Errorf("%w: Omitted is not UTF-8", errInvalidResponse)
 	}
 	return nil
 }
@@ -77,7 +75,8 @@ func (r Response) check(limit int) error {
 // clone returns a copy that shares no memory with r, so a response kept in
 // the cache cannot be changed by a caller.
 func (r Response) clone() Response {
-	return Response{Body: slices.Clone(r.Body), Meta: maps.Clone(r.Meta)}
+	r.Body, r.Meta = slices.Clone(r.Body), maps.Clone(r.Meta)
+	return r
 }
 
 // Result is the answer to one call.
@@ -91,7 +90,7 @@ type Result struct {
 }
 
 // responseOf is a completed record's response.
-func responseOf(r record) Response { return Response{Body: r.Body, Meta: r.Meta} }
+func responseOf(r record) Response { return Response(r.Result) }
 
 func str(v string) types.AttributeValue { return ddbitem.S(v) }
 

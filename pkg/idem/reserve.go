@@ -66,7 +66,8 @@ func (s *Store) reserve(ctx context.Context, id, fingerprint string) (claimed, e
 	w := s.waitOf(ctx)
 	// One token for every attempt of this call: finding it on the record
 	// means an earlier attempt landed, whatever its answer said.
-	c := &claim{s: s, id: id, fingerprint: fingerprint, token: s.newToken(), waits: w.on(), follows: w.follows()}
+	c := &claim{s: s, id: id, fingerprint: fingerprint, token: s.newToken(), waits: w.on(), follows: w.follows(),
+		retention: s.settingsFor(ctx).retention}
 	for n := 1; ; n++ {
 		a, err := s.tryReserve(ctx, c)
 		traceAttempt(ctx, n, a, err, c)
@@ -131,7 +132,7 @@ func (s *Store) tryReserve(ctx context.Context, c *claim) (attempt, error) {
 			s.attr.LeaseToken:     str(c.token),
 			s.attr.LeaseExpiresAt: num(a.leaseEnd.UnixMilli()),
 			s.attr.CreatedAt:      ddbitem.Time(now),
-			s.attr.ExpiresAt:      num(s.heldExpiry(now, a.leaseEnd).Unix()),
+			s.attr.ExpiresAt:      num(heldExpiry(now, a.leaseEnd, c.retention).Unix()),
 		}),
 		ConditionExpression:       aws.String(claimCondition),
 		ExpressionAttributeNames:  s.claimNames(),
@@ -212,7 +213,7 @@ func (s *Store) leased(c *claim, id string, at, leaseEnd time.Time, takeover boo
 		outcome = OutcomeTakeover
 	}
 	return claimed{
-		Lease:   &hold{store: s, id: id, token: c.token, expiresAt: leaseEnd, claimedAt: at},
+		Lease:   &hold{store: s, id: id, token: c.token, expiresAt: leaseEnd, claimedAt: at, retention: c.retention},
 		Outcome: outcome,
 	}
 }

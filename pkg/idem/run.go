@@ -16,8 +16,8 @@ import (
 // panics. A completion that could not be recorded is an error wrapping
 // ErrNotRecorded, with fn's response in the Result: the one window of an
 // effect outside DynamoDB (the package documentation's "Run's window").
-func (s *Store) Run(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Response, error)) (Result, error) {
-	return s.admit(ctx, idemtrace.WayRun, scope, fingerprint, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
+func (s *Store) Run(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Response, error), opts ...CallOption) (Result, error) {
+	return s.admit(ctx, idemtrace.WayRun, scope, fingerprint, opts, s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
 		return s.run(ctx, id, fingerprint, claim, fn)
 	}), nil)
 }

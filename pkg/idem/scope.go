@@ -108,13 +108,14 @@ func (s Scope) ID() string {
 type scopeKey struct{}
 
 // callCtx is the context of a call's phases: the caller's, with the
-// call's scope (none for a batch) and trace. It answers scopeKey with
-// itself, and every other key as the caller's context does.
+// call's scope (none for a batch), trace and settings. It answers
+// scopeKey with itself, and every other key as the caller's context does.
 type callCtx struct {
 	context.Context
-	scope  Scope
-	scoped bool
-	trace  *idemtrace.Trace
+	scope    Scope
+	scoped   bool
+	trace    *idemtrace.Trace
+	settings callSettings
 }
 
 // Value answers scopeKey with c itself.
@@ -125,9 +126,19 @@ func (c *callCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// withCall is ctx with the call's scope (when scoped) and trace t.
-func withCall(ctx context.Context, scope Scope, scoped bool, t *idemtrace.Trace) context.Context {
-	return &callCtx{Context: ctx, scope: scope, scoped: scoped, trace: t}
+// withCall is ctx with the call's scope (when scoped), trace t and
+// settings.
+func withCall(ctx context.Context, scope Scope, scoped bool, t *idemtrace.Trace, settings callSettings) context.Context {
+	return &callCtx{Context: ctx, scope: scope, scoped: scoped, trace: t, settings: settings}
+}
+
+// settingsOf is the settings of the call whose phases run with ctx
+// (admit puts them there); ok is false outside a call.
+func settingsOf(ctx context.Context) (callSettings, bool) {
+	if c, ok := ctx.Value(scopeKey{}).(*callCtx); ok {
+		return c.settings, true
+	}
+	return callSettings{}, false
 }
 
 // ScopeFrom returns the scope of the call whose operation runs with ctx:

@@ -42,8 +42,8 @@ func TestRunRecordsAStandInWhoseMetadataAreJustUnderTheLimit(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	s := newStore(t, env, idem.WithMaxResponseBytes(1024))
-	// One entry of 1+1011 bytes, and ":omitted" (8) with "true" (4) is
-	// 1024: within the limit; with "too large" (9) it is 1029.
+	// One entry of 1+1011 bytes, and Omitted's entry (":omitted", 8) with
+	// "true" (4) is 1024: within the limit; with "too large" (9) it is 1029.
 	meta := map[string]string{"X": strings.Repeat("m", 1011)}
 	runs := 0
 	send := func(context.Context) (idem.Response, error) {
@@ -56,6 +56,6 @@ func TestRunRecordsAStandInWhoseMetadataAreJustUnderTheLimit(t *testing.T) {
 	again, err := s.Run(t.Context(), scope(t, "edge"), "fp", send)
 	check.NoError(t, err)
 	check.Equal(t, idem.OutcomeReplayed, again.Outcome)
-	check.Equal(t, "too large", again.Response.Meta[":omitted"])
+	check.Equal(t, "too large", again.Response.Omitted)
 	check.Equal(t, 1, runs, "the effect ran once")
 }

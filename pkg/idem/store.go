@@ -64,7 +64,6 @@ type Store struct {
 	cacheBytes       int
 	cache            *cache
 	newToken         func() string
-	outcomeHook      func(context.Context, Scope, Outcome, error)
 	trace            *idemtrace.Trace // WithTrace
 	wait             time.Duration    // WithWait
 	learned          *learned

@@ -299,7 +299,8 @@ func TestTraceReportsTheWaysInBuiltOnTheStore(t *testing.T) {
 	}
 
 	// idemhttp, on net/http.
-	mw := &idemhttp.Middleware{Store: s, Operation: "POST /emails", Principal: func(*http.Request) (string, error) { return "user-1", nil }}
+	mw, err := idemhttp.New(s, idemhttp.WithOperation("POST /emails"), idemhttp.WithPrincipal(func(*http.Request) (string, error) { return "user-1", nil }))
+	must.NoError(t, err)
 	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) }))
 	for range 2 {
 		req := httptest.NewRequest(http.MethodPost, "/emails", strings.NewReader(`{"to":"a@example.com"}`))
@@ -312,10 +313,8 @@ func TestTraceReportsTheWaysInBuiltOnTheStore(t *testing.T) {
 	}, calls(log.take(t)))
 
 	// idemevent.
-	handler, err := idemevent.Wrap(s, idemevent.Config[events.EventBridgeEvent]{
-		Operation: "invoices.issue",
-		Key:       func(e events.EventBridgeEvent) (string, error) { return e.ID, nil },
-		Principal: func(e events.EventBridgeEvent) (string, error) { return e.Source, nil },
+	handler, err := idemevent.Wrap(s, "invoices.issue", func(e events.EventBridgeEvent) (idemevent.Entry, error) {
+		return idemevent.Entry{Principal: e.Source, Key: e.ID}, nil
 	}, func(context.Context, events.EventBridgeEvent) (string, error) { return "INV-1", nil })
 	must.NoError(t, err)
 	_, err = handler(ctx, events.EventBridgeEvent{ID: "trace-event", Source: "orders", Detail: []byte(`{}`)})
@@ -328,12 +327,16 @@ func TestTraceReportsTheWaysInBuiltOnTheStore(t *testing.T) {
 	decode := func(m events.SQSMessage) (idemsqs.Entry[string], error) {
 		return idemsqs.Entry[string]{Principal: "queue", Key: m.MessageId, Value: m.Body}, nil
 	}
-	idemsqs.Run(ctx, s, ev, "sqs.run", decode, func(context.Context, string) error { return nil })
+	runs, err := idemsqs.New(s, "sqs.run", decode)
+	must.NoError(t, err)
+	runs.Run(ctx, ev, func(context.Context, string) error { return nil })
 	check.Equal(t, []string{
 		"call.start run sqs.run items=1", "claim.done won", "call.done run executed",
 		"call.start run sqs.run items=1", "claim.done won", "call.done run executed",
 	}, calls(log.take(t)))
-	idemsqs.Transact(ctx, s, ev, "sqs.transact", decode, func([]string, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, nil })
+	transacts, err := idemsqs.New(s, "sqs.transact", decode)
+	must.NoError(t, err)
+	transacts.Transact(ctx, ev, func([]string, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, nil })
 	check.Equal(t, []string{
 		"call.start batch  items=2", "batchtx.start items=[0 1] writes=0 attempt=1",
 		"batch.item 0 executed", "batch.item 1 executed", "call.done batch ",
@@ -346,8 +349,10 @@ func TestTraceReportsTheWaysInBuiltOnTheStore(t *testing.T) {
 	sdecode := func(r events.DynamoDBEventRecord) (idemstream.Entry[string], error) {
 		return idemstream.Entry[string]{Principal: "stream", Key: r.Change.SequenceNumber, Value: "v"}, nil
 	}
-	idemstream.DynamoDB(events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec("100")}}, sdecode,
-		idemstream.Run(ctx, s, "stream.run", func(context.Context, string) error { return nil }))
+	stream, err := idemstream.NewDynamoDB(s, "stream.run", sdecode)
+	must.NoError(t, err)
+	stream.Run(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec("100")}}, func(context.Context, string) error { return nil })
+
 	check.Equal(t, []string{"call.start run stream.run items=1", "claim.done won", "call.done run executed"}, calls(log.take(t)))
 }
 

@@ -18,8 +18,8 @@ import (
 // execution, nothing left IN_PROGRESS; fn may run in callers that lose
 // the race, so it must have no effect outside its writes. Errors are
 // Execute's.
-func (s *Store) Transact(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
-	return s.admit(ctx, idemtrace.WayTransact, scope, fingerprint, func(ctx context.Context, id string) (Result, error) {
+func (s *Store) Transact(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error), opts ...CallOption) (Result, error) {
+	return s.admit(ctx, idemtrace.WayTransact, scope, fingerprint, opts, func(ctx context.Context, id string) (Result, error) {
 		return s.transact(ctx, id, fingerprint, fn)
 	}, nil)
 }
@@ -59,7 +59,8 @@ func (s *Store) transact(ctx context.Context, id, fingerprint string, fn func(co
 	// means an earlier attempt landed. sentOnce: the SDK sent every
 	// transaction of this call once, so none refused can have landed (one
 	// sent again, its answer lost, then refused, may have).
-	c := &claim{s: s, id: id, fingerprint: fingerprint, token: s.newToken(), waits: w.on(), follows: w.follows(), sentOnce: true}
+	c := &claim{s: s, id: id, fingerprint: fingerprint, token: s.newToken(), waits: w.on(), follows: w.follows(), sentOnce: true,
+		retention: s.settingsFor(ctx).retention}
 	tx := &transaction{s: s, c: c, w: w, t: t, eff: eff}
 	for {
 		if res, err, again := tx.attempt(ctx); !again {
@@ -76,7 +77,7 @@ func (tx *transaction) n() int { return tx.conflicts + tx.c.again + 1 }
 func (tx *transaction) attempt(ctx context.Context) (res Result, err error, again bool) {
 	s, c := tx.s, tx.c
 	now := s.now()
-	put, expires := s.completedPut(c.id, c.fingerprint, c.token, tx.eff.Response, len(tx.eff.Writes), now)
+	put, expires := s.completedPut(c, tx.eff.Response, len(tx.eff.Writes), now)
 	// The claim goes first: a backend that stops at the first failed
 	// condition (minidyn does) then still says whether the key is taken.
 	// A fresh input per attempt: the SDK gives each its own

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
-	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // A waiting duplicate's polls (the package documentation's "Waits") go
@@ -39,18 +38,15 @@ type waiting struct {
 	end   time.Time
 	begun bool
 	// follow: without a wait, a claim that meets its key in a running
-	// transaction still follows it once (callopt.WithFollow).
+	// transaction still follows it once (CallRedelivers).
 	follow bool
 }
 
-// waitOf is the wait of a call made with ctx: idemhttp's per-call setting,
-// else the store's.
+// waitOf is the wait of a call made with ctx: its CallWait, else the
+// store's.
 func (s *Store) waitOf(ctx context.Context) *waiting {
-	d := s.wait
-	if cd, ok := callopt.Wait(ctx); ok {
-		d = cd
-	}
-	return &waiting{max: d, follow: callopt.Follow(ctx)}
+	c := s.settingsFor(ctx)
+	return &waiting{max: c.wait, follow: c.redelivers}
 }
 
 // on reports whether the call waits at all.
@@ -60,7 +56,7 @@ func (w *waiting) on() bool { return w.max > 0 }
 // transaction follows it (waits about a transaction's time, then reads
 // the record once) rather than answer in flight at once: with a wait,
 // or for a way in whose source would deliver the call again
-// (callopt.WithFollow).
+// (CallRedelivers).
 func (w *waiting) follows() bool { return w.on() || w.follow }
 
 // start fixes the end of the wait at its first use.

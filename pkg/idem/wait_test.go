@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
-	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
@@ -252,20 +251,21 @@ func TestWithoutWaitInFlightAtOnce(t *testing.T) {
 
 	for name, tc := range map[string]struct {
 		opts []idem.Option
-		ctx  context.Context
+		call []idem.CallOption
 	}{
-		"default":        {nil, context.Background()},
-		"call turns off": {[]idem.Option{idem.WithWait(5 * time.Second)}, callopt.WithWait(context.Background(), 0)},
+		"default":        {nil, nil},
+		"call turns off": {[]idem.Option{idem.WithWait(5 * time.Second)}, []idem.CallOption{idem.CallWait(0)}},
 	} {
 		client, calls := env.NewClient(t)
 		s, err := idem.NewStore(client, env.Tables.Idempotency, tc.opts...)
 		must.NoError(t, err)
-		res, err := s.Run(tc.ctx, sc, "fp", mustNotRun(t))
+		ctx := context.Background()
+		res, err := s.Run(ctx, sc, "fp", mustNotRun(t), tc.call...)
 		must.ErrorIs(t, err, idem.ErrInFlight, name)
 		check.Equal(t, idem.OutcomeInFlight, res.Outcome, name)
 		check.Equal(t, 1, calls.Get("PutItem"), name)
 		check.LessOrEqual(t, calls.Total(), 2, "%s: %s", name, calls)
-		res, err = s.Transact(tc.ctx, sc, "fp", effect(env))
+		res, err = s.Transact(ctx, sc, "fp", effect(env), tc.call...)
 		must.ErrorIs(t, err, idem.ErrInFlight, name)
 		check.Equal(t, idem.OutcomeInFlight, res.Outcome, name)
 	}
@@ -273,7 +273,7 @@ func TestWithoutWaitInFlightAtOnce(t *testing.T) {
 	// A call's own wait, on a store without one.
 	s := newStore(t, env)
 	t0 := time.Now()
-	_, err = s.Run(callopt.WithWait(context.Background(), 300*time.Millisecond), sc, "fp", mustNotRun(t))
+	_, err = s.Run(context.Background(), sc, "fp", mustNotRun(t), idem.CallWait(300*time.Millisecond))
 	must.ErrorIs(t, err, idem.ErrInFlight)
 	check.GreaterOrEqual(t, time.Since(t0), 300*time.Millisecond, "the call waited")
 

@@ -43,9 +43,11 @@ func newServer(t *testing.T) *server {
 		t.Fatal(err)
 	}
 	s := &server{}
-	mw := &idemhttp.Middleware{
-		Store:     store,
-		Principal: func(r *http.Request) (string, error) { return "user:" + r.Header.Get("X-User"), nil },
+	mw, err := idemhttp.New(store,
+		idemhttp.WithPrincipal(func(r *http.Request) (string, error) { return "user:" + r.Header.Get("X-User"), nil }),
+	)
+	if err != nil {
+		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /charges", mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -18,7 +18,7 @@ import (
 	ststypes "github.com/aws/aws-sdk-go-v2/service/sts/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 )
 
 // limitParameters are the test's own deployment parameters, after
@@ -54,7 +54,7 @@ func deployParameters(t *testing.T) string {
 }
 
 // signingIdentity is the IAM identity the test's requests are signed as,
-// as the API names its caller (idemhttp.IAMIdentity of what `aws sts
+// as the API names its caller (idemprincipal.IdentityARN of what `aws sts
 // get-caller-identity` answers: a role's session is the role): the ARN
 // an operator grants sellers to.
 func signingIdentity(ctx context.Context, t *testing.T, c *sts.Client) string {
@@ -62,7 +62,7 @@ func signingIdentity(ctx context.Context, t *testing.T, c *sts.Client) string {
 	out, err := c.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 	require.NoError(t, err)
 	t.Logf("\n> STS GetCallerIdentity\n< Arn %s, Account %s", aws.ToString(out.Arn), aws.ToString(out.Account))
-	return idemhttp.IAMIdentity(aws.ToString(out.Arn))
+	return idemprincipal.IdentityARN(aws.ToString(out.Arn))
 }
 
 // grantSeller lets caller create products for seller in the deployed

@@ -62,5 +62,9 @@ func New(db *dynamodb.Client, cfg config.CreateProduct, rt app.Runtime, opts ...
 	if err != nil {
 		return nil, err
 	}
-	return api.Function(app.Logger(cfg.Common, rt.Out), rec, rt.Tracing, "create product", api.NewCreateHandler(creator).Serve), nil
+	handler, err := api.NewCreateHandler(creator, store)
+	if err != nil {
+		return nil, err
+	}
+	return api.Function(app.Logger(cfg.Common, rt.Out), rec, rt.Tracing, "create product", handler.Serve), nil
 }

@@ -23,7 +23,7 @@ const Operation = "sellerstats ProductCreated"
 // batches counts the events of SQS batches on the sellers table, each
 // once: a batch's idempotency records and the counter's writes (one
 // update per seller, of one of its shards) commit in one
-// TransactWriteItems (pkg/idem/idemsqs's Transact).
+// TransactWriteItems (pkg/idem/idemsqs's Consumer.Transact).
 type batches struct {
 	store   *idem.Store
 	counter *sellers.Counter
@@ -67,9 +67,17 @@ func (b *batches) apply(ctx context.Context, ev events.SQSEvent, decode func(eve
 	// execution environment runs one batch at a time, so it keeps writing
 	// to one shard, and environments spread out as their conflicts push
 	// them apart.
+	consumer, err := idemsqs.New(b.store, Operation, entry)
+	if err != nil { // a store, the operation and entry: never
+		res := make([]idemsqs.Result, len(ev.Records))
+		for i, m := range ev.Records {
+			res[i] = idemsqs.Result{MessageID: m.MessageId, Outcome: idem.OutcomeError, Err: err}
+		}
+		return res
+	}
 	batch := b.shards.Batch()
 	defer batch.Done()
-	_, res := idemsqs.Transact(ctx, b.store, ev, Operation, entry, func(executing []sellers.Listing, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
+	_, res := consumer.Transact(ctx, ev, func(executing []sellers.Listing, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 		home := batch.Shard(heldShard(contended, b.counter.Table))
 		return b.counter.Writes(executing, func(string) int { return home }), nil
 	})
@@ -77,7 +85,7 @@ func (b *batches) apply(ctx context.Context, ev events.SQSEvent, decode func(eve
 		m := ev.Records[i]
 		if overflowed(r.Err) {
 			// The shard it met is full; another may not be.
-			r = b.onEveryShard(ctx, m, entry)
+			r = b.onEveryShard(ctx, m, consumer)
 		}
 		switch v := values[m.MessageId]; {
 		case overflowed(r.Err):
@@ -103,14 +111,14 @@ func overflowed(err error) bool { return errors.Is(err, idem.ErrConditionFailed)
 // grows. With shards of 38 digits (sellers.MaxShardValue) that takes more
 // than 10^26 events at the largest price on each; a lowered cap (the
 // tests') reaches it.
-func (b *batches) onEveryShard(ctx context.Context, m events.SQSMessage, entry func(events.SQSMessage) (idemsqs.Entry[sellers.Listing], error)) idemsqs.Result {
+func (b *batches) onEveryShard(ctx context.Context, m events.SQSMessage, consumer *idemsqs.Consumer[sellers.Listing]) idemsqs.Result {
 	var r idemsqs.Result
 	n := b.counter.Shards
 	first := rand.IntN(n)
 	one := events.SQSEvent{Records: []events.SQSMessage{m}}
 	for k := range n {
 		shard := (first + k) % n
-		_, res := idemsqs.Transact(ctx, b.store, one, Operation, entry, func(executing []sellers.Listing, _ []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
+		_, res := consumer.Transact(ctx, one, func(executing []sellers.Listing, _ []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 			return b.counter.Writes(executing, func(string) int { return shard }), nil
 		})
 		if r = res[0]; !overflowed(r.Err) {

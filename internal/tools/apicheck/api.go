@@ -63,8 +63,9 @@ func findModules(root, lib string) ([]string, error) {
 // load type-checks the library's packages (from the compiler's export
 // data, which go list builds and caches: seconds once the build cache is
 // warm) and returns each importable package's API, by import path.
-// Internal packages and commands are not the library's API.
-func load(root, lib string) ([]libPackage, error) {
+// Internal packages and commands are not the library's API. overlay, when
+// set, replaces files' contents by absolute path (a scratch change).
+func load(root, lib string, overlay map[string][]byte) ([]libPackage, error) {
 	dirs, err := findModules(root, lib)
 	if err != nil {
 		return nil, err
@@ -72,9 +73,10 @@ func load(root, lib string) ([]libPackage, error) {
 	var out []libPackage
 	for _, dir := range dirs {
 		cfg := &packages.Config{
-			Mode: packages.NeedName | packages.NeedTypes | packages.NeedModule,
-			Dir:  filepath.Join(root, dir),
-			Env:  append(os.Environ(), "GOWORK=off"),
+			Mode:    packages.NeedName | packages.NeedTypes | packages.NeedModule,
+			Dir:     filepath.Join(root, dir),
+			Env:     append(os.Environ(), "GOWORK=off"),
+			Overlay: overlay,
 		}
 		pkgs, err := packages.Load(cfg, "./...")
 		if err != nil {

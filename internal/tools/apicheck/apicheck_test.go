@@ -376,8 +376,166 @@ func TestTheLibrarysAPIIsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	if code := check(config{root: root, lib: "pkg", apiDir: "pkg/api", changelog: "pkg/CHANGELOG.md"}, &out); code != 0 {
+	if code := check(config{root: root, lib: "pkg", apiDir: "pkg/api", baseline: "pkg/api/v1", changelog: "pkg/CHANGELOG.md"}, &out); code != 0 {
 		t.Fatalf("make api-check would fail (exit %d):\n%s", code, out.String())
 	}
 	t.Log(strings.TrimSpace(out.String()))
+}
+
+// The released API (the baseline, pkg/api/v1 for the library) holds
+// every line its major version released: removing or re-typing one fails
+// the check whatever the changelog says, and the update refuses to
+// record it; adding a name is recorded and passes, and a release adds it
+// to the baseline.
+func TestTheReleasedAPIRefusesARemovalWhateverTheChangelogSays(t *testing.T) {
+	s := newScratch(t, map[string]string{"lib/a/a.go": pkgA})
+	s.cfg.baseline = "lib/api/v1"
+	s.mustRun(true, 0)
+	s.cfg.release = true
+	if out := s.mustRun(false, 0); !strings.Contains(out, "lib/api/v1 holds the exported API of 1 package, released") {
+		t.Fatalf("the release did not write the baseline:\n%s", out)
+	}
+	s.cfg.release = false
+	if out := s.mustRun(false, 0); !strings.Contains(out, "compared with lib/api/v1, the API the major version released: 2 lines") {
+		t.Errorf("the check does not say it compared with the baseline:\n%s", out)
+	}
+
+	// Gone removed, and named in the changelog as a pre-v1 release allowed.
+	s.write("lib/a/a.go", strings.Replace(pkgA, "func Gone() {}\n", "", 1))
+	s.write("lib/CHANGELOG.md", strings.Replace(s.read("lib/CHANGELOG.md"), "- things.\n", "- things.\n\n### Removed\n- `Gone`: call Kept.\n", 1))
+	out := s.mustRun(false, 1)
+	for _, want := range []string{
+		"breaks the released API (lib/api/v1): removed or changed, which no changelog entry allows:\n  - pkg example.com/lib/a, func Gone()\n      name: Gone\n",
+		"keeps every name the major version released",
+		"a /v2 module path",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the check's output lacks %q:\n%s", want, out)
+		}
+	}
+	t.Logf("a removal against the released API:\n%s", out)
+	recorded := s.read("lib/api/a.txt")
+	s.mustRun(true, 1)
+	if s.read("lib/api/a.txt") != recorded {
+		t.Error("the update recorded a removal of a released name")
+	}
+
+	// A re-typed function is a removal of its released line too.
+	s.write("lib/a/a.go", strings.Replace(pkgA, "func Kept(ctx context.Context, names ...string) (int, error)", "func Kept(ctx context.Context, names []string) (int, error)", 1))
+	out = s.mustRun(false, 1)
+	if !strings.Contains(out, "  - pkg example.com/lib/a, func Kept(context.Context, ...string) (int, error)\n      name: Kept\n") {
+		t.Errorf("the re-typed Kept is not reported against the released API:\n%s", out)
+	}
+}
+
+func TestTheReleasedAPIAcceptsAnAddition(t *testing.T) {
+	s := newScratch(t, map[string]string{"lib/a/a.go": pkgA})
+	s.cfg.baseline = "lib/api/v1"
+	s.mustRun(true, 0)
+	s.cfg.release = true
+	s.mustRun(false, 0)
+	s.cfg.release = false
+	baseline := s.read("lib/api/v1/a.txt")
+
+	s.write("lib/a/new.go", "package a\n\n// New is new.\nfunc New() string { return \"\" }\n")
+	out := s.mustRun(false, 1)
+	if !strings.Contains(out, "added, not recorded yet:\n  + pkg example.com/lib/a, func New() string\n") || strings.Contains(out, "breaks") {
+		t.Errorf("an addition is only to record:\n%s", out)
+	}
+	s.mustRun(true, 0)
+	out = s.mustRun(false, 0)
+	t.Logf("an addition, recorded:\n%s", out)
+	if s.read("lib/api/v1/a.txt") != baseline {
+		t.Error("recording an addition changed the released API")
+	}
+
+	// Released, the new name is held too.
+	s.cfg.release = true
+	s.mustRun(false, 0)
+	s.cfg.release = false
+	if !strings.Contains(s.read("lib/api/v1/a.txt"), "func New() string") {
+		t.Fatalf("the release did not add New to the baseline:\n%s", s.read("lib/api/v1/a.txt"))
+	}
+	s.write("lib/a/new.go", "package a\n")
+	s.mustRun(false, 1)
+}
+
+// The library's own promise, on a scratch change to the real pkg/ (an
+// overlay: nothing in the tree changes): removing idem.OutcomeOf, or
+// changing idem.OutcomeError's value, fails the check against
+// pkg/api/v1 with the line and what to do, whatever the changelog says;
+// adding a name to idem passes once recorded (in a scratch copy of
+// pkg/api).
+func TestTheLibrarysReleasedAPIHolds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: loading the library, with a scratch change, builds it again")
+	}
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scratchAPI := t.TempDir()
+	files, err := filepath.Glob(filepath.Join(root, "pkg/api/*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no API files: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(scratchAPI, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changelog := filepath.Join(t.TempDir(), "CHANGELOG.md")
+	if err := os.WriteFile(changelog, []byte("# Changelog\n\n## Unreleased\n\n- `OutcomeOf` is removed; `OutcomeError` is \"failed\".\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	callGo := filepath.Join(root, "pkg/idem/call.go")
+	errorsGo := filepath.Join(root, "pkg/idem/errors.go")
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	run := func(update bool, overlay map[string][]byte) (int, string) {
+		var out strings.Builder
+		code := check(config{root: root, lib: "pkg", apiDir: scratchAPI, baseline: "pkg/api/v1", changelog: changelog, update: update, overlay: overlay}, &out)
+		return code, out.String()
+	}
+
+	scratch := strings.Replace(read(errorsGo), "func OutcomeOf(err error) Outcome { return outcomeOf(err) }", "", 1)
+	scratch = strings.Replace(scratch, `OutcomeError Outcome = "error"`, `OutcomeError Outcome = "failed"`, 1)
+	code, out := run(true, map[string][]byte{errorsGo: []byte(scratch)})
+	t.Logf("make api-update on a scratch change that breaks v1:\n%s", out)
+	for _, want := range []string{
+		"breaks the released API (pkg/api/v1)",
+		"  - pkg github.com/idemlambda/idemlambda/pkg/idem, func OutcomeOf(error) Outcome\n      name: OutcomeOf\n",
+		"  - pkg github.com/idemlambda/idemlambda/pkg/idem, const OutcomeError Outcome = \"error\"\n      name: OutcomeError\n",
+		"put each declaration above back",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the check's output lacks %q", want)
+		}
+	}
+	if code != 1 {
+		t.Errorf("exit %d for a change that breaks v1, named in the changelog; want 1", code)
+	}
+
+	addName := read(callGo) + "\n// CallNothing is a scratch addition.\nfunc CallNothing() CallOption { return CallOption{} }\n"
+	overlay := map[string][]byte{callGo: []byte(addName)}
+	if code, out := run(false, overlay); code != 1 || !strings.Contains(out, "+ pkg github.com/idemlambda/idemlambda/pkg/idem, func CallNothing() CallOption") || strings.Contains(out, "breaks") {
+		t.Errorf("an added name: exit %d, want 1 with the line to record and nothing broken:\n%s", code, out)
+	}
+	if code, out := run(true, overlay); code != 0 {
+		t.Errorf("recording an added name: exit %d:\n%s", code, out)
+	}
+	code, out = run(false, overlay)
+	t.Logf("make api-check on a scratch addition, recorded:\n%s", out)
+	if code != 0 {
+		t.Errorf("an added name, recorded: exit %d, want 0", code)
+	}
 }

@@ -21,13 +21,32 @@ type config struct {
 	root      string
 	lib       string // the directory whose modules are the library: pkg
 	apiDir    string // the API files: pkg/api
+	baseline  string // the API the major version has released: pkg/api/v1
 	changelog string // pkg/CHANGELOG.md
 	update    bool   // rewrite the API files (if no breaking change is unnamed)
+	release   bool   // add the API files' lines to the baseline (a release)
+	// overlay replaces files' contents by absolute path, for a test's
+	// scratch change to the library.
+	overlay map[string][]byte
+}
+
+// path is a configured file or directory: rel under the root, or rel
+// itself when it is absolute (a test's scratch copy).
+func (c config) path(rel string) string {
+	if filepath.IsAbs(rel) {
+		return rel
+	}
+	return filepath.Join(c.root, rel)
 }
 
 // report is what a run found.
 type report struct {
 	packages int
+	// broken are the baseline's lines the library no longer has: a name
+	// the major version released, removed or changed. No changelog
+	// excuses them.
+	broken   []string
+	baseline int // the baseline's lines; 0 before the first major release
 	// removed are recorded lines the library no longer has: a name
 	// removed, or a declaration changed (its new line is in added).
 	removed []string
@@ -61,7 +80,7 @@ func (r report) unnamedLines() []string {
 }
 
 func (r report) ok() bool {
-	return len(r.removed) == 0 && len(r.added) == 0 && len(r.unnamedLines()) == 0
+	return len(r.broken) == 0 && len(r.removed) == 0 && len(r.added) == 0 && len(r.unnamedLines()) == 0
 }
 
 // check compares the library's API with the recorded one, and with the
@@ -69,17 +88,17 @@ func (r report) ok() bool {
 // It returns the exit status: 0 when the record matches (or was
 // rewritten), 1 when it does not, 2 when the run itself failed.
 func check(cfg config, stdout io.Writer) int {
-	pkgs, err := load(cfg.root, cfg.lib)
+	pkgs, err := load(cfg.root, cfg.lib, cfg.overlay)
 	if err != nil {
 		fmt.Fprintln(stdout, "api:", err)
 		return 2
 	}
-	recorded, err := readRecorded(filepath.Join(cfg.root, cfg.apiDir))
+	recorded, err := readRecorded(cfg.path(cfg.apiDir))
 	if err != nil {
 		fmt.Fprintln(stdout, "api:", err)
 		return 2
 	}
-	changelog, err := os.ReadFile(filepath.Join(cfg.root, cfg.changelog))
+	changelog, err := os.ReadFile(cfg.path(cfg.changelog))
 	if err != nil {
 		fmt.Fprintln(stdout, "api:", err)
 		return 2
@@ -96,8 +115,21 @@ func check(cfg config, stdout io.Writer) int {
 		}
 	}
 	r := report{packages: len(pkgs), unnamed: map[string]bool{}}
-	for _, l := range slices.Sorted(maps.Keys(recorded)) {
+	var baseline map[string]bool
+	if cfg.baseline != "" {
+		if baseline, err = readRecorded(cfg.path(cfg.baseline)); err != nil {
+			fmt.Fprintln(stdout, "api:", err)
+			return 2
+		}
+	}
+	r.baseline = len(baseline)
+	for _, l := range slices.Sorted(maps.Keys(baseline)) {
 		if !current[l] {
+			r.broken = append(r.broken, l)
+		}
+	}
+	for _, l := range slices.Sorted(maps.Keys(recorded)) {
+		if !current[l] && !baseline[l] {
 			r.removed = append(r.removed, l)
 		}
 	}
@@ -114,7 +146,7 @@ func check(cfg config, stdout io.Writer) int {
 	released, tags := releasedLines(cfg.root, cfg.apiDir, pkgs)
 	r.tags = tags
 	for _, l := range slices.Sorted(maps.Keys(released)) {
-		if current[l] {
+		if current[l] || baseline[l] {
 			continue
 		}
 		r.sinceRelease = append(r.sinceRelease, l)
@@ -127,13 +159,22 @@ func check(cfg config, stdout io.Writer) int {
 		}
 	}
 
-	if cfg.update && len(r.unnamedLines()) == 0 {
-		if err := write(filepath.Join(cfg.root, cfg.apiDir), cfg.lib, pkgs); err != nil {
+	if cfg.update && len(r.broken) == 0 && len(r.unnamedLines()) == 0 {
+		if err := write(cfg.path(cfg.apiDir), cfg.lib, pkgs); err != nil {
 			fmt.Fprintln(stdout, "api:", err)
 			return 2
 		}
 		fmt.Fprintf(stdout, "api: recorded the exported API of %s in %s (lines added: %d; removed or changed: %d)\n",
 			plural(len(pkgs)), cfg.apiDir, len(r.added), len(r.removed))
+		return 0
+	}
+	if cfg.release && r.ok() {
+		if err := write(cfg.path(cfg.baseline), cfg.lib, pkgs); err != nil {
+			fmt.Fprintln(stdout, "api:", err)
+			return 2
+		}
+		fmt.Fprintf(stdout, "api: %s holds the exported API of %s, released (lines added: %d)\n",
+			cfg.baseline, plural(len(pkgs)), len(current)-r.baseline)
 		return 0
 	}
 	printReport(stdout, cfg, r)
@@ -144,9 +185,14 @@ func check(cfg config, stdout io.Writer) int {
 }
 
 func printReport(w io.Writer, cfg config, r report) {
-	since := "no release tag to compare with yet"
-	if len(r.tags) > 0 {
-		since = "compared with " + strings.Join(r.tags, ", ")
+	var against []string
+	if r.baseline > 0 {
+		against = append(against, fmt.Sprintf("%s, the API the major version released: %d lines", cfg.baseline, r.baseline))
+	}
+	against = append(against, r.tags...)
+	since := "no release to compare with yet"
+	if len(against) > 0 {
+		since = "compared with " + strings.Join(against, "; ")
 	}
 	if r.ok() {
 		fmt.Fprintf(w, "api: %s matches the exported API of %s (%s)\n", cfg.apiDir, plural(r.packages), since)
@@ -166,6 +212,7 @@ func printReport(w io.Writer, cfg config, r report) {
 			}
 		}
 	}
+	section(fmt.Sprintf("breaks the released API (%s): removed or changed, which no changelog entry allows", cfg.baseline), r.broken, "-", true)
 	unnamed := r.unnamedLines()
 	var namedRemoved []string
 	for _, l := range r.removed {
@@ -177,6 +224,10 @@ func printReport(w io.Writer, cfg config, r report) {
 	section(fmt.Sprintf("breaking (removed or changed), named in %s: accepted once recorded", cfg.changelog), namedRemoved, "-", false)
 	section("added, not recorded yet", r.added, "+", false)
 	fmt.Fprintln(w)
+	if len(r.broken) > 0 {
+		fmt.Fprintf(w, "A release of this major version keeps every name the major version released, with its signature, field types and constant values (docs/releasing.md): put each declaration above back. "+
+			"To retire a name, deprecate it (a \"Deprecated: use X instead.\" paragraph in its doc comment) and keep it; removing or changing it takes a new major version, a /v2 module path.\n")
+	}
 	if len(unnamed) > 0 {
 		var names []string
 		for _, l := range unnamed {
@@ -187,7 +238,7 @@ func printReport(w io.Writer, cfg config, r report) {
 			"(%s: what callers do instead), then run `make api-update`; otherwise put the declaration back.\n",
 			cfg.changelog, strings.Join(names, ", "))
 	}
-	if len(r.removed) > 0 || len(r.added) > 0 {
+	if len(r.broken) == 0 && (len(r.removed) > 0 || len(r.added) > 0) {
 		fmt.Fprintf(w, "To record the API: `make api-update`, and commit %s with the change, so its review shows every line added or removed.\n", cfg.apiDir)
 	}
 }

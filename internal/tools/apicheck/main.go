@@ -1,14 +1,22 @@
-// Command apicheck keeps the library's exported API recorded, and
-// refuses a breaking change the changelog does not name.
+// Command apicheck keeps the library's exported API recorded, holds it
+// to what its major version released, and refuses a breaking change the
+// changelog does not name.
 //
-//	go run ./internal/tools/apicheck           # make api-check
-//	go run ./internal/tools/apicheck -update   # make api-update
+//	go run ./internal/tools/apicheck            # make api-check
+//	go run ./internal/tools/apicheck -update    # make api-update
+//	go run ./internal/tools/apicheck -release   # make api-release
 //
 // It lists the exported API of every importable package of every module
 // under -lib (internal packages and commands are not API) in the manner
 // of Go's own api files, one declaration a line (see apiLines), and
-// compares it with the files in -api, one per package:
+// compares it with the files in -api, one per package, and in -baseline:
 //
+//   - a line of the baseline (the API the major version released, a
+//     file per package, committed so that a fresh clone without tags
+//     holds it) the library no longer has breaks the promise: the check
+//     fails, whatever the changelog says, and -update refuses it;
+//     -release adds the recorded API to the baseline when the check
+//     passes, as a release does;
 //   - a line the library has and the files do not (an added name) is
 //     fine, but the files must say so: the check fails until they are
 //     rewritten, so a review sees every addition;
@@ -38,8 +46,10 @@ func main() {
 	fs.StringVar(&cfg.root, "root", ".", "the repository's root")
 	fs.StringVar(&cfg.lib, "lib", "pkg", "the directory, under root, whose modules are the library")
 	fs.StringVar(&cfg.apiDir, "api", "pkg/api", "the directory, under root, of the API files")
+	fs.StringVar(&cfg.baseline, "baseline", "pkg/api/v1", "the directory, under root, of the API the major version has released")
 	fs.StringVar(&cfg.changelog, "changelog", "pkg/CHANGELOG.md", "the library's changelog, under root")
-	fs.BoolVar(&cfg.update, "update", false, "rewrite the API files, unless a breaking change is not named in the changelog")
+	fs.BoolVar(&cfg.update, "update", false, "rewrite the API files, unless a breaking change is not named in the changelog or breaks the released API")
+	fs.BoolVar(&cfg.release, "release", false, "add the recorded API to the baseline, as a release does, when the check passes")
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "apicheck: unexpected arguments", fs.Args())

@@ -10,7 +10,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemadmin"
-	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
@@ -32,7 +32,8 @@ const usage = `usage: idemctl lookup    -table T -operation O CALLER -key K [lay
        idemctl find      -table T -scope-hash H [-operation O] [layout flags]   (IDEM_SCOPE_HASH_KEY set)
        idemctl principal CALLER
 CALLER: -jwt-issuer ISS (-jwt-sub S | -jwt-client-id C | -jwt-azp A) | -iam-arn ARN | -iam-account A -iam-caller C
-        | -lambda-principal-id ID | -lambda-sub S | -anonymous | -principal P (spelled as the library stores it)
+        | -cognito-identity-pool P -cognito-identity-id I | -lambda-principal-id ID | -lambda-sub S | -anonymous
+        | -principal P (spelled as the library stores it)
 layout flags: [-partition-key N] [-sort-key N -partition-value V | -sort-key N -sort-value V] [-key-prefix P] [-attr default=name ...]`
 
 // parse reads the command line; hashKey is IDEM_SCOPE_HASH_KEY's value.
@@ -126,6 +127,7 @@ type callerFlags struct {
 	anonymous                            bool
 	jwtIssuer, jwtSub, jwtClient, jwtAZP string
 	iamARN, iamAccount, iamCaller        string
+	cognitoPool, cognitoID               string
 	lambdaPrincipalID, lambdaSub         string
 }
 
@@ -136,9 +138,11 @@ func (c *callerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.jwtSub, "jwt-sub", "", "a JWT authorizer's caller: the token's sub")
 	fs.StringVar(&c.jwtClient, "jwt-client-id", "", "a JWT authorizer's caller without a sub: the token's client_id")
 	fs.StringVar(&c.jwtAZP, "jwt-azp", "", "a JWT authorizer's caller without a sub or client_id: the token's azp")
-	fs.StringVar(&c.iamARN, "iam-arn", "", "an IAM authorizer's caller: its ARN")
+	fs.StringVar(&c.iamARN, "iam-arn", "", "an IAM authorizer's caller: its ARN (a role's or any of its sessions': each names the role)")
 	fs.StringVar(&c.iamAccount, "iam-account", "", "an IAM caller without an ARN: its account, with -iam-caller")
 	fs.StringVar(&c.iamCaller, "iam-caller", "", "an IAM caller without an ARN: its caller id, with -iam-account")
+	fs.StringVar(&c.cognitoPool, "cognito-identity-pool", "", "a Cognito identity pool's caller (IAM credentials of the pool): the pool's id, with -cognito-identity-id")
+	fs.StringVar(&c.cognitoID, "cognito-identity-id", "", "a Cognito identity pool's caller: its identity id, with -cognito-identity-pool")
 	fs.StringVar(&c.lambdaPrincipalID, "lambda-principal-id", "", "a Lambda authorizer's caller: its context's principalId")
 	fs.StringVar(&c.lambdaSub, "lambda-sub", "", "a Lambda authorizer's caller without a principalId: its context's sub")
 }
@@ -180,25 +184,31 @@ func (c *callerFlags) resolve() (principal string, anonymous bool, err error) {
 			case c.jwtAZP != "":
 				claim, value = "azp", c.jwtAZP
 			}
-			return idemhttp.JWTPrincipal(c.jwtIssuer, claim, value), nil
+			return idemprincipal.JWT(c.jwtIssuer, claim, value), nil
 		}},
 		{"-iam-*", c.iamARN != "" || c.iamAccount != "" || c.iamCaller != "", func() (string, error) {
 			switch {
 			case c.iamARN != "" && c.iamAccount == "" && c.iamCaller == "":
-				return idemhttp.IAMPrincipal(c.iamARN), nil
+				return idemprincipal.IAM(c.iamARN), nil
 			case c.iamARN == "" && c.iamAccount != "" && c.iamCaller != "":
-				return idemhttp.IAMCallerPrincipal(c.iamAccount, c.iamCaller), nil
+				return idemprincipal.IAMCaller(c.iamAccount, c.iamCaller), nil
 			}
 			return "", errors.New("give -iam-arn, or -iam-account with -iam-caller")
+		}},
+		{"-cognito-identity-*", c.cognitoPool != "" || c.cognitoID != "", func() (string, error) {
+			if c.cognitoPool == "" || c.cognitoID == "" {
+				return "", errors.New("give -cognito-identity-pool with -cognito-identity-id")
+			}
+			return idemprincipal.CognitoIdentity(c.cognitoPool, c.cognitoID), nil
 		}},
 		{"-lambda-*", c.lambdaPrincipalID != "" || c.lambdaSub != "", func() (string, error) {
 			if err := one("-lambda-principal-id and -lambda-sub", c.lambdaPrincipalID, c.lambdaSub); err != nil {
 				return "", err
 			}
 			if c.lambdaPrincipalID != "" {
-				return idemhttp.LambdaPrincipal("principalId", c.lambdaPrincipalID), nil
+				return idemprincipal.Lambda("principalId", c.lambdaPrincipalID), nil
 			}
-			return idemhttp.LambdaPrincipal("sub", c.lambdaSub), nil
+			return idemprincipal.Lambda("sub", c.lambdaSub), nil
 		}},
 	}
 	var given []way
@@ -208,7 +218,7 @@ func (c *callerFlags) resolve() (principal string, anonymous bool, err error) {
 		}
 	}
 	if len(given) != 1 {
-		return "", false, errors.New("name the caller one way: -jwt-issuer with -jwt-sub (or -jwt-client-id, -jwt-azp), -iam-arn, -iam-account with -iam-caller, -lambda-principal-id, -lambda-sub, -anonymous, or -principal as the library spells it\n" + usage)
+		return "", false, errors.New("name the caller one way: -jwt-issuer with -jwt-sub (or -jwt-client-id, -jwt-azp), -iam-arn, -iam-account with -iam-caller, -cognito-identity-pool with -cognito-identity-id, -lambda-principal-id, -lambda-sub, -anonymous, or -principal as the library spells it\n" + usage)
 	}
 	principal, err = given[0].spell()
 	if err != nil {

@@ -7,10 +7,11 @@
 //	idemctl principal CALLER
 //
 // CALLER names the key's caller as the operator knows it, and idemctl
-// spells it as the way in did (pkg/idem/idemhttp's PrincipalV2):
+// spells it as the ways in did (pkg/idem/idemprincipal):
 // -jwt-issuer ISS with -jwt-sub, -jwt-client-id or -jwt-azp (a JWT
 // authorizer's caller); -iam-arn ARN, or -iam-account and -iam-caller
-// (an IAM caller); -lambda-principal-id or -lambda-sub (a Lambda
+// (an IAM caller); -cognito-identity-pool and -cognito-identity-id (a
+// Cognito identity pool's); -lambda-principal-id or -lambda-sub (a Lambda
 // authorizer's); -anonymous (the anonymous scope); or -principal P,
 // spelled exactly as the library stores it. `principal` prints the
 // spelling.

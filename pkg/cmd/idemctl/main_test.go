@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
-	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
@@ -53,10 +53,10 @@ func TestIdemctlAgainstTheEmbeddedStore(t *testing.T) {
 	must.NoError(t, idemtable.Create(ctx, db, "app", layout))
 	store, err := idem.NewStore(db, "app", idem.WithLayout(layout))
 	must.NoError(t, err)
-	sc, err := idem.NewScope("POST /orders", idemhttp.JWTPrincipal("https://auth.example.com/", "sub", "user-1"), "k-1")
+	sc, err := idem.NewScope("POST /orders", idemprincipal.JWT("https://auth.example.com/", "sub", "user-1"), "k-1")
 	must.NoError(t, err)
 	_, err = store.Run(ctx, sc, "fp-1", func(context.Context) (idem.Response, error) {
-		return idem.Response{Meta: map[string]string{":status": "201"}}, nil
+		return idem.Response{Status: 201}, nil
 	})
 	must.NoError(t, err)
 
@@ -113,7 +113,7 @@ func TestIdemctlAgainstTheEmbeddedStore(t *testing.T) {
 		code, stdout, stderr = cli(append(live, "-force")...)
 		check.Equal(t, 0, code, stderr)
 		check.Contains(t, stdout, `"IN_PROGRESS"`)
-		return idem.Response{Meta: map[string]string{":status": "200"}}, nil
+		return idem.Response{Status: 200}, nil
 	})
 	must.ErrorIs(t, err, idem.ErrLeaseLost, "the evicted holder's completion is fenced out")
 	check.Equal(t, idem.OutcomeNotRecorded, claim.Outcome, "its effect ran; its completion did not land")
@@ -151,12 +151,13 @@ func TestIdemctlPrincipal(t *testing.T) {
 	for want, args := range map[string][]string{
 		`jwt:"https://auth.example.com/":sub="248289761001"`: {"-jwt-issuer", "https://auth.example.com/", "-jwt-sub", "248289761001"},
 		`jwt:"https://auth.example.com/":client_id="svc"`:    {"-jwt-issuer", "https://auth.example.com/", "-jwt-client-id", "svc"},
-		`jwt:"i":azp="app"`:                        {"-jwt-issuer", "i", "-jwt-azp", "app"},
-		`iam:arn:aws:iam::123456789012:user/alice`: {"-iam-arn", "arn:aws:iam::123456789012:user/alice"},
-		`iam-caller:123456789012:AIDAEXAMPLE`:      {"-iam-account", "123456789012", "-iam-caller", "AIDAEXAMPLE"},
-		`lambda:principalId="user-42"`:             {"-lambda-principal-id", "user-42"},
-		`lambda:sub="user-43"`:                     {"-lambda-sub", "user-43"},
-		`anonymous`:                                {"-principal", "anonymous"},
+		`jwt:"i":azp="app"`:                                 {"-jwt-issuer", "i", "-jwt-azp", "app"},
+		`iam:arn:aws:iam::123456789012:user/alice`:          {"-iam-arn", "arn:aws:iam::123456789012:user/alice"},
+		`iam-caller:123456789012:AIDAEXAMPLE`:               {"-iam-account", "123456789012", "-iam-caller", "AIDAEXAMPLE"},
+		`cognito-identity:"eu-west-1:pool":"eu-west-1:ada"`: {"-cognito-identity-pool", "eu-west-1:pool", "-cognito-identity-id", "eu-west-1:ada"},
+		`lambda:principalId="user-42"`:                      {"-lambda-principal-id", "user-42"},
+		`lambda:sub="user-43"`:                              {"-lambda-sub", "user-43"},
+		`anonymous`:                                         {"-principal", "anonymous"},
 	} {
 		code, stdout, stderr := cli(append([]string{"principal"}, args...)...)
 		must.Equal(t, 0, code, stderr)

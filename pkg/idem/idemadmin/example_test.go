@@ -8,7 +8,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemadmin"
-	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
@@ -30,9 +30,9 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	scope, _ := idem.NewScope("POST /emails", idemhttp.JWTPrincipal("https://auth.example.com/", "sub", "user-1"), "k-1")
+	scope, _ := idem.NewScope("POST /emails", idemprincipal.JWT("https://auth.example.com/", "sub", "user-1"), "k-1")
 	_, _ = store.Run(ctx, scope, "fp", func(context.Context) (idem.Response, error) {
-		return idem.Response{Meta: map[string]string{":status": "202"}}, nil
+		return idem.Response{Status: 202}, nil
 	})
 
 	table := idemadmin.Table{DB: db, Name: "idempotency", Layout: layout}

@@ -32,7 +32,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -105,8 +104,9 @@ type Record struct {
 	// had not when the record was read.
 	LeaseExpiresAt time.Time `json:"lease_expires_at,omitzero"`
 	LeaseLive      bool      `json:"lease_live"`
-	// ResponseStatus is the stored response's HTTP status, once COMPLETED,
-	// for a response idemhttp stored (or any record of format 1).
+	// ResponseStatus is the stored response's status (idem.Response's: an
+	// HTTP status for a response idemhttp stored, else the caller's own
+	// code), once COMPLETED; 0, and left out of the JSON, when it has none.
 	ResponseStatus int `json:"response_status,omitempty"`
 	// Format is the format of the stored response, once COMPLETED: 1 for
 	// records written before format 2 (pkg/idem's documentation).
@@ -301,9 +301,7 @@ func (t Table) decode(l idemtable.Layout, scope idem.Scope, item map[string]type
 	if !rec.LeaseExpiresAt.IsZero() {
 		r.LeaseExpiresAt = rec.LeaseExpiresAt.UTC()
 	}
-	if status, err := strconv.Atoi(rec.Meta[record.MetaStatus]); err == nil {
-		r.ResponseStatus = status
-	}
+	r.ResponseStatus = rec.Result.Status
 	r.Expired = rec.Expired(now)
 	r.LeaseLive = r.Status == record.StatusInProgress && !r.Expired && r.LeaseExpiresAt.UnixMilli() >= now.UnixMilli()
 	return r, nil

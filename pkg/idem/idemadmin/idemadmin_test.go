@@ -2,6 +2,7 @@ package idemadmin_test
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func eachLayout(t *testing.T, f func(t *testing.T, tbl idemadmin.Table, store *i
 
 func ok(status int) func(context.Context) (idem.Response, error) {
 	return func(context.Context) (idem.Response, error) {
-		return idem.Response{Meta: map[string]string{":status": strconv.Itoa(status)}}, nil
+		return idem.Response{Status: status}, nil
 	}
 }
 
@@ -71,6 +72,23 @@ func TestLookup(t *testing.T) {
 		check.False(t, rec.CreatedAt.IsZero())
 		check.False(t, rec.CompletedAt.IsZero())
 		check.WithinDuration(t, time.Now().Add(24*time.Hour), rec.ExpiresAt, time.Minute)
+
+		// A caller's own status (not HTTP), and none: Do stores a value.
+		own, _ := idem.NewScope("invoice", "billing", "k-2")
+		_, err = store.Run(ctx, own, "fp", ok(7))
+		must.NoError(t, err)
+		rec, err = tbl.Lookup(ctx, own)
+		must.NoError(t, err)
+		check.Equal(t, 7, rec.ResponseStatus)
+		none, _ := idem.NewScope("invoice", "billing", "k-3")
+		_, _, err = idem.Do(ctx, store, none, "fp", func(context.Context) (int, error) { return 1, nil })
+		must.NoError(t, err)
+		rec, err = tbl.Lookup(ctx, none)
+		must.NoError(t, err)
+		check.Zero(t, rec.ResponseStatus, "a value has no status, and none is made up")
+		out, err := json.Marshal(rec)
+		must.NoError(t, err)
+		check.NotContains(t, string(out), "response_status")
 	})
 }
 
@@ -94,7 +112,7 @@ func TestEvictACompletedKeyRunsAgain(t *testing.T) {
 		res, err = store.Run(ctx, sc, "another payload, even", ok(202))
 		must.NoError(t, err)
 		check.Equal(t, idem.OutcomeExecuted, res.Outcome, "the key runs again")
-		check.Equal(t, "202", res.Response.Meta[":status"])
+		check.Equal(t, 202, res.Response.Status)
 
 		_, err = tbl.Evict(ctx, mustScope(t, "absent"), idemadmin.EvictOptions{})
 		must.ErrorIs(t, err, idemadmin.ErrNotFound)
@@ -130,7 +148,7 @@ func TestEvictALiveHolder(t *testing.T) {
 			second, err := store.Run(ctx, sc, "fp", ok(201))
 			must.NoError(t, err)
 			check.Equal(t, idem.OutcomeExecuted, second.Outcome, "a new claim wins at once")
-			return idem.Effect{Response: idem.Response{Meta: map[string]string{":status": "200"}}, Writes: []types.TransactWriteItem{}}, nil
+			return idem.Effect{Response: idem.Response{Status: 200}, Writes: []types.TransactWriteItem{}}, nil
 		})
 		must.ErrorIs(t, err, idem.ErrLeaseLost, "the old holder's completion is fenced out")
 		check.Equal(t, idem.OutcomeLeaseLost, res.Outcome)
@@ -144,7 +162,7 @@ func TestEvictALiveHolder(t *testing.T) {
 		_, err = store.Run(ctx, sc, "fp", func(ctx context.Context) (idem.Response, error) {
 			_, err := tbl.Evict(ctx, sc, idemadmin.EvictOptions{Force: true})
 			must.NoError(t, err)
-			return idem.Response{Meta: map[string]string{":status": "200"}}, nil
+			return idem.Response{Status: 200}, nil
 		})
 		must.ErrorIs(t, err, idem.ErrLeaseLost)
 		must.ErrorIs(t, err, idem.ErrNotRecorded)

@@ -21,7 +21,7 @@ import (
 func createProduct(id string) func(context.Context) (idem.Effect, error) {
 	return func(context.Context) (idem.Effect, error) {
 		return idem.Effect{
-			Response: idem.Response{Meta: map[string]string{":status": "201"}},
+			Response: idem.Response{Status: 201},
 			Writes: []types.TransactWriteItem{{Put: &types.Put{
 				TableName:           aws.String("products"),
 				Item:                map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: id}},

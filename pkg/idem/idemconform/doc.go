@@ -98,7 +98,7 @@
 // whose completion did not land, in an environment that did not stop,
 // must be answered as done, never with Redeliver (Run and Do: the
 // effect's response with idem.ErrNotRecorded; HTTP: the effect's 201;
-// idemevent: no error; idemsqs.Run: no batch item failure). An effect reported not recorded
+// idemevent: no error; idemsqs.Consumer.Run: no batch item failure). An effect reported not recorded
 // is legitimate only in the completion-refused cells; a cell whose fault
 // never showed fails.
 //

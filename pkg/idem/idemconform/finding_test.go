@@ -19,7 +19,7 @@ import (
 // A batch that carries one key twice, another payload first and then the
 // payload the key was completed with, answers the second as a replay:
 // its payload is the key's. (Found by the ExecuteBatch and
-// idemsqs.Transact cells: a message redelivered behind a key-reuse
+// idemsqs.Consumer.Transact cells: a message redelivered behind a key-reuse
 // message of its key is answered key reuse on every receive and
 // dead-lettered, though idemsqs promises a message fails only for its
 // own sake.)
@@ -61,15 +61,18 @@ func TestBatchAnswersADuplicateBehindAnotherPayload(t *testing.T) {
 		for _, x := range []*actor{other, a} {
 			ev.Records = append(ev.Records, events.SQSMessage{MessageId: x.msgID(), Body: string(x.req.Body())})
 		}
-		resp, results := idemsqs.Transact(ctx, s, ev, operation,
-			func(m events.SQSMessage) (idemsqs.Entry[Payload], error) {
-				msg, err := ParseMessage([]byte(m.Body))
-				return idemsqs.Entry[Payload]{Principal: msg.Principal, Key: msg.Key, Value: msg.Payload()}, err
-			},
-			func([]Payload, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, nil })
+		consumer, err := idemsqs.New(s, operation, func(m events.SQSMessage) (idemsqs.Entry[Payload], error) {
+			msg, err := ParseMessage([]byte(m.Body))
+			return idemsqs.Entry[Payload]{Principal: msg.Principal, Key: msg.Key, Value: msg.Payload()}, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, results := consumer.Transact(ctx, ev, func([]Payload, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, nil })
+
 		for _, f := range resp.BatchItemFailures {
 			if f.ItemIdentifier == a.msgID() {
-				t.Errorf("idemsqs.Transact: the message with the key's own payload is a batch item failure (%s %v), so the queue redelivers it behind the other one until it is dead-lettered", results[1].Outcome, results[1].Err)
+				t.Errorf("idemsqs.Consumer.Transact: the message with the key's own payload is a batch item failure (%s %v), so the queue redelivers it behind the other one until it is dead-lettered", results[1].Outcome, results[1].Err)
 			}
 		}
 	})

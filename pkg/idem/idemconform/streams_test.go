@@ -40,14 +40,12 @@ func deliverStream(kind streamKind, transact bool) func(context.Context, *idemco
 			m, err := seq.decode(id, []byte(body))
 			return idemstream.Entry[value]{Principal: m.Principal, Key: m.Key, Value: valueOf(m)}, err
 		}
-		way := idemstream.Run(ctx, inv.Store(), operation, func(ctx context.Context, v value) error {
+		effect := func(ctx context.Context, v value) error {
 			return seq.effect(ctx, v.message().Payload())
-		})
-		if transact {
-			way = idemstream.Transact(ctx, inv.Store(), operation, func([]value, []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
-				// One record a transaction, in order: the one decoded last.
-				return inv.BatchWrites(ctx, []*idemconform.Execution{inv.Begin(seq.current)})
-			})
+		}
+		shared := func([]value, []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
+			// One record a transaction, in order: the one decoded last.
+			return inv.BatchWrites(ctx, []*idemconform.Execution{inv.Begin(seq.current)})
 		}
 		reqs := inv.Requests()
 		var failed []string
@@ -61,10 +59,18 @@ func deliverStream(kind streamKind, transact bool) func(context.Context, *idemco
 					Kinesis:        events.KinesisRecord{SequenceNumber: r.ID(), Data: r.Body()},
 				})
 			}
-			var resp events.KinesisEventResponse
-			resp, results = idemstream.Kinesis(ev, func(r events.KinesisEventRecord) (idemstream.Entry[value], error) {
+			consumer, err := idemstream.NewKinesis(inv.Store(), operation, func(r events.KinesisEventRecord) (idemstream.Entry[value], error) {
 				return decode(r.Kinesis.SequenceNumber, string(r.Kinesis.Data))
-			}, way)
+			})
+			if err != nil {
+				return []idemconform.Answer{unclassified("idemstream.NewKinesis: " + err.Error())}
+			}
+			var resp events.KinesisEventResponse
+			if transact {
+				resp, results = consumer.Transact(ctx, ev, shared)
+			} else {
+				resp, results = consumer.Run(ctx, ev, effect)
+			}
 			for _, f := range resp.BatchItemFailures {
 				failed = append(failed, f.ItemIdentifier)
 			}
@@ -78,10 +84,18 @@ func deliverStream(kind streamKind, transact bool) func(context.Context, *idemco
 					}},
 				})
 			}
-			var resp events.DynamoDBEventResponse
-			resp, results = idemstream.DynamoDB(ev, func(r events.DynamoDBEventRecord) (idemstream.Entry[value], error) {
+			consumer, err := idemstream.NewDynamoDB(inv.Store(), operation, func(r events.DynamoDBEventRecord) (idemstream.Entry[value], error) {
 				return decode(r.Change.SequenceNumber, r.Change.NewImage["body"].String())
-			}, way)
+			})
+			if err != nil {
+				return []idemconform.Answer{unclassified("idemstream.NewDynamoDB: " + err.Error())}
+			}
+			var resp events.DynamoDBEventResponse
+			if transact {
+				resp, results = consumer.Transact(ctx, ev, shared)
+			} else {
+				resp, results = consumer.Run(ctx, ev, effect)
+			}
 			for _, f := range resp.BatchItemFailures {
 				failed = append(failed, f.ItemIdentifier)
 			}

@@ -143,12 +143,12 @@ func holdAndDie(t *testing.T, s *idem.Store, sc idem.Scope, deadline time.Durati
 	_, _ = s.Run(ctx, sc, "fp", func(context.Context) (idem.Response, error) { panic(died{}) })
 }
 
-// created is the metadata of a 201 as idemhttp stores it.
-var created = map[string]string{":status": "201"}
+// created is a 201's status.
+const created = 201
 
 // ran answers with the time it ran at.
 func ran(context.Context) (idem.Response, error) {
-	return idem.Response{Meta: created, Body: []byte(time.Now().Format(time.RFC3339Nano))}, nil
+	return idem.Response{Status: created, Body: []byte(time.Now().Format(time.RFC3339Nano))}, nil
 }
 
 // A dead holder's key is in flight until its lease ends, at the deadline
@@ -496,7 +496,7 @@ func TestTakeoverByAnotherPayloadIsKeyReuse(t *testing.T) {
 	effect := func(ran *int) func(context.Context) (idem.Effect, error) {
 		return func(context.Context) (idem.Effect, error) {
 			*ran++
-			return idem.Effect{Response: idem.Response{Meta: created}}, nil
+			return idem.Effect{Response: idem.Response{Status: created}}, nil
 		}
 	}
 	for _, tc := range []struct {
@@ -521,7 +521,7 @@ func TestTakeoverByAnotherPayloadIsKeyReuse(t *testing.T) {
 			return res.Outcome, err
 		}, idem.OutcomeExecuted, true},
 		{"ExecuteBatch", func(s *idem.Store, sc idem.Scope, fp string, ran *int) (idem.Outcome, error) {
-			res, err := s.ExecuteBatch(context.Background(), []idem.BatchItem{{Scope: sc, Fingerprint: fp, Response: idem.Response{Meta: created}}},
+			res, err := s.ExecuteBatch(context.Background(), []idem.BatchItem{{Scope: sc, Fingerprint: fp, Response: idem.Response{Status: created}}},
 				func([]int, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { *ran++; return nil, nil })
 			if err != nil {
 				return "", err
@@ -587,8 +587,8 @@ func TestRunAnswersBeforeItsDeadlineWhenItsCompletionIsRefused(t *testing.T) {
 		defer cancel()
 		res, err := s.Run(ctx, sc, "fp", ran)
 		answered := time.Since(start)
-		if !errors.Is(err, idem.ErrNotRecorded) || res.Outcome != idem.OutcomeNotRecorded || res.Response.Meta[":status"] != "201" {
-			t.Fatalf("a completion refused on every attempt: %s %s, %v; want not recorded, with the effect's response", res.Outcome, res.Response.Meta[":status"], err)
+		if !errors.Is(err, idem.ErrNotRecorded) || res.Outcome != idem.OutcomeNotRecorded || res.Response.Status != created {
+			t.Fatalf("a completion refused on every attempt: %s %d, %v; want not recorded, with the effect's response", res.Outcome, res.Response.Status, err)
 		}
 		if answered > deadline-margin {
 			t.Errorf("answered %v after the call, past its deadline (%v) less the margin: a Lambda invocation would have timed out, and its source would deliver it again", answered, deadline)

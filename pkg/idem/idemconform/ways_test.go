@@ -154,26 +154,25 @@ func deliverExecuteBatch(ctx context.Context, inv *idemconform.Invocation) []ide
 
 // middleware is the adopter's configuration of idemhttp: the caller's
 // tenant, which some callers' credentials do not carry ("").
-func middleware(inv *idemconform.Invocation) *idemhttp.Middleware {
-	return &idemhttp.Middleware{
-		Store:     inv.Store(),
-		Operation: operation,
-		PrincipalV2: func(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
+func middleware(inv *idemconform.Invocation) (*idemhttp.Middleware, error) {
+	return idemhttp.New(inv.Store(),
+		idemhttp.WithOperation(operation),
+		idemhttp.WithPrincipalV2(func(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
 			p, _ := rc.Authorizer.Lambda["tenant"].(string)
 			return p, nil
-		},
-		PrincipalV1: func(rc events.APIGatewayProxyRequestContext) (string, error) {
+		}),
+		idemhttp.WithPrincipalV1(func(rc events.APIGatewayProxyRequestContext) (string, error) {
 			p, _ := rc.Authorizer["principalId"].(string)
 			return p, nil
-		},
-		PrincipalALB: func(req events.ALBTargetGroupRequest) (string, error) {
+		}),
+		idemhttp.WithPrincipalALB(func(req events.ALBTargetGroupRequest) (string, error) {
 			if vs := req.MultiValueHeaders["x-tenant"]; len(vs) == 1 {
 				return vs[0], nil
 			}
 			return "", nil
-		},
-		Principal: func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil },
-	}
+		}),
+		idemhttp.WithPrincipal(func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil }),
+	)
 }
 
 // headers flattens a Lambda response's headers, single and multi-value.
@@ -201,7 +200,11 @@ func flat(h http.Header) map[string]string {
 }
 
 func deliverAPIGatewayV2(ctx context.Context, inv *idemconform.Invocation, r *idemconform.Request) idemconform.Answer {
-	h := middleware(inv).APIGatewayV2(func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	mw, err := middleware(inv)
+	if err != nil {
+		return unclassified("idemhttp.New: " + err.Error())
+	}
+	h := mw.APIGatewayV2(func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		status, hdr, body := inv.Handle(ctx, r)
 		return events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: flat(hdr), Body: string(body)}, nil
 	})
@@ -224,7 +227,11 @@ func deliverAPIGatewayV2(ctx context.Context, inv *idemconform.Invocation, r *id
 // deliverAPIGatewayV1 is a REST API's request (payload 1.0) whose Lambda
 // authorizer names the tenant.
 func deliverAPIGatewayV1(ctx context.Context, inv *idemconform.Invocation, r *idemconform.Request) idemconform.Answer {
-	h := middleware(inv).APIGatewayV1(func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	mw, err := middleware(inv)
+	if err != nil {
+		return unclassified("idemhttp.New: " + err.Error())
+	}
+	h := mw.APIGatewayV1(func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		status, hdr, body := inv.Handle(ctx, r)
 		return events.APIGatewayProxyResponse{StatusCode: status, MultiValueHeaders: hdr, Body: string(body)}, nil
 	})
@@ -245,7 +252,11 @@ func deliverAPIGatewayV1(ctx context.Context, inv *idemconform.Invocation, r *id
 // multi-value headers mode, the tenant in a header the adopter's
 // principal function trusts.
 func deliverALB(ctx context.Context, inv *idemconform.Invocation, r *idemconform.Request) idemconform.Answer {
-	h := middleware(inv).ALB(func(ctx context.Context, req events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+	mw, err := middleware(inv)
+	if err != nil {
+		return unclassified("idemhttp.New: " + err.Error())
+	}
+	h := mw.ALB(func(ctx context.Context, req events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		status, hdr, body := inv.Handle(ctx, r)
 		return events.ALBTargetGroupResponse{StatusCode: status, MultiValueHeaders: hdr, Body: string(body)}, nil
 	})
@@ -277,7 +288,11 @@ func unclassified(detail string) idemconform.Answer {
 }
 
 func deliverHandler(ctx context.Context, inv *idemconform.Invocation, r *idemconform.Request) idemconform.Answer {
-	h := middleware(inv).Handler(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+	mw, err := middleware(inv)
+	if err != nil {
+		return unclassified("idemhttp.New: " + err.Error())
+	}
+	h := mw.Handler(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
 		status, hdr, body := inv.Handle(req.Context(), r)
 		for k, vs := range hdr {
 			rw.Header()[k] = vs
@@ -303,12 +318,9 @@ type event struct {
 }
 
 func deliverEvent(ctx context.Context, inv *idemconform.Invocation, r *idemconform.Request) idemconform.Answer {
-	h, err := idemevent.Wrap(inv.Store(), idemevent.Config[event]{
-		Operation: operation,
-		Key:       func(e event) (string, error) { return e.Key, nil },
-		Principal: func(e event) (string, error) { return e.Principal, nil },
+	h, err := idemevent.Wrap(inv.Store(), operation, func(e event) (idemevent.Entry, error) {
 		// What the event asks for, not its delivery's metadata.
-		Fingerprint: func(e event) (string, error) { return fingerprint(e.Payload()), nil },
+		return idemevent.Entry{Principal: e.Principal, Key: e.Key, Value: e.Payload()}, nil
 	}, func(ctx context.Context, _ event) (idemconform.Reply, error) {
 		return inv.Effect(ctx, r)
 	})
@@ -374,16 +386,18 @@ func (s *sequential) effect(ctx context.Context, _ idemconform.Payload) error {
 
 func deliverSQSRun(ctx context.Context, inv *idemconform.Invocation) []idemconform.Answer {
 	seq := &sequential{inv: inv}
-	resp, results := idemsqs.Run(ctx, inv.Store(), sqsEvent(inv.Requests()), operation,
-		func(m events.SQSMessage) (idemsqs.Entry[idemconform.Payload], error) {
-			msg, err := seq.decode(m.MessageId, []byte(m.Body))
-			return idemsqs.Entry[idemconform.Payload]{Principal: msg.Principal, Key: msg.Key, Value: msg.Payload()}, err
-		},
-		seq.effect)
+	consumer, err := idemsqs.New(inv.Store(), operation, func(m events.SQSMessage) (idemsqs.Entry[idemconform.Payload], error) {
+		msg, err := seq.decode(m.MessageId, []byte(m.Body))
+		return idemsqs.Entry[idemconform.Payload]{Principal: msg.Principal, Key: msg.Key, Value: msg.Payload()}, err
+	})
+	if err != nil {
+		return []idemconform.Answer{unclassified("idemsqs.New: " + err.Error())}
+	}
+	resp, results := consumer.Run(ctx, sqsEvent(inv.Requests()), seq.effect)
 	return sqsAnswers(inv.Requests(), resp, results)
 }
 
-// value is what a message asks for, as idemsqs.Transact's shared writes
+// value is what a message asks for, as Consumer.Transact's shared writes
 // need it: the effect is per caller and key.
 type value struct {
 	Caller  string `json:"caller"`
@@ -400,11 +414,14 @@ func (v value) message() idemconform.Message {
 }
 
 func deliverSQSTransact(ctx context.Context, inv *idemconform.Invocation) []idemconform.Answer {
-	resp, results := idemsqs.Transact(ctx, inv.Store(), sqsEvent(inv.Requests()), operation,
-		func(m events.SQSMessage) (idemsqs.Entry[value], error) {
-			msg, err := idemconform.ParseMessage([]byte(m.Body))
-			return idemsqs.Entry[value]{Principal: msg.Principal, Key: msg.Key, Value: valueOf(msg)}, err
-		},
+	consumer, err := idemsqs.New(inv.Store(), operation, func(m events.SQSMessage) (idemsqs.Entry[value], error) {
+		msg, err := idemconform.ParseMessage([]byte(m.Body))
+		return idemsqs.Entry[value]{Principal: msg.Principal, Key: msg.Key, Value: valueOf(msg)}, err
+	})
+	if err != nil {
+		return []idemconform.Answer{unclassified("idemsqs.New: " + err.Error())}
+	}
+	resp, results := consumer.Transact(ctx, sqsEvent(inv.Requests()),
 		func(values []value, _ []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 			exs := make([]*idemconform.Execution, len(values))
 			for i, v := range values {
@@ -412,5 +429,6 @@ func deliverSQSTransact(ctx context.Context, inv *idemconform.Invocation) []idem
 			}
 			return inv.BatchWrites(ctx, exs)
 		})
+
 	return sqsAnswers(inv.Requests(), resp, results)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
 
 // The timings of every cell, in fake time.
@@ -265,11 +266,13 @@ func (w *world) newEnv(id int) *env {
 	opts := []idem.Option{
 		idem.WithLayout(w.layout),
 		idem.WithLease(noDeadlineLease, leaseMargin),
-		idem.WithOutcomeHook(func(ctx context.Context, _ idem.Scope, o idem.Outcome, err error) {
+		// The store's trace reports each call's outcome: a success the
+		// way in answered may be one the store could not record.
+		idem.WithTrace(&idemtrace.Trace{CallDone: func(ctx context.Context, i idemtrace.CallDoneInfo) {
 			if c := callOf(ctx); c != nil {
-				c.hooked(o, err)
+				c.done(idem.Outcome(i.Outcome), i.Err)
 			}
-		}),
+		}}),
 	}
 	switch w.cell.mode {
 	case "wait":
@@ -365,11 +368,12 @@ type call struct {
 	execs map[*actor]*execution
 	// last is the execution whose completion comes next.
 	last *execution
-	// hook is the store's outcome hook's last report in this call.
-	hook *hook
+	// reported is the last outcome the store's trace reported in this
+	// call (its CallDone).
+	reported *reported
 }
 
-type hook struct {
+type reported struct {
 	outcome idem.Outcome
 	err     error
 }
@@ -381,10 +385,10 @@ func callOf(ctx context.Context) *call {
 	return c
 }
 
-func (c *call) hooked(o idem.Outcome, err error) {
+func (c *call) done(o idem.Outcome, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.hook = &hook{o, err}
+	c.reported = &reported{o, err}
 }
 
 // candidate is the answer of a's execution in c, if it produced one.
@@ -503,14 +507,14 @@ func (w *world) invoke(e *env, actors []*actor, sweep bool) []outcome {
 }
 
 // outcomeOf reads a way's answer. A single request's success whose
-// completion the store reported not recorded (its outcome hook) is
+// completion the store reported not recorded (its trace's CallDone) is
 // NotRecorded: the source was told the effect's answer, which the store
 // does not hold.
 func (w *world) outcomeOf(c *call, ans Answer, single bool) outcome {
 	out := outcome{class: ans.Class, answer: ans.Body, detail: ans.Detail, retryAfter: ans.RetryAfter, checkpoint: ans.Checkpoint, untried: ans.Untried}
 	if out.class == OK && single {
 		c.mu.Lock()
-		h := c.hook
+		h := c.reported
 		c.mu.Unlock()
 		if h != nil && errors.Is(h.err, idem.ErrNotRecorded) {
 			out.class, ans.Err, out.detail = NotRecorded, h.err, h.err.Error()

@@ -43,27 +43,23 @@ type invoice struct {
 
 // An EventBridge rule's target: the key is the order id in the event's
 // detail, which a producer's PutEvents retry carries again under a new
-// event id and time, so the fingerprint is the detail's, not the whole
-// event's. The principal is the event's source.
+// event id and time, so the entry's Value (the fingerprint) is the
+// detail, not the whole event. The principal is the event's source.
 func ExampleWrap_eventBridge() {
 	store, stop := localStore()
 	defer stop()
 	issued := 0
-	handler, err := idemevent.Wrap(store, idemevent.Config[events.EventBridgeEvent]{
-		Operation: "invoices.issue",
-		Key: func(e events.EventBridgeEvent) (string, error) {
-			var d orderPlaced
-			if err := json.Unmarshal(e.Detail, &d); err != nil {
-				return "", err
-			}
-			if d.OrderID == "" {
-				return "", fmt.Errorf("%w: detail.order_id", idemevent.ErrNoKey)
-			}
-			return d.OrderID, nil
-		},
-		Principal:   func(e events.EventBridgeEvent) (string, error) { return e.Source, nil },
-		Fingerprint: func(e events.EventBridgeEvent) (string, error) { return idem.Fingerprint(e.Detail) },
-	}, func(ctx context.Context, e events.EventBridgeEvent) (invoice, error) {
+	read := func(e events.EventBridgeEvent) (idemevent.Entry, error) {
+		var d orderPlaced
+		if err := json.Unmarshal(e.Detail, &d); err != nil {
+			return idemevent.Entry{}, err
+		}
+		if d.OrderID == "" {
+			return idemevent.Entry{}, fmt.Errorf("%w: detail.order_id", idemevent.ErrNoKey)
+		}
+		return idemevent.Entry{Principal: e.Source, Key: d.OrderID, Value: e.Detail}, nil
+	}
+	handler, err := idemevent.Wrap(store, "invoices.issue", read, func(ctx context.Context, e events.EventBridgeEvent) (invoice, error) {
 		var d orderPlaced
 		if err := json.Unmarshal(e.Detail, &d); err != nil {
 			return invoice{}, err
@@ -122,16 +118,10 @@ func ExampleWrap_directInvocation() {
 	store, stop := localStore()
 	defer stop()
 	refunds := 0
-	handler, err := idemevent.Wrap(store, idemevent.Config[refundRequest]{
-		Operation: "refunds.create",
-		Key: func(r refundRequest) (string, error) {
-			if r.RequestID == "" {
-				return "", fmt.Errorf("%w: request_id", idemevent.ErrNoKey)
-			}
-			return r.RequestID, nil
-		},
-		Principal: func(refundRequest) (string, error) { return "billing-service", nil },
-	}, func(ctx context.Context, r refundRequest) (refund, error) {
+	read := func(r refundRequest) (idemevent.Entry, error) {
+		return idemevent.Entry{Principal: "billing-service", Key: r.RequestID}, nil // no id: ErrNoKey
+	}
+	handler, err := idemevent.Wrap(store, "refunds.create", read, func(ctx context.Context, r refundRequest) (refund, error) {
 		scope, _ := idem.ScopeFrom(ctx) // pass scope.Key to the payment API, if it takes one
 		refunds++
 		return refund{RefundID: "rf_" + scope.Key}, nil
@@ -184,16 +174,13 @@ func ExampleWrap_stepFunctions() {
 	store, stop := localStore()
 	defer stop()
 	reserved := 0
-	handler, err := idemevent.Wrap(store, idemevent.Config[taskInput]{
-		Operation: "stock.reserve",
-		Key: func(in taskInput) (string, error) {
-			if in.Execution == "" || in.State == "" {
-				return "", fmt.Errorf("%w: execution and state", idemevent.ErrNoKey)
-			}
-			return in.Execution + "/" + in.State, nil
-		},
-		Principal: func(in taskInput) (string, error) { return in.StateMachine, nil },
-	}, func(ctx context.Context, in taskInput) (reservation, error) {
+	read := func(in taskInput) (idemevent.Entry, error) {
+		if in.Execution == "" || in.State == "" {
+			return idemevent.Entry{}, fmt.Errorf("%w: execution and state", idemevent.ErrNoKey)
+		}
+		return idemevent.Entry{Principal: in.StateMachine, Key: in.Execution + "/" + in.State}, nil
+	}
+	handler, err := idemevent.Wrap(store, "stock.reserve", read, func(ctx context.Context, in taskInput) (reservation, error) {
 		reserved++
 		return reservation{ReservationID: fmt.Sprintf("res-%d", reserved)}, nil
 	})

@@ -1,32 +1,29 @@
 // Package idemevent makes a typed Lambda handler idempotent for any event
 // type: an EventBridge event, a direct invocation's payload, a Step
-// Functions task's input. The event says which key it is, who sent it and
-// what it asks for, through Go functions of the event that the caller
-// passes in Config; the handler's result is stored as JSON and every
-// later delivery of the same event gets it back without running the
-// handler again.
+// Functions task's input. A function of the event reads its Entry (who
+// sent it, its key, what it asks for); the handler's result is stored as
+// JSON, and every later delivery of the same event gets it back without
+// running the handler again.
 //
-//	handler, err := idemevent.Wrap(store, idemevent.Config[events.EventBridgeEvent]{
-//		Operation: "orders.ship",
-//		Key:       func(e events.EventBridgeEvent) (string, error) { return e.ID, nil },
-//		Principal: func(e events.EventBridgeEvent) (string, error) { return e.Source, nil },
-//	}, ship)
+//	handler, err := idemevent.Wrap(store, "orders.ship",
+//		func(e events.EventBridgeEvent) (idemevent.Entry, error) {
+//			return idemevent.Entry{Principal: e.Source, Key: e.ID, Value: e.Detail}, nil
+//		}, ship)
 //	lambda.Start(handler)
 //
 // The wrapper is built on idem.Do: the key is claimed with one conditional
 // PutItem, the handler runs, and its result completes the key with one
-// fenced UpdateItem. The claim's lease ends at the context's deadline (the
-// Lambda invocation's) plus the store's margin, so a live invocation is
-// never taken over. A handler that returns an error releases the key, so
-// the event's retry runs it again. A handler whose effect happened but
-// whose result could not be recorded (the completion failed past the
-// SDK's retries, or the handler itself returned an error wrapping
-// idem.ErrNotRecorded) answers with its result and a nil error: an error
-// would have the event source retry after the lease and run the effect
-// again. idem.WithOutcomeHook sees it as idem.OutcomeNotRecorded. idem.Do's
-// documentation gives the one window an effect outside DynamoDB leaves
-// open: pass the scope's key (idem.ScopeFrom) to a downstream API that
-// takes one.
+// fenced UpdateItem. The claim's lease ends at the invocation's deadline
+// plus the store's margin, so a live invocation is never taken over. A
+// handler that returns an error releases the key, so the event's retry
+// runs it again. A handler whose effect happened but whose result could
+// not be recorded (the completion failed past the SDK's retries, or the
+// handler returned an error wrapping idem.ErrNotRecorded) answers with its
+// result and a nil error: an error would have the event source retry
+// after the lease and run the effect again (the store's trace sees it as
+// idem.OutcomeNotRecorded). idem.Do's documentation gives the one window
+// an effect outside DynamoDB leaves open: pass the scope's key
+// (idem.ScopeFrom) to a downstream API that takes one.
 //
 // # Answers
 //
@@ -35,137 +32,127 @@
 //     it is: a Lambda error of type "InFlightError", with RetryAfter the
 //     time until the holder's lease ends. Let the event source retry it
 //     (asynchronous invocations and EventBridge do; a Step Functions task
-//     retries it with a Retry on ErrorEquals ["InFlightError"] and an
-//     interval of a few seconds); by then it replays the first one's
-//     result, or runs if the first one failed.
+//     retries it with a Retry on ErrorEquals ["InFlightError"]); by then
+//     it replays the first one's result, or runs if the first one failed.
 //   - The same key with another fingerprint is idem.ErrKeyReuse for as long
-//     as the record lives (the store's retention): a key names one event,
-//     and another event under it is a producer's bug, to be sent to a
-//     dead-letter queue rather than retried. Choose the fingerprint so
-//     that a redelivery has the same one: by default it is the whole
-//     event's, which suits an event delivered again as it was; an event
-//     that its producer may send again with new metadata (an EventBridge
-//     PutEvents retry gets a new id and time) needs a fingerprint of what
-//     it asks for (its detail).
+//     as the record lives: a key names one event, and another event under
+//     it is a producer's bug, for a dead-letter queue rather than a retry.
+//     Choose the Value so that a redelivery has the same one: nil (the
+//     whole event) suits an event delivered again as it was; an event its
+//     producer may send again with new metadata (an EventBridge PutEvents
+//     retry gets a new id and time) needs what it asks for (its detail).
 //   - An event without a key fails with an error wrapping ErrNoKey, or runs
-//     unprotected (Config.RunWithoutKey).
+//     unprotected (WithRunWithoutKey).
 //
-// A key or scope idem.NewScope refuses is idem.ErrInvalidKey. These
-// refusals, and errors of the Key, Principal and Fingerprint functions,
-// come before any store call: idem.WithOutcomeHook sees only the events
-// that reach idem.Do, once each.
+// An entry idem.NewScope refuses (no principal without Anonymous, a key
+// that is not one) is idem.ErrInvalidKey. These refusals, and the read
+// function's errors, come before any store call: the store's trace sees
+// only the events that reach idem.Do, once each.
 package idemevent
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
-	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/batchway"
 )
 
-// ErrNoKey says an event carries no idempotency key. A Config.Key function
-// returns an error wrapping it (an empty key counts as one too); the
-// wrapper then fails with it, or runs the handler unprotected if
-// Config.RunWithoutKey is set.
+// ErrNoKey says an event carries no idempotency key: a read function
+// returns an error wrapping it, or an Entry whose Key is "". The wrapper
+// then fails with it, or runs the handler unprotected
+// (WithRunWithoutKey).
 var ErrNoKey = errors.New("idemevent: event carries no idempotency key")
 
-// Config says how to find an event's scope and fingerprint.
-type Config[E any] struct {
-	// Operation names what the handler does, such as "orders.ship": the
-	// first part of every scope, so two handlers sharing a table and a key
-	// never share a record. Required.
-	Operation string
-	// Key returns the event's idempotency key: an id its producer gives it
-	// once (an EventBridge event id, a request id in a direct invocation's
-	// payload, an execution and state name in a Step Functions task's
-	// input), never one its delivery makes up. An error wrapping ErrNoKey,
-	// or "", says the event has none. Required.
-	Key func(E) (string, error)
-	// Principal returns who sent the event: the EventBridge source, the
-	// calling service, the state machine's ARN. Two principals never share
-	// a record, so one sender can neither replay nor use up another's
-	// keys. Required, with no default: a sender that may share a scope
-	// with every other says so by returning a fixed name. An empty
-	// principal is an error, unless AllowAnonymous is set.
-	Principal func(E) (string, error)
-	// AllowAnonymous puts the events whose Principal returns "" in the
-	// one anonymous scope of Operation (idem.NewAnonymousScope) rather
-	// than refuse them: for senders that cannot be named and may share
-	// one scope. A name Principal returns, "anonymous" included, is never
-	// that scope.
-	AllowAnonymous bool
-	// Fingerprint returns what the event asks for, so that the same key
-	// with another request is idem.ErrKeyReuse. Optional: the default is
-	// idem.Fingerprint of the whole event (see the package documentation
-	// for when that is not right).
-	Fingerprint func(E) (string, error)
-	// RunWithoutKey runs the handler unprotected (at least once, as
-	// without this package) for an event whose Key reports ErrNoKey. By
-	// default such an event fails with the error.
-	RunWithoutKey bool
+// Entry is what an event says of its idempotency, as idemsqs.Entry is a
+// message's.
+type Entry struct {
+	// Principal names who sent the event (the EventBridge source, the
+	// calling service, the state machine's ARN): another principal is
+	// another scope. Empty is refused, unless Anonymous is set.
+	Principal string
+	// Anonymous puts the event in the one anonymous scope of the
+	// operation (idem.NewAnonymousScope), for senders that cannot be named
+	// and may share one scope; Principal must then be empty.
+	Anonymous bool
+	// Key is the id its producer gave the event once (an EventBridge
+	// event id, a request id in a direct invocation's payload, an
+	// execution and state name), never one its delivery makes up.
+	Key string
+	// Value is what the event asks for: its JSON is the fingerprint; nil
+	// means the whole event.
+	Value any
 }
 
-// Wrap returns handler made idempotent on store: per scope (Operation,
-// Principal and Key of the event) and fingerprint, the handler runs at most
-// once while the key's record lives, and every later delivery gets the
-// first one's result, decoded from its JSON (R must survive a JSON round
-// trip). It returns an error if store, Operation, Key or Principal is
-// missing. The returned function has the shape lambda.Start takes.
-func Wrap[E, R any](store *idem.Store, cfg Config[E], handler func(context.Context, E) (R, error)) (func(context.Context, E) (R, error), error) {
+// Option configures Wrap.
+type Option struct {
+	call          []idem.CallOption
+	runWithoutKey bool
+}
+
+// WithRunWithoutKey runs the handler unprotected (at least once, as
+// without this package) for an event without a key; by default such an
+// event fails with ErrNoKey.
+func WithRunWithoutKey() Option { return Option{runWithoutKey: true} }
+
+// WithRetention is idem.WithRetention for the handler's events
+// (idem.CallRetention): how long a result replays. Wrap refuses one under
+// the store's lease.
+func WithRetention(d time.Duration) Option {
+	return Option{call: []idem.CallOption{idem.CallRetention(d)}}
+}
+
+// Wrap returns handler made idempotent on store: per scope (operation,
+// and the Principal and Key that read reads from the event) and
+// fingerprint, the handler runs at most once while the key's record
+// lives, and every later delivery gets the first one's result, decoded
+// from its JSON (R must survive a JSON round trip). It refuses a missing
+// store, operation, read function or handler, and an option the store
+// cannot honour. The function it returns has the shape lambda.Start
+// takes.
+func Wrap[E, R any](store *idem.Store, operation string, read func(E) (Entry, error), handler func(context.Context, E) (R, error), opts ...Option) (func(context.Context, E) (R, error), error) {
+	// An in-flight answer is an error Lambda retries a minute later: a
+	// claim that meets a running commit follows it instead.
+	call := []idem.CallOption{idem.CallRedelivers()}
+	runWithoutKey := false
+	for _, o := range opts {
+		call = append(call, o.call...)
+		runWithoutKey = runWithoutKey || o.runWithoutKey
+	}
 	switch {
 	case store == nil:
 		return nil, errors.New("idemevent: nil store")
+	case operation == "":
+		return nil, errors.New("idemevent: empty operation")
+	case read == nil:
+		return nil, errors.New("idemevent: nil read function")
 	case handler == nil:
 		return nil, errors.New("idemevent: nil handler")
-	case cfg.Operation == "":
-		return nil, errors.New("idemevent: Config.Operation is required")
-	case cfg.Key == nil:
-		return nil, errors.New("idemevent: Config.Key is required")
-	case cfg.Principal == nil:
-		return nil, errors.New("idemevent: Config.Principal is required: who sends the events (a fixed name if every sender may share one scope)")
 	}
-	fingerprint := cfg.Fingerprint
-	if fingerprint == nil {
-		fingerprint = func(e E) (string, error) { return idem.Fingerprint(e) }
+	if err := store.ValidateCall(call...); err != nil {
+		return nil, fmt.Errorf("idemevent: %w", err)
 	}
 	return func(ctx context.Context, event E) (R, error) {
 		var zero R
-		key, err := cfg.Key(event)
-		if err == nil && key == "" {
+		entry, err := read(event)
+		if err == nil && entry.Key == "" {
 			err = ErrNoKey
 		}
 		if err != nil {
-			if errors.Is(err, ErrNoKey) && cfg.RunWithoutKey {
+			if errors.Is(err, ErrNoKey) && runWithoutKey {
 				return handler(ctx, event)
 			}
-			return zero, fmt.Errorf("idemevent: %s: key: %w", cfg.Operation, err)
+			return zero, fmt.Errorf("idemevent: %s: %w", operation, err)
 		}
-		principal, err := cfg.Principal(event)
+		scope, fp, err := entry.admit(operation, event)
 		if err != nil {
-			return zero, fmt.Errorf("idemevent: %s: principal: %w", cfg.Operation, err)
+			return zero, fmt.Errorf("idemevent: %s: %w", operation, err)
 		}
-		// An empty principal is NewScope's to refuse: never the shared
-		// anonymous scope by accident.
-		var scope idem.Scope
-		if principal == "" && cfg.AllowAnonymous {
-			scope, err = idem.NewAnonymousScope(cfg.Operation, key)
-		} else {
-			scope, err = idem.NewScope(cfg.Operation, principal, key)
-		}
-		if err != nil {
-			return zero, fmt.Errorf("idemevent: %s: %w", cfg.Operation, err)
-		}
-		fp, err := fingerprint(event)
-		if err != nil {
-			return zero, fmt.Errorf("idemevent: %s: fingerprint: %w", cfg.Operation, err)
-		}
-		// An in-flight answer is an error Lambda retries a minute later:
-		// a claim that meets a running commit follows it instead.
-		out, _, err := idem.Do(callopt.WithFollow(ctx), store, scope, fp, func(ctx context.Context) (R, error) {
-			return handler(callopt.Clear(ctx), event)
-		})
+		out, _, err := idem.Do(ctx, store, scope, fp, func(ctx context.Context) (R, error) {
+			return handler(ctx, event)
+		}, call...)
 		if errors.Is(err, idem.ErrNotRecorded) {
 			// The handler's effect happened; only its record did not
 			// land. An error would have Lambda (or EventBridge) retry
@@ -174,4 +161,23 @@ func Wrap[E, R any](store *idem.Store, cfg Config[E], handler func(context.Conte
 		}
 		return out, err // an *idem.InFlightError stays as it is: Lambda names its type
 	}, nil
+}
+
+// admit is the entry's scope (a named sender's, which idem.NewScope
+// refuses without a name, or the anonymous scope the entry chose) and
+// the fingerprint of its Value, or of the whole event.
+func (e Entry) admit(operation string, event any) (idem.Scope, string, error) {
+	scope, err := batchway.Scope(operation, e.Principal, e.Anonymous, e.Key)
+	if err != nil {
+		return idem.Scope{}, "", err
+	}
+	v := e.Value
+	if v == nil {
+		v = event
+	}
+	fp, err := idem.Fingerprint(v)
+	if err != nil {
+		return idem.Scope{}, "", fmt.Errorf("fingerprint: %w", err)
+	}
+	return scope, fp, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/idemevent"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
@@ -69,15 +70,15 @@ func (f *fixture) calls() (string, int) {
 	return strings.Join(parts, " "), total
 }
 
-var shipConfig = idemevent.Config[shipOrder]{
-	Operation: "orders.ship",
-	Key: func(e shipOrder) (string, error) {
-		if e.RequestID == "" {
-			return "", fmt.Errorf("%w: request_id", idemevent.ErrNoKey)
-		}
-		return e.RequestID, nil
-	},
-	Principal: func(e shipOrder) (string, error) { return e.Tenant, nil },
+// shipOp is the operation of the tests' handler.
+const shipOp = "orders.ship"
+
+// readShip reads a shipment order's entry: its tenant and request id.
+func readShip(e shipOrder) (idemevent.Entry, error) {
+	if e.RequestID == "" {
+		return idemevent.Entry{}, fmt.Errorf("%w: request_id", idemevent.ErrNoKey)
+	}
+	return idemevent.Entry{Principal: e.Tenant, Key: e.RequestID}, nil
 }
 
 // shipper is a handler that counts its runs and takes a little time.
@@ -100,9 +101,9 @@ func (s *shipper) handle(ctx context.Context, e shipOrder) (shipment, error) {
 	}, nil
 }
 
-func wrap(t *testing.T, f *fixture, cfg idemevent.Config[shipOrder], s *shipper) func(context.Context, shipOrder) (shipment, error) {
+func wrap(t *testing.T, f *fixture, read func(shipOrder) (idemevent.Entry, error), s *shipper, opts ...idemevent.Option) func(context.Context, shipOrder) (shipment, error) {
 	t.Helper()
-	h, err := idemevent.Wrap(f.store, cfg, s.handle)
+	h, err := idemevent.Wrap(f.store, shipOp, read, s.handle, opts...)
 	must.NoError(t, err)
 	return h
 }
@@ -120,7 +121,7 @@ func TestConcurrentDuplicatesRunTheHandlerOnce(t *testing.T) {
 	f := newFixture(t)
 	f.srv.SetTransactionLatency(time.Millisecond)
 	s := &shipper{delay: 5 * time.Millisecond}
-	h := wrap(t, f, shipConfig, s)
+	h := wrap(t, f, readShip, s)
 	event := shipOrder{RequestID: "req-1", Tenant: "shop-1", OrderID: "o-1", Items: 3}
 
 	const callers = 32
@@ -177,7 +178,7 @@ func TestFirstExecutionThenReplay(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	s := &shipper{}
-	h := wrap(t, f, shipConfig, s)
+	h := wrap(t, f, readShip, s)
 	event := shipOrder{RequestID: "req-2", Tenant: "shop-1", OrderID: "o-2", Items: 1}
 
 	first, err := h(lambdaContext(t), event)
@@ -197,7 +198,7 @@ func TestFirstExecutionThenReplay(t *testing.T) {
 
 	// With the store's cache, a replay costs no call.
 	cached := newFixture(t, idem.WithCache(10, 0))
-	hc := wrap(t, cached, shipConfig, &shipper{})
+	hc := wrap(t, cached, readShip, &shipper{})
 	_, err = hc(lambdaContext(t), event)
 	must.NoError(t, err)
 	cached.calls()
@@ -212,7 +213,7 @@ func TestKeyReuseIsRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	s := &shipper{}
-	h := wrap(t, f, shipConfig, s)
+	h := wrap(t, f, readShip, s)
 	_, err := h(lambdaContext(t), shipOrder{RequestID: "req-3", Tenant: "shop-1", OrderID: "o-3", Items: 1})
 	must.NoError(t, err)
 	_, err = h(lambdaContext(t), shipOrder{RequestID: "req-3", Tenant: "shop-1", OrderID: "o-3", Items: 2})
@@ -232,7 +233,7 @@ func TestMissingKey(t *testing.T) {
 	t.Run("fails by default", func(t *testing.T) {
 		f := newFixture(t)
 		s := &shipper{}
-		h := wrap(t, f, shipConfig, s)
+		h := wrap(t, f, readShip, s)
 		_, err := h(lambdaContext(t), noKey)
 		must.ErrorIs(t, err, idemevent.ErrNoKey)
 		check.Contains(t, err.Error(), "request_id")
@@ -241,23 +242,24 @@ func TestMissingKey(t *testing.T) {
 		check.Zero(t, total)
 
 		// An empty key is no key either.
-		cfg := shipConfig
-		cfg.Key = func(e shipOrder) (string, error) { return e.RequestID, nil }
-		_, err = wrap(t, f, cfg, s)(lambdaContext(t), noKey)
+		bare := func(e shipOrder) (idemevent.Entry, error) {
+			return idemevent.Entry{Principal: e.Tenant, Key: e.RequestID}, nil
+		}
+		_, err = wrap(t, f, bare, s)(lambdaContext(t), noKey)
 		must.ErrorIs(t, err, idemevent.ErrNoKey)
 		check.Zero(t, s.runs.Load())
 	})
 	t.Run("runs unprotected when chosen", func(t *testing.T) {
 		f := newFixture(t)
 		s := &shipper{}
-		cfg := shipConfig
-		cfg.RunWithoutKey = true
-		cfg.Key = func(e shipOrder) (string, error) { return e.RequestID, nil }
-		h, err := idemevent.Wrap(f.store, cfg, func(ctx context.Context, e shipOrder) (shipment, error) {
+		bare := func(e shipOrder) (idemevent.Entry, error) {
+			return idemevent.Entry{Principal: e.Tenant, Key: e.RequestID}, nil
+		}
+		h, err := idemevent.Wrap(f.store, shipOp, bare, func(ctx context.Context, e shipOrder) (shipment, error) {
 			_, ok := idem.ScopeFrom(ctx)
 			check.False(t, ok, "no scope for an unprotected run")
 			return s.handle(ctx, e)
-		})
+		}, idemevent.WithRunWithoutKey())
 		must.NoError(t, err)
 		for range 2 {
 			_, err := h(lambdaContext(t), noKey)
@@ -270,11 +272,9 @@ func TestMissingKey(t *testing.T) {
 	t.Run("other key errors still fail", func(t *testing.T) {
 		f := newFixture(t)
 		s := &shipper{}
-		cfg := shipConfig
-		cfg.RunWithoutKey = true
 		bad := errors.New("malformed event")
-		cfg.Key = func(shipOrder) (string, error) { return "", bad }
-		_, err := wrap(t, f, cfg, s)(lambdaContext(t), noKey)
+		broken := func(shipOrder) (idemevent.Entry, error) { return idemevent.Entry{}, bad }
+		_, err := wrap(t, f, broken, s, idemevent.WithRunWithoutKey())(lambdaContext(t), noKey)
 		must.ErrorIs(t, err, bad)
 		check.Zero(t, s.runs.Load())
 	})
@@ -285,7 +285,7 @@ func TestAFailingHandlerReleasesTheKey(t *testing.T) {
 	f := newFixture(t)
 	s := &shipper{}
 	s.fail.Store(true)
-	h := wrap(t, f, shipConfig, s)
+	h := wrap(t, f, readShip, s)
 	event := shipOrder{RequestID: "req-5", Tenant: "shop-1", OrderID: "o-5", Items: 1}
 	_, err := h(lambdaContext(t), event)
 	must.ErrorContains(t, err, "carrier down")
@@ -299,29 +299,38 @@ func TestAFailingHandlerReleasesTheKey(t *testing.T) {
 	check.EqualValues(t, 2, s.runs.Load())
 }
 
+// Wrap refuses what it cannot serve before any event: no store,
+// operation, read function or handler, a retention under the lease.
+func TestWrapRefusesWhatItCannotServe(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := &shipper{}
+	for name, wrap := range map[string]func() error{
+		"no store":     func() error { _, err := idemevent.Wrap(nil, shipOp, readShip, s.handle); return err },
+		"no operation": func() error { _, err := idemevent.Wrap(f.store, "", readShip, s.handle); return err },
+		"no read":      func() error { _, err := idemevent.Wrap(f.store, shipOp, nil, s.handle); return err },
+		"no handler": func() error {
+			_, err := idemevent.Wrap[shipOrder, shipment](f.store, shipOp, readShip, nil)
+			return err
+		},
+		"retention under the lease": func() error {
+			_, err := idemevent.Wrap(f.store, shipOp, readShip, s.handle, idemevent.WithRetention(time.Second))
+			return err
+		},
+	} {
+		check.Error(t, wrap(), name)
+	}
+	_, err := idemevent.Wrap(f.store, shipOp, readShip, s.handle, idemevent.WithRetention(time.Hour), idemevent.Option{})
+	check.NoError(t, err)
+}
+
 func TestPrincipalIsRequired(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	s := &shipper{}
-	cfg := shipConfig
-	cfg.Principal = nil
-	_, err := idemevent.Wrap(f.store, cfg, s.handle)
-	must.ErrorContains(t, err, "Principal is required")
-	for _, broken := range []func(*idemevent.Config[shipOrder]){
-		func(c *idemevent.Config[shipOrder]) { c.Operation = "" },
-		func(c *idemevent.Config[shipOrder]) { c.Key = nil },
-	} {
-		cfg := shipConfig
-		broken(&cfg)
-		_, err := idemevent.Wrap(f.store, cfg, s.handle)
-		must.Error(t, err)
-	}
-	_, err = idemevent.Wrap(nil, shipConfig, s.handle)
-	must.Error(t, err)
-
 	// An empty principal is never "anonymous".
-	h := wrap(t, f, shipConfig, s)
-	_, err = h(lambdaContext(t), shipOrder{RequestID: "req-6", OrderID: "o-6"})
+	h := wrap(t, f, readShip, s)
+	_, err := h(lambdaContext(t), shipOrder{RequestID: "req-6", OrderID: "o-6"})
 	must.ErrorIs(t, err, idem.ErrInvalidKey)
 	must.ErrorContains(t, err, "empty principal")
 	check.Zero(t, s.runs.Load())
@@ -329,17 +338,18 @@ func TestPrincipalIsRequired(t *testing.T) {
 	check.Zero(t, total)
 }
 
-// With AllowAnonymous, a sender Principal names "anonymous" is a named
-// sender like any other: it never shares the anonymous scope (the
-// senders Principal names no one), and each replays only its own.
+// A sender named "anonymous" is a named sender like any other: it never
+// shares the anonymous scope (an Entry with Anonymous set, for senders
+// that cannot be named), and each replays only its own.
 func TestASenderNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	s := &shipper{}
-	cfg := shipConfig
-	cfg.AllowAnonymous = true
+	read := func(e shipOrder) (idemevent.Entry, error) {
+		return idemevent.Entry{Principal: e.Tenant, Anonymous: e.Tenant == "", Key: e.RequestID}, nil
+	}
 	var scopes []idem.Scope
-	h, err := idemevent.Wrap(f.store, cfg, func(ctx context.Context, e shipOrder) (shipment, error) {
+	h, err := idemevent.Wrap(f.store, shipOp, read, func(ctx context.Context, e shipOrder) (shipment, error) {
 		sc, _ := idem.ScopeFrom(ctx)
 		scopes = append(scopes, sc)
 		return s.handle(ctx, e)
@@ -363,17 +373,32 @@ func TestASenderNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 	check.EqualValues(t, 2, s.runs.Load())
 }
 
-func TestHandlerSeesItsScopeAndTheHookItsOutcome(t *testing.T) {
+// outcomeLog is a store's trace of every call's outcome (its CallDone).
+type outcomeLog struct {
+	mu  sync.Mutex
+	got []idem.Outcome
+}
+
+func (l *outcomeLog) option() idem.Option {
+	return idem.WithTrace(&idemtrace.Trace{CallDone: func(_ context.Context, i idemtrace.CallDoneInfo) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.got = append(l.got, idem.Outcome(i.Outcome))
+	}})
+}
+
+func (l *outcomeLog) outcomes() []idem.Outcome {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.got
+}
+
+func TestHandlerSeesItsScopeAndTheTraceItsOutcome(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var outcomes []idem.Outcome
-	f := newFixture(t, idem.WithOutcomeHook(func(_ context.Context, sc idem.Scope, o idem.Outcome, _ error) {
-		mu.Lock()
-		defer mu.Unlock()
-		outcomes = append(outcomes, o)
-	}))
+	var log outcomeLog
+	f := newFixture(t, log.option())
 	var seen idem.Scope
-	h, err := idemevent.Wrap(f.store, shipConfig, func(ctx context.Context, e shipOrder) (string, error) {
+	h, err := idemevent.Wrap(f.store, shipOp, readShip, func(ctx context.Context, e shipOrder) (string, error) {
 		seen, _ = idem.ScopeFrom(ctx)
 		return "ok", nil
 	})
@@ -384,9 +409,7 @@ func TestHandlerSeesItsScopeAndTheHookItsOutcome(t *testing.T) {
 		must.NoError(t, err)
 	}
 	check.Equal(t, idem.Scope{Operation: "orders.ship", Principal: "shop-1", Key: "req-7"}, seen)
-	mu.Lock()
-	defer mu.Unlock()
-	check.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed}, outcomes)
+	check.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed}, log.outcomes())
 }
 
 // A handler whose effect happened but whose result could not be recorded
@@ -396,15 +419,10 @@ func TestHandlerSeesItsScopeAndTheHookItsOutcome(t *testing.T) {
 // and run the handler again.
 func TestAnEffectWhoseCompletionWasNotRecordedIsNotRetried(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var outcomes []idem.Outcome
-	f := newFixture(t, idem.WithLease(time.Second, 100*time.Millisecond), idem.WithOutcomeHook(func(_ context.Context, _ idem.Scope, o idem.Outcome, _ error) {
-		mu.Lock()
-		defer mu.Unlock()
-		outcomes = append(outcomes, o)
-	}))
+	var log outcomeLog
+	f := newFixture(t, idem.WithLease(time.Second, 100*time.Millisecond), log.option())
 	s := &shipper{}
-	h, err := idemevent.Wrap(f.store, shipConfig, func(ctx context.Context, e shipOrder) (shipment, error) {
+	h, err := idemevent.Wrap(f.store, shipOp, readShip, func(ctx context.Context, e shipOrder) (shipment, error) {
 		out, err := s.handle(ctx, e)
 		// The effect happened; then every completion attempt is throttled.
 		f.srv.Inject(idemtest.OpUpdateItem, idemtest.Throttled, 1000)
@@ -419,7 +437,5 @@ func TestAnEffectWhoseCompletionWasNotRecordedIsNotRetried(t *testing.T) {
 	must.NoError(t, err, "the effect happened: the event must not be retried")
 	check.Equal(t, "trk-o-8-1", got.TrackingID, "the handler's own result")
 	check.EqualValues(t, 1, s.runs.Load())
-	mu.Lock()
-	defer mu.Unlock()
-	check.Equal(t, []idem.Outcome{idem.OutcomeNotRecorded}, outcomes, "the hook can count it")
+	check.Equal(t, []idem.Outcome{idem.OutcomeNotRecorded}, log.outcomes(), "the trace can count it")
 }

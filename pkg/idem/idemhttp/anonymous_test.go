@@ -85,7 +85,7 @@ type answer struct {
 	replayed bool
 }
 
-// With AllowAnonymous and the adopter's own principal function, a caller
+// With WithAnonymous and the adopter's own principal function, a caller
 // that the function names "anonymous" (a user name anyone may register)
 // is a named caller like any other: it is never served a guest's stored
 // response (Set-Cookie included), and no guest is served its response,
@@ -94,27 +94,28 @@ type answer struct {
 // as well. Guests still share their one scope.
 func TestAUserNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 	t.Parallel()
-	ways := map[string]func(mw *idemhttp.Middleware, s *signup) func(user string) answer{
-		"net/http": func(mw *idemhttp.Middleware, s *signup) func(string) answer {
-			mw.Principal = func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil }
-			h := mw.Handler(s)
+	// Each way builds its middleware with its principal function, in
+	// the anonymous scope for the callers it names "".
+	type build func(opts ...idemhttp.Option) *idemhttp.Middleware
+	ways := map[string]func(mw build, s *signup) func(user string) answer{
+		"net/http": func(mw build, s *signup) func(string) answer {
+			h := mw(idemhttp.WithPrincipal(func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil })).Handler(s)
 			return func(user string) answer {
 				rec := postSignup(h, user)
 				check.Equal(t, http.StatusCreated, rec.Code, "%s", rec.Body)
 				return answer{rec.Header().Get("Set-Cookie"), rec.Header().Get(idemhttp.HeaderReplayed) == "true"}
 			}
 		},
-		"API Gateway v2": func(mw *idemhttp.Middleware, s *signup) func(string) answer {
+		"API Gateway v2": func(mw build, s *signup) func(string) answer {
 			// The user's name from a Lambda authorizer's context; a
 			// route open to guests has no authorizer.
-			mw.PrincipalV2 = func(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
+			h := mw(idemhttp.WithPrincipalV2(func(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
 				if rc.Authorizer == nil {
 					return "", nil
 				}
 				name, _ := rc.Authorizer.Lambda["username"].(string)
 				return name, nil
-			}
-			h := mw.APIGatewayV2(s.lambda)
+			})).APIGatewayV2(s.lambda)
 			return func(user string) answer {
 				req := emailRequest(`"k-1"`, `{"plan":"free"}`)
 				req.RouteKey, req.RawPath = "POST /signups", "/signups"
@@ -127,25 +128,23 @@ func TestAUserNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 				return answer{strings.Join(resp.Cookies, "\n"), resp.Headers[idemhttp.HeaderReplayed] == "true"}
 			}
 		},
-		"API Gateway v1": func(mw *idemhttp.Middleware, s *signup) func(string) answer {
+		"API Gateway v1": func(mw build, s *signup) func(string) answer {
 			// As on v2: the user's name from a Lambda authorizer's
 			// context, none on a route open to guests.
-			mw.PrincipalV1 = func(rc events.APIGatewayProxyRequestContext) (string, error) {
+			h := mw(idemhttp.WithPrincipalV1(func(rc events.APIGatewayProxyRequestContext) (string, error) {
 				name, _ := rc.Authorizer["username"].(string)
 				return name, nil
-			}
-			h := mw.APIGatewayV1(s.lambdaV1)
+			})).APIGatewayV1(s.lambdaV1)
 			return func(user string) answer { return signupV1(t, h, "username", user) }
 		},
-		"API Gateway v1, its authorizer": func(mw *idemhttp.Middleware, s *signup) func(string) answer {
+		"API Gateway v1, its authorizer": func(mw build, s *signup) func(string) answer {
 			// PrincipalV1 itself: a Lambda authorizer whose principalId
 			// is "anonymous", and guests on a route without one.
-			h := mw.APIGatewayV1(s.lambdaV1)
+			h := mw().APIGatewayV1(s.lambdaV1)
 			return func(user string) answer { return signupV1(t, h, "principalId", user) }
 		},
-		"ALB": func(mw *idemhttp.Middleware, s *signup) func(string) answer {
-			mw.PrincipalALB = func(req events.ALBTargetGroupRequest) (string, error) { return req.Headers["x-user"], nil }
-			h := mw.ALB(s.alb)
+		"ALB": func(mw build, s *signup) func(string) answer {
+			h := mw(idemhttp.WithPrincipalALB(func(req events.ALBTargetGroupRequest) (string, error) { return req.Headers["x-user"], nil })).ALB(s.alb)
 			return func(user string) answer {
 				req := events.ALBTargetGroupRequest{
 					HTTPMethod: http.MethodPost, Path: "/signups", Body: `{"plan":"free"}`,
@@ -165,7 +164,7 @@ func TestAUserNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := &signup{}
-			call := way(newMiddleware(t, &outcomes{}), s)
+			call := way(func(opts ...idemhttp.Option) *idemhttp.Middleware { return newMiddleware(t, &outcomes{}, opts...) }, s)
 
 			guest := call("")
 			check.False(t, guest.replayed)
@@ -206,10 +205,8 @@ func TestAnAnonymousRecordWrittenBeforeStaysTheGuests(t *testing.T) {
 	must.NoError(t, err)
 
 	s := &signup{}
-	mw := &idemhttp.Middleware{
-		Store: store, Operation: "POST /signups", AllowAnonymous: true, FingerprintHeaders: []string{},
-		Principal: func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil },
-	}
+	mw := mustNew(t, store, idemhttp.WithOperation("POST /signups"), idemhttp.WithAnonymous(), idemhttp.WithFingerprintHeaders(),
+		idemhttp.WithPrincipal(func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil }))
 	h := mw.Handler(s)
 	guest := postSignup(h, "")
 	check.Equal(t, http.StatusCreated, guest.Code, "%s", guest.Body)

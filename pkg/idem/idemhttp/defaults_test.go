@@ -20,15 +20,17 @@ import (
 )
 
 // The tests of this file hold the middleware's defaults to what is safe
-// for an adopter who sets nothing but a Store.
+// for an adopter who gives New nothing but a store.
 
-func bareMiddleware(t *testing.T, opts ...idem.Option) *idemhttp.Middleware {
+// bareMiddleware is a middleware with opts alone, on a fresh table whose
+// store has storeOpts.
+func bareMiddleware(t *testing.T, storeOpts []idem.Option, opts ...idemhttp.Option) *idemhttp.Middleware {
 	t.Helper()
 	db := idemtest.New(t).Client()
 	must.NoError(t, idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}))
-	store, err := idem.NewStore(db, "idempotency", opts...)
+	store, err := idem.NewStore(db, "idempotency", storeOpts...)
 	must.NoError(t, err)
-	return &idemhttp.Middleware{Store: store}
+	return mustNew(t, store, opts...)
 }
 
 // counting answers each request with status and a body of its count, and
@@ -60,7 +62,7 @@ func postWith(t *testing.T, h http.Handler, key string, header map[string]string
 // or that anonymity is meant.
 func TestMiddlewareWithoutAWayToNameCallersRefuses(t *testing.T) {
 	t.Parallel()
-	mw := bareMiddleware(t)
+	mw := bareMiddleware(t, nil)
 	var runs atomic.Int64
 	h := mw.Handler(counting(&runs, http.StatusAccepted))
 	ada := postWith(t, h, `"k"`, map[string]string{"Authorization": "ada"}, `{}`)
@@ -79,6 +81,7 @@ func TestMiddlewareWithoutAWayToNameCallersRefuses(t *testing.T) {
 	resp, err := v2(context.Background(), emailRequest("k", `{}`))
 	must.NoError(t, err)
 	check.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	check.Contains(t, resp.Body, "cannot name its callers", "the first request shows the deployment's mistake")
 	check.Zero(t, v2runs.Load())
 }
 
@@ -87,8 +90,7 @@ func TestMiddlewareWithoutAWayToNameCallersRefuses(t *testing.T) {
 func TestMiddlewareDoesNotStoreAnswersAboutHeaders(t *testing.T) {
 	t.Parallel()
 	for _, status := range []int{401, 403, 406, 412, 415} {
-		mw := bareMiddleware(t)
-		mw.AllowAnonymous = true
+		mw := bareMiddleware(t, nil, idemhttp.WithAnonymous())
 		var runs atomic.Int64
 		h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if runs.Add(1) == 1 {
@@ -110,8 +112,7 @@ func TestMiddlewareDoesNotStoreAnswersAboutHeaders(t *testing.T) {
 // Content-Type: the header is part of the fingerprint.
 func TestMiddlewareFingerprintsContentType(t *testing.T) {
 	t.Parallel()
-	mw := bareMiddleware(t)
-	mw.AllowAnonymous = true
+	mw := bareMiddleware(t, nil, idemhttp.WithAnonymous())
 	var runs atomic.Int64
 	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
@@ -138,8 +139,7 @@ func TestMiddlewareFingerprintsContentType(t *testing.T) {
 // client read an unexpected EOF.
 func TestMiddlewareReplaysNoStaleBodyHeaders(t *testing.T) {
 	t.Parallel()
-	mw := bareMiddleware(t, idem.WithMaxResponseBytes(1<<10))
-	mw.AllowAnonymous = true
+	mw := bareMiddleware(t, []idem.Option{idem.WithMaxResponseBytes(1 << 10)}, idemhttp.WithAnonymous())
 	big := strings.Repeat("x", 4<<10)
 	mux := http.NewServeMux()
 	mux.Handle("POST /emails", mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -204,9 +204,7 @@ func withoutReplayed(h map[string]string) map[string]string {
 // run, and no copy or canonical form of a body over the limit is made.
 func TestLambdaMiddlewareCapsTheBody(t *testing.T) {
 	t.Parallel()
-	mw := bareMiddleware(t)
-	mw.AllowAnonymous = true
-	mw.MaxBodyBytes = 16
+	mw := bareMiddleware(t, nil, idemhttp.WithAnonymous(), idemhttp.WithMaxBodyBytes(16))
 	var runs atomic.Int64
 	h := mw.APIGatewayV2(func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		runs.Add(1)

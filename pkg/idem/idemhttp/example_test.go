@@ -46,7 +46,10 @@ func ExampleMiddleware_APIGatewayV2() {
 	}
 	// The route's JWT authorizer names the caller (PrincipalV2), so two
 	// callers never share a key.
-	mw := &idemhttp.Middleware{Store: store}
+	mw, err := idemhttp.New(store)
+	if err != nil {
+		log.Fatal(err)
+	}
 	handler := mw.APIGatewayV2(sendEmail)
 
 	req := events.APIGatewayV2HTTPRequest{
@@ -78,11 +81,13 @@ func ExampleMiddleware_APIGatewayV2() {
 func ExampleMiddleware_Handler() {
 	store, stop := localStore()
 	defer stop()
-	mw := &idemhttp.Middleware{
-		Store:     store,
-		Principal: func(r *http.Request) (string, error) { return "user:" + r.Header.Get("X-User"), nil },
+	mw, err := idemhttp.New(store,
+		idemhttp.WithPrincipal(func(r *http.Request) (string, error) { return "user:" + r.Header.Get("X-User"), nil }),
 		// Problem types point at your API's documentation.
-		ProblemTypeBase: "https://api.example.com/problems#",
+		idemhttp.WithProblemTypeBase("https://api.example.com/problems#"),
+	)
+	if err != nil {
+		log.Fatal(err)
 	}
 	charges := 0
 	mux := http.NewServeMux()
@@ -116,6 +121,54 @@ func ExampleMiddleware_Handler() {
 	// 201 replayed="true" {"charge":"ch_1"}
 	// 422 replayed="" {"type":"https://api.example.com/problems#key-reuse","title":"Idempotency key reused with a different payload","status":422,"detail":"this idempotency key was used with a different request body; use a new key for a new request"}
 	// charges: 1
+}
+
+// A handler whose effect is DynamoDB writes calls idem.Store.Execute (or
+// Transact) itself, so that its writes commit with the key's completion:
+// ScopeV2 before, for the key, the caller and the scope; FromAPIGatewayV2
+// for the response it stores; AnswerV2 after, for the replay or the
+// problem.
+func ExampleMiddleware_ScopeV2() {
+	store, stop := localStore()
+	defer stop()
+	mw, err := idemhttp.New(store, idemhttp.WithOperation("POST /orders"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	orders := 0
+	handler := func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		scope, err := mw.ScopeV2(req, "")
+		if err != nil {
+			return mw.AnswerV2(idem.Result{}, err), nil
+		}
+		fp, err := idem.Fingerprint(req.Body)
+		if err != nil {
+			return mw.AnswerV2(idem.Result{}, err), nil
+		}
+		res, err := store.Execute(ctx, scope, fp, func(ctx context.Context) (idem.Effect, error) {
+			orders++ // with the order's DynamoDB writes in Effect.Writes
+			resp, err := idemhttp.FromAPIGatewayV2(events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: fmt.Sprintf(`{"order":%d}`, orders)})
+			return idem.Effect{Response: resp}, err
+		})
+		return mw.AnswerV2(res, err), nil
+	}
+	req := events.APIGatewayV2HTTPRequest{
+		Headers: map[string]string{"idempotency-key": `"order-1"`}, Body: `{"item":"teapot"}`,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: map[string]any{"principalId": "shop-7"}},
+		},
+	}
+	for range 2 {
+		resp, _ := handler(context.Background(), req)
+		fmt.Printf("%d %s replayed=%q\n", resp.StatusCode, resp.Body, resp.Headers[idemhttp.HeaderReplayed])
+	}
+	delete(req.Headers, "idempotency-key")
+	resp, _ := handler(context.Background(), req)
+	fmt.Println(resp.StatusCode, "without a key; orders:", orders)
+	// Output:
+	// 201 {"order":1} replayed=""
+	// 201 {"order":1} replayed="true"
+	// 400 without a key; orders: 1
 }
 
 // A handler that calls idem.Store.Execute itself uses ProblemFor for its

@@ -3,6 +3,7 @@ package idemhttp_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -20,7 +21,10 @@ func ExampleMiddleware_APIGatewayV1() {
 		sent++ // the effect: a call to the mail provider
 		return events.APIGatewayProxyResponse{StatusCode: 202, Body: fmt.Sprintf(`{"message":%d}`, sent)}, nil
 	}
-	mw := &idemhttp.Middleware{Store: store}
+	mw, err := idemhttp.New(store)
+	if err != nil {
+		log.Fatal(err)
+	}
 	handler := mw.APIGatewayV1(sendEmail)
 
 	req := events.APIGatewayProxyRequest{
@@ -56,7 +60,10 @@ func ExampleMiddleware_ALB() {
 		sent++
 		return events.ALBTargetGroupResponse{StatusCode: 202, Body: fmt.Sprintf(`{"message":%d}`, sent)}, nil
 	}
-	mw := &idemhttp.Middleware{Store: store, PrincipalALB: idemhttp.PrincipalALBOIDC}
+	mw, err := idemhttp.New(store, idemhttp.WithPrincipalALB(idemhttp.PrincipalALBOIDC))
+	if err != nil {
+		log.Fatal(err)
+	}
 	handler := mw.ALB(sendEmail)
 
 	req := events.ALBTargetGroupRequest{

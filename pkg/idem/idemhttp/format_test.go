@@ -86,7 +86,7 @@ func TestRecordsOfFormatOneReplayByteForByte(t *testing.T) {
 	put(formatOne(sc, "fp", 201, map[string]string{
 		"Content-Type": "application/json", "Location": "/products/1", "Set-Cookie": "a=1; Path=/\nb=2",
 	}, &types.AttributeValueMemberS{Value: `{"id":"1"}`}))
-	for _, call := range []func(context.Context, idem.Scope, string, func(context.Context) (idem.Effect, error)) (idem.Result, error){store.Execute, store.Transact} {
+	for _, call := range []func(context.Context, idem.Scope, string, func(context.Context) (idem.Effect, error), ...idem.CallOption) (idem.Result, error){store.Execute, store.Transact} {
 		// (Transact computes its effect before its claim: it never lands.)
 		res, err := call(ctx, sc, "fp", func(context.Context) (idem.Effect, error) {
 			return idem.Effect{Response: idem.Response{Body: []byte("again")}}, nil
@@ -105,7 +105,7 @@ func TestRecordsOfFormatOneReplayByteForByte(t *testing.T) {
 	// marker, and none of the headers that describe a body.
 	// (Fingerprinting no header, the middleware's fingerprint is
 	// RequestFingerprint's.)
-	mw := &idemhttp.Middleware{Store: store, AllowAnonymous: true, FingerprintHeaders: []string{}}
+	mw := mustNew(t, store, idemhttp.WithAnonymous(), idemhttp.WithFingerprintHeaders())
 	req := emailRequest(`"k-big"`, `{"to":"ada@example.com"}`)
 	sc, _ = idem.NewAnonymousScope("POST /emails", "k-big")
 	fp := idemhttp.RequestFingerprint("POST", "/emails", "", []byte(req.Body))
@@ -127,7 +127,7 @@ func TestRecordsOfFormatOneReplayByteForByte(t *testing.T) {
 	hreq := httptest.NewRequest(http.MethodPost, "/emails", strings.NewReader(req.Body))
 	hreq.Header.Set(idemhttp.HeaderKey, `"k-big"`)
 	hreq.Header.Set("Content-Type", "application/json")
-	hmw := &idemhttp.Middleware{Store: store, AllowAnonymous: true, Operation: "POST /emails", FingerprintHeaders: []string{}}
+	hmw := mustNew(t, store, idemhttp.WithAnonymous(), idemhttp.WithOperation("POST /emails"), idemhttp.WithFingerprintHeaders())
 	rec := httptest.NewRecorder()
 	hmw.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("a completed key ran again") })).ServeHTTP(rec, hreq)
 	check.Equal(t, 202, rec.Code)
@@ -158,4 +158,67 @@ func TestRecordsOfFormatOneReplayByteForByte(t *testing.T) {
 	must.NoError(t, err)
 	check.Equal(t, idem.OutcomeReplayed, outcome)
 	check.Equal(t, charge{ID: "ch_1", Cents: 1998}, v)
+}
+
+// Records of format 2 written before Response had a Status (the status
+// in the metadata entry ":status", an omitted body's reason in
+// ":omitted") replay byte for byte, and the library writes the same
+// attributes for the same response today: the format did not change.
+func TestRecordsOfFormatTwoKeepTheirBytes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, store := newTable(t)
+	meta := &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+		":status":      &types.AttributeValueMemberS{Value: "201"},
+		"Content-Type": &types.AttributeValueMemberS{Value: "application/json"},
+		"Set-Cookie":   &types.AttributeValueMemberS{Value: "a=1; Path=/\nb=2"},
+	}}
+	old := func(sc idem.Scope, fp string, meta types.AttributeValue, body string) map[string]types.AttributeValue {
+		item := formatOne(sc, fp, 0, nil, &types.AttributeValueMemberS{Value: body})
+		delete(item, "response_status")
+		item["format"] = &types.AttributeValueMemberN{Value: "2"}
+		item["writes"] = &types.AttributeValueMemberN{Value: "0"}
+		item["response_meta"] = meta
+		return item
+	}
+	sc, _ := idem.NewAnonymousScope("POST /products", "k-two")
+	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("idempotency"), Item: old(sc, "fp", meta, `{"id":"2"}`)})
+	must.NoError(t, err)
+	res, err := store.Execute(ctx, sc, "fp", func(context.Context) (idem.Effect, error) {
+		t.Error("a completed key ran again")
+		return idem.Effect{}, nil
+	})
+	must.NoError(t, err)
+	check.Equal(t, idem.Response{Status: 201, Meta: map[string]string{"Content-Type": "application/json", "Set-Cookie": "a=1; Path=/\nb=2"}, Body: []byte(`{"id":"2"}`)}, res.Response)
+	check.Equal(t, events.APIGatewayV2HTTPResponse{
+		StatusCode: 201,
+		Headers:    map[string]string{"Content-Type": "application/json", idemhttp.HeaderReplayed: "true"},
+		Cookies:    []string{"a=1; Path=/", "b=2"},
+		Body:       `{"id":"2"}`,
+	}, idemhttp.ToAPIGatewayV2(res.Response, true))
+
+	// The same response stored today: the same attributes.
+	fresh, _ := idem.NewAnonymousScope("POST /products", "k-new")
+	resp, err := idemhttp.FromAPIGatewayV2(events.APIGatewayV2HTTPResponse{
+		StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json"}, Cookies: []string{"a=1; Path=/", "b=2"}, Body: `{"id":"2"}`,
+	})
+	must.NoError(t, err)
+	_, err = store.Execute(ctx, fresh, "fp", func(context.Context) (idem.Effect, error) { return idem.Effect{Response: resp}, nil })
+	must.NoError(t, err)
+	got, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("idempotency"), Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: fresh.ID()}}})
+	must.NoError(t, err)
+	check.Equal(t, types.AttributeValue(meta), got.Item["response_meta"])
+	check.Equal(t, types.AttributeValue(&types.AttributeValueMemberN{Value: "2"}), got.Item["format"])
+
+	// A stand-in stored without its body, before: its reason replays.
+	big, _ := idem.NewAnonymousScope("POST /products", "k-big")
+	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("idempotency"), Item: old(big, "fp", &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+		":status": &types.AttributeValueMemberS{Value: "202"}, ":omitted": &types.AttributeValueMemberS{Value: "too large"},
+	}}, "")})
+	must.NoError(t, err)
+	res, err = store.Transact(ctx, big, "fp", func(context.Context) (idem.Effect, error) { return idem.Effect{}, nil })
+	must.NoError(t, err)
+	check.Equal(t, events.APIGatewayV2HTTPResponse{
+		StatusCode: 202, Headers: map[string]string{idemhttp.HeaderBodyOmitted: "too large"},
+	}, idemhttp.ToAPIGatewayV2(res.Response, false))
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
-	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // lambdaEvent is what the middleware's one flow for Lambda HTTP events
@@ -31,16 +30,16 @@ type lambdaEvent[Req, Resp any] struct {
 func serve[Req, Resp any](m *Middleware, ev lambdaEvent[Req, Resp], next func(context.Context, Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
 	return func(ctx context.Context, req Req) (Resp, error) {
 		in := ev.read(m, req, "")
-		if safeMethod(in.method) || (len(in.keys) == 0 && m.Optional) {
+		if safeMethod(in.method) || (len(in.keys) == 0 && m.optional) {
 			return next(ctx, req)
 		}
 		scope, fp, err := m.admit(in)
 		if err != nil {
-			return ev.answer(ctx, m, req, idem.Result{}, err), nil
+			return ev.answer(m, req, idem.Result{}, err), nil
 		}
 		var handlerErr error
-		res, err := m.Store.Run(m.withWait(ctx), scope, fp, func(ctx context.Context) (idem.Response, error) {
-			out, err := next(callopt.Clear(ctx), req)
+		res, err := m.store.Run(ctx, scope, fp, func(ctx context.Context) (idem.Response, error) {
+			out, err := next(ctx, req)
 			if err != nil {
 				handlerErr = err
 				return idem.Response{}, err
@@ -53,33 +52,67 @@ func serve[Req, Resp any](m *Middleware, ev lambdaEvent[Req, Resp], next func(co
 				return idem.Response{}, &unstored{out: out}
 			}
 			return resp.stored(), nil
-		})
+		}, m.call...)
 		var us *unstored
 		switch {
 		case handlerErr != nil && err != nil:
-			m.observe(ctx, res.Outcome, err)
 			var none Resp
 			return none, handlerErr
 		case errors.As(err, &us):
-			m.observe(ctx, res.Outcome, err)
 			return us.out.(Resp), nil
-		case errors.Is(err, idem.ErrNotRecorded) && len(res.Response.Meta) > 0:
-			m.observe(ctx, res.Outcome, err)
+		case errors.Is(err, idem.ErrNotRecorded) && res.Response.Status != 0:
 			return ev.to(req, replayOf(res.Response), false), nil // the effect happened: say so
 		}
-		return ev.answer(ctx, m, req, res, err), nil
+		return ev.answer(m, req, res, err), nil
 	}
 }
 
+// scope is the middleware's prologue for a handler that calls the store
+// itself (ScopeV2, ScopeV1, ScopeALB): the key (key itself when the
+// handler found it elsewhere), the caller, the scope; the fingerprint is
+// the handler's own.
+func (ev lambdaEvent[Req, Resp]) scope(m *Middleware, req Req, key string) (idem.Scope, error) {
+	r := ev.read(m, req, key)
+	r.body = nil
+	scope, _, err := m.admit(r)
+	return scope, err
+}
+
 // answer is the response to a request the middleware admitted and the
-// store answered, reported to Observe: the stored response, with
-// Idempotent-Replayed: true on a replay, or the problem for err.
-func (ev lambdaEvent[Req, Resp]) answer(ctx context.Context, m *Middleware, req Req, res idem.Result, err error) Resp {
+// store answered: the stored response, with Idempotent-Replayed: true on
+// a replay, or the problem for err (AnswerV2, AnswerV1, AnswerALB too).
+func (ev lambdaEvent[Req, Resp]) answer(m *Middleware, req Req, res idem.Result, err error) Resp {
 	if err == nil {
-		m.observe(ctx, res.Outcome, nil)
 		return ev.to(req, replayOf(res.Response), res.Outcome == idem.OutcomeReplayed)
 	}
-	return ev.to(req, m.answer(ctx, res, err).response(), false)
+	return ev.to(req, m.problemOf(err).response(), false)
+}
+
+// APIGatewayV2Handler is an aws-lambda-go handler of API Gateway HTTP API
+// (payload 2.0) requests.
+type APIGatewayV2Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// APIGatewayV2 wraps next, for lambda.Start. An error returned by next
+// releases the key and goes back to the Lambda runtime unchanged.
+func (m *Middleware) APIGatewayV2(next APIGatewayV2Handler) APIGatewayV2Handler {
+	return serve(m, apiGatewayV2, next)
+}
+
+// ScopeV2 is the middleware's prologue for a handler that calls
+// idem.Store.Execute or Transact itself, so that its DynamoDB writes
+// commit with the key's completion: the key (key itself when the handler
+// took it from elsewhere, such as the body; else the Idempotency-Key
+// header), the caller under the middleware's policy, and the scope. Its
+// error is for AnswerV2: 400, 403 or 500.
+func (m *Middleware) ScopeV2(req events.APIGatewayV2HTTPRequest, key string) (idem.Scope, error) {
+	return apiGatewayV2.scope(m, req, key)
+}
+
+// AnswerV2 is the API Gateway response to a call the handler made with
+// ScopeV2's scope: the stored response (Idempotent-Replayed: true on a
+// replay), or the problem for the error, ScopeV2's included.
+func (m *Middleware) AnswerV2(res idem.Result, err error) events.APIGatewayV2HTTPResponse {
+	return apiGatewayV2.answer(m, events.APIGatewayV2HTTPRequest{}, res, err)
 }
 
 // apiGatewayV2 is API Gateway's HTTP API payload 2.0.

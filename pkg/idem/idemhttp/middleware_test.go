@@ -21,8 +21,10 @@ import (
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
@@ -73,29 +75,49 @@ func (m *mailer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-func newMiddleware(t *testing.T, observed *outcomes) *idemhttp.Middleware {
+// newMiddleware is a middleware on a fresh table whose store's calls are
+// counted in observed. Callers are told apart where a test is about
+// that; elsewhere one scope is enough, and chosen explicitly
+// (WithAnonymous).
+func newMiddleware(t *testing.T, observed *outcomes, opts ...idemhttp.Option) *idemhttp.Middleware {
+	t.Helper()
+	return mustNew(t, observedStore(t, observed), append([]idemhttp.Option{idemhttp.WithAnonymous()}, opts...)...)
+}
+
+// observedStore is a store on a fresh table whose calls are counted in
+// observed.
+func observedStore(t *testing.T, observed *outcomes) *idem.Store {
 	t.Helper()
 	db := idemtest.New(t).Client()
 	must.NoError(t, idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}))
-	store, err := idem.NewStore(db, "idempotency")
+	store, err := idem.NewStore(db, "idempotency", idem.WithTrace(&idemtrace.Trace{CallDone: observed.add}))
 	must.NoError(t, err)
-	// Callers are told apart where a test is about that; elsewhere one
-	// scope is enough, and chosen explicitly.
-	return &idemhttp.Middleware{Store: store, Observe: observed.add, AllowAnonymous: true}
+	return store
 }
 
+// mustNew is idemhttp.New, which must succeed.
+func mustNew(t *testing.T, store *idem.Store, opts ...idemhttp.Option) *idemhttp.Middleware {
+	t.Helper()
+	mw, err := idemhttp.New(store, opts...)
+	must.NoError(t, err)
+	return mw
+}
+
+// outcomes counts the outcomes of the store's calls, as its trace's
+// CallDone reports them; a request the middleware refuses before it calls
+// the store is none of them.
 type outcomes struct {
 	mu sync.Mutex
 	m  map[idem.Outcome]int
 }
 
-func (o *outcomes) add(_ context.Context, out idem.Outcome, _ error) {
+func (o *outcomes) add(_ context.Context, i idemtrace.CallDoneInfo) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.m == nil {
 		o.m = map[idem.Outcome]int{}
 	}
-	o.m[out]++
+	o.m[idem.Outcome(i.Outcome)]++
 }
 
 func (o *outcomes) get() map[idem.Outcome]int {
@@ -196,13 +218,12 @@ func TestLambdaMiddlewareConcurrentDuplicatesRunOnce(t *testing.T) {
 func TestNetHTTPMiddlewareConcurrentDuplicatesRunOnce(t *testing.T) {
 	t.Parallel()
 	var seen outcomes
-	mw := newMiddleware(t, &seen)
-	mw.Principal = func(r *http.Request) (string, error) {
+	mw := newMiddleware(t, &seen, idemhttp.WithPrincipal(func(r *http.Request) (string, error) {
 		if u := r.Header.Get("X-User"); u != "" {
 			return "user:" + u, nil
 		}
 		return "", fmt.Errorf("no user")
-	}
+	}))
 	m := newMailer()
 	m.gate = make(chan struct{})
 	mux := http.NewServeMux()
@@ -280,7 +301,7 @@ func TestNetHTTPMiddlewareConcurrentDuplicatesRunOnce(t *testing.T) {
 	_ = read(anon)
 	check.EqualValues(t, 2, m.sent.Load())
 	t.Logf("outcomes: %v", seen.get())
-	check.Equal(t, 1, seen.get()[idem.OutcomeRejected])
+	check.Zero(t, seen.get()[idem.OutcomeRejected], "refused before any call of the store")
 }
 
 // A response the middleware must not store (a 5xx, a 429) is sent as it
@@ -325,14 +346,15 @@ func TestMiddlewareReleasesOnServerErrors(t *testing.T) {
 
 func TestMiddlewareBinaryBodyAndOptionalKey(t *testing.T) {
 	t.Parallel()
-	mw := newMiddleware(t, &outcomes{})
+	store := observedStore(t, &outcomes{})
 	png := []byte{0x89, 'P', 'N', 'G', 0xff, 0xfe, 0x00}
 	var calls atomic.Int64
-	h := mw.APIGatewayV2(func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	handler := func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		calls.Add(1)
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "image/png"},
 			Body: base64.StdEncoding.EncodeToString(png), IsBase64Encoded: true}, nil
-	})
+	}
+	h := mustNew(t, store, idemhttp.WithAnonymous()).APIGatewayV2(handler)
 	ctx := context.Background()
 	first, err := h(ctx, emailRequest("img", ``))
 	must.NoError(t, err)
@@ -345,7 +367,7 @@ func TestMiddlewareBinaryBodyAndOptionalKey(t *testing.T) {
 	check.Equal(t, png, got, "the client gets the same bytes")
 	check.EqualValues(t, 1, calls.Load())
 
-	mw.Optional = true
+	h = mustNew(t, store, idemhttp.WithAnonymous(), idemhttp.WithOptionalKey()).APIGatewayV2(handler)
 	_, err = h(ctx, emailRequest("", ``))
 	must.NoError(t, err)
 	_, err = h(ctx, emailRequest("", ``))
@@ -355,8 +377,7 @@ func TestMiddlewareBinaryBodyAndOptionalKey(t *testing.T) {
 
 func TestNetHTTPMiddlewareRejectsLargeBodiesAndTwoKeys(t *testing.T) {
 	t.Parallel()
-	mw := newMiddleware(t, &outcomes{})
-	mw.MaxBodyBytes = 16
+	mw := newMiddleware(t, &outcomes{}, idemhttp.WithMaxBodyBytes(16))
 	m := newMailer()
 	h := mw.Handler(m)
 	rec := httptest.NewRecorder()
@@ -468,13 +489,12 @@ func TestMiddlewareRecordsATooLargeResponseWithoutItsBody(t *testing.T) {
 
 func TestMiddlewareCustomPrincipalV2(t *testing.T) {
 	t.Parallel()
-	mw := newMiddleware(t, &outcomes{})
-	mw.PrincipalV2 = func(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
+	mw := newMiddleware(t, &outcomes{}, idemhttp.WithPrincipalV2(func(rc events.APIGatewayV2HTTPRequestContext) (string, error) {
 		if tenant, ok := rc.Authorizer.Lambda["tenant"].(string); ok {
 			return "tenant:" + tenant, nil
 		}
-		return "", idemhttp.ErrNoSubject
-	}
+		return "", idemprincipal.ErrNoSubject
+	}))
 	var calls atomic.Int64
 	h := mw.APIGatewayV2(func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		calls.Add(1)
@@ -496,15 +516,14 @@ func TestMiddlewareCustomPrincipalV2(t *testing.T) {
 	check.Equal(t, http.StatusForbidden, as("").StatusCode)
 }
 
-// TestMiddlewareWaitReplaysTheFirstResponse: with Wait, a duplicate that
-// arrives during a slow first request gets the first's response with
-// Idempotent-Replayed: true, not 409; a negative Wait turns the store's
+// TestMiddlewareWaitReplaysTheFirstResponse: with WithWait, a duplicate
+// that arrives during a slow first request gets the first's response
+// with Idempotent-Replayed: true, not 409; WithWait(0) turns the store's
 // wait off again.
 func TestMiddlewareWaitReplaysTheFirstResponse(t *testing.T) {
 	t.Parallel()
 	var seen outcomes
-	mw := newMiddleware(t, &seen)
-	mw.Wait = 3 * time.Second
+	mw := newMiddleware(t, &seen, idemhttp.WithWait(3*time.Second))
 	m := newMailer()
 	m.gate = make(chan struct{})
 	h := mw.APIGatewayV2(m.lambda)
@@ -536,7 +555,7 @@ func TestMiddlewareWaitReplaysTheFirstResponse(t *testing.T) {
 	must.NoError(t, idemtable.Create(ctx, db, "idempotency", idemtable.Layout{}))
 	store, err := idem.NewStore(db, "idempotency", idem.WithWait(5*time.Second))
 	must.NoError(t, err)
-	off := &idemhttp.Middleware{Store: store, AllowAnonymous: true, Wait: -1}
+	off := mustNew(t, store, idemhttp.WithAnonymous(), idemhttp.WithWait(0))
 	m2 := newMailer()
 	m2.gate = make(chan struct{})
 	srv := httptest.NewServer(off.Handler(m2))
@@ -556,7 +575,7 @@ func TestMiddlewareWaitReplaysTheFirstResponse(t *testing.T) {
 	t0 := time.Now()
 	busy := post()
 	_ = busy.Body.Close()
-	check.Equal(t, http.StatusConflict, busy.StatusCode, "Wait -1: 409 at once")
+	check.Equal(t, http.StatusConflict, busy.StatusCode, "WithWait(0): 409 at once")
 	check.Less(t, time.Since(t0), time.Second)
 	close(m2.gate)
 	wg.Wait()
@@ -565,7 +584,7 @@ func TestMiddlewareWaitReplaysTheFirstResponse(t *testing.T) {
 
 	// The same middleware with Wait: a duplicate during a slow first
 	// request replays it.
-	on := &idemhttp.Middleware{Store: store, AllowAnonymous: true, Wait: 3 * time.Second}
+	on := mustNew(t, store, idemhttp.WithAnonymous(), idemhttp.WithWait(3*time.Second))
 	m3 := newMailer()
 	m3.gate = make(chan struct{})
 	srv3 := httptest.NewServer(on.Handler(m3))
@@ -599,18 +618,22 @@ func TestMiddlewareWaitReplaysTheFirstResponse(t *testing.T) {
 // A principal function that names no caller (no session: "") answers 403
 // on both paths, rather than put the caller in the scope every such
 // caller shares, where the next one would be served this one's stored
-// response, Set-Cookie included. AllowAnonymous chooses that scope
+// response, Set-Cookie included. WithAnonymous chooses that scope
 // explicitly.
 func TestMiddlewareRefusesAnEmptyPrincipal(t *testing.T) {
 	t.Parallel()
 	for _, allow := range []bool{false, true} {
-		t.Run(fmt.Sprintf("AllowAnonymous=%v", allow), func(t *testing.T) {
+		t.Run(fmt.Sprintf("WithAnonymous=%v", allow), func(t *testing.T) {
 			t.Parallel()
 			observed := &outcomes{}
-			mw := newMiddleware(t, observed)
-			mw.AllowAnonymous = allow
-			mw.PrincipalV2 = func(events.APIGatewayV2HTTPRequestContext) (string, error) { return "", nil }
-			mw.Principal = func(*http.Request) (string, error) { return "", nil }
+			opts := []idemhttp.Option{
+				idemhttp.WithPrincipalV2(func(events.APIGatewayV2HTTPRequestContext) (string, error) { return "", nil }),
+				idemhttp.WithPrincipal(func(*http.Request) (string, error) { return "", nil }),
+			}
+			if allow {
+				opts = append(opts, idemhttp.WithAnonymous())
+			}
+			mw := mustNew(t, observedStore(t, observed), opts...)
 			m := newMailer()
 			lambda := mw.APIGatewayV2(m.lambda)
 			netHTTP := mw.Handler(m)
@@ -634,7 +657,7 @@ func TestMiddlewareRefusesAnEmptyPrincipal(t *testing.T) {
 			}
 			if !allow {
 				check.Zero(t, m.sent.Load(), "nothing ran")
-				check.Equal(t, 4, observed.get()[idem.OutcomeRejected])
+				check.Empty(t, observed.get(), "refused before any call of the store")
 				return
 			}
 			// Chosen explicitly: one shared scope, so the second caller

@@ -1,12 +1,12 @@
 package idemhttp_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
@@ -28,13 +28,19 @@ func TestPrincipalV2(t *testing.T) {
 		rc   events.APIGatewayV2HTTPRequestContext
 		want string
 	}{
-		"no authorizer":   {events.APIGatewayV2HTTPRequestContext{}, ""}, // no caller named: the policy decides
-		"jwt sub":         {jwt(map[string]string{"iss": "https://i", "sub": "alice"}), `jwt:"https://i":sub="alice"`},
-		"jwt client_id":   {jwt(map[string]string{"iss": "i", "client_id": "svc"}), `jwt:"i":client_id="svc"`},
-		"jwt azp":         {jwt(map[string]string{"iss": "i", "azp": "app"}), `jwt:"i":azp="app"`},
-		"jwt quoting":     {jwt(map[string]string{"iss": `a":sub="b`, "sub": "c"}), `jwt:"a\":sub=\"b":sub="c"`},
-		"iam user":        {iam(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::1:user/a"}), "iam:arn:aws:iam::1:user/a"},
-		"iam caller":      {iam(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "1", CallerID: "AIDA"}), "iam-caller:1:AIDA"},
+		"no authorizer": {events.APIGatewayV2HTTPRequestContext{}, ""}, // no caller named: the policy decides
+		"jwt sub":       {jwt(map[string]string{"iss": "https://i", "sub": "alice"}), `jwt:"https://i":sub="alice"`},
+		"jwt client_id": {jwt(map[string]string{"iss": "i", "client_id": "svc"}), `jwt:"i":client_id="svc"`},
+		"jwt azp":       {jwt(map[string]string{"iss": "i", "azp": "app"}), `jwt:"i":azp="app"`},
+		"jwt quoting":   {jwt(map[string]string{"iss": `a":sub="b`, "sub": "c"}), `jwt:"a\":sub=\"b":sub="c"`},
+		"iam user":      {iam(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::1:user/a"}), "iam:arn:aws:iam::1:user/a"},
+		"iam caller":    {iam(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "1", CallerID: "AIDA"}), "iam-caller:1:AIDA"},
+		// Every identity of a Cognito identity pool signs with the pool's
+		// one role: its identity id names the caller, as PrincipalV1's.
+		"iam identity pool": {iam(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
+			UserARN: "arn:aws:sts::1:assumed-role/pool-auth/CognitoIdentityCredentials", AccountID: "1", CallerID: "AROA:CognitoIdentityCredentials",
+			CognitoIdentity: events.APIGatewayV2HTTPRequestContextAuthorizerCognitoIdentity{IdentityPoolID: "eu-west-1:pool", IdentityID: "eu-west-1:ada"},
+		}), `cognito-identity:"eu-west-1:pool":"eu-west-1:ada"`},
 		"lambda":          {lambda(map[string]any{"principalId": "u1"}), `lambda:principalId="u1"`},
 		"lambda sub":      {lambda(map[string]any{"sub": "u2", "role": "admin"}), `lambda:sub="u2"`},
 		"empty authorize": {events.APIGatewayV2HTTPRequestContext{Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{}}, ""},
@@ -52,7 +58,7 @@ func TestPrincipalV2(t *testing.T) {
 		"lambda, id not a string": lambda(map[string]any{"principalId": 42}),
 	} {
 		_, err := idemhttp.PrincipalV2(rc)
-		check.ErrorIs(t, err, idemhttp.ErrNoSubject, name)
+		check.ErrorIs(t, err, idemprincipal.ErrNoSubject, name)
 	}
 	// Two issuers with the same subject are two callers.
 	a, _ := idemhttp.PrincipalV2(jwt(map[string]string{"iss": "a", "sub": "x"}))
@@ -84,14 +90,14 @@ func TestPrincipalOfAnIAMCallerIsItsIdentity(t *testing.T) {
 		arn := "arn:aws:sts::123456789012:assumed-role/Importer/" + session
 		check.Equal(t, role, v2(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: arn, CallerID: "AROAX:" + session}), session)
 		check.Equal(t, role, v1(events.APIGatewayRequestIdentity{UserArn: arn, Caller: "AROAX:" + session}), session)
-		check.Equal(t, role, idemhttp.IAMPrincipal(arn), session)
+		check.Equal(t, role, idemprincipal.IAM(arn), session)
 	}
-	check.Equal(t, "iam:arn:aws-us-gov:iam::123456789012:role/Importer", idemhttp.IAMPrincipal("arn:aws-us-gov:sts::123456789012:assumed-role/Importer/s"))
+	check.Equal(t, "iam:arn:aws-us-gov:iam::123456789012:role/Importer", idemprincipal.IAM("arn:aws-us-gov:sts::123456789012:assumed-role/Importer/s"))
 	for _, arn := range []string{"arn:aws:iam::123456789012:role/Importer", "arn:aws:iam::123456789012:role/service-role/Importer", "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/Importer"} {
-		check.Equal(t, role, idemhttp.IAMPrincipal(arn), "a role's ARN, path or none, is its sessions' caller: %s", arn)
+		check.Equal(t, role, idemprincipal.IAM(arn), "a role's ARN, path or none, is its sessions' caller: %s", arn)
 	}
 	for _, arn := range []string{"arn:aws:iam::123456789012:user/ops/alice", "arn:aws:iam::123456789012:root", "arn:aws:sts::123456789012:federated-user/bob"} {
-		check.Equal(t, "iam:"+arn, idemhttp.IAMPrincipal(arn), arn)
+		check.Equal(t, "iam:"+arn, idemprincipal.IAM(arn), arn)
 	}
 
 	const pool, cognitoRole = "eu-west-1:pool", "arn:aws:sts::123456789012:assumed-role/Cognito_Auth/CognitoIdentityCredentials"
@@ -106,8 +112,8 @@ func TestPrincipalOfAnIAMCallerIsItsIdentity(t *testing.T) {
 	check.Equal(t, ada, v1(events.APIGatewayRequestIdentity{UserArn: cognitoRole, CognitoIdentityPoolID: pool, CognitoIdentityID: "eu-west-1:ada"}))
 }
 
-// The spellings an operator uses to name a caller (idemctl's flags) are
-// the ones PrincipalV2 gives the same caller.
+// The spellings an operator uses to name a caller (idemctl's flags,
+// pkg/idem/idemprincipal) are the ones PrincipalV2 gives the same caller.
 func TestPrincipalSpellingsAreThoseOfPrincipalV2(t *testing.T) {
 	t.Parallel()
 	lambdaRC := func(ctx map[string]any) events.APIGatewayV2HTTPRequestContext {
@@ -122,43 +128,15 @@ func TestPrincipalSpellingsAreThoseOfPrincipalV2(t *testing.T) {
 		}}
 	}
 	for spelled, rc := range map[string]events.APIGatewayV2HTTPRequestContext{
-		idemhttp.JWTPrincipal("https://i.example/", "sub", `a"b`): jwtRC(map[string]string{"iss": "https://i.example/", "sub": `a"b`}),
-		idemhttp.JWTPrincipal("i", "client_id", "svc"):            jwtRC(map[string]string{"iss": "i", "client_id": "svc"}),
-		idemhttp.IAMPrincipal("arn:aws:iam::1:user/a"):            iamRC(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::1:user/a"}),
-		idemhttp.IAMCallerPrincipal("1", "AIDA"):                  iamRC(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "1", CallerID: "AIDA"}),
-		idemhttp.LambdaPrincipal("principalId", "u1"):             lambdaRC(map[string]any{"principalId": "u1"}),
-		idemhttp.LambdaPrincipal("sub", "u2"):                     lambdaRC(map[string]any{"sub": "u2"}),
+		idemprincipal.JWT("https://i.example/", "sub", `a"b`): jwtRC(map[string]string{"iss": "https://i.example/", "sub": `a"b`}),
+		idemprincipal.JWT("i", "client_id", "svc"):            jwtRC(map[string]string{"iss": "i", "client_id": "svc"}),
+		idemprincipal.IAM("arn:aws:iam::1:user/a"):            iamRC(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::1:user/a"}),
+		idemprincipal.IAMCaller("1", "AIDA"):                  iamRC(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "1", CallerID: "AIDA"}),
+		idemprincipal.Lambda("principalId", "u1"):             lambdaRC(map[string]any{"principalId": "u1"}),
+		idemprincipal.Lambda("sub", "u2"):                     lambdaRC(map[string]any{"sub": "u2"}),
 	} {
 		got, err := idemhttp.PrincipalV2(rc)
 		must.NoError(t, err)
 		check.Equal(t, spelled, got)
 	}
-}
-
-// IAMIdentity never fails: an ARN it rewrites becomes a role's ARN
-// without path or session, in the same partition and account, and
-// rewriting that again changes nothing.
-func FuzzIAMIdentity(f *testing.F) {
-	for _, arn := range []string{
-		"arn:aws:sts::123456789012:assumed-role/Importer/s", "arn:aws:iam::123456789012:role/a/b/Importer",
-		"arn:aws:iam::123456789012:user/ops/alice", "arn:aws:sts::1:assumed-role//s", "arn:aws:iam::1:role/", "arn:aws:sts::1:assumed-role/R",
-	} {
-		f.Add(arn)
-	}
-	f.Fuzz(func(t *testing.T, arn string) {
-		id := idemhttp.IAMIdentity(arn)
-		check.Equal(t, id, idemhttp.IAMIdentity(id), "idempotent")
-		if id == arn {
-			return
-		}
-		parts := strings.SplitN(id, ":", 6)
-		in := strings.SplitN(arn, ":", 6)
-		if len(parts) != 6 || len(in) != 6 || parts[1] != in[1] || parts[4] != in[4] || parts[2] != "iam" {
-			t.Fatalf("%q became %q", arn, id)
-		}
-		name, ok := strings.CutPrefix(parts[5], "role/")
-		if !ok || name == "" || strings.Contains(name, "/") {
-			t.Fatalf("%q became %q, no role's ARN", arn, id)
-		}
-	})
 }

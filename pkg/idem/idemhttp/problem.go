@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 )
 
 // ContentTypeProblem is the media type of a problem body (RFC 9457).
@@ -20,7 +21,7 @@ const ContentTypeProblem = "application/problem+json"
 // Problem is an RFC 9457 problem details object.
 type Problem struct {
 	// Type is a URI naming the kind of problem: the type base given to
-	// ProblemFor (or Middleware.ProblemTypeBase) plus the kind's name, or
+	// ProblemFor (or WithProblemTypeBase) plus the kind's name, or
 	// "about:blank" without a base.
 	Type string `json:"type"`
 	// Title is a short summary of the kind: with "about:blank", the
@@ -115,11 +116,11 @@ var ErrBodyTooLarge = errors.New("idemhttp: request body too large")
 // ProblemFor maps an error from pkg/idem, or from this package, to the
 // problem a client should get:
 //
-//	idem.ErrInFlight                    409, Retry-After: until the holder's lease has ended (InFlightError.RetryAfter)
+//	idem.ErrInFlight                    409, Retry-After: idem.RetryAfter (until the holder's lease has ended)
 //	idem.ErrLeaseLost                   409, Retry-After: 1 (another request took the key over)
 //	idem.ErrKeyReuse                    422
 //	idem.ErrInvalidKey                  400
-//	ErrNoSubject                        403
+//	idemprincipal.ErrNoSubject          403
 //	ErrBodyTooLarge                     413
 //	idem.IsUnavailable                  503, Retry-After: 1
 //	anything else                       500, with no internal detail
@@ -132,28 +133,24 @@ var ErrBodyTooLarge = errors.New("idemhttp: request body too large")
 // tells the client what to do; it never carries the error text of a 5xx,
 // which belongs in the server's log.
 func ProblemFor(err error, typeBase string) Problem {
-	var inflight *idem.InFlightError
+	retryAfter := idem.RetryAfter(err)
 	switch {
-	case errors.As(err, &inflight) || errors.Is(err, idem.ErrInFlight):
-		retryAfter := time.Second
-		if inflight != nil {
-			retryAfter = max(retryAfter, inflight.RetryAfter)
-		}
+	case errors.Is(err, idem.ErrInFlight):
 		secs := int(math.Ceil(retryAfter.Seconds()))
 		return probInFlight.problem(typeBase, fmt.Sprintf("an earlier request with this key holds it for up to %d more seconds; retry to get its response", secs)).
 			withRetryAfter(retryAfter)
 	case errors.Is(err, idem.ErrLeaseLost):
-		return probInFlight.problem(typeBase, "another request with this key took it over; retry to get its response").withRetryAfter(time.Second)
+		return probInFlight.problem(typeBase, "another request with this key took it over; retry to get its response").withRetryAfter(retryAfter)
 	case errors.Is(err, idem.ErrKeyReuse):
 		return probKeyReuse.problem(typeBase, "this idempotency key was used with a different request body; use a new key for a new request")
 	case errors.Is(err, idem.ErrInvalidKey):
 		return probKey.problem(typeBase, err.Error())
-	case errors.Is(err, ErrNoSubject):
+	case errors.Is(err, idemprincipal.ErrNoSubject):
 		return probForbidden.problem(typeBase, "the request's authorizer names no caller (a JWT sub, client_id or azp; an IAM caller; a Lambda authorizer's principalId or sub); idempotency keys are scoped to the caller")
 	case errors.Is(err, ErrBodyTooLarge):
 		return probTooLarge.problem(typeBase, err.Error())
 	case idem.IsUnavailable(err):
-		return probUnavailable.problem(typeBase, "the data store is busy; retry with the same idempotency key").withRetryAfter(time.Second)
+		return probUnavailable.problem(typeBase, "the data store is busy; retry with the same idempotency key").withRetryAfter(retryAfter)
 	default:
 		return probInternal.problem(typeBase, "the request failed on the server; nothing was stored for this idempotency key, so a retry with it is safe, though it may fail the same way")
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
@@ -38,7 +39,7 @@ func TestProblemFor(t *testing.T) {
 		{wrap(idem.ErrLeaseLost), 409, "in-flight", "1"},
 		{wrap(idem.ErrKeyReuse), 422, "key-reuse", ""},
 		{wrap(fmt.Errorf("%w: empty", idem.ErrInvalidKey)), 400, "idempotency-key", ""},
-		{idemhttp.ErrNoSubject, 403, "forbidden", ""},
+		{idemprincipal.ErrNoSubject, 403, "forbidden", ""},
 		{fmt.Errorf("%w: limit 1", idemhttp.ErrBodyTooLarge), 413, "too-large", ""},
 		{wrap(idem.ErrInFlight), 409, "in-flight", "1"},
 		{wrap(&types.ProvisionedThroughputExceededException{}), 503, "unavailable", "1"},

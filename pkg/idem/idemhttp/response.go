@@ -6,14 +6,12 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
-	"github.com/idemlambda/idemlambda/pkg/idem/internal/record"
 )
 
 // connectionOnly reports whether a response header belongs to the
@@ -85,17 +83,16 @@ type response struct {
 	body    []byte
 }
 
-// stored is r as pkg/idem stores it: the body as the result's bytes, the
-// status as the metadata entry ":status", each header as an entry of its
-// own name. A name that begins with ':' is no HTTP field name (net/http
-// never sends one) and would take a reserved entry's place: it is left
-// out, like a hop-by-hop header. A status that is not an HTTP status, or
-// a header name or value that is not UTF-8, cannot be stored: the result
-// then holds the status (500 for a status that is the problem) and the
-// reserved entry ":omitted" ("not storable"), which a replay sends as
-// HeaderBodyOmitted, so the handler still runs once.
+// stored is r as pkg/idem stores it: the status, each header as a
+// metadata entry of its own name, the body. A name that begins with ':'
+// is no HTTP field name (net/http never sends one) and the store keeps
+// such names for itself: it is left out, like a hop-by-hop header. A
+// status that is not an HTTP status, or a header name or value that is
+// not UTF-8, cannot be stored: the result then holds the status (500 for
+// a status that is the problem) and Omitted ("not storable"), which a
+// replay sends as HeaderBodyOmitted, so the handler still runs once.
 func (r response) stored() idem.Response {
-	meta := make(map[string]string, len(r.headers)+1)
+	meta := make(map[string]string, len(r.headers))
 	for k, v := range r.headers {
 		switch {
 		case strings.HasPrefix(k, ":"):
@@ -108,8 +105,7 @@ func (r response) stored() idem.Response {
 	if r.status < 100 || r.status > 599 {
 		return standIn(http.StatusInternalServerError)
 	}
-	meta[metaStatus] = strconv.Itoa(r.status)
-	return idem.Response{Body: r.body, Meta: meta}
+	return idem.Response{Status: r.status, Meta: meta, Body: r.body}
 }
 
 // standIn is what is stored for a response that cannot be: its status,
@@ -118,34 +114,26 @@ func standIn(status int) idem.Response {
 	if status < 100 || status > 599 {
 		status = http.StatusInternalServerError
 	}
-	return idem.Response{Meta: map[string]string{metaStatus: strconv.Itoa(status), metaOmitted: "not storable"}}
+	return idem.Response{Status: status, Omitted: "not storable"}
 }
 
-// Reserved metadata entries (pkg/idem/internal/record): the status, and
-// the store's mark of a response stored without its body.
-const (
-	metaStatus  = record.MetaStatus
-	metaOmitted = record.MetaOmitted
-)
-
-// replayOf is a stored result as an HTTP response: the status, the
-// headers (the store's mark of an omitted body as HeaderBodyOmitted), the
-// body. A record stored before format 2 reads the same way, so it
-// replays byte for byte.
+// replayOf is a stored result as an HTTP response: the status (200 for a
+// result that has none, which no HTTP way in stored), the headers (the
+// store's mark of an omitted body as HeaderBodyOmitted), the body. A
+// record stored before format 2 reads the same way, so it replays byte
+// for byte.
 func replayOf(r idem.Response) response {
-	out := response{headers: make(map[string]string, len(r.Meta)), body: r.Body}
+	out := response{status: r.Status, headers: make(map[string]string, len(r.Meta)+1), body: r.Body}
 	for k, v := range r.Meta {
-		switch {
-		case k == metaStatus:
-			out.status, _ = strconv.Atoi(v)
-		case k == metaOmitted:
-			out.headers[HeaderBodyOmitted] = v
-		case !strings.HasPrefix(k, ":"):
+		if !strings.HasPrefix(k, ":") {
 			out.headers[k] = v
 		}
 	}
+	if r.Omitted != "" {
+		out.headers[HeaderBodyOmitted] = r.Omitted
+	}
 	if out.status == 0 {
-		out.status = http.StatusOK // a result no HTTP way in stored
+		out.status = http.StatusOK
 	}
 	return out
 }

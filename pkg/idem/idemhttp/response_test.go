@@ -25,7 +25,7 @@ func TestAPIGatewayV2RoundTrip(t *testing.T) {
 	}
 	stored, err := idemhttp.FromAPIGatewayV2(in)
 	must.NoError(t, err)
-	check.Equal(t, "201", stored.Meta[":status"], "the status is the reserved entry :status")
+	check.Equal(t, 201, stored.Status)
 	check.Equal(t, "Accept, Origin", stored.Meta["Vary"])
 	check.NotContains(t, stored.Meta, idemhttp.HeaderReplayed, "a replay marker is never stored")
 
@@ -42,7 +42,7 @@ func TestAPIGatewayV2RoundTrip(t *testing.T) {
 	stored, err = idemhttp.FromAPIGatewayV2(events.APIGatewayV2HTTPResponse{Body: base64.StdEncoding.EncodeToString(bin), IsBase64Encoded: true})
 	must.NoError(t, err)
 	check.Equal(t, bin, stored.Body)
-	check.Equal(t, "200", stored.Meta[":status"], "API Gateway's default status")
+	check.Equal(t, 200, stored.Status, "API Gateway's default status")
 	out = idemhttp.ToAPIGatewayV2(stored, false)
 	check.True(t, out.IsBase64Encoded)
 	check.Equal(t, base64.StdEncoding.EncodeToString(bin), out.Body)

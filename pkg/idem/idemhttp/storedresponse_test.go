@@ -22,8 +22,7 @@ import (
 // survived the stand-in.
 func TestAResponseWithHeadersOverTheLimitReplaysItsStatus(t *testing.T) {
 	t.Parallel()
-	mw := bareMiddleware(t, idem.WithMaxResponseBytes(1<<10))
-	mw.AllowAnonymous = true
+	mw := bareMiddleware(t, []idem.Option{idem.WithMaxResponseBytes(1 << 10)}, idemhttp.WithAnonymous())
 	runs := 0
 	h := mw.APIGatewayV2(func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		runs++
@@ -51,8 +50,7 @@ func TestAResponseWithHeadersOverTheLimitReplaysItsStatus(t *testing.T) {
 // stored and answered whole, not as a stand-in without its body.
 func TestAHeaderNamedLikeReservedMetadataIsNotStored(t *testing.T) {
 	t.Parallel()
-	mw := bareMiddleware(t)
-	mw.AllowAnonymous = true
+	mw := bareMiddleware(t, nil, idemhttp.WithAnonymous())
 	runs := 0
 	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs++

@@ -6,57 +6,84 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
 )
 
 // APIGatewayV1Handler is an aws-lambda-go handler of API Gateway REST API
 // proxy requests (payload 1.0, which HTTP APIs can send too).
 type APIGatewayV1Handler func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error)
 
-// APIGatewayV1 wraps next, for lambda.Start: the middleware of
-// APIGatewayV2 for API Gateway REST APIs (payload 1.0), with the same key,
-// replays and problems. The caller is PrincipalV1's, or the Middleware's
-// PrincipalV1 function's; the operation, when Operation is empty, the
-// method and the API's resource ("POST /orders/{id}"). Multi-value
-// headers and query parameters are read as net/http reads repeated ones;
-// a response's cookies go out in its multi-value Set-Cookie. An error
-// returned by next releases the key and goes back to the Lambda runtime
-// unchanged.
+// APIGatewayV1 wraps next, for lambda.Start: APIGatewayV2's middleware
+// for API Gateway REST APIs (payload 1.0). The caller is PrincipalV1's
+// (or WithPrincipalV1's); the operation by default the method and the
+// API's resource ("POST /orders/{id}"); a response's cookies go out in
+// its multi-value Set-Cookie.
 func (m *Middleware) APIGatewayV1(next APIGatewayV1Handler) APIGatewayV1Handler {
 	return serve(m, apiGatewayV1, next)
+}
+
+// ScopeV1 is ScopeV2 for a REST API request.
+func (m *Middleware) ScopeV1(req events.APIGatewayProxyRequest, key string) (idem.Scope, error) {
+	return apiGatewayV1.scope(m, req, key)
+}
+
+// AnswerV1 is AnswerV2 for a REST API request.
+func (m *Middleware) AnswerV1(res idem.Result, err error) events.APIGatewayProxyResponse {
+	return apiGatewayV1.answer(m, events.APIGatewayProxyRequest{}, res, err)
+}
+
+// FromAPIGatewayV1 is FromAPIGatewayV2 for a REST API handler's response.
+func FromAPIGatewayV1(r events.APIGatewayProxyResponse) (idem.Response, error) {
+	resp, err := fromEvent(r.StatusCode, r.Headers, r.MultiValueHeaders, nil, r.Body, r.IsBase64Encoded)
+	if err != nil {
+		return idem.Response{}, err
+	}
+	return resp.stored(), nil
+}
+
+// ToAPIGatewayV1 is ToAPIGatewayV2 for a REST API: cookies go out in the
+// multi-value Set-Cookie.
+func ToAPIGatewayV1(r idem.Response, replayed bool) events.APIGatewayProxyResponse {
+	return toAPIGatewayV1(replayOf(r), replayed)
+}
+
+func toAPIGatewayV1(r response, replayed bool) events.APIGatewayProxyResponse {
+	out := rendered(r, replayed)
+	resp := events.APIGatewayProxyResponse{StatusCode: r.status, Headers: out.headers, Body: out.body, IsBase64Encoded: out.base64}
+	if len(out.cookies) > 0 {
+		resp.MultiValueHeaders = map[string][]string{headerSetCookie: out.cookies}
+	}
+	return resp
 }
 
 // apiGatewayV1 is API Gateway's payload 1.0.
 var apiGatewayV1 = lambdaEvent[events.APIGatewayProxyRequest, events.APIGatewayProxyResponse]{
 	read: func(m *Middleware, req events.APIGatewayProxyRequest, key string) request {
-		operation := m.Operation
+		operation := m.operation
 		if operation == "" {
 			operation = req.HTTPMethod + " " + req.Resource
 		}
 		return m.requestEvent(key, operation, req.HTTPMethod, req.Path, req.Headers, req.MultiValueHeaders,
 			req.QueryStringParameters, req.MultiValueQueryStringParameters, req.Body, req.IsBase64Encoded,
-			func() (string, error) { return m.principalV1(req.RequestContext) })
+			func() (string, error) { return m.callerV1(req.RequestContext) })
 	},
 	from: func(r events.APIGatewayProxyResponse) (response, error) {
 		return fromEvent(r.StatusCode, r.Headers, r.MultiValueHeaders, nil, r.Body, r.IsBase64Encoded)
 	},
 	to: func(_ events.APIGatewayProxyRequest, r response, replayed bool) events.APIGatewayProxyResponse {
-		out := rendered(r, replayed)
-		resp := events.APIGatewayProxyResponse{StatusCode: r.status, Headers: out.headers, Body: out.body, IsBase64Encoded: out.base64}
-		if len(out.cookies) > 0 {
-			resp.MultiValueHeaders = map[string][]string{headerSetCookie: out.cookies}
-		}
-		return resp
+		return toAPIGatewayV1(r, replayed)
 	},
 }
 
-// principalV1 names a REST API request's caller under the middleware's
+// callerV1 names a REST API request's caller under the middleware's
 // policy (fromAuthorizer).
-func (m *Middleware) principalV1(rc events.APIGatewayProxyRequestContext) (string, error) {
+func (m *Middleware) callerV1(rc events.APIGatewayProxyRequestContext) (string, error) {
 	var custom func() (string, error)
-	if m.PrincipalV1 != nil {
-		custom = func() (string, error) { return m.PrincipalV1(rc) }
+	if m.principalV1 != nil {
+		custom = func() (string, error) { return m.principalV1(rc) }
 	}
-	return m.fromAuthorizer(custom, func() (string, error) { return PrincipalV1(rc) }, "PrincipalV1")
+	return m.fromAuthorizer(custom, func() (string, error) { return PrincipalV1(rc) }, "WithPrincipalV1")
 }
 
 // requestEvent reads a request of payload 1.0's shape (API Gateway REST

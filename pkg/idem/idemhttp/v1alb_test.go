@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
@@ -104,8 +105,7 @@ func duplicatesRunOnce(t *testing.T, m *mailer, seen *outcomes, do func(key, bod
 func TestAPIGatewayV1MiddlewareBehavesAsV2(t *testing.T) {
 	t.Parallel()
 	var seen outcomes
-	mw := newMiddleware(t, &seen)
-	mw.AllowAnonymous = false // the Cognito authorizer names the caller
+	mw := mustNew(t, observedStore(t, &seen)) // the Cognito authorizer names the caller
 	m := newMailer()
 	h := mw.APIGatewayV1(m.lambdaV1)
 	duplicatesRunOnce(t, m, &seen, func(key, body string) call {
@@ -144,9 +144,8 @@ func emailRequestALB(multi bool, key, body string) events.ALBTargetGroupRequest 
 func TestALBMiddlewareBehavesAsV2InMultiValueMode(t *testing.T) {
 	t.Parallel()
 	var seen outcomes
-	mw := newMiddleware(t, &seen)
-	mw.AllowAnonymous = false
-	mw.PrincipalALB = func(req events.ALBTargetGroupRequest) (string, error) { return req.MultiValueHeaders["x-user"][0], nil }
+	mw := mustNew(t, observedStore(t, &seen),
+		idemhttp.WithPrincipalALB(func(req events.ALBTargetGroupRequest) (string, error) { return req.MultiValueHeaders["x-user"][0], nil }))
 	m := newMailer()
 	h := mw.ALB(m.alb)
 	duplicatesRunOnce(t, m, &seen, func(key, body string) call {
@@ -187,19 +186,18 @@ func TestALBMiddlewareSingleValueMode(t *testing.T) {
 }
 
 // A load balancer authenticates nobody by itself: without PrincipalALB or
-// AllowAnonymous the middleware refuses to serve (500) rather than put
+// WithAnonymous the middleware refuses to serve (500) rather than put
 // every caller in one scope; a principal function naming nobody is 403.
 func TestALBMiddlewareNeedsAPrincipal(t *testing.T) {
 	t.Parallel()
 	var seen outcomes
-	mw := newMiddleware(t, &seen)
-	mw.AllowAnonymous = false
+	store := observedStore(t, &seen)
 	m := newMailer()
-	h := mw.ALB(m.alb)
+	h := mustNew(t, store).ALB(m.alb)
 	resp, err := h(context.Background(), emailRequestALB(false, `"k"`, `{"to":"ada@example.com"}`))
 	must.NoError(t, err)
 	check.Equal(t, http.StatusInternalServerError, resp.StatusCode, resp.Body)
-	mw.PrincipalALB = idemhttp.PrincipalALBOIDC
+	h = mustNew(t, store, idemhttp.WithPrincipalALB(idemhttp.PrincipalALBOIDC)).ALB(m.alb)
 	resp, err = h(context.Background(), emailRequestALB(false, `"k"`, `{"to":"ada@example.com"}`))
 	must.NoError(t, err)
 	check.Equal(t, http.StatusForbidden, resp.StatusCode, resp.Body)
@@ -207,12 +205,11 @@ func TestALBMiddlewareNeedsAPrincipal(t *testing.T) {
 }
 
 // Without an authorizer a REST API route is refused (500) unless
-// AllowAnonymous; an authorizer that names nobody is 403.
+// WithAnonymous; an authorizer that names nobody is 403.
 func TestAPIGatewayV1MiddlewareNeedsAnAuthorizer(t *testing.T) {
 	t.Parallel()
 	var seen outcomes
-	mw := newMiddleware(t, &seen)
-	mw.AllowAnonymous = false
+	mw := mustNew(t, observedStore(t, &seen))
 	m := newMailer()
 	h := mw.APIGatewayV1(m.lambdaV1)
 	req := emailRequestV1(`"k"`, `{"to":"ada@example.com"}`)
@@ -236,7 +233,7 @@ func TestPrincipalV1(t *testing.T) {
 	}{
 		{"cognito user pool", events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"claims": map[string]any{"iss": "https://issuer", "sub": "u-1"}}}, `jwt:"https://issuer":sub="u-1"`, nil},
 		{"client credentials", events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"claims": map[string]any{"iss": "https://issuer", "client_id": "app"}}}, `jwt:"https://issuer":client_id="app"`, nil},
-		{"claims without a subject", events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"claims": map[string]any{"iss": "https://issuer"}}}, "", idemhttp.ErrNoSubject},
+		{"claims without a subject", events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"claims": map[string]any{"iss": "https://issuer"}}}, "", idemprincipal.ErrNoSubject},
 		{"lambda authorizer", events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"principalId": "tenant-7", "integrationLatency": 2}}, `lambda:principalId="tenant-7"`, nil},
 		{"lambda authorizer's sub", events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"sub": "u-2"}}, `lambda:sub="u-2"`, nil},
 		{"iam", events.APIGatewayProxyRequestContext{Identity: events.APIGatewayRequestIdentity{UserArn: "arn:aws:iam::123456789012:user/ci", AccountID: "123456789012", Caller: "AIDA"}}, "iam:arn:aws:iam::123456789012:user/ci", nil},
@@ -276,7 +273,7 @@ func TestPrincipalALBOIDC(t *testing.T) {
 		"claims not base64": {"x-amzn-oidc-identity": "u-1", "x-amzn-oidc-data": "a.!!!.c"},
 	} {
 		_, err := idemhttp.PrincipalALBOIDC(req(h))
-		check.True(t, errors.Is(err, idemhttp.ErrNoSubject), "%s: %v, want ErrNoSubject", name, err)
+		check.True(t, errors.Is(err, idemprincipal.ErrNoSubject), "%s: %v, want ErrNoSubject", name, err)
 	}
 }
 
@@ -289,7 +286,7 @@ func FuzzPrincipalALBOIDC(f *testing.F) {
 	f.Fuzz(func(t *testing.T, identity, data string) {
 		p, err := idemhttp.PrincipalALBOIDC(events.ALBTargetGroupRequest{Headers: map[string]string{"x-amzn-oidc-identity": identity, "x-amzn-oidc-data": data}})
 		if err != nil {
-			if !errors.Is(err, idemhttp.ErrNoSubject) {
+			if !errors.Is(err, idemprincipal.ErrNoSubject) {
 				t.Fatalf("error %v does not wrap ErrNoSubject", err)
 			}
 			return

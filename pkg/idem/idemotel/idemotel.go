@@ -87,8 +87,9 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
 
-// ScopeName is the instrumentation scope of the spans: the tracer's name.
-const ScopeName = "github.com/idemlambda/idemlambda/pkg/idem/idemotel"
+// TracerName is the name of the tracer the spans come from (what
+// OpenTelemetry calls their instrumentation scope).
+const TracerName = "github.com/idemlambda/idemlambda/pkg/idem/idemotel"
 
 // The attribute keys of the spans and events (see the package doc).
 const (
@@ -139,7 +140,7 @@ func WithScopeHasher(h *idemtrace.ScopeHasher) Option {
 
 // NewTrace returns a trace (for idem.WithTrace, or idemtrace.WithTrace
 // for the calls made with one context) that records each call as spans
-// of a tracer from tp, named ScopeName. A nil tp is the global
+// of a tracer from tp, named TracerName. A nil tp is the global
 // provider's (otel.GetTracerProvider), looked up at each span. A no-op
 // provider (go.opentelemetry.io/otel/trace/noop) gets a trace of nil
 // hooks, which costs nothing: its spans would record nothing.
@@ -152,7 +153,7 @@ func NewTrace(tp trace.TracerProvider, opts ...Option) *idemtrace.Trace {
 		o(r)
 	}
 	if tp != nil {
-		r.tracer = tp.Tracer(ScopeName)
+		r.tracer = tp.Tracer(TracerName)
 	}
 	return &idemtrace.Trace{
 		CallStart:    r.callStart,

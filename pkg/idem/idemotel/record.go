@@ -62,7 +62,7 @@ func (c *phaseCtx) Value(key any) any {
 func (r *recorder) begin(ctx context.Context, name string, attrs ...attribute.KeyValue) context.Context {
 	tracer := r.tracer
 	if tracer == nil {
-		tracer = otel.GetTracerProvider().Tracer(ScopeName)
+		tracer = otel.GetTracerProvider().Tracer(TracerName)
 	}
 	ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	return &phaseCtx{Context: ctx, phase: phase{span: span}}

@@ -60,12 +60,14 @@ func Example() {
 	}
 
 	// The handler.
+	deposits, err := idemsqs.New(store, "deposit", decode)
+	if err != nil {
+		log.Fatal(err)
+	}
 	handle := func(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
 		batch := shards.Batch()
 		defer batch.Done()
-		resp, _ := idemsqs.Transact(ctx, store, ev, "deposit", decode, func(ds []deposit, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
-			// Asked again for each transaction, with the shared writes
-			// another transaction held: a held shard is left for another.
+		resp, _ := deposits.Transact(ctx, ev, func(ds []deposit, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 			shard := batch.Shard(len(contended) > 0)
 			sums := map[string]int64{}
 			for _, d := range ds {
@@ -85,6 +87,7 @@ func Example() {
 			}
 			return writes, nil
 		})
+
 		return resp
 	}
 	handle(ctx, events.SQSEvent{Records: []events.SQSMessage{

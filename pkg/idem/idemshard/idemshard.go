@@ -1,7 +1,7 @@
 // Package idemshard spreads an aggregate that many concurrent batches
 // update (the one account every message credits, a seller's counters)
 // over several items: DynamoDB's write sharding for a hot key, fitted to
-// idem.Store.ExecuteBatch and idemsqs.Transact.
+// idem.Store.ExecuteBatch and idemsqs.Consumer.Transact.
 //
 // A DynamoDB transaction holds every item it writes for as long as it
 // runs (milliseconds), and cancels another transaction that touches one
@@ -61,7 +61,7 @@ func New(n int) *Shards {
 // N is the number of shards.
 func (s *Shards) N() int { return s.n }
 
-// Batch starts one batch: one ExecuteBatch or idemsqs.Transact call,
+// Batch starts one batch: one ExecuteBatch or idemsqs.Consumer.Transact call,
 // whose shared writes function asks the Batch's Shard for the shard of
 // each transaction. Call Done once the call has returned.
 func (s *Shards) Batch() *Batch {

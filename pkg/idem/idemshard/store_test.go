@@ -97,7 +97,7 @@ func TestABatchLeavesAHeldShardForAnother(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		items[i] = idem.BatchItem{Scope: sc, Fingerprint: strconv.Itoa(i), Response: idem.Response{Meta: map[string]string{":status": "200"}}}
+		items[i] = idem.BatchItem{Scope: sc, Fingerprint: strconv.Itoa(i), Response: idem.Response{Status: 200}}
 	}
 	res, err := store.ExecuteBatch(ctx, items, func(executing []int, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 		shard := batch.Shard(len(contended) > 0)

@@ -42,7 +42,7 @@ func TestAProducerNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
 		for round, want := range []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed} {
-			resp, results := idemsqs.Transact(context.Background(), f.store, batch(fmt.Sprint(round)), "deposit", decodeFrom, shared("accounts"))
+			resp, results := consumer(t, f.store, "deposit", decodeFrom).Transact(context.Background(), batch(fmt.Sprint(round)), shared("accounts"))
 			must.Empty(t, resp.BatchItemFailures, "%v", results)
 			for _, r := range results {
 				check.Equal(t, want, r.Outcome, "round %d: %v", round, r.Err)
@@ -58,7 +58,7 @@ func TestAProducerNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 		var sent atomic.Int64
 		effect := func(context.Context, deposit) error { sent.Add(1); return nil }
 		for round, want := range []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed} {
-			resp, results := idemsqs.Run(context.Background(), f.store, batch(fmt.Sprint(round)), "email", decodeFrom, effect)
+			resp, results := consumer(t, f.store, "email", decodeFrom).Run(context.Background(), batch(fmt.Sprint(round)), effect)
 			must.Empty(t, resp.BatchItemFailures, "%v", results)
 			for _, r := range results {
 				check.Equal(t, want, r.Outcome, "round %d: %v", round, r.Err)
@@ -77,8 +77,9 @@ func TestAnAnonymousEntryWithAPrincipalIsRefused(t *testing.T) {
 		e.Anonymous = true
 		return e, err
 	}
-	_, results := idemsqs.Run(context.Background(), f.store, events.SQSEvent{Records: []events.SQSMessage{message("m", "ev-1 acct 10")}}, "email", both,
+	_, results := consumer(t, f.store, "email", both).Run(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message("m", "ev-1 acct 10")}},
 		func(context.Context, deposit) error { t.Error("ran"); return nil })
+
 	must.Len(t, results, 1)
 	check.ErrorIs(t, results[0].Err, idem.ErrInvalidKey)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -21,10 +22,10 @@ import (
 // dead-letters it. In a Lambda function:
 //
 //	lambda.Start(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-//		resp, _ := idemsqs.Run(ctx, store, ev, "send welcome", decodeSignup, sendWelcome)
+//		resp, _ := consumer.Run(ctx, ev, sendWelcome)
 //		return resp, nil
 //	})
-func ExampleRun() {
+func ExampleConsumer_Run() {
 	server := idemtest.Start() // stands in for DynamoDB
 	defer server.Close()
 	db := server.Client()
@@ -55,13 +56,18 @@ func ExampleRun() {
 		return nil
 	}
 
+	consumer, err := idemsqs.New(store, "send welcome", decodeSignup, idemsqs.WithRetention(7*24*time.Hour))
+	if err != nil {
+		log.Fatal(err)
+	}
+
 	body := `{"id":"evt-1","source":"accounts","data":{"email":"ada@example.com"}}`
 	ev := events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m1", Body: body},
 		{MessageId: "m2", Body: body}, // the producer sent it twice
 		{MessageId: "m3", Body: "{"},
 	}}
-	resp, results := idemsqs.Run(context.Background(), store, ev, "send welcome", decodeSignup, sendWelcome)
+	resp, results := consumer.Run(context.Background(), ev, sendWelcome)
 	for _, r := range results {
 		fmt.Println(r.MessageID, r.Outcome)
 	}

@@ -50,10 +50,20 @@ func (h hotRun) String() string {
 // runtime as a handler would.
 type hotConsumer func(ctx context.Context, store *idem.Store, ev events.SQSEvent) events.SQSEventResponse
 
-// batchConsumer is idemsqs.Transact on the whole batch: one transaction
+// deposits is the deposits' consumer on store (New fails only without a
+// store, an operation or a decode function).
+func deposits(store *idem.Store) *idemsqs.Consumer[deposit] {
+	c, err := idemsqs.New(store, "deposit", decode)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// batchConsumer is Consumer.Transact on the whole batch: one transaction
 // applies its new messages with one update of the account.
 func batchConsumer(ctx context.Context, store *idem.Store, ev events.SQSEvent) events.SQSEventResponse {
-	resp, _ := idemsqs.Transact(ctx, store, ev, "deposit", decode, shared("accounts"))
+	resp, _ := deposits(store).Transact(ctx, ev, shared("accounts"))
 	return resp
 }
 
@@ -67,7 +77,7 @@ func shardedConsumer(n int) func() hotConsumer {
 		return func(ctx context.Context, store *idem.Store, ev events.SQSEvent) events.SQSEventResponse {
 			batch := shards.Batch()
 			defer batch.Done()
-			resp, _ := idemsqs.Transact(ctx, store, ev, "deposit", decode, func(ds []deposit, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
+			resp, _ := deposits(store).Transact(ctx, ev, func(ds []deposit, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
 				suffix := "#" + strconv.Itoa(batch.Shard(len(contended) > 0))
 				on := make([]deposit, len(ds))
 				for i, d := range ds {
@@ -75,6 +85,7 @@ func shardedConsumer(n int) func() hotConsumer {
 				}
 				return shared("accounts")(on, nil)
 			})
+
 			return resp
 		}
 	}
@@ -88,7 +99,7 @@ func each(c hotConsumer) func() hotConsumer { return func() hotConsumer { return
 func perMessageConsumer(ctx context.Context, store *idem.Store, ev events.SQSEvent) events.SQSEventResponse {
 	out := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for _, m := range ev.Records {
-		resp, _ := idemsqs.Transact(ctx, store, events.SQSEvent{Records: []events.SQSMessage{m}}, "deposit", decode, shared("accounts"))
+		resp, _ := deposits(store).Transact(ctx, events.SQSEvent{Records: []events.SQSMessage{m}}, shared("accounts"))
 		out.BatchItemFailures = append(out.BatchItemFailures, resp.BatchItemFailures...)
 	}
 	return out
@@ -182,7 +193,7 @@ func runHot(tb testing.TB, seed uint64, eventsN, instances int, latency time.Dur
 }
 
 // TestAHotAggregateLosesAndDoublesNothing: 8 consumer instances drain
-// 200 deposits to one account in batches (idemsqs.Transact), their
+// 200 deposits to one account in batches (idemsqs.Consumer.Transact), their
 // transactions meeting each other on the account's item: every event is
 // applied exactly once (runHot checks the total and the count) and no
 // valid message is dead-lettered. What the run cost is logged;

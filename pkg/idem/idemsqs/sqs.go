@@ -13,7 +13,7 @@
 // idem.ErrKeyReuse; what is stored for the key is only that it was
 // applied (nothing at all), so a value of any size can be applied.
 //
-// Two ways in, by where the effect lands:
+// A Consumer (New) applies a batch two ways, by where the effect lands:
 //
 //   - Transact, for effects that are DynamoDB writes: every new message's
 //     record and the writes shared by exactly those messages (one
@@ -23,6 +23,22 @@
 //   - Run, for effects outside DynamoDB (an e-mail, a call to another
 //     API): each message is reserved, applied and completed with a fenced
 //     write (idem.Store.Run), one after another.
+//
+// As in:
+//
+//	consumer, err := idemsqs.New(store, "deposit", decodeDeposit)
+//	...
+//	lambda.Start(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+//		resp, results := consumer.Transact(ctx, ev, perAccountUpdates)
+//		return resp, nil
+//	})
+//
+// A transaction whose shared writes keep meeting an item other batches
+// hold (an aggregate most messages update) is retried, then split in
+// halves down to single messages, so a message fails with the
+// (retryable) conflict only when a transaction of its own kept meeting
+// it; pkg/idem/idemshard spreads such an aggregate so that batches meet
+// less.
 //
 // Poison is the caller's to classify: a message decode refuses, or whose
 // effect fails, is reported failed with decode's or the effect's error in
@@ -37,7 +53,9 @@ package idemsqs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -103,57 +121,74 @@ func Response(results []Result) events.SQSEventResponse {
 	return resp
 }
 
+// Option configures a Consumer.
+type Option struct{ call idem.CallOption }
+
+// WithRetention is idem.WithRetention for the consumer's messages
+// (idem.CallRetention): how long a message's key replays. Choose it
+// against the queue's retention (docs/library.md). New refuses one under
+// the store's lease.
+func WithRetention(d time.Duration) Option { return Option{idem.CallRetention(d)} }
+
+// Consumer applies the batches of one queue's messages for one
+// operation; build it with New. It is safe for concurrent use.
+type Consumer[T any] struct {
+	store     *idem.Store
+	operation string
+	decode    func(events.SQSMessage) (Entry[T], error)
+	call      []idem.CallOption
+}
+
+// New returns the consumer of operation's messages on store: decode
+// reads each message into its Entry. It refuses a missing store,
+// operation or decode function, and an option the store cannot honour.
+func New[T any](store *idem.Store, operation string, decode func(events.SQSMessage) (Entry[T], error), opts ...Option) (*Consumer[T], error) {
+	c := &Consumer[T]{store: store, operation: operation, decode: decode}
+	for _, o := range opts {
+		c.call = append(c.call, o.call)
+	}
+	if err := batchway.Check(store, operation, decode != nil, c.call); err != nil {
+		return nil, fmt.Errorf("idemsqs: %w", err)
+	}
+	return c, nil
+}
+
 // Transact applies the batch's messages whose effects are DynamoDB writes
-// in one transaction: decode reads each message; shared returns the
-// writes for the values of exactly the messages a transaction executes
-// (it may be called more than once, with fewer values, when some messages
-// turn out to be duplicates, and once per retry of a transaction) and
-// must not depend on anything else; contended is the shared writes whose
-// items another transaction held when the previous transaction was
-// cancelled (idem.Store.ExecuteBatch). A message fails only for its own
-// sake, never because another of the batch was a duplicate, poison or
-// conflicted: a transaction whose shared writes keep meeting an item that
-// other batches hold (an aggregate most messages update) is retried, then
-// split in halves down to single messages, each with its own shared
-// writes and attempts, so the messages whose writes miss that item commit
-// and a message fails with the (retryable) conflict only when a
-// transaction of its own kept meeting it (idem.Store.ExecuteBatch). To
-// keep such batches from meeting at all, spread the aggregate over items
-// with pkg/idem/idemshard. An error from shared itself fails every
-// message of the transaction it was asked for. The results
-// are in the batch's order; Response turns them into the runtime's
-// answer. On a FIFO queue each message is its own transaction, in order,
-// until one fails.
-func Transact[T any](ctx context.Context, store *idem.Store, ev events.SQSEvent, operation string,
-	decode func(events.SQSMessage) (Entry[T], error),
+// in one transaction: shared returns the writes for the values of
+// exactly the messages a transaction executes, and may be asked again,
+// with fewer values, per transaction (idem.Store.ExecuteBatch, whose
+// contended it passes on); it must depend on nothing else, and its error
+// fails the messages it was asked for. A message fails only for its own
+// sake (the package documentation). On a FIFO queue each message is its
+// own transaction, in order, until one fails. The results are in the
+// batch's order.
+func (c *Consumer[T]) Transact(ctx context.Context, ev events.SQSEvent,
 	shared func(executing []T, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error),
 ) (events.SQSEventResponse, []Result) {
-	return answer(ev, batchway.Transact(ctx, batch(store, ev, operation, decode), shared))
+	return answer(ev, batchway.Transact(ctx, c.batch(ev), shared))
 }
 
 // Run applies the batch's messages whose effects are outside DynamoDB,
 // one after another: each is reserved, effect runs, and its completion is
 // a fenced write (idem.Store.Run); a duplicate replays without running
 // effect. A failed effect releases the message's key, so its redelivery
-// runs it again. An effect that ran but whose completion could not be
-// recorded (idem.OutcomeNotRecorded) is acknowledged, not redelivered:
-// the redelivery would come after the lease and run it again. Run stops
-// at ctx's end, reporting the untried messages failed. The results are in
-// the batch's order.
-func Run[T any](ctx context.Context, store *idem.Store, ev events.SQSEvent, operation string,
-	decode func(events.SQSMessage) (Entry[T], error),
-	effect func(context.Context, T) error,
-) (events.SQSEventResponse, []Result) {
-	return answer(ev, batchway.Run(ctx, batch(store, ev, operation, decode), effect))
+// runs it again; an effect that ran but whose completion could not be
+// recorded (idem.OutcomeNotRecorded) is acknowledged, since its
+// redelivery would run it again after the lease. Run stops at ctx's end,
+// and before it when the time left is less than the slowest message took,
+// reporting the untried messages failed. The results are in the batch's
+// order.
+func (c *Consumer[T]) Run(ctx context.Context, ev events.SQSEvent, effect func(context.Context, T) error) (events.SQSEventResponse, []Result) {
+	return answer(ev, batchway.Run(ctx, c.batch(ev), effect))
 }
 
 // batch is the SQS event as the batch ways in take it: on a FIFO queue
 // (an event source ARN ending in ".fifo"), in order.
-func batch[T any](store *idem.Store, ev events.SQSEvent, operation string, decode func(events.SQSMessage) (Entry[T], error)) batchway.Batch[T] {
+func (c *Consumer[T]) batch(ev events.SQSEvent) batchway.Batch[T] {
 	return batchway.Batch[T]{
-		Store: store, Operation: operation, Len: len(ev.Records),
+		Store: c.store, Operation: c.operation, Len: len(ev.Records), Call: c.call,
 		Decode: func(i int) (batchway.Entry[T], error) {
-			e, err := decode(ev.Records[i])
+			e, err := c.decode(ev.Records[i])
 			return batchway.Entry[T](e), err
 		},
 		InOrder: len(ev.Records) > 0 && strings.HasSuffix(ev.Records[0].EventSourceARN, ".fifo"),

@@ -165,7 +165,7 @@ func TestTransactHoldsTheTruthUnderRedelivery(t *testing.T) {
 					return
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				resp, results := idemsqs.Transact(ctx, f.store, events.SQSEvent{Records: batch}, "deposit", decode, shared("accounts"))
+				resp, results := consumer(t, f.store, "deposit", decode).Transact(ctx, events.SQSEvent{Records: batch}, shared("accounts"))
 				cancel()
 				must.Len(t, results, len(batch))
 				q.settle(batch, resp)
@@ -259,7 +259,7 @@ func TestRunAppliesAnExternalEffectOnce(t *testing.T) {
 			ev := events.SQSEvent{Records: []events.SQSMessage{message(fmt.Sprintf("m-%d", i), "ev-1 acct-1 500")}}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			resp, results := idemsqs.Run(ctx, f.store, ev, "email", decode, effect)
+			resp, results := consumer(t, f.store, "email", decode).Run(ctx, ev, effect)
 			switch r := results[0]; {
 			case r.Err == nil && r.Outcome == idem.OutcomeExecuted:
 				applied.Add(1)
@@ -282,7 +282,7 @@ func TestRunAppliesAnExternalEffectOnce(t *testing.T) {
 	check.EqualValues(t, 32, applied.Load()+duplicate.Load()+inflight.Load())
 
 	// The in-flight ones' redeliveries replay.
-	_, results := idemsqs.Run(context.Background(), f.store, events.SQSEvent{Records: []events.SQSMessage{message("m-again", "ev-1 acct-1 500")}}, "email", decode, effect)
+	_, results := consumer(t, f.store, "email", decode).Run(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message("m-again", "ev-1 acct-1 500")}}, effect)
 	check.Equal(t, idem.OutcomeReplayed, results[0].Outcome)
 	check.NoError(t, results[0].Err)
 	check.EqualValues(t, 1, effects.Load())
@@ -308,13 +308,13 @@ func TestRunReportsOnlyWhatFailed(t *testing.T) {
 		message("c", "garbage"),
 		message("d", "ev-d acct 300"),
 	}
-	resp, results := idemsqs.Run(context.Background(), f.store, events.SQSEvent{Records: batch}, "email", decode, effect)
+	resp, results := consumer(t, f.store, "email", decode).Run(context.Background(), events.SQSEvent{Records: batch}, effect)
 	check.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "b"}, {ItemIdentifier: "c"}}, resp.BatchItemFailures)
 	check.ErrorIs(t, results[2].Err, errPoison)
 	check.EqualValues(t, 3, runs.Load())
 
 	fail = false
-	_, results = idemsqs.Run(context.Background(), f.store, events.SQSEvent{Records: []events.SQSMessage{message("b2", "ev-b flaky 200"), message("a2", "ev-a acct 999")}}, "email", decode, effect)
+	_, results = consumer(t, f.store, "email", decode).Run(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message("b2", "ev-b flaky 200"), message("a2", "ev-a acct 999")}}, effect)
 	check.Equal(t, idem.OutcomeExecuted, results[0].Outcome, "the failed effect's key was released: its redelivery runs")
 	check.ErrorIs(t, results[1].Err, idem.ErrKeyReuse, "the same event id with another payload")
 	check.EqualValues(t, 4, runs.Load())
@@ -323,7 +323,7 @@ func TestRunReportsOnlyWhatFailed(t *testing.T) {
 	for i := range fifo {
 		fifo[i].EventSourceARN = "arn:aws:sqs:eu-west-1:123456789012:deposits.fifo"
 	}
-	resp, results = idemsqs.Run(context.Background(), f.store, events.SQSEvent{Records: fifo}, "email", decode, effect)
+	resp, results = consumer(t, f.store, "email", decode).Run(context.Background(), events.SQSEvent{Records: fifo}, effect)
 	check.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "f2"}, {ItemIdentifier: "f3"}}, resp.BatchItemFailures)
 	check.ErrorIs(t, results[2].Err, idemsqs.ErrSkipped)
 	check.EqualValues(t, 5, runs.Load(), "f3 was not tried")
@@ -337,14 +337,14 @@ func TestTransactAcknowledgesDuplicates(t *testing.T) {
 	for i := range 9 {
 		first = append(first, message(fmt.Sprintf("m-%d", i), fmt.Sprintf("ev-%d acct 10", i)))
 	}
-	resp, _ := idemsqs.Transact(context.Background(), f.store, events.SQSEvent{Records: first}, "deposit", decode, shared("accounts"))
+	resp, _ := consumer(t, f.store, "deposit", decode).Transact(context.Background(), events.SQSEvent{Records: first}, shared("accounts"))
 	must.Empty(t, resp.BatchItemFailures)
 	f.server.ResetCalls()
 	batch := append(append([]events.SQSMessage(nil), first...), message("new", "ev-new acct 5"), message("reuse", "ev-0 acct 11"))
 	for i := range 9 {
 		batch[i].MessageId += "-again"
 	}
-	resp, results := idemsqs.Transact(context.Background(), f.store, events.SQSEvent{Records: batch}, "deposit", decode, shared("accounts"))
+	resp, results := consumer(t, f.store, "deposit", decode).Transact(context.Background(), events.SQSEvent{Records: batch}, shared("accounts"))
 	check.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "reuse"}}, resp.BatchItemFailures)
 	for _, r := range results[:9] {
 		check.Equal(t, idem.OutcomeReplayed, r.Outcome)
@@ -367,7 +367,7 @@ func TestTransactKeepsFIFOOrder(t *testing.T) {
 	for i := range fifo {
 		fifo[i].EventSourceARN = "arn:aws:sqs:eu-west-1:123456789012:deposits.fifo"
 	}
-	resp, results := idemsqs.Transact(context.Background(), f.store, events.SQSEvent{Records: fifo}, "deposit", decode, shared("accounts"))
+	resp, results := consumer(t, f.store, "deposit", decode).Transact(context.Background(), events.SQSEvent{Records: fifo}, shared("accounts"))
 	check.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: "f2"}, {ItemIdentifier: "f3"}}, resp.BatchItemFailures)
 	check.Equal(t, idem.OutcomeExecuted, results[0].Outcome)
 	check.ErrorIs(t, results[2].Err, idemsqs.ErrSkipped)
@@ -388,14 +388,16 @@ func TestAValueOfAnySizeIsAppliedOnce(t *testing.T) {
 	}
 	var runs atomic.Int64
 	for range 2 {
-		_, results := idemsqs.Run(context.Background(), store, events.SQSEvent{Records: []events.SQSMessage{message("m", "run-1")}}, "big", big,
+		_, results := consumer(t, store, "big", big).Run(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message("m", "run-1")}},
 			func(context.Context, string) error { runs.Add(1); return nil })
+
 		must.NoError(t, results[0].Err)
 	}
 	check.EqualValues(t, 1, runs.Load())
 	for i := range 2 {
-		_, results := idemsqs.Transact(context.Background(), store, events.SQSEvent{Records: []events.SQSMessage{message("m", "tx-1")}}, "big", big,
+		_, results := consumer(t, store, "big", big).Transact(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message("m", "tx-1")}},
 			func([]string, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, nil })
+
 		must.NoError(t, results[0].Err)
 		check.Equal(t, []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed}[i], results[0].Outcome)
 	}
@@ -424,7 +426,7 @@ func TestRunAcknowledgesAnEffectWhoseCompletionWasNotRecorded(t *testing.T) {
 	}
 	t.Cleanup(f.server.ClearFaults)
 	ev := events.SQSEvent{Records: []events.SQSMessage{message("m-1", "ev-1 throttled 500")}}
-	resp, results := idemsqs.Run(context.Background(), store, ev, "email", decode, throttled)
+	resp, results := consumer(t, store, "email", decode).Run(context.Background(), ev, throttled)
 	must.Len(t, results, 1)
 	check.Equal(t, idem.OutcomeNotRecorded, results[0].Outcome)
 	check.ErrorIs(t, results[0].Err, idem.ErrNotRecorded, "the caller can still log why")
@@ -437,7 +439,7 @@ func TestRunAcknowledgesAnEffectWhoseCompletionWasNotRecorded(t *testing.T) {
 		{MessageId: "f-1", Body: "ev-2 throttled 1", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:q.fifo"},
 		{MessageId: "f-2", Body: "ev-3 acct-1 1", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:q.fifo"},
 	}}
-	resp, results = idemsqs.Run(context.Background(), store, fifo, "email", decode, throttled)
+	resp, results = consumer(t, store, "email", decode).Run(context.Background(), fifo, throttled)
 	check.Empty(t, resp.BatchItemFailures)
 	check.Equal(t, idem.OutcomeNotRecorded, results[0].Outcome)
 	check.Equal(t, idem.OutcomeExecuted, results[1].Outcome)
@@ -456,9 +458,53 @@ func TestAnEmptyPrincipalIsRefused(t *testing.T) {
 	var effects atomic.Int64
 	effect := func(context.Context, deposit) error { effects.Add(1); return nil }
 	ev := events.SQSEvent{Records: []events.SQSMessage{message("m-1", "ev-1 acct-1 500")}}
-	_, results := idemsqs.Run(context.Background(), f.store, ev, "email", anon, effect)
+	_, results := consumer(t, f.store, "email", anon).Run(context.Background(), ev, effect)
 	check.ErrorIs(t, results[0].Err, idem.ErrInvalidKey)
-	_, results = idemsqs.Transact(context.Background(), f.store, ev, "deposits", anon, shared("accounts"))
+	_, results = consumer(t, f.store, "deposits", anon).Transact(context.Background(), ev, shared("accounts"))
 	check.ErrorIs(t, results[0].Err, idem.ErrInvalidKey)
 	check.Zero(t, effects.Load())
+}
+
+// consumer is idemsqs.New, which must succeed.
+func consumer[T any](t testing.TB, store *idem.Store, operation string, decode func(events.SQSMessage) (idemsqs.Entry[T], error), opts ...idemsqs.Option) *idemsqs.Consumer[T] {
+	t.Helper()
+	c, err := idemsqs.New(store, operation, decode, opts...)
+	must.NoError(t, err)
+	return c
+}
+
+// New refuses what it cannot serve, before any batch; WithRetention is
+// the retention of the consumer's records alone.
+func TestNewAndWithRetention(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for name, build := range map[string]func() error{
+		"no store":     func() error { _, err := idemsqs.New(nil, "deposit", decode); return err },
+		"no operation": func() error { _, err := idemsqs.New(f.store, "", decode); return err },
+		"no decode": func() error {
+			_, err := idemsqs.New[deposit](f.store, "deposit", nil)
+			return err
+		},
+		"retention under the lease": func() error {
+			_, err := idemsqs.New(f.store, "deposit", decode, idemsqs.WithRetention(time.Second))
+			return err
+		},
+	} {
+		check.Error(t, build(), name)
+	}
+
+	week := consumer(t, f.store, "deposit", decode, idemsqs.WithRetention(7*24*time.Hour))
+	ev := events.SQSEvent{Records: []events.SQSMessage{message("m-1", "e-week acc-1 5")}}
+	before := time.Now()
+	_, results := week.Transact(context.Background(), ev, shared("accounts"))
+	must.NoError(t, results[0].Err)
+	sc, err := idem.NewScope("deposit", "bank", "e-week")
+	must.NoError(t, err)
+	out, err := f.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String("idempotency"), Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: sc.ID()}},
+	})
+	must.NoError(t, err)
+	exp, err := strconv.ParseInt(out.Item["expires_at"].(*types.AttributeValueMemberN).Value, 10, 64)
+	must.NoError(t, err)
+	check.Equal(t, 7*24*time.Hour, time.Unix(exp, 0).Sub(before.Truncate(time.Second)).Round(time.Hour))
 }

@@ -32,19 +32,18 @@ func TestTransactLeavesARecordUntriedWithoutTimeForIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	var calls atomic.Int64
-	way := idemstream.Transact(ctx, store, "count", func([]string, []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
-		calls.Add(1)
-		time.Sleep(300 * time.Millisecond)
-		return nil, nil
-	})
 	ev := events.KinesisEvent{Records: []events.KinesisEventRecord{
 		{Kinesis: events.KinesisRecord{SequenceNumber: "1", Data: []byte("a")}},
 		{Kinesis: events.KinesisRecord{SequenceNumber: "2", Data: []byte("b")}},
 		{Kinesis: events.KinesisRecord{SequenceNumber: "3", Data: []byte("c")}},
 	}}
-	resp, res := idemstream.Kinesis(ev, func(r events.KinesisEventRecord) (idemstream.Entry[string], error) {
+	resp, res := kinesis(t, store, "count", func(r events.KinesisEventRecord) (idemstream.Entry[string], error) {
 		return idemstream.Entry[string]{Principal: "orders", Key: "k" + r.Kinesis.SequenceNumber, Value: string(r.Kinesis.Data)}, nil
-	}, way)
+	}).Transact(ctx, ev, func([]string, []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
+		calls.Add(1)
+		time.Sleep(300 * time.Millisecond)
+		return nil, nil
+	})
 	check.Equal(t, idem.OutcomeExecuted, res[0].Outcome)
 	check.Equal(t, []events.KinesisBatchItemFailure{{ItemIdentifier: "2"}}, resp.BatchItemFailures)
 	check.ErrorIs(t, res[1].Err, context.DeadlineExceeded)

@@ -1,11 +1,42 @@
 package idemstream
 
-import "github.com/aws/aws-lambda-go/events"
+import (
+	"context"
 
-// DynamoDB applies a DynamoDB Streams batch's records, read by decode,
-// the way way says: in order, until one fails, which the answer names.
-func DynamoDB[T any](ev events.DynamoDBEvent, decode func(events.DynamoDBEventRecord) (Entry[T], error), way Way[T]) (events.DynamoDBEventResponse, []Result) {
-	res := apply(way, ev.Records, decode, func(r events.DynamoDBEventRecord) string { return r.Change.SequenceNumber })
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
+)
+
+// DynamoDB applies the batches of a DynamoDB stream's shards for one
+// operation; build it with NewDynamoDB. It is safe for concurrent use.
+type DynamoDB[T any] struct {
+	s stream[events.DynamoDBEventRecord, T]
+}
+
+// NewDynamoDB returns the consumer of operation's records on store:
+// decode reads each record into its Entry. It refuses a missing store,
+// operation or decode function, and an option the store cannot honour.
+func NewDynamoDB[T any](store *idem.Store, operation string, decode func(events.DynamoDBEventRecord) (Entry[T], error), opts ...Option) (*DynamoDB[T], error) {
+	s, err := newStream(store, operation, decode, func(r events.DynamoDBEventRecord) string { return r.Change.SequenceNumber }, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &DynamoDB[T]{s}, nil
+}
+
+// Run is Kinesis.Run for a DynamoDB Streams batch.
+func (d *DynamoDB[T]) Run(ctx context.Context, ev events.DynamoDBEvent, effect func(context.Context, T) error) (events.DynamoDBEventResponse, []Result) {
+	res := d.s.run(ctx, ev.Records, effect)
+	return DynamoDBResponse(res), res
+}
+
+// Transact is Kinesis.Transact for a DynamoDB Streams batch.
+func (d *DynamoDB[T]) Transact(ctx context.Context, ev events.DynamoDBEvent,
+	shared func(executing []T, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error),
+) (events.DynamoDBEventResponse, []Result) {
+	res := d.s.transact(ctx, ev.Records, shared)
 	return DynamoDBResponse(res), res
 }
 

@@ -23,10 +23,10 @@ import (
 // delivered twice, ships once. In a Lambda function:
 //
 //	lambda.Start(func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
-//		resp, _ := idemstream.Kinesis(ev, decodeOrder, idemstream.Run(ctx, store, "ship", ship))
+//		resp, _ := orders.Run(ctx, ev, ship)
 //		return resp, nil
 //	})
-func ExampleKinesis() {
+func ExampleKinesis_Run() {
 	server := idemtest.Start() // stands in for DynamoDB
 	defer server.Close()
 	db := server.Client()
@@ -67,7 +67,11 @@ func ExampleKinesis() {
 		record("103", "{"),
 		record("104", `{"id":"order-8","source":"shop","data":{"item":"cups"}}`),
 	}}
-	resp, results := idemstream.Kinesis(ev, decodeOrder, idemstream.Run(context.Background(), store, "ship", ship))
+	orders, err := idemstream.NewKinesis(store, "ship", decodeOrder)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp, results := orders.Run(context.Background(), ev, ship)
 	for _, r := range results {
 		fmt.Println(r.SequenceNumber, r.Outcome, errors.Is(r.Err, idemstream.ErrSkipped))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -17,6 +18,22 @@ import (
 )
 
 var errBoom = errors.New("boom")
+
+// kinesis is idemstream.NewKinesis, which must succeed.
+func kinesis[T any](t testing.TB, store *idem.Store, operation string, decode func(events.KinesisEventRecord) (idemstream.Entry[T], error), opts ...idemstream.Option) *idemstream.Kinesis[T] {
+	t.Helper()
+	k, err := idemstream.NewKinesis(store, operation, decode, opts...)
+	must.NoError(t, err)
+	return k
+}
+
+// dynamoDB is idemstream.NewDynamoDB, which must succeed.
+func dynamoDB[T any](t testing.TB, store *idem.Store, operation string, decode func(events.DynamoDBEventRecord) (idemstream.Entry[T], error), opts ...idemstream.Option) *idemstream.DynamoDB[T] {
+	t.Helper()
+	d, err := idemstream.NewDynamoDB(store, operation, decode, opts...)
+	must.NoError(t, err)
+	return d
+}
 
 // newStore is a store on a strict store's idempotency table.
 func newStore(t *testing.T) *idem.Store {
@@ -53,7 +70,7 @@ func TestAShardStopsAtItsFirstFailureAndResumesFromIt(t *testing.T) {
 		applied = append(applied, v)
 		return nil
 	}
-	resp, results := idemstream.DynamoDB(ev, decode, idemstream.Run(ctx, store, "count", effect))
+	resp, results := dynamoDB(t, store, "count", decode).Run(ctx, ev, effect)
 	check.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: "200"}}, resp.BatchItemFailures)
 	check.Equal(t, []string{"a"}, applied)
 	check.ErrorIs(t, results[1].Err, errBoom)
@@ -61,7 +78,7 @@ func TestAShardStopsAtItsFirstFailureAndResumesFromIt(t *testing.T) {
 
 	// Lambda retries the shard from 200; the batch starts there again.
 	failing = false
-	resp, results = idemstream.DynamoDB(events.DynamoDBEvent{Records: ev.Records}, decode, idemstream.Run(ctx, store, "count", effect))
+	resp, results = dynamoDB(t, store, "count", decode).Run(ctx, events.DynamoDBEvent{Records: ev.Records}, effect)
 	check.Empty(t, resp.BatchItemFailures)
 	check.Equal(t, []string{"a", "fail", "c"}, applied, "the first record replays; the rest apply once")
 	check.Equal(t, idem.OutcomeReplayed, results[0].Outcome)
@@ -71,14 +88,15 @@ func TestAShardStopsAtItsFirstFailureAndResumesFromIt(t *testing.T) {
 		{Kinesis: events.KinesisRecord{SequenceNumber: "7", Data: []byte("x")}},
 		{Kinesis: events.KinesisRecord{SequenceNumber: "8", Data: []byte("")}},
 	}}
-	kresp, kres := idemstream.Kinesis(kev, func(r events.KinesisEventRecord) (idemstream.Entry[string], error) {
+	kresp, kres := kinesis(t, store, "count", func(r events.KinesisEventRecord) (idemstream.Entry[string], error) {
 		return idemstream.Entry[string]{Principal: "orders", Key: "k" + r.Kinesis.SequenceNumber, Value: string(r.Kinesis.Data)}, nil
-	}, idemstream.Run(ctx, store, "count", func(_ context.Context, v string) error {
+	}).Run(ctx, kev, func(_ context.Context, v string) error {
 		if strings.TrimSpace(v) == "" {
 			return errBoom
 		}
 		return nil
-	}))
+	})
+
 	check.Equal(t, []events.KinesisBatchItemFailure{{ItemIdentifier: "8"}}, kresp.BatchItemFailures)
 	check.Equal(t, idem.OutcomeExecuted, kres[0].Outcome)
 }
@@ -100,11 +118,49 @@ func TestAProducerNamedAnonymousIsNotTheAnonymousScope(t *testing.T) {
 	}
 	applied := 0
 	for round, want := range []idem.Outcome{idem.OutcomeExecuted, idem.OutcomeReplayed} {
-		resp, res := idemstream.Kinesis(ev, decode, idemstream.Run(ctx, store, "count", func(context.Context, string) error { applied++; return nil }))
+		resp, res := kinesis(t, store, "count", decode).Run(ctx, ev, func(context.Context, string) error { applied++; return nil })
 		check.Empty(t, resp.BatchItemFailures)
 		for _, r := range res {
 			check.Equal(t, want, r.Outcome, "round %d: %v", round, r.Err)
 		}
 	}
 	check.Equal(t, 2, applied)
+}
+
+// NewKinesis and NewDynamoDB refuse what they cannot serve, before any
+// batch.
+func TestNewRefusesWhatItCannotServe(t *testing.T) {
+	t.Parallel()
+	store := newStore(t)
+	decodeK := func(events.KinesisEventRecord) (idemstream.Entry[string], error) {
+		return idemstream.Entry[string]{}, nil
+	}
+	decodeD := func(events.DynamoDBEventRecord) (idemstream.Entry[string], error) {
+		return idemstream.Entry[string]{}, nil
+	}
+	for name, build := range map[string]func() error{
+		"kinesis, no store":     func() error { _, err := idemstream.NewKinesis(nil, "count", decodeK); return err },
+		"kinesis, no operation": func() error { _, err := idemstream.NewKinesis(store, "", decodeK); return err },
+		"kinesis, no decode": func() error {
+			_, err := idemstream.NewKinesis[string](store, "count", nil)
+			return err
+		},
+		"kinesis, short retention": func() error {
+			_, err := idemstream.NewKinesis(store, "count", decodeK, idemstream.WithRetention(time.Second))
+			return err
+		},
+		"dynamodb, no store": func() error { _, err := idemstream.NewDynamoDB(nil, "count", decodeD); return err },
+		"dynamodb, no decode": func() error {
+			_, err := idemstream.NewDynamoDB[string](store, "count", nil)
+			return err
+		},
+		"dynamodb, short retention": func() error {
+			_, err := idemstream.NewDynamoDB(store, "count", decodeD, idemstream.WithRetention(time.Second))
+			return err
+		},
+	} {
+		check.Error(t, build(), name)
+	}
+	_, err := idemstream.NewDynamoDB(store, "count", decodeD, idemstream.WithRetention(48*time.Hour))
+	check.NoError(t, err)
 }

@@ -16,8 +16,8 @@
 // of the shard, so it is a key where the producer never writes one event
 // twice.
 //
-// Kinesis and DynamoDB read their stream's event, and a Way applies its
-// records:
+// A Kinesis consumer (NewKinesis) or a DynamoDB Streams one (NewDynamoDB)
+// applies a batch two ways, by where the effect lands:
 //
 //   - Transact, for effects that are DynamoDB writes: each record's key
 //     and the writes shared computes for its value commit in one
@@ -28,7 +28,9 @@
 //
 // As in:
 //
-//	resp, results := idemstream.Kinesis(ev, decodeOrder, idemstream.Run(ctx, store, "ship", ship))
+//	orders, err := idemstream.NewKinesis(store, "ship", decodeOrder)
+//	...
+//	resp, results := orders.Run(ctx, ev, ship)
 //
 // A record's decode error, a key reused with another value
 // (idem.ErrKeyReuse) or an effect's error fails it, and so stops the
@@ -42,6 +44,8 @@ package idemstream
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -74,44 +78,65 @@ func (r Result) Redeliver() bool { return batchway.Result{Outcome: r.Outcome, Er
 // ErrSkipped reports a record left untried after an earlier one failed.
 var ErrSkipped = errors.New("idemstream: skipped after an earlier failure in the shard's batch")
 
-// Way is how a batch's records are applied: Run or Transact.
-type Way[T any] struct {
-	operation string
+// Option configures a consumer.
+type Option struct{ call idem.CallOption }
+
+// WithRetention is idem.WithRetention for the consumer's records
+// (idem.CallRetention): how long a record's key replays, as long as the
+// stream keeps records and its retries last. NewKinesis and NewDynamoDB
+// refuse one under the store's lease.
+func WithRetention(d time.Duration) Option { return Option{idem.CallRetention(d)} }
+
+// stream is what both consumers hold: the store, the operation, how a
+// record is read and its sequence number, and the options of each call.
+type stream[R, T any] struct {
 	store     *idem.Store
-	apply     func(batchway.Batch[T]) []batchway.Result
+	operation string
+	decode    func(R) (Entry[T], error)
+	seq       func(R) string
+	call      []idem.CallOption
 }
 
-// Run applies each record's effect outside DynamoDB (an e-mail, a call to
-// another API) once: reserved, run, completed with a fenced write
-// (idem.Store.Run). A record whose effect fails is released, so the
-// shard's retry runs it again.
-func Run[T any](ctx context.Context, store *idem.Store, operation string, effect func(context.Context, T) error) Way[T] {
-	return Way[T]{operation, store, func(b batchway.Batch[T]) []batchway.Result { return batchway.Run(ctx, b, effect) }}
+// newStream checks a consumer's configuration.
+func newStream[R, T any](store *idem.Store, operation string, decode func(R) (Entry[T], error), seq func(R) string, opts []Option) (stream[R, T], error) {
+	s := stream[R, T]{store: store, operation: operation, decode: decode, seq: seq}
+	for _, o := range opts {
+		s.call = append(s.call, o.call)
+	}
+	if err := batchway.Check(store, operation, decode != nil, s.call); err != nil {
+		return stream[R, T]{}, fmt.Errorf("idemstream: %w", err)
+	}
+	return s, nil
 }
 
-// Transact applies each record's DynamoDB writes once: the record's key
-// and the writes shared returns for its value (executing holds that one
-// value; contended is as idem.Store.ExecuteBatch says) commit in one
-// TransactWriteItems.
-func Transact[T any](ctx context.Context, store *idem.Store, operation string,
+// run applies records with effect outside DynamoDB.
+func (s stream[R, T]) run(ctx context.Context, records []R, effect func(context.Context, T) error) []Result {
+	return s.results(records, batchway.Run(ctx, s.batch(records), effect))
+}
+
+// transact applies records' DynamoDB writes, each its own transaction.
+func (s stream[R, T]) transact(ctx context.Context, records []R,
 	shared func(executing []T, contended []types.TransactWriteItem) ([]types.TransactWriteItem, error),
-) Way[T] {
-	return Way[T]{operation, store, func(b batchway.Batch[T]) []batchway.Result { return batchway.Transact(ctx, b, shared) }}
+) []Result {
+	return s.results(records, batchway.Transact(ctx, s.batch(records), shared))
 }
 
-// apply applies a shard's records, read by decode, the way w says, and
-// returns each record's Result with its sequence number.
-func apply[R, T any](w Way[T], records []R, decode func(R) (Entry[T], error), seq func(R) string) []Result {
-	res := w.apply(batchway.Batch[T]{
-		Store: w.store, Operation: w.operation, Len: len(records), InOrder: true, Skipped: ErrSkipped,
+// batch is a shard's records as the batch ways in take them: in order.
+func (s stream[R, T]) batch(records []R) batchway.Batch[T] {
+	return batchway.Batch[T]{
+		Store: s.store, Operation: s.operation, Len: len(records), InOrder: true, Skipped: ErrSkipped, Call: s.call,
 		Decode: func(i int) (batchway.Entry[T], error) {
-			e, err := decode(records[i])
+			e, err := s.decode(records[i])
 			return batchway.Entry[T](e), err
 		},
-	})
+	}
+}
+
+// results is each record's Result with its sequence number.
+func (s stream[R, T]) results(records []R, res []batchway.Result) []Result {
 	results := make([]Result, len(res))
 	for i, r := range res {
-		results[i] = Result{SequenceNumber: seq(records[i]), Outcome: r.Outcome, Err: r.Err}
+		results[i] = Result{SequenceNumber: s.seq(records[i]), Outcome: r.Outcome, Err: r.Err}
 	}
 	return results
 }

@@ -33,7 +33,7 @@ func ExampleLayout_sortValue() {
 	}
 	scope, _ := idem.NewScope("POST /orders", "user-1", "k-1")
 	_, err = store.Run(ctx, scope, "fp", func(context.Context) (idem.Response, error) {
-		return idem.Response{Meta: map[string]string{":status": "201"}}, nil
+		return idem.Response{Status: 201}, nil
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -35,7 +35,7 @@ func ExampleLayout() {
 	}
 	scope, _ := idem.NewScope("POST /orders", "user-1", "k-1")
 	_, err = store.Run(ctx, scope, "fp", func(context.Context) (idem.Response, error) {
-		return idem.Response{Meta: map[string]string{":status": "201"}, Body: []byte(`{"id":"o-1"}`)}, nil
+		return idem.Response{Status: 201, Body: []byte(`{"id":"o-1"}`)}, nil
 	})
 	if err != nil {
 		log.Fatal(err)

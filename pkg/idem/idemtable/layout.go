@@ -19,34 +19,10 @@ const (
 
 // Layout says where the records live in a table: the key attributes, what
 // their values are, and the names of the record's other attributes. The
-// zero Layout is the default: partition key "id" holding the scope's ID,
-// no sort key, the attribute names the package documentation of pkg/idem
-// lists. Every field left empty takes its default.
-//
-// Four shapes:
-//
-//   - a table of its own (the default): partition key = the scope's ID;
-//   - a shared table with a prefix: partition key = KeyPrefix + the scope's
-//     ID, such as "IDEMPOTENCY#v1|14:POST /products|...";
-//   - a single-table design, one partition: SortKey set, partition key =
-//     PartitionValue (a fixed value such as "IDEMPOTENCY"), sort key =
-//     KeyPrefix + the scope's ID. All records share one partition key
-//     value, and so one partition: DynamoDB serves one about 1,000 write
-//     units a second (3,000 read units), which bounds the idempotency
-//     traffic of the whole table, and the IAM condition
-//     dynamodb:LeadingKeys (which sees the partition key only) cannot
-//     tell one operation's records from another's. In exchange, one
-//     Query lists every record.
-//   - a single-table design, spread: SortKey set, partition key =
-//     KeyPrefix + the scope's ID, sort key = SortValue (a fixed value
-//     such as "IDEMPOTENCY" or "#METADATA"). Each record is an item
-//     collection of its own, so the records spread over the table's
-//     partitions as a table of its own does, and LeadingKeyPrefix
-//     confines a role to one operation's records. Listing them takes a
-//     Scan (or an index of the adopter's).
-//
-// Every caller of one table must use the same Layout: two layouts never see
-// each other's records.
+// zero Layout is the default (partition key "id" holding the scope's ID);
+// every field left empty takes its default. The package documentation
+// gives its four shapes. Every caller of one table must use the same
+// Layout: two layouts never see each other's records.
 type Layout struct {
 	// PartitionKey is the partition key attribute's name (S); default "id".
 	PartitionKey string

@@ -1,8 +1,3 @@
-// Package idemtable creates the DynamoDB table pkg/idem keeps its records
-// in, describes where in a table they live (Layout: a table of its own, a
-// key prefix, or a single-table design's sort key, with every record in
-// one fixed partition or each in its own), and names the key prefix that
-// confines an IAM role to one operation's records.
 package idemtable
 
 import (

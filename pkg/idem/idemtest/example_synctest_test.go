@@ -61,7 +61,7 @@ func TestLeaseAndRetentionInFakeTime(t *testing.T) {
 		runs := 0
 		pay := func(context.Context) (idem.Response, error) {
 			runs++
-			return idem.Response{Meta: map[string]string{":status": "201"}, Body: fmt.Appendf(nil, `{"payment":%d}`, runs)}, nil
+			return idem.Response{Status: 201, Body: fmt.Appendf(nil, `{"payment":%d}`, runs)}, nil
 		}
 
 		// An invocation claims the key and dies in the middle (here, a

@@ -67,8 +67,8 @@ import (
 type Trace struct {
 	// CallStart: a way in begins a call (for ExecuteBatch, a batch).
 	CallStart func(ctx context.Context, info CallStartInfo) context.Context
-	// CallDone: the call's answer, after the outcome hook's
-	// (idem.WithOutcomeHook).
+	// CallDone: the call's answer and outcome: once per call, replays,
+	// cache hits and rejections included (a batch's items: BatchItem).
 	CallDone func(ctx context.Context, info CallDoneInfo)
 	// CacheHit: the call (or a batch item) answered from the cache
 	// (idem.WithCache), with no DynamoDB request.
@@ -119,8 +119,8 @@ type Trace struct {
 	BatchTxStart func(ctx context.Context, info BatchTxStartInfo) context.Context
 	// BatchTxDone: what DynamoDB answered it.
 	BatchTxDone func(ctx context.Context, info BatchTxDoneInfo)
-	// BatchItem: one item's answer, once the batch is done, in order,
-	// after the outcome hook's.
+	// BatchItem: one item's answer and outcome, once the batch is done,
+	// in order.
 	BatchItem func(ctx context.Context, info BatchItemInfo)
 }
 
@@ -150,7 +150,8 @@ type CallStartInfo struct {
 	Items int
 }
 
-// CallDoneInfo is a call's answer, as the outcome hook sees it.
+// CallDoneInfo is a call's answer: its outcome (an idem.Outcome) and
+// error, for the metrics and logs of a call.
 type CallDoneInfo struct {
 	Way       Way
 	Operation string
@@ -249,7 +250,7 @@ type WaitReason string
 // The reasons to wait.
 const (
 	// WaitHolder: a live holder has the key, and the call waits for its
-	// response (idem.WithWait, idemhttp's Middleware.Wait).
+	// response (idem.WithWait, idem.CallWait, idemhttp.WithWait).
 	WaitHolder WaitReason = "holder"
 	// WaitTransaction: the record is in another request's running
 	// transaction (its holder committing): the call follows it with

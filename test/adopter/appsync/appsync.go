@@ -1,28 +1,32 @@
 // Package appsync makes an AWS AppSync direct Lambda resolver idempotent:
 // the adapter an adopter writes for a Lambda event pkg/idem does not
-// cover, from the library's public API alone (idem.Do, idem.NewScope,
-// idem.Fingerprint and the error classes). A mutation that carries an
-// idempotency key runs its resolver at most once per caller, field and
-// key; every retry gets the first answer.
+// cover, from the library's public API alone (idem.Do with its per-call
+// options, idem.NewScope, idem.Fingerprint, idemprincipal's spellings,
+// idem.OutcomeOf and RetryAfter). A mutation that carries an idempotency
+// key runs its resolver at most once per caller, field and key; every
+// retry gets the first answer, and with WithWait a duplicate that comes
+// while the first runs waits for its answer.
 //
 // The key comes from the request's Idempotency-Key header (AppSync passes
 // the request's headers to the resolver). The caller is the resolver's
-// identity: a Cognito user pool or OIDC token (issuer and subject), an
-// IAM caller (its ARN), or a Lambda authorizer's resolver context
-// (principalId, else sub). A request authorized by an API key has no
-// identity, and is refused: keys are scoped to the caller. The
-// fingerprint is the field and its arguments as canonical JSON.
+// identity, spelled as every way in of the library spells it
+// (pkg/idem/idemprincipal): a Cognito user pool or OIDC token (issuer and
+// subject), an IAM caller (a Cognito identity pool's identity, else its
+// ARN's identity: an assumed role's sessions are the role), or a Lambda
+// authorizer's resolver context (principalId, else sub). A request authorized by an API key has no identity, and is
+// refused: keys are scoped to the caller. The fingerprint is the field
+// and its arguments as canonical JSON.
 //
 // Errors go back to AppSync as Lambda errors whose errorType names what
 // happened (messages.InvokeResponse_Error), which AppSync passes to the
 // client in the GraphQL error: IdempotencyConflict (another request holds
-// the key: retry after RetryAfterSeconds), IdempotencyKeyReuse (the key
-// was used with other arguments), Unavailable (the store could not be
-// reached, or the resolver lost its key to another: retry with the same
-// key), BadRequest (no key, or a malformed
-// one), Forbidden (no caller). The resolver's own errors release the key
-// and go back as they are. An answer whose completion could not be
-// recorded (idem.ErrNotRecorded) is still the resolver's answer.
+// the key: retry after the seconds the message gives), IdempotencyKeyReuse
+// (the key was used with other arguments), Unavailable (the store could
+// not be reached, or the resolver lost its key to another: retry with the
+// same key), BadRequest (no key, or a malformed one), Forbidden (no
+// caller). The resolver's own errors release the key and go back as they
+// are. An answer whose completion could not be recorded
+// (idem.ErrNotRecorded) is still the resolver's answer.
 package appsync
 
 import (
@@ -31,13 +35,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 )
 
 // Event is a direct Lambda resolver's event: the field's arguments, the
@@ -55,9 +60,11 @@ type Event struct {
 // resolverContext, whichever the API's authorization filled in.
 type Identity struct {
 	events.AppSyncCognitoIdentity
-	AccountID       string         `json:"accountId"`
-	UserARN         string         `json:"userArn"`
-	ResolverContext map[string]any `json:"resolverContext"`
+	AccountID             string         `json:"accountId"`
+	UserARN               string         `json:"userArn"`
+	CognitoIdentityPoolID string         `json:"cognitoIdentityPoolId"`
+	CognitoIdentityID     string         `json:"cognitoIdentityId"`
+	ResolverContext       map[string]any `json:"resolverContext"`
 }
 
 // Request is what AppSync passes of the GraphQL request.
@@ -88,29 +95,65 @@ const (
 // errNoCaller is an event whose identity names nobody.
 var errNoCaller = errors.New("appsync: the request's identity names no caller, and idempotency keys are scoped to the caller")
 
-// Principal names the caller of a resolver event so that two callers never
-// share a key: parts are quoted, so no claim value can make two principals
-// collide. An identity that names nobody is an error.
+// Principal names the caller of a resolver event as the library's ways in
+// name it (pkg/idem/idemprincipal), so that one caller has one principal
+// over AppSync and API Gateway alike. An identity that names nobody is
+// an error.
 func Principal(id *Identity) (string, error) {
+	var p string
+	err := errNoCaller
 	switch {
 	case id == nil:
 	case id.Sub != "":
-		return "oidc:" + strconv.Quote(id.Issuer) + ":sub=" + strconv.Quote(id.Sub), nil
-	case id.UserARN != "":
-		return "iam:" + id.UserARN, nil
-	case id.ResolverContext != nil:
-		for _, k := range []string{"principalId", "sub"} {
-			if v, ok := id.ResolverContext[k].(string); ok && v != "" {
-				return "lambda:" + k + "=" + strconv.Quote(v), nil
+		p, err = idemprincipal.FromClaims(func(claim string) string {
+			switch claim {
+			case "iss":
+				return id.Issuer
+			case "sub":
+				return id.Sub
 			}
-		}
+			s, _ := id.Claims[claim].(string)
+			return s
+		})
+	case id.UserARN != "" || id.CognitoIdentityID != "":
+		p, err = idemprincipal.FromIAM(idemprincipal.IAMIdentity{
+			UserARN: id.UserARN, AccountID: id.AccountID,
+			CognitoIdentityPoolID: id.CognitoIdentityPoolID, CognitoIdentityID: id.CognitoIdentityID,
+		})
+	case id.ResolverContext != nil:
+		p, err = idemprincipal.FromLambdaContext(id.ResolverContext)
 	}
-	return "", errNoCaller
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", errNoCaller, err)
+	}
+	return p, nil
 }
 
+// Option configures a Resolver, as the library's adapters are configured.
+type Option struct{ call idem.CallOption }
+
+// WithWait makes a duplicate that comes while the first request runs
+// wait up to d for its answer (idem.CallWait), rather than answer
+// IdempotencyConflict at once: a GraphQL client then gets the data.
+func WithWait(d time.Duration) Option { return Option{idem.CallWait(d)} }
+
 // Resolver makes fn idempotent on store: fn runs at most once per caller,
-// field and key, and every retry gets its first answer.
-func Resolver[A, R any](store *idem.Store, fn func(context.Context, A) (R, error)) func(context.Context, Event) (R, error) {
+// field and key, and every retry gets its first answer. It refuses a
+// missing store or fn, and an option the store refuses.
+func Resolver[A, R any](store *idem.Store, fn func(context.Context, A) (R, error), opts ...Option) (func(context.Context, Event) (R, error), error) {
+	var call []idem.CallOption
+	for _, o := range opts {
+		call = append(call, o.call)
+	}
+	switch {
+	case store == nil:
+		return nil, errors.New("appsync: nil store")
+	case fn == nil:
+		return nil, errors.New("appsync: nil resolver")
+	}
+	if err := store.ValidateCall(call...); err != nil {
+		return nil, fmt.Errorf("appsync: %w", err)
+	}
 	return func(ctx context.Context, ev Event) (R, error) {
 		var zero R
 		scope, err := scopeOf(ev)
@@ -134,7 +177,7 @@ func Resolver[A, R any](store *idem.Store, fn func(context.Context, A) (R, error
 			r, err := fn(ctx, args)
 			handlerErr = err
 			return r, err
-		})
+		}, call...)
 		switch {
 		case err == nil, errors.Is(err, idem.ErrNotRecorded):
 			return v, nil // the effect happened: say so
@@ -142,7 +185,7 @@ func Resolver[A, R any](store *idem.Store, fn func(context.Context, A) (R, error
 			return zero, handlerErr // the resolver's own failure: the key is released
 		}
 		return zero, toAppSync(err)
-	}
+	}, nil
 }
 
 // scopeOf reads an event's key, caller and field.
@@ -163,24 +206,24 @@ func scopeOf(ev Event) (idem.Scope, error) {
 	return idem.NewScope(ev.Info.ParentTypeName+"."+ev.Info.FieldName, principal, key)
 }
 
-// toAppSync is the Lambda error AppSync passes to the client for err.
+// toAppSync is the Lambda error AppSync passes to the client for err:
+// its class is the library's (idem.OutcomeOf), and so is when to retry
+// (idem.RetryAfter).
 func toAppSync(err error) error {
-	var inflight *idem.InFlightError
 	e := messages.InvokeResponse_Error{Type: TypeInternal, Message: "internal error"}
-	switch {
-	case errors.As(err, &inflight):
+	if errors.Is(err, errNoCaller) {
+		return messages.InvokeResponse_Error{Type: TypeForbidden, Message: err.Error()}
+	}
+	switch idem.OutcomeOf(err) {
+	case idem.OutcomeInFlight:
 		e.Type = TypeConflict
-		e.Message = fmt.Sprintf("another request with this key is in progress; retry after %d s", int(math.Ceil(inflight.RetryAfter.Seconds())))
-	case errors.Is(err, idem.ErrInFlight):
-		e.Type, e.Message = TypeConflict, "another request with this key is in progress; retry after 1 s"
-	case errors.Is(err, idem.ErrKeyReuse):
+		e.Message = fmt.Sprintf("another request with this key is in progress; retry after %d s", int(math.Ceil(idem.RetryAfter(err).Seconds())))
+	case idem.OutcomeKeyReuse:
 		e.Type, e.Message = TypeKeyReuse, "this key was used with other arguments"
-	case idem.IsUnavailable(err), errors.Is(err, idem.ErrLeaseLost):
+	case idem.OutcomeUnavailable, idem.OutcomeLeaseLost:
 		e.Type, e.Message = TypeUnavailable, "try again with the same key"
-	case errors.Is(err, idem.ErrInvalidKey):
+	case idem.OutcomeRejected:
 		e.Type, e.Message = TypeBadRequest, err.Error()
-	case errors.Is(err, errNoCaller):
-		e.Type, e.Message = TypeForbidden, err.Error()
 	}
 	return e
 }

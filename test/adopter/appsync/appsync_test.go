@@ -6,6 +6,7 @@ import (
 	"errors"
 	"regexp"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemconform"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	"github.com/idemlambda/idemlambda/test/adopter/appsync"
 )
 
@@ -36,9 +39,12 @@ func TestConformance(t *testing.T) {
 // in the request's headers.
 func deliver(ctx context.Context, inv *idemconform.Invocation) []idemconform.Answer {
 	r := inv.Requests()[0]
-	resolve := appsync.Resolver(inv.Store(), func(ctx context.Context, _ idemconform.Payload) (idemconform.Reply, error) {
+	resolve, err := appsync.Resolver(inv.Store(), func(ctx context.Context, _ idemconform.Payload) (idemconform.Reply, error) {
 		return inv.Effect(ctx, r)
 	})
+	if err != nil {
+		return []idemconform.Answer{{Class: idemconform.Unclassified, Detail: "appsync.Resolver: " + err.Error()}}
+	}
 	args, _ := json.Marshal(r.Payload())
 	v, err := resolve(ctx, event(args, r.Principal(), r.Key()))
 	return []idemconform.Answer{answer(v, err)}
@@ -98,8 +104,11 @@ func TestPrincipal(t *testing.T) {
 		id   *appsync.Identity
 		want string
 	}{
-		{"cognito", &appsync.Identity{AppSyncCognitoIdentity: events.AppSyncCognitoIdentity{Sub: "u-1", Issuer: "https://issuer"}}, `oidc:"https://issuer":sub="u-1"`},
+		// The spellings of API Gateway's PrincipalV2: one user, one principal.
+		{"cognito", &appsync.Identity{AppSyncCognitoIdentity: events.AppSyncCognitoIdentity{Sub: "u-1", Issuer: "https://issuer"}}, idemprincipal.JWT("https://issuer", "sub", "u-1")},
 		{"iam", &appsync.Identity{UserARN: "arn:aws:iam::123456789012:user/ci"}, "iam:arn:aws:iam::123456789012:user/ci"},
+		{"identity pool", &appsync.Identity{UserARN: "arn:aws:sts::1:assumed-role/pool/CognitoIdentityCredentials", CognitoIdentityPoolID: "eu-west-1:pool", CognitoIdentityID: "eu-west-1:ada"},
+			idemprincipal.CognitoIdentity("eu-west-1:pool", "eu-west-1:ada")},
 		{"lambda authorizer", &appsync.Identity{ResolverContext: map[string]any{"principalId": "tenant-7"}}, `lambda:principalId="tenant-7"`},
 		{"api key", nil, ""},
 		{"empty lambda context", &appsync.Identity{ResolverContext: map[string]any{"principalId": ""}}, ""},
@@ -123,10 +132,13 @@ func TestResolverAnswersOnceAndRefusesWhatItCannotScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := 0
-	resolve := appsync.Resolver(store, func(_ context.Context, args struct{ Cents int }) (map[string]int, error) {
+	resolve, err := appsync.Resolver(store, func(_ context.Context, args struct{ Cents int }) (map[string]int, error) {
 		runs++
 		return map[string]int{"cents": args.Cents, "run": runs}, nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	first, err := resolve(ctx, event([]byte(`{"Cents":5}`), "alice", "order-1"))
 	if err != nil {
@@ -153,5 +165,70 @@ func TestResolverAnswersOnceAndRefusesWhatItCannotScope(t *testing.T) {
 	}
 	if runs != 1 {
 		t.Errorf("the resolver ran %d times; want once", runs)
+	}
+}
+
+// With WithWait, a duplicate that comes while the first mutation runs
+// waits for its answer (idem.CallWait) and gets the data, not
+// IdempotencyConflict; the resolver runs once.
+func TestWithWaitAnswersADuplicateWithTheFirstAnswer(t *testing.T) {
+	db := idemtest.New(t).Client()
+	if err := idemtable.Create(context.Background(), db, "idempotency", idemtable.Layout{}); err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan struct{}, 1) // the duplicate waits for the holder
+	store, err := idem.NewStore(db, "idempotency", idem.WithTrace(&idemtrace.Trace{
+		WaitStart: func(ctx context.Context, i idemtrace.WaitStartInfo) context.Context {
+			if i.Reason == idemtrace.WaitHolder {
+				select {
+				case waiting <- struct{}{}:
+				default:
+				}
+			}
+			return ctx
+		},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int32
+	resolve, err := appsync.Resolver(store, func(context.Context, struct{ Cents int }) (map[string]int32, error) {
+		n := runs.Add(1)
+		close(started)
+		<-release
+		return map[string]int32{"run": n}, nil
+	}, appsync.WithWait(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appsync.Resolver(store, func(context.Context, struct{}) (int, error) { return 0, nil }, appsync.WithWait(-time.Second)); err != nil {
+		t.Errorf("a wait of 0 or less turns waiting off: %v", err)
+	}
+
+	ctx := context.Background()
+	type answer struct {
+		v   map[string]int32
+		err error
+	}
+	first := make(chan answer, 1)
+	go func() {
+		v, err := resolve(ctx, event([]byte(`{"Cents":5}`), "alice", "order-w"))
+		first <- answer{v, err}
+	}()
+	<-started
+	dup := make(chan answer, 1)
+	go func() {
+		v, err := resolve(ctx, event([]byte(`{"Cents":5}`), "alice", "order-w"))
+		dup <- answer{v, err}
+	}()
+	<-waiting
+	close(release)
+	a, b := <-first, <-dup
+	if a.err != nil || b.err != nil {
+		t.Fatalf("first %v, duplicate %v; want both answered", a.err, b.err)
+	}
+	if a.v["run"] != 1 || b.v["run"] != 1 || runs.Load() != 1 {
+		t.Errorf("first %v, duplicate %v after %d runs; want the first answer twice, one run", a.v, b.v, runs.Load())
 	}
 }

@@ -1,5 +1,5 @@
 // Package batchway is what the batch ways in share (pkg/idem/idemsqs,
-// idemkinesis, idemddbstreams): a batch's records read into entries,
+// idemstream): a batch's records read into entries,
 // each entry admitted under one scope policy and fingerprint, and
 // applied once, with idem.Store.Run for effects outside DynamoDB or
 // idem.Store.ExecuteBatch for DynamoDB writes; in order, stopping at the
@@ -11,13 +11,13 @@ package batchway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
-	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // Entry is one record as the caller's decode function reads it: who sent
@@ -54,6 +54,8 @@ type Batch[T any] struct {
 	// first that needs redelivery: the rest get Skipped, untried.
 	InOrder bool
 	Skipped error
+	// Call is the options of each store call (idem.CallRetention).
+	Call []idem.CallOption
 }
 
 // Run applies each record's effect, outside DynamoDB, once: reserved,
@@ -68,9 +70,9 @@ func Run[T any](ctx context.Context, b Batch[T], effect func(context.Context, T)
 		}
 		// An in-flight answer is a redelivery: a claim that meets a
 		// running commit follows it instead.
-		res, err := b.Store.Run(callopt.WithFollow(ctx), item.Scope, item.Fingerprint, func(ctx context.Context) (idem.Response, error) {
-			return item.Response, effect(callopt.Clear(ctx), v)
-		})
+		res, err := b.Store.Run(ctx, item.Scope, item.Fingerprint, func(ctx context.Context) (idem.Response, error) {
+			return item.Response, effect(ctx, v)
+		}, append([]idem.CallOption{idem.CallRedelivers()}, b.Call...)...)
 		return Result{res.Outcome, err}
 	})
 }
@@ -111,7 +113,7 @@ func Transact[T any](ctx context.Context, b Batch[T], shared func(executing []T,
 			vs[k] = values[i]
 		}
 		return shared(vs, contended)
-	})
+	}, b.Call...)
 	for k, i := range of {
 		if err != nil {
 			results[i] = Result{idem.OutcomeError, err}
@@ -187,16 +189,37 @@ func (b Batch[T]) admit(i int) (idem.BatchItem, T, error) {
 	return idem.BatchItem{Scope: scope, Fingerprint: fp}, e.Value, nil
 }
 
-// scope is the entry's scope: a named producer's (idem.NewScope, which
-// refuses an empty name), or the anonymous scope the entry chose.
+// scope is the entry's scope (Scope).
 func (e Entry[T]) scope(operation string) (idem.Scope, error) {
-	if !e.Anonymous {
-		return idem.NewScope(operation, e.Principal, e.Key)
+	return Scope(operation, e.Principal, e.Anonymous, e.Key)
+}
+
+// Scope is the scope of an entry of an event way in (idemsqs, idemstream,
+// idemevent): a named producer's (idem.NewScope, which refuses an empty
+// name), or the anonymous scope the entry chose, which names no
+// principal.
+func Scope(operation, principal string, anonymous bool, key string) (idem.Scope, error) {
+	if !anonymous {
+		return idem.NewScope(operation, principal, key)
 	}
-	if e.Principal != "" {
-		return idem.Scope{}, fmt.Errorf("%w: an anonymous entry names a principal (%q)", idem.ErrInvalidKey, e.Principal)
+	if principal != "" {
+		return idem.Scope{}, fmt.Errorf("%w: an anonymous entry names a principal (%q)", idem.ErrInvalidKey, principal)
 	}
-	return idem.NewAnonymousScope(operation, e.Key)
+	return idem.NewAnonymousScope(operation, key)
+}
+
+// Check refuses a batch way in a constructor cannot serve: no store, no
+// operation, no decode function, or options the store refuses.
+func Check(store *idem.Store, operation string, decodeSet bool, call []idem.CallOption) error {
+	switch {
+	case store == nil:
+		return errors.New("nil store")
+	case operation == "":
+		return errors.New("empty operation")
+	case !decodeSet:
+		return errors.New("nil decode function")
+	}
+	return store.ValidateCall(call...)
 }
 
 // errNoTime is the error of a record left untried because the time left

@@ -10,26 +10,29 @@
 //   - Format 1 (no format attribute; every record written before issue
 //     29): an HTTP response. response_status (N), response_headers (M of
 //     S, absent when empty) and response_body (S, or B when not UTF-8).
-//   - Format 2 (format = 2): the way in's opaque result. response_body (S
-//     or B) holds its bytes and response_meta (M of S, absent when empty)
-//     its metadata: the way in gives both their meaning.
+//   - Format 2 (format = 2): the way in's result. response_body (S or B)
+//     holds its bytes and response_meta (M of S, absent when empty) its
+//     metadata, the way in's entries under their own names and the
+//     library's under reserved names that begin with ':': its status
+//     (MetaStatus) and why its body was not stored (MetaOmitted).
 //
 // The rule: the library writes only the latest format, and reads every
 // format up to its own; a record of a later format is ErrCorrupt (the
 // table is shared with a newer library: upgrade this one). A format 1
 // record reads as the format 2 record idemhttp would write for the same
-// response: its status as the metadata entry MetaStatus, each header as
-// an entry of its own name, and the Idempotent-Body-Omitted header, which
-// only the store itself wrote, as MetaOmitted. So a record written before
-// issue 29 replays byte for byte through idemhttp, and as a value
-// through Do. Only a completion writes the format attribute (a claim has
-// no response to read), so a library of either format can complete the
-// other's claim, and the record says which format its response is in.
+// response: its status, each header as an entry of its own name, and the
+// Idempotent-Body-Omitted header, which only the store itself wrote, as
+// the reason its body was omitted. So a record written before issue 29
+// replays byte for byte through idemhttp, and as a value through Do.
+// Only a completion writes the format attribute (a claim has no response
+// to read), so a library of either format can complete the other's
+// claim, and the record says which format its response is in.
 package record
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -55,15 +58,81 @@ const WritesUnknown = -1
 // Reserved metadata keys: no HTTP header name holds a colon, so none
 // collides with a header idemhttp stores under its own name.
 const (
-	// MetaStatus is idemhttp's HTTP status, and a format 1 record's
-	// response_status.
+	// MetaStatus holds Result.Status: idemhttp's HTTP status, and a format
+	// 1 record's response_status.
 	MetaStatus = ":status"
-	// MetaOmitted marks a result stored without its body (and, when they
-	// are what cannot be stored, its metadata): the store records such a
-	// result rather than leave its key open to run the effect again. Its
-	// value says why: "too large" or "not storable".
+	// MetaOmitted holds Result.Omitted.
 	MetaOmitted = ":omitted"
 )
+
+// Result is the result a completed record holds (pkg/idem's Response).
+type Result struct {
+	// Status is the way in's status code; 0: none.
+	Status int
+	// Meta is the way in's own metadata, without the reserved entries.
+	Meta map[string]string
+	Body []byte
+	// Omitted marks a result stored without its body (and, when they are
+	// what cannot be stored, its metadata): the store records such a
+	// result rather than leave its key open to run the effect again. It
+	// says why: "too large" or "not storable".
+	Omitted string
+}
+
+// meta is r's metadata as stored: the way in's entries, and the reserved
+// ones for Status (when not 0) and Omitted (when set).
+func (r Result) meta() map[string]string {
+	if r.Status == 0 && r.Omitted == "" {
+		return r.Meta
+	}
+	m := make(map[string]string, len(r.Meta)+2)
+	maps.Copy(m, r.Meta)
+	if r.Status != 0 {
+		m[MetaStatus] = strconv.Itoa(r.Status)
+	}
+	if r.Omitted != "" {
+		m[MetaOmitted] = r.Omitted
+	}
+	return m
+}
+
+// resultOf is the result whose stored form is body and meta: the
+// reserved entries read into their fields (a status that is not a
+// number, which this library never wrote, stays an entry).
+func resultOf(body []byte, meta map[string]string) Result {
+	r := Result{Body: body}
+	for k, v := range meta {
+		switch k {
+		case MetaStatus:
+			if n, err := strconv.Atoi(v); err == nil {
+				r.Status = n
+				continue
+			}
+		case MetaOmitted:
+			r.Omitted = v
+			continue
+		}
+		if r.Meta == nil {
+			r.Meta = make(map[string]string, len(meta))
+		}
+		r.Meta[k] = v
+	}
+	return r
+}
+
+// Size is what the result costs in its record, as DynamoDB counts item
+// sizes: the body's bytes, and for the metadata as stored a map's 3 bytes
+// and, per entry, 1 byte besides its key's and value's.
+func (r Result) Size() int {
+	n := len(r.Body)
+	if meta := r.meta(); len(meta) > 0 {
+		n += 3
+		for k, v := range meta {
+			n += 1 + len(k) + len(v)
+		}
+	}
+	return n
+}
 
 // headerOmitted is the header by which format 1 records marked a response
 // stored without its body (idemhttp.HeaderBodyOmitted).
@@ -85,9 +154,8 @@ type Record struct {
 	// Format is the format the record's result was written in: 1 or 2;
 	// 0 for a record in progress.
 	Format int
-	// Body and Meta are the stored result, set when Status is COMPLETED.
-	Body        []byte
-	Meta        map[string]string
+	// Result is the stored result, set when Status is COMPLETED.
+	Result      Result
 	CreatedAt   time.Time
 	CompletedAt time.Time
 	ExpiresAt   time.Time // second precision; DynamoDB TTL
@@ -145,10 +213,10 @@ func Decode(l idemtable.Layout, item map[string]types.AttributeValue) (Record, e
 		}
 		switch r.Format {
 		case 1:
-			r.Body, r.Meta = formatOne(in, attr)
+			r.Result = formatOne(in, attr)
 		case 2:
-			r.Body = in.Bytes(attr.ResponseBody)
-			r.Meta, _ = in.StringMap(attr.ResponseMeta)
+			meta, _ := in.StringMap(attr.ResponseMeta)
+			r.Result = resultOf(in.Bytes(attr.ResponseBody), meta)
 		default:
 			if bad == nil {
 				bad = fmt.Errorf("%w: format %d, this library reads up to %d: upgrade it", ErrCorrupt, r.Format, Format)
@@ -170,9 +238,7 @@ func Decode(l idemtable.Layout, item map[string]types.AttributeValue) (Record, e
 
 // formatOne reads a format 1 record's HTTP response as the result
 // idemhttp writes for it.
-func formatOne(in *ddbitem.Reader, attr idemtable.Attributes) ([]byte, map[string]string) {
-	status := in.Int(attr.ResponseStatus)
-	body := in.Bytes(attr.ResponseBody)
+func formatOne(in *ddbitem.Reader, attr idemtable.Attributes) Result {
 	headers, _ := in.StringMap(attr.ResponseHeaders)
 	meta := make(map[string]string, len(headers)+1)
 	for k, v := range headers {
@@ -181,18 +247,19 @@ func formatOne(in *ddbitem.Reader, attr idemtable.Attributes) ([]byte, map[strin
 		}
 		meta[k] = v
 	}
-	meta[MetaStatus] = strconv.FormatInt(status, 10)
-	return body, meta
+	meta[MetaStatus] = strconv.FormatInt(in.Int(attr.ResponseStatus), 10)
+	return resultOf(in.Bytes(attr.ResponseBody), meta)
 }
 
 // Item is the attributes of a completed result, in the latest format, to
 // add to a record, with the number of DynamoDB writes committed with it.
-func Item(attr idemtable.Attributes, body []byte, meta map[string]string, writes int) map[string]types.AttributeValue {
+func Item(attr idemtable.Attributes, r Result, writes int) map[string]types.AttributeValue {
 	item := map[string]types.AttributeValue{
 		attr.Format:       ddbitem.N(Format),
-		attr.ResponseBody: ddbitem.Blob(body),
+		attr.ResponseBody: ddbitem.Blob(r.Body),
 		attr.Writes:       ddbitem.N(int64(writes)),
 	}
+	meta := r.meta()
 	// An empty map is left out: some DynamoDB-compatible servers give one
 	// back as something else, and no metadata reads back as none.
 	if len(meta) > 0 {

@@ -29,13 +29,28 @@ func completed(extra map[string]types.AttributeValue) map[string]types.Attribute
 func TestFormats(t *testing.T) {
 	t.Parallel()
 	l := idemtable.Layout{}.WithDefaults()
-	meta := map[string]string{":status": "201", "Location": "/x"}
-	r, err := record.Decode(l, completed(record.Item(l.Attributes, []byte("body"), meta, 3)))
+	res := record.Result{Status: 201, Meta: map[string]string{"Location": "/x"}, Body: []byte("body"), Omitted: "too large"}
+	item := record.Item(l.Attributes, res, 3)
+	check.Equal(t, ddbitem.StringMap(map[string]string{":status": "201", "Location": "/x", ":omitted": "too large"}), item["response_meta"],
+		"the status and the omission under their reserved entries, as format 2 has always stored them")
+	r, err := record.Decode(l, completed(item))
 	must.NoError(t, err)
 	check.Equal(t, record.Format, r.Format)
-	check.Equal(t, []byte("body"), r.Body)
-	check.Equal(t, meta, r.Meta)
+	check.Equal(t, res, r.Result)
 	check.Equal(t, 3, r.Writes, "the writes committed with it")
+	check.Equal(t, res.Size(), 4+3+(1+7+3)+(1+8+2)+(1+8+9), "the body, and the metadata as stored")
+
+	// Format 2 without a status: none, and no metadata map.
+	r, err = record.Decode(l, completed(record.Item(l.Attributes, record.Result{Body: []byte("v")}, 0)))
+	must.NoError(t, err)
+	check.Equal(t, record.Result{Body: []byte("v")}, r.Result)
+	// A status entry that is not a number (never written by idemhttp)
+	// stays an entry, so a replay loses nothing.
+	r, err = record.Decode(l, completed(map[string]types.AttributeValue{
+		"format": ddbitem.N(2), "response_body": ddbitem.S(""), "response_meta": ddbitem.StringMap(map[string]string{":status": "ok"}),
+	}))
+	must.NoError(t, err)
+	check.Equal(t, record.Result{Meta: map[string]string{":status": "ok"}, Body: []byte{}}, r.Result)
 
 	r, err = record.Decode(l, completed(map[string]types.AttributeValue{
 		"response_status":  ddbitem.N(202),
@@ -45,7 +60,7 @@ func TestFormats(t *testing.T) {
 	must.NoError(t, err)
 	check.Equal(t, 1, r.Format)
 	check.Equal(t, record.WritesUnknown, r.Writes, "completed before records counted their writes")
-	check.Equal(t, map[string]string{record.MetaStatus: "202", "X": "y", record.MetaOmitted: "too large"}, r.Meta)
+	check.Equal(t, record.Result{Status: 202, Meta: map[string]string{"X": "y"}, Body: []byte{}, Omitted: "too large"}, r.Result)
 
 	_, err = record.Decode(l, completed(map[string]types.AttributeValue{"format": ddbitem.N(3), "response_body": ddbitem.S("")}))
 	check.True(t, errors.Is(err, record.ErrCorrupt), "a later format: %v", err)

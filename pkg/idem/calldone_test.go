@@ -10,31 +10,55 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
 
-// seen is one outcome the hook was called with.
+// The trace's CallDone, and BatchItem for ExecuteBatch's items, is how
+// a call's outcome is observed: once per call, and once per batch item,
+// whatever happened.
+
+// seen is one outcome the trace reported.
 type seen struct {
 	Scope   idem.Scope
 	Outcome idem.Outcome
 	Err     error
 }
 
-// hookLog collects what an outcome hook sees.
-type hookLog struct {
-	mu  sync.Mutex
-	got []seen
+// reported is one outcome as the trace reports it: the scope's ID.
+type reported struct {
+	ScopeID string
+	Outcome idem.Outcome
+	Err     error
 }
 
-func (h *hookLog) hook(_ context.Context, sc idem.Scope, o idem.Outcome, err error) {
+// hookLog collects the outcomes a trace reports.
+type hookLog struct {
+	mu  sync.Mutex
+	got []reported
+}
+
+func (h *hookLog) add(id, outcome string, err error) {
 	h.mu.Lock()
-	h.got = append(h.got, seen{sc, o, err})
+	h.got = append(h.got, reported{id, idem.Outcome(outcome), err})
 	h.mu.Unlock()
 }
 
-// take returns what the hook saw since the last take.
-func (h *hookLog) take() []seen {
+// trace reports every call's outcome to h, and a batch's per item.
+func (h *hookLog) trace() *idemtrace.Trace {
+	return &idemtrace.Trace{
+		CallDone: func(_ context.Context, i idemtrace.CallDoneInfo) {
+			if i.Way != idemtrace.WayBatch {
+				h.add(i.ScopeID, i.Outcome, i.Err)
+			}
+		},
+		BatchItem: func(_ context.Context, i idemtrace.BatchItemInfo) { h.add(i.ScopeID, i.Outcome, i.Err) },
+	}
+}
+
+// take returns what the trace reported since the last take.
+func (h *hookLog) take() []reported {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := h.got
@@ -42,14 +66,14 @@ func (h *hookLog) take() []seen {
 	return out
 }
 
-// expectSeen asserts the hook saw exactly want, in order, each once; a
-// want whose Err is set must match errors.Is, one without none.
+// expectSeen asserts the trace reported exactly want, in order, each
+// once; a want whose Err is set must match errors.Is, one without none.
 func expectSeen(t *testing.T, h *hookLog, want ...seen) {
 	t.Helper()
 	got := h.take()
-	must.Len(t, got, len(want), "hook calls: %v", got)
+	must.Len(t, got, len(want), "outcomes reported: %v", got)
 	for i, w := range want {
-		check.Equal(t, w.Scope, got[i].Scope, "call %d", i)
+		check.Equal(t, w.Scope.ID(), got[i].ScopeID, "call %d", i)
 		check.Equal(t, w.Outcome, got[i].Outcome, "call %d", i)
 		if w.Err == nil {
 			check.NoError(t, got[i].Err, "call %d", i)
@@ -59,12 +83,12 @@ func expectSeen(t *testing.T, h *hookLog, want ...seen) {
 	}
 }
 
-func TestOutcomeHookSeesEveryCallOnce(t *testing.T) {
+func TestCallDoneSeesEveryCallOnce(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	h := &hookLog{}
-	cached := newStore(t, env, idem.WithOutcomeHook(h.hook), idem.WithCache(100, 0))
-	plain := newStore(t, env, idem.WithOutcomeHook(h.hook))
+	cached := newStore(t, env, idem.WithTrace(h.trace()), idem.WithCache(100, 0))
+	plain := newStore(t, env, idem.WithTrace(h.trace()))
 	ctx := context.Background()
 	a, b, c, d := scope(t, "hook-a"), scope(t, "hook-b"), scope(t, "hook-c"), scope(t, "hook-d")
 	ok := func(context.Context) (idem.Response, error) {
@@ -107,7 +131,7 @@ func TestOutcomeHookSeesEveryCallOnce(t *testing.T) {
 	must.NoError(t, err)
 	expectSeen(t, h, seen{c, idem.OutcomeReleased, boom}, seen{c, idem.OutcomeExecuted, nil}, seen{c, idem.OutcomeReplayed, nil})
 
-	// Do: in flight while another Do holds the key; one hook call per Do,
+	// Do: in flight while another Do holds the key; one outcome per Do,
 	// none for the Run underneath.
 	holding, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -157,17 +181,17 @@ func TestOutcomeHookSeesEveryCallOnce(t *testing.T) {
 	must.Error(t, err)
 	got := h.take()
 	must.Len(t, got, 2)
-	check.Equal(t, []idem.Scope{e, a}, []idem.Scope{got[0].Scope, got[1].Scope})
+	check.Equal(t, []string{e.ID(), a.ID()}, []string{got[0].ScopeID, got[1].ScopeID})
 	check.Equal(t, idem.OutcomeRejected, got[0].Outcome)
 	check.Equal(t, err, got[1].Err)
 }
 
-func TestOutcomeHookIsCalledOncePerConcurrentCall(t *testing.T) {
+func TestCallDoneIsCalledOncePerConcurrentCall(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	env.concurrent(t)
 	h := &hookLog{}
-	s := newStore(t, env, idem.WithOutcomeHook(h.hook))
+	s := newStore(t, env, idem.WithTrace(h.trace()))
 	ctx := context.Background()
 	returned := map[idem.Outcome]int{}
 	var mu sync.Mutex
@@ -203,7 +227,7 @@ func TestOutcomeHookIsCalledOncePerConcurrentCall(t *testing.T) {
 	for _, g := range got {
 		seenOutcomes[g.Outcome]++
 	}
-	t.Logf("hook calls=%d outcomes=%v", len(got), seenOutcomes)
+	t.Logf("outcomes reported=%d %v", len(got), seenOutcomes)
 	check.Len(t, got, callers)
 	check.Equal(t, returned, seenOutcomes)
 	check.Equal(t, 4, seenOutcomes[idem.OutcomeExecuted], "one execution per key")
