@@ -361,6 +361,19 @@ mutant contended-record-unavailable judgement pkg/idem/transact.go \
 what 'Transact'\''s claim whose record stayed contended answers 503 instead of in flight'
 unit ./idem '^TestATransactionWhoseRecordStaysHeldIsInFlight$'
 
+# The cache's answer: a replay or key reuse without a call.
+mutant cache-ignores-payload judgement pkg/idem/cache.go \
+	'case e.fingerprint != fingerprint:' \
+	'case false && e.fingerprint != fingerprint:'
+what "the cache replays a completed key's response to another payload"
+unit ./idem '^TestCachedReplayMakesNoCall$'
+
+mutant cache-serves-past-expiry judgement pkg/idem/cache.go \
+	'if !now.Before(e.expiresAt) {' \
+	'if now.After(e.expiresAt.Add(time.Second)) {'
+what 'the cache replays a record for a second past its expiry'
+fake '^TestRetentionToTheSecond$'
+
 # --- lost-answer read-back: a write that may have landed -------------------
 
 mutant sent-once-assumed lost-answer pkg/idem/reserve.go \
