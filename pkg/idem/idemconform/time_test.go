@@ -151,6 +151,20 @@ func ran(context.Context) (idem.Response, error) {
 	return idem.Response{Meta: created, Body: []byte(time.Now().Format(time.RFC3339Nano))}, nil
 }
 
+// untilStopped is an operation that runs until its context ends, and
+// then says when and why in stopped and cause, or for a minute.
+func untilStopped(stopped *time.Time, cause *error) func(context.Context) (idem.Response, error) {
+	return func(ctx context.Context) (idem.Response, error) {
+		select {
+		case <-ctx.Done():
+			*stopped, *cause = time.Now(), context.Cause(ctx)
+			return idem.Response{}, *cause
+		case <-time.After(time.Minute):
+			return ran(ctx)
+		}
+	}
+}
+
 // A dead holder's key is in flight until its lease ends, at the deadline
 // plus the margin (without a deadline, the lease plus the margin), and is
 // taken over one millisecond after: lease_expires_at < now, in
@@ -277,15 +291,7 @@ func TestHolderStopsWhenItsLeaseCannotBeRenewed(t *testing.T) {
 		start := time.Now()
 		var stopped time.Time
 		var cause error
-		_, err := s.Run(context.Background(), sc, "fp", func(ctx context.Context) (idem.Response, error) {
-			select {
-			case <-ctx.Done():
-				stopped, cause = time.Now(), context.Cause(ctx)
-				return idem.Response{}, cause
-			case <-time.After(time.Minute):
-				return ran(ctx)
-			}
-		})
+		_, err := s.Run(context.Background(), sc, "fp", untilStopped(&stopped, &cause))
 		if !errors.Is(cause, idem.ErrLeaseLost) || err == nil {
 			t.Fatalf("the holder's context ended with %v (Run: %v), want a cause wrapping idem.ErrLeaseLost", cause, err)
 		}
@@ -317,15 +323,7 @@ func TestHolderStopsAtItsRenewedLeasesEnd(t *testing.T) {
 		}()
 		var stopped time.Time
 		var cause error
-		_, err := s.Run(context.Background(), sc, "fp", func(ctx context.Context) (idem.Response, error) {
-			select {
-			case <-ctx.Done():
-				stopped, cause = time.Now(), context.Cause(ctx)
-				return idem.Response{}, cause
-			case <-time.After(time.Minute):
-				return ran(ctx)
-			}
-		})
+		_, err := s.Run(context.Background(), sc, "fp", untilStopped(&stopped, &cause))
 		if !errors.Is(cause, idem.ErrLeaseLost) || err == nil {
 			t.Fatalf("the holder's context ended with %v (Run: %v), want a cause wrapping idem.ErrLeaseLost", cause, err)
 		}
@@ -372,15 +370,7 @@ func TestHolderStopsAtTheRenewalThatFindsItsKeyTaken(t *testing.T) {
 		}()
 		var stopped time.Time
 		var cause error
-		_, err := s.Run(context.Background(), sc, "fp", func(ctx context.Context) (idem.Response, error) {
-			select {
-			case <-ctx.Done():
-				stopped, cause = time.Now(), context.Cause(ctx)
-				return idem.Response{}, cause
-			case <-time.After(time.Minute):
-				return ran(ctx)
-			}
-		})
+		_, err := s.Run(context.Background(), sc, "fp", untilStopped(&stopped, &cause))
 		if !errors.Is(cause, idem.ErrLeaseLost) || !errors.Is(err, idem.ErrLeaseLost) {
 			t.Errorf("the old holder's context ended with %v (Run: %v), want a cause wrapping idem.ErrLeaseLost", cause, err)
 		}
