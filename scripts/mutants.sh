@@ -492,6 +492,12 @@ mutant renewal-unfenced fence pkg/idem/lease.go \
 what 'a renewal is unconditional (it lands on another holder'\''s record)'
 fake '^TestHolderStopsAtTheRenewalThatFindsItsKeyTaken$'
 
+mutant renewal-ignores-token fence pkg/idem/lease.go \
+	'ConditionExpression:       aws.String(fence),' \
+	'ConditionExpression:       aws.String("(#lt = :mine OR #lt <> :mine) AND #st = :in_progress"),'
+what "a renewal lands on another holder's record"
+fake '^TestHolderStopsAtTheRenewalThatFindsItsKeyTaken$'
+
 mutant renewal-refusal-not-lease-lost fence pkg/idem/lease.go \
 	'return fmt.Errorf("%w: renewal refused: %w", ErrLeaseLost, err)' \
 	'return fmt.Errorf("idem: renewal refused: %w", err)'
@@ -502,7 +508,19 @@ mutant completion-unfenced fence pkg/idem/commit.go \
 	'ConditionExpression:       aws.String(fence),' \
 	"ConditionExpression:       aws.String($unfenced),"
 what 'a commit'\''s completion is unconditional'
-unit ./idem '^TestZombieHolderCannotCommitAfterTakeover$'
+unit ./idem '^TestAZombieCompletionIsFencedOutOfALiveTakeover$'
+
+mutant completion-ignores-token fence pkg/idem/commit.go \
+	'ConditionExpression:       aws.String(fence),' \
+	'ConditionExpression:       aws.String("(#lt = :mine OR #lt <> :mine) AND #st = :in_progress"),'
+what "a completion (the commit's, Run's) lands on another holder's record"
+unit ./idem '^TestAZombieCompletionIsFencedOutOfALiveTakeover$'
+
+mutant completion-ignores-status fence pkg/idem/commit.go \
+	'ConditionExpression:       aws.String(fence),' \
+	'ConditionExpression:       aws.String("#lt = :mine AND (#st = :in_progress OR #st <> :in_progress)"),'
+what 'a completion (the commit'\''s, Run'\''s) lands on a completed record: a lease completes twice'
+unit ./idem '^TestALeaseCompletesOnce$'
 
 mutant run-completion-unfenced fence pkg/idem/commit.go \
 	'ConditionExpression: u.ConditionExpression,' \
