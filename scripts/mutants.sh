@@ -892,7 +892,9 @@ runs() {
 	[ -n "$failfast" ] && args+=("$failfast")
 	[ -n "$pattern" ] && args+=(-run "$pattern")
 	read -r -a p <<<"$pkgs"
-	(cd "$root/$dir" && go test "${args[@]}" -count=1 -timeout=300s "${p[@]}") >"$log" 2>&1
+	# -vet=off: make test and make lint vet the tree; a mutant's vet would
+	# only cost time.
+	(cd "$root/$dir" && go test -vet=off "${args[@]}" -count=1 -timeout=300s "${p[@]}") >"$log" 2>&1
 }
 
 # failures LOG: the failing tests that have no failing subtest, each with
