@@ -422,3 +422,54 @@ func TestABatchKeyWhoseRecordStaysHeldIsInFlight(t *testing.T) {
 		check.Equal(t, 0, l.balance(t, "a"))
 	})
 }
+
+// A Transact call with a wait that meets a live Execute holder waits for
+// its response and replays it, whether its transaction's claim failed on
+// the holder's record or met the record in the holder's running commit
+// (a second long here: longer than the call's transactions could wait
+// out by trying again), in one transaction.
+func TestATransactionWithAWaitAwaitsALiveHolder(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		midCommit bool
+	}{
+		{"holder running", false},
+		{"holder committing", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBubble(t)
+				ctx := context.Background()
+				sc := scope(t, "awaited-by-a-transaction")
+				holder, _ := b.store(t)
+				proceed := make(chan struct{})
+				var first idem.Result
+				done := make(chan error)
+				go func() {
+					var err error
+					first, err = holder.Execute(ctx, sc, "fp", func(ctx context.Context) (idem.Effect, error) {
+						<-proceed
+						return effect(b.env)(ctx)
+					})
+					done <- err
+				}()
+				synctest.Wait() // the holder has claimed the key
+				if tc.midCommit {
+					b.srv.InjectLatency(idemtest.OpTransactWriteItems, time.Second, 1)
+					close(proceed)
+					synctest.Wait() // its commit holds the record
+				} else {
+					time.AfterFunc(time.Second, func() { close(proceed) })
+				}
+				waiter, calls := b.store(t, idem.WithWait(5*time.Second), idem.WithConflictAttempts(3))
+				res, err := waiter.Transact(ctx, sc, "fp", effect(b.env))
+				must.NoError(t, err, "the holder completes within the wait")
+				check.Equal(t, idem.OutcomeReplayed, res.Outcome)
+				must.NoError(t, <-done)
+				check.Equal(t, first.Response, res.Response, "the holder's response")
+				check.Equal(t, 1, calls.Get("TransactWriteItems"), "one transaction, then the wait: %s", calls)
+				check.Equal(t, 1, countItems(t, b.env, b.env.Tables.Products))
+			})
+		})
+	}
+}

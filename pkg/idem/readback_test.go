@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
@@ -73,26 +74,40 @@ func (f *forgetful) Do(r *http.Request) (*http.Response, error) {
 // A transaction that landed, whose answer was lost, and whose retry by
 // the SDK met its own writes on a backend that ignores the request's
 // token: the retry fails its condition (the completion's fence, the
-// transact-mode claim), and the record it fails on is the call's own
-// completion. The call executed, once: Execute in both modes says so.
+// transaction's claim), and the record it fails on is the call's own
+// completion. The call executed, once: Execute in both modes and
+// ExecuteBatch say so, with the call's own response.
 func TestATransactionRetriedOntoItsOwnWritesExecuted(t *testing.T) {
-	for _, mode := range modes {
-		t.Run(string(mode), func(t *testing.T) {
+	for _, way := range []string{"Execute/" + string(idem.ModeReserve), "Execute/" + string(idem.ModeTransact), "ExecuteBatch"} {
+		t.Run(way, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := newBubble(t)
 				ctx := context.Background()
 				sc := scope(t, "retried-onto-itself")
 				f := &forgetful{lose: 1}
 				client := b.srv.HandlerClient(func(o *dynamodb.Options) { f.inner, o.HTTPClient = o.HTTPClient, f })
+				mode := idem.ModeReserve
+				if way == "Execute/"+string(idem.ModeTransact) {
+					mode = idem.ModeTransact
+				}
 				s, err := idem.NewStore(client, b.env.Tables.Idempotency, idem.WithMode(mode))
 				must.NoError(t, err)
-				res, err := s.Execute(ctx, sc, "fp", effect(b.env))
+				call := func() (idem.Result, error) { return s.Execute(ctx, sc, "fp", effect(b.env)) }
+				if way == "ExecuteBatch" {
+					l := &ledger{env: b.env}
+					ds := []deposit{{key: "retried-onto-itself", account: "a", cents: 1}}
+					call = func() (idem.Result, error) {
+						res := l.run(t, s, ds)
+						return res[0].Result, res[0].Err
+					}
+				}
+				res, err := call()
 				must.NoError(t, err, "the transaction landed; only its answer was lost")
 				check.Equal(t, idem.OutcomeExecuted, res.Outcome, "the call's own execution, not a replay")
 				check.Equal(t, 0, f.lose, "the answer was lost")
-				check.Equal(t, 1, countItems(t, b.env, b.env.Tables.Products))
+				check.Equal(t, 1, countItems(t, b.env, b.env.Tables.Products), "one product (or account), written once")
 
-				replay, err := s.Execute(ctx, sc, "fp", effect(b.env))
+				replay, err := call()
 				must.NoError(t, err)
 				check.Equal(t, idem.OutcomeReplayed, replay.Outcome)
 				check.Equal(t, res.Response, replay.Response)
@@ -242,6 +257,115 @@ func TestATransactionSentTwiceThenHeldReadsItsRecord(t *testing.T) {
 				check.Equal(t, idem.OutcomeExecuted, res.Outcome)
 				check.Equal(t, sent, res.Response, "the call's own response")
 				check.Equal(t, 1, countItems(t, b.env, b.env.Tables.Products))
+			})
+		})
+	}
+}
+
+// amnesiac is a backend that returns no record with a failed condition
+// (minidyn returns none for PutItem): it drops the Item of a
+// ConditionalCheckFailedException and of every cancellation reason, and
+// calls then, once, as the first such answer comes back.
+type amnesiac struct {
+	inner interface {
+		Do(*http.Request) (*http.Response, error)
+	}
+	mu   sync.Mutex
+	then func()
+}
+
+func (a *amnesiac) Do(r *http.Request) (*http.Response, error) {
+	resp, err := a.inner.Do(r)
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var failure map[string]any
+	if err := json.Unmarshal(body, &failure); err != nil {
+		return nil, err
+	}
+	kind, _ := failure["__type"].(string)
+	if !strings.HasSuffix(kind, "ConditionalCheckFailedException") && !strings.HasSuffix(kind, "TransactionCanceledException") {
+		return fakeAnswer(r, resp.StatusCode, string(body)), nil
+	}
+	delete(failure, "Item")
+	reasons, _ := failure["CancellationReasons"].([]any)
+	for _, reason := range reasons {
+		if m, ok := reason.(map[string]any); ok {
+			delete(m, "Item")
+		}
+	}
+	if body, err = json.Marshal(failure); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	then := a.then
+	a.then = nil
+	a.mu.Unlock()
+	if then != nil {
+		then()
+	}
+	return fakeAnswer(r, resp.StatusCode, string(body)), nil
+}
+
+// A claim that lost its condition to a live holder, on a backend that
+// returns no record with the failure, reads the record: gone by then
+// (the holder released it in the meantime), the key is free, and the
+// claim is made again and wins, whichever way claims: Run's put,
+// Transact's transaction, ExecuteBatch's.
+func TestAClaimWhoseRecordVanishedBeforeItWasReadClaimsAgain(t *testing.T) {
+	for _, w := range []struct {
+		name string
+		call func(s *idem.Store, sc idem.Scope, r *runs) (idem.Outcome, error)
+	}{
+		{"Run", func(s *idem.Store, sc idem.Scope, r *runs) (idem.Outcome, error) {
+			res, err := s.Run(context.Background(), sc, "fp", r.op)
+			return res.Outcome, err
+		}},
+		{"Transact", func(s *idem.Store, sc idem.Scope, r *runs) (idem.Outcome, error) {
+			res, err := s.Transact(context.Background(), sc, "fp", func(ctx context.Context) (idem.Effect, error) {
+				resp, _ := r.op(ctx)
+				return idem.Effect{Response: resp}, nil
+			})
+			return res.Outcome, err
+		}},
+		{"ExecuteBatch", func(s *idem.Store, sc idem.Scope, r *runs) (idem.Outcome, error) {
+			res, err := s.ExecuteBatch(context.Background(), []idem.BatchItem{{Scope: sc, Fingerprint: "fp"}},
+				func([]int, []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
+					_, _ = r.op(context.Background())
+					return nil, nil
+				})
+			if err != nil {
+				return "", err
+			}
+			return res[0].Outcome, res[0].Err
+		}},
+	} {
+		t.Run(w.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBubble(t)
+				ctx := context.Background()
+				sc := scope(t, "vanished")
+				holder, _ := b.store(t)
+				claim, err := holder.Reserve(ctx, sc, "fp")
+				must.NoError(t, err)
+				a := &amnesiac{then: func() { must.NoError(t, claim.Lease.Release(ctx), "the holder releases the key") }}
+				client := b.srv.HandlerClient(func(o *dynamodb.Options) { a.inner, o.HTTPClient = o.HTTPClient, a })
+				s, err := idem.NewStore(client, b.env.Tables.Idempotency)
+				must.NoError(t, err)
+				var r runs
+				outcome, err := w.call(s, sc, &r)
+				must.NoError(t, err, "the key was free when read: %s", outcome)
+				check.Equal(t, idem.OutcomeExecuted, outcome)
+				check.Nil(t, a.then, "the claim met the holder first")
+				rec, ok, err := s.Get(ctx, sc)
+				must.NoError(t, err)
+				must.True(t, ok)
+				check.Equal(t, idem.StatusCompleted, rec.Status)
 			})
 		})
 	}
