@@ -176,6 +176,7 @@ mutant gone-record-in-flight claim pkg/idem/claim.go \
 	$'\tif !m.found {\n\t\treturn stepRefuse, busy()\n'
 what 'a claim whose record vanished answers in flight instead of claiming again'
 unit ./idem '^TestAWaiterWhoseHolderReleasesTheKeyClaimsIt$'
+unit ./idem '^TestAClaimWhoseRecordVanishedBeforeItWasReadClaimsAgain$'
 
 mutant own-record-claimed-again claim pkg/idem/claim.go \
 	$'\tcase verdictOwn:\n\t\treturn stepOwn, nil\n' \
@@ -362,6 +363,18 @@ what 'Transact'\''s claim whose record stayed contended answers 503 instead of i
 unit ./idem '^TestATransactionWhoseRecordStaysHeldIsInFlight$'
 
 # The cache's answer: a replay or key reuse without a call.
+mutant transaction-never-awaits-a-live-holder judgement pkg/idem/transact.go \
+	$'\tst, err := c.decide(m)\n\tif st == stepAwait {\n\t\t// A live' \
+	$'\tst, err := c.decide(m)\n\tif false && st == stepAwait {\n\t\t// A live'
+what 'Transact with a wait whose claim failed on a live holder does not wait for it'
+unit ./idem '^TestATransactionWithAWaitAwaitsALiveHolder$'
+
+mutant transaction-never-awaits-a-committing-holder judgement pkg/idem/transact.go \
+	$'\tst, err := c.decide(m)\n\tif st == stepAwait {\n\t\tif m, err' \
+	$'\tst, err := c.decide(m)\n\tif false && st == stepAwait {\n\t\tif m, err'
+what 'Transact with a wait whose transaction met a live holder committing does not wait for it'
+unit ./idem '^TestATransactionWithAWaitAwaitsALiveHolder$'
+
 mutant cache-ignores-payload judgement pkg/idem/cache.go \
 	'case e.fingerprint != fingerprint:' \
 	'case false && e.fingerprint != fingerprint:'
@@ -778,6 +791,18 @@ mutant batch-duplicate-of-another-payload-replayed batch pkg/idem/batch.go \
 	'case false && it.Fingerprint != earlier.Fingerprint:'
 what 'a batch'\''s duplicate with another payload replays the first item'\''s response'
 unit ./idem '^TestExecuteBatchAnswersEachKeyForItself$'
+
+mutant batch-own-record-replayed batch pkg/idem/batch.go \
+	$'\t\tb.executed(i, rec.ExpiresAt)\n' \
+	$'\t\tb.res[i] = BatchResult{Result: b.s.replay(c.id, c.fingerprint, rec)}\n'
+what "a batch key that meets its own landed record is answered replayed, not executed"
+unit ./idem '^TestATransactionRetriedOntoItsOwnWritesExecuted$'
+
+mutant batch-vanished-record-unanswered batch pkg/idem/batch.go \
+	$'\t\tif busy == nil {\n\t\t\treturn false\n' \
+	$'\t\tif busy == nil {\n\t\t\treturn true\n'
+what 'a batch key whose record vanished before it was read is left unanswered instead of claimed again'
+unit ./idem '^TestAClaimWhoseRecordVanishedBeforeItWasReadClaimsAgain$'
 
 mutant batch-contended-record-unavailable batch pkg/idem/batch.go \
 	'b.res[i] = BatchResult{Result{Outcome: OutcomeInFlight}, busy()}' \
