@@ -723,10 +723,22 @@ mutant idemsqs-response-redelivers-not-recorded acknowledgement pkg/idem/idemsqs
 what 'idemsqs'\''s Result.Redeliver asks again for an effect not recorded'
 unit ./idem/idemsqs '^TestRunAcknowledgesAnEffectWhoseCompletionWasNotRecorded$'
 
+mutant idemsqs-batch-item-failure-for-not-recorded acknowledgement pkg/idem/idemsqs/sqs.go \
+	$'\t\tif r.Redeliver() {\n' \
+	$'\t\tif r.Err != nil {\n'
+what "idemsqs's answer to the runtime lists an effect not recorded as a batch item failure"
+unit ./idem/idemsqs '^TestRunAcknowledgesAnEffectWhoseCompletionWasNotRecorded$'
+
 mutant idemstream-redelivers-not-recorded acknowledgement pkg/idem/idemstream/stream.go \
 	'func (r Result) Redeliver() bool { return batchway.Result{Outcome: r.Outcome, Err: r.Err}.Redeliver() }' \
 	'func (r Result) Redeliver() bool { return r.Err != nil }'
 what 'idemstream'\''s Result.Redeliver asks again for an effect not recorded'
+unit ./idem/idemstream '^TestAShardAcknowledgesAnEffectNotRecordedAndGoesOn$'
+
+mutant idemstream-checkpoint-at-not-recorded acknowledgement pkg/idem/idemstream/stream.go \
+	$'\t\tif r.Redeliver() {\n' \
+	$'\t\tif r.Err != nil {\n'
+what "idemstream's answer to the runtime names an effect not recorded as the shard's failure"
 unit ./idem/idemstream '^TestAShardAcknowledgesAnEffectNotRecordedAndGoesOn$'
 
 mutant idemevent-fails-not-recorded acknowledgement pkg/idem/idemevent/idemevent.go \
