@@ -88,9 +88,9 @@ graph-check: ## Resolve a throwaway adopter of the library (go mod tidy, only th
 test: vet ## go vet, then every test with -race on $(DYNAMODB_TEST_BACKEND) (default embedded); skips say why.
 	scripts/test.sh
 
-# MUTANTS, a regexp, narrows the mutants run (default: all).
+# MUTANTS, a regexp on names and categories, narrows the mutants run (default: all).
 .PHONY: mutants
-mutants: ## Mutation check: every hand-made mutant of pkg/idem's exactly-once conditions must fail a test; prints each mutant and the test that killed it (scripts/mutants.sh; MUTANTS narrows).
+mutants: ## Mutation check: every hand-made mutant of pkg/idem's exactly-once conditions and branches must fail a deterministic test; prints one line per mutant with the test that killed it (scripts/mutants.sh; MUTANTS narrows).
 	scripts/mutants.sh
 
 # FUZZTIME is go test's -fuzztime: a duration (10s) or an execution count

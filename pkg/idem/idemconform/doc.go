@@ -118,6 +118,7 @@
 // the boundaries in time the store's correctness rests on (time_test.go),
 // and what a history cannot show: a dead holder's key claimed by another
 // payload is key reuse in every claim. scripts/mutants.sh (make mutants)
-// checks that these tests can fail: each of its hand-made mutants of
-// pkg/idem must fail the cell or test listed for it.
+// checks that tests can fail: each of its hand-made mutants of pkg/idem
+// must fail a deterministic test (these, or the pkg module's); a cell of
+// the suite, randomized, does not count.
 package idemconform

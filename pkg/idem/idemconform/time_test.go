@@ -151,6 +151,20 @@ func ran(context.Context) (idem.Response, error) {
 	return idem.Response{Status: created, Body: []byte(time.Now().Format(time.RFC3339Nano))}, nil
 }
 
+// untilStopped is an operation that runs until its context ends, and
+// then says when and why in stopped and cause, or for a minute.
+func untilStopped(stopped *time.Time, cause *error) func(context.Context) (idem.Response, error) {
+	return func(ctx context.Context) (idem.Response, error) {
+		select {
+		case <-ctx.Done():
+			*stopped, *cause = time.Now(), context.Cause(ctx)
+			return idem.Response{}, *cause
+		case <-time.After(time.Minute):
+			return ran(ctx)
+		}
+	}
+}
+
 // A dead holder's key is in flight until its lease ends, at the deadline
 // plus the margin (without a deadline, the lease plus the margin), and is
 // taken over one millisecond after: lease_expires_at < now, in
@@ -277,21 +291,101 @@ func TestHolderStopsWhenItsLeaseCannotBeRenewed(t *testing.T) {
 		start := time.Now()
 		var stopped time.Time
 		var cause error
-		_, err := s.Run(context.Background(), sc, "fp", func(ctx context.Context) (idem.Response, error) {
-			select {
-			case <-ctx.Done():
-				stopped, cause = time.Now(), context.Cause(ctx)
-				return idem.Response{}, cause
-			case <-time.After(time.Minute):
-				return ran(ctx)
-			}
-		})
+		_, err := s.Run(context.Background(), sc, "fp", untilStopped(&stopped, &cause))
 		if !errors.Is(cause, idem.ErrLeaseLost) || err == nil {
 			t.Fatalf("the holder's context ended with %v (Run: %v), want a cause wrapping idem.ErrLeaseLost", cause, err)
 		}
 		if limit := start.Add(lease); stopped.After(limit) {
 			t.Errorf("the holder was stopped %v after its claim, past its lease's end less the margin (%v): a renewal in flight kept it alive while its key could be taken over at %v",
 				stopped.Sub(start), limit.Sub(start), (lease + margin + time.Millisecond))
+		}
+	})
+}
+
+// The watchdog follows the lease: a holder whose first renewal landed
+// (at a third of the lease) and whose later renewals are stuck is
+// stopped at the renewed lease's end less the margin, to the
+// millisecond, not at the first lease's end nor when a stuck renewal
+// gives up.
+func TestHolderStopsAtItsRenewedLeasesEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBench(t)
+		const lease, margin = 3 * time.Second, 500 * time.Millisecond
+		s := b.store(idem.WithLease(lease, margin))
+		sc := timeScope(t)
+		start := time.Now()
+		renewed := start.Add(lease / 3)
+		go func() {
+			time.Sleep(time.Until(renewed.Add(time.Millisecond))) // the first renewal has landed
+			b.mu.Lock()
+			b.deaf = 2 * lease
+			b.mu.Unlock()
+		}()
+		var stopped time.Time
+		var cause error
+		_, err := s.Run(context.Background(), sc, "fp", untilStopped(&stopped, &cause))
+		if !errors.Is(cause, idem.ErrLeaseLost) || err == nil {
+			t.Fatalf("the holder's context ended with %v (Run: %v), want a cause wrapping idem.ErrLeaseLost", cause, err)
+		}
+		if want := renewed.Add(lease); !stopped.Equal(want) {
+			t.Errorf("the holder was stopped %v after its claim, want %v: the end of the lease its renewal at %v gave it (%v), less the margin",
+				stopped.Sub(start), want.Sub(start), renewed.Sub(start), renewed.Add(lease+margin).Sub(start))
+		}
+	})
+}
+
+// A holder whose key another caller holds (an operator evicted it, and
+// a new call claimed it) learns so at its next renewal, which the fence
+// refuses: its operation is cancelled there and then, with a cause
+// wrapping idem.ErrLeaseLost, and the new holder's record is untouched.
+func TestHolderStopsAtTheRenewalThatFindsItsKeyTaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBench(t)
+		const lease, margin = 3 * time.Second, 500 * time.Millisecond
+		s := b.store(idem.WithLease(lease, margin))
+		sc := timeScope(t)
+		start := time.Now()
+		admin := idemadmin.Table{DB: b.db, Name: idemTable}
+		taken := make(chan time.Time)
+		newHolder := make(chan error)
+		release := make(chan struct{})
+		go func() {
+			time.Sleep(1500 * time.Millisecond) // after the first renewal, at 1 s
+			if _, err := admin.Evict(context.Background(), sc, idemadmin.EvictOptions{Force: true}); err != nil {
+				t.Error(err)
+			}
+			go func() {
+				_, err := s.Run(context.Background(), sc, "fp", func(ctx context.Context) (idem.Response, error) {
+					<-release
+					return ran(ctx)
+				})
+				newHolder <- err
+			}()
+			synctest.Wait()
+			rec, err := admin.Lookup(context.Background(), sc)
+			if err != nil {
+				t.Error(err)
+			}
+			taken <- rec.LeaseExpiresAt
+		}()
+		var stopped time.Time
+		var cause error
+		_, err := s.Run(context.Background(), sc, "fp", untilStopped(&stopped, &cause))
+		if !errors.Is(cause, idem.ErrLeaseLost) || !errors.Is(err, idem.ErrLeaseLost) {
+			t.Errorf("the old holder's context ended with %v (Run: %v), want a cause wrapping idem.ErrLeaseLost", cause, err)
+		}
+		if want := start.Add(2 * lease / 3); !stopped.Equal(want) {
+			t.Errorf("the old holder was stopped %v after its claim, want %v: its second renewal, the first after its key was taken",
+				stopped.Sub(start), want.Sub(start))
+		}
+		newLease := <-taken
+		rec, err := admin.Lookup(context.Background(), sc)
+		if err != nil || !rec.LeaseExpiresAt.Equal(newLease) {
+			t.Errorf("the new holder's lease ends at %v (%v), want %v: the old holder's renewal must not touch it", rec.LeaseExpiresAt.Sub(start), err, newLease.Sub(start))
+		}
+		close(release)
+		if err := <-newHolder; err != nil {
+			t.Errorf("the new holder: %v", err)
 		}
 	})
 }
