@@ -79,14 +79,23 @@ func (r report) unnamedLines() []string {
 	return out
 }
 
+// ok reports whether the check passes: nothing released or recorded is
+// gone or changed unrecorded. An added name passes (it breaks no
+// caller), and is printed as a notice until it is recorded.
 func (r report) ok() bool {
-	return len(r.broken) == 0 && len(r.removed) == 0 && len(r.added) == 0 && len(r.unnamedLines()) == 0
+	return len(r.broken) == 0 && len(r.removed) == 0 && len(r.unnamedLines()) == 0
 }
+
+// recorded reports whether the API files hold the library's API exactly,
+// as a release needs.
+func (r report) recorded() bool { return r.ok() && len(r.added) == 0 }
 
 // check compares the library's API with the recorded one, and with the
 // update flag rewrites the record when no breaking change is unnamed.
-// It returns the exit status: 0 when the record matches (or was
-// rewritten), 1 when it does not, 2 when the run itself failed.
+// It returns the exit status: 0 when the library keeps what is released
+// and recorded (additions not recorded yet are a notice), or the record
+// was rewritten, or the release was recorded; 1 when it does not, or a
+// release is refused; 2 when the run itself failed.
 func check(cfg config, stdout io.Writer) int {
 	pkgs, err := load(cfg.root, cfg.lib, cfg.overlay)
 	if err != nil {
@@ -168,7 +177,7 @@ func check(cfg config, stdout io.Writer) int {
 			plural(len(pkgs)), cfg.apiDir, len(r.added), len(r.removed))
 		return 0
 	}
-	if cfg.release && r.ok() {
+	if cfg.release && r.recorded() {
 		if err := write(cfg.path(cfg.baseline), cfg.lib, pkgs); err != nil {
 			fmt.Fprintln(stdout, "api:", err)
 			return 2
@@ -178,6 +187,12 @@ func check(cfg config, stdout io.Writer) int {
 		return 0
 	}
 	printReport(stdout, cfg, r)
+	if cfg.release {
+		// What is released must be what is recorded and reviewed: an
+		// addition not in the API files would enter the baseline unseen.
+		fmt.Fprintf(stdout, "api: the release is refused: %s must record the library's API exactly (`make api-update`, commit it), and the check must pass\n", cfg.apiDir)
+		return 1
+	}
 	if r.ok() {
 		return 0
 	}
@@ -194,8 +209,16 @@ func printReport(w io.Writer, cfg config, r report) {
 	if len(against) > 0 {
 		since = "compared with " + strings.Join(against, "; ")
 	}
-	if r.ok() {
+	if r.recorded() {
 		fmt.Fprintf(w, "api: %s matches the exported API of %s (%s)\n", cfg.apiDir, plural(r.packages), since)
+		return
+	}
+	if r.ok() {
+		fmt.Fprintf(w, "api: the library keeps the API of %s (%s); %s not recorded in %s yet:\n", plural(r.packages), since, lines(len(r.added), "line added", "lines added"), cfg.apiDir)
+		for _, l := range r.added {
+			fmt.Fprintf(w, "  + %s\n", l)
+		}
+		fmt.Fprintf(w, "\nA notice, not a failure: an added name breaks no caller. `make api-update` records it; commit %s with the change, so its review shows every line added (`make api-release` refuses while one is unrecorded).\n", cfg.apiDir)
 		return
 	}
 	fmt.Fprintf(w, "api: the exported API of the library (%s) differs from %s (%s)\n", plural(r.packages), cfg.apiDir, since)
@@ -241,6 +264,14 @@ func printReport(w io.Writer, cfg config, r report) {
 	if len(r.broken) == 0 && (len(r.removed) > 0 || len(r.added) > 0) {
 		fmt.Fprintf(w, "To record the API: `make api-update`, and commit %s with the change, so its review shows every line added or removed.\n", cfg.apiDir)
 	}
+}
+
+// lines is "1 line added" or "3 lines added".
+func lines(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func plural(n int) string {

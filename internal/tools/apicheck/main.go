@@ -16,10 +16,12 @@
 //     holds it) the library no longer has breaks the promise: the check
 //     fails, whatever the changelog says, and -update refuses it;
 //     -release adds the recorded API to the baseline when the check
-//     passes, as a release does;
+//     passes and the files record the library's API exactly, as a
+//     release does;
 //   - a line the library has and the files do not (an added name) is
-//     fine, but the files must say so: the check fails until they are
-//     rewritten, so a review sees every addition;
+//     fine: the check passes and prints it as a notice until -update
+//     records it, so a review sees every addition, and -release refuses
+//     while one is unrecorded;
 //   - a line the files have and the library does not (a name removed, a
 //     signature, field type or constant value changed, a method added to
 //     an interface) breaks callers: the check fails, and -update refuses
@@ -31,7 +33,7 @@
 //     "## Unreleased", however the files were edited since.
 //
 // It prints exactly which lines changed and what to do, and exits 1 when
-// the check fails, 2 when it could not run.
+// the check fails or a release is refused, 2 when it could not run.
 package main
 
 import (
