@@ -7,8 +7,8 @@
 # machine, the lease a claim writes), judgement (what the record that beat
 # a claim decides), lost-answer read-back (a write that may have landed),
 # fence, release, watchdog, acknowledgement (an effect not recorded is
-# acknowledged by every way in), cancellation reasons, batches, scopes and
-# operators.
+# acknowledged by every way in), cancellation reasons, batches, scopes,
+# operators and call (a call's own settings, reaching that call alone).
 #
 # A mutant is a name, a category, a file, an exact fragment of it and its
 # replacement, and the tests that must kill it: each a module directory, a
@@ -264,8 +264,8 @@ what 'the lease ends without the margin'
 fake '^TestLeaseEndsToTheMillisecond$'
 
 mutant record-expires-under-its-holder claim pkg/idem/lease.go \
-	'return now.Add(max(s.retention, leaseEnd.Sub(now)))' \
-	'return now.Add(s.retention)'
+	'return now.Add(max(retention, leaseEnd.Sub(now)))' \
+	'return now.Add(retention)'
 what 'a held record'\''s expiry is the retention even when the lease is longer'
 unit ./idem '^TestAHeldRecordDoesNotExpireUnderItsHolder$'
 
@@ -456,7 +456,7 @@ what 'Transact takes another call'\''s completed record as its own landed transa
 unit ./idem '^TestATransactionLandedOnlyIfTheRecordIsItsOwn$'
 
 mutant transact-record-without-its-token lost-answer pkg/idem/claim.go \
-	's.attr.LeaseToken:   str(token),' \
+	's.attr.LeaseToken:   str(c.token),' \
 	's.attr.LeaseToken:   str(s.newToken()),'
 what 'a transaction'\''s completed record does not carry the call'\''s token'
 unit ./idem '^TestATransactionRetriedOntoItsOwnWritesExecuted$'
@@ -885,6 +885,70 @@ mutant commit-counts-no-writes operators pkg/idem/commit.go \
 what 'a commit records no writes'
 unit ./idem/idemadmin '^TestEvictRefusesToRunLandedWritesAgain$'
 
+# --- call: a call's own settings (CallWait, CallRedelivers, CallRetention) ------
+# Each reaches its own call and no other: not the store's other calls, not
+# the calls its operation makes in turn.
+
+mutant call-wait-ignored call pkg/idem/call.go \
+	'c.wait = max(d, 0)' \
+	'c.wait = max(c.wait, 0)'
+what 'CallWait leaves the store'\''s wait in place'
+unit ./idem '^TestWithoutWaitInFlightAtOnce$'
+
+mutant call-wait-not-read call pkg/idem/wait.go \
+	'return &waiting{max: c.wait, follow: c.redelivers}' \
+	'return &waiting{max: s.wait, follow: c.redelivers}'
+what 'a claim waits as the store says, whatever its call'\''s CallWait'
+unit ./idem '^TestWithoutWaitInFlightAtOnce$'
+
+mutant call-redelivers-ignored call pkg/idem/call.go \
+	'c.redelivers = true' \
+	'c.redelivers = false'
+what 'CallRedelivers does not make a claim follow a running transaction'
+unit ./idem '^TestMidCommitDuplicateWithAWaitReadsOnce$/^follow/'
+
+mutant call-redelivers-not-read call pkg/idem/wait.go \
+	'return &waiting{max: c.wait, follow: c.redelivers}' \
+	'return &waiting{max: c.wait, follow: false}'
+what 'a claim never follows a running transaction without a wait'
+unit ./idem '^TestMidCommitDuplicateWithAWaitReadsOnce$/^follow/'
+
+mutant call-retention-ignored call pkg/idem/call.go \
+	'c.retention = d }' \
+	'_ = d }'
+what 'CallRetention leaves the store'\''s retention in place'
+unit ./idem '^TestCallRetentionIsThatCallsAlone$'
+
+mutant call-retention-under-a-lease call pkg/idem/admit.go \
+	'if c.retention < s.lease+s.margin {' \
+	'if false && c.retention < s.lease+s.margin {'
+what 'a call whose retention is shorter than a lease runs (its record could expire under its holder)'
+unit ./idem '^TestCallRetentionUnderALeaseIsRefused$'
+
+mutant call-settings-reach-nested-calls call pkg/idem/scope.go \
+	$'\treturn &callCtx{Context: ctx, scope: scope, scoped: scoped, trace: t, settings: settings}\n' \
+	$'\tif outer, ok := settingsOf(ctx); ok {\n\t\tsettings = outer\n\t}\n\treturn &callCtx{Context: ctx, scope: scope, scoped: scoped, trace: t, settings: settings}\n'
+what 'a call'\''s settings reach the calls its operation makes in turn'
+unit ./idem '^TestCallRetentionIsThatCallsAlone$|^TestCallWaitDoesNotReachNestedCalls$'
+
+mutant reserve-ignores-call-retention call pkg/idem/reserve.go \
+	'retention: s.settingsFor(ctx).retention}' \
+	'retention: s.retention}'
+what 'Execute, Run and Do (reserve mode) keep their records for the store'\''s retention, not the call'\''s'
+unit ./idem '^TestCallRetentionIsThatCallsAlone$'
+
+mutant transact-ignores-call-retention call pkg/idem/transact.go \
+	'retention: s.settingsFor(ctx).retention}' \
+	'retention: s.retention}'
+what 'Transact keeps its record for the store'\''s retention, not the call'\''s'
+unit ./idem '^TestCallRetentionIsThatCallsAlone$'
+
+mutant batch-ignores-call-retention call pkg/idem/batch.go \
+	'retention: s.settingsFor(ctx).retention,' \
+	'retention: s.retention,'
+what 'ExecuteBatch keeps its records for the store'\''s retention, not the call'\''s'
+unit ./idem '^TestCallRetentionIsThatCallsAlone$'
+
 # --- The run -----------------------------------------------------------------
 
 selected() { [[ -z ${MUTANTS:-} || $1 =~ $MUTANTS || $2 =~ $MUTANTS ]]; }
@@ -1211,7 +1275,7 @@ done
 flush
 
 per=""
-for c in claim judgement lost-answer fence release watchdog acknowledgement reasons batch scope operators; do
+for c in claim judgement lost-answer fence release watchdog acknowledgement reasons batch scope operators call; do
 	if [ -n "${counts[$c]:-}" ]; then per+="${per:+, }$c ${counts[$c]}"; fi
 done
 if [ "${MUTANTS_SURVEY:-}" = 1 ]; then
