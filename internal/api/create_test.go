@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/idemlambda/idemlambda/internal/config"
@@ -24,7 +25,6 @@ import (
 	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
-	"github.com/idemlambda/idemlambda/internal/dev/local"
 	"github.com/idemlambda/idemlambda/internal/dev/tables"
 	"github.com/idemlambda/idemlambda/internal/outbox/outboxitem"
 	"github.com/idemlambda/idemlambda/internal/product"
@@ -422,39 +422,51 @@ func TestCreateRefusesAnUnauthenticatedRequest(t *testing.T) {
 
 // TestCreateHungStoreIs503BeforeTheDeadline: a store that never answers
 // ends in a problem+json 503 a margin before Lambda's deadline, not in a
-// timeout API Gateway would turn into an opaque error.
+// timeout API Gateway would turn into an opaque error. In fake time
+// (testing/synctest), with a DynamoDB client whose every call waits for
+// its context to end: when the answer comes is the handler's own
+// deadline arithmetic, whatever the machine's load.
 func TestCreateHungStoreIs503BeforeTheDeadline(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode config.Mode) {
-		stop := make(chan struct{})
-		hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-r.Context().Done():
-			case <-stop:
-			}
-		}))
-		defer func() {
-			close(stop)
-			hung.Close()
-		}()
-		client, err := local.Client(hung.URL)
-		require.NoError(t, err)
-		logs := &logbuf.Buffer{}
-		h, err := createproduct.New(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o", Callers: "c"}, mode), app.Runtime{Out: logs})
-		require.NoError(t, err)
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		start := time.Now()
-		resp, err := h(ctx, postReq(jsonHeaders("k-hung"), widget))
-		require.NoError(t, err)
-		took := time.Since(start)
-		assertProblem(t, resp, 503, "unavailable")
-		assert.Equal(t, "1", resp.Headers["Retry-After"])
-		// The work stops a margin before the deadline and the detached
-		// release or read-back gets half the margin: about 2.5 s. The
-		// contract is the invocation's deadline; the half margin left is
-		// slack for a loaded machine.
-		assert.Less(t, took, 3*time.Second, "answered inside the invocation")
-		assert.Contains(t, logs.String(), `"outcome":"unavailable"`)
+		synctest.Test(t, func(t *testing.T) {
+			hung := &hungStore{}
+			client, err := app.Client(config.AWS{Region: "us-east-1", AccessKeyID: "local", SecretAccessKey: "local", Endpoint: "http://hung.invalid"},
+				nil, dynamodb.NewFromConfig, func(o *dynamodb.Options) { o.HTTPClient = hung })
+			require.NoError(t, err)
+			logs := &logbuf.Buffer{}
+			h, err := createproduct.New(client, createConfig(tables.Names{Products: "p", Idempotency: "i", Outbox: "o", Callers: "c"}, mode), app.Runtime{Out: logs})
+			require.NoError(t, err)
+			const invocation = 3 * time.Second
+			ctx, cancel := context.WithTimeout(context.Background(), invocation)
+			defer cancel()
+			start := time.Now()
+			resp, err := h(ctx, postReq(jsonHeaders("k-hung"), widget))
+			require.NoError(t, err)
+			took := time.Since(start)
+			assertProblem(t, resp, 503, "unavailable")
+			assert.Equal(t, "1", resp.Headers["Retry-After"])
+			// The work stops a margin before the deadline, and the
+			// detached release or read-back gets half the margin: the
+			// answer comes at most half a margin before the deadline,
+			// and no sooner than the work's own end.
+			t.Logf("answered %v after the start of a %v invocation; %d calls to the store", took, invocation, hung.calls.Load())
+			assert.GreaterOrEqual(t, took, invocation-api.DeadlineMargin, "the work had until its own deadline")
+			assert.LessOrEqual(t, took, invocation-api.DeadlineMargin/2, "answered inside the invocation, with half a margin to spare")
+			assert.NoError(t, ctx.Err(), "the invocation's deadline has not passed")
+			assert.Positive(t, hung.calls.Load(), "the store was called")
+			assert.Contains(t, logs.String(), `"outcome":"unavailable"`)
+		})
 	})
+}
+
+// hungStore is an HTTP client whose every request waits until its
+// context ends, as a store that never answers: inside a synctest bubble
+// the wait is durably blocked, so fake time moves on to the next timer.
+type hungStore struct{ calls atomic.Int32 }
+
+func (h *hungStore) Do(r *http.Request) (*http.Response, error) {
+	h.calls.Add(1)
+	<-r.Context().Done()
+	return nil, r.Context().Err()
 }
