@@ -186,7 +186,7 @@ func TestInFlightIs409WithRetryAfter(t *testing.T) {
 	go func() { first <- s.post(t, `"charge-3"`, charge) }()
 	select {
 	case <-s.entered: // the first request holds the key and is charging
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("the first request never reached the handler")
 	}
 	dup := s.post(t, `"charge-3"`, charge)

@@ -125,7 +125,7 @@ func (b bootstrap) create(t *testing.T, key string) events.APIGatewayV2HTTPRespo
 	require.Eventually(t, func() bool { // the emulator listens a moment after it starts
 		resp, err = http.Post(b.url, "application/json", bytes.NewReader(payload))
 		return err == nil
-	}, 10*time.Second, 20*time.Millisecond, "the emulator: %s", b.out)
+	}, time.Minute, 20*time.Millisecond, "the emulator: %s", b.out)
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.NoError(t, err)

@@ -77,7 +77,7 @@ func startEmulator(t *testing.T, rie, bootstrap, storeURL, mode string, n tables
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {

@@ -91,7 +91,7 @@ func TestQueueDeliversInBatchesOfTenOnce(t *testing.T) {
 	r := &recorder{receives: map[string][]int{}}
 	q, _ := run(t, r)
 	publish(t, q, 25)
-	require.Eventually(t, q.Idle, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, q.Idle, time.Minute, 5*time.Millisecond)
 	batches, receives := r.snapshot()
 	total := 0
 	for _, b := range batches {
@@ -124,7 +124,7 @@ func TestQueueRedeliversFailuresThenDeadLetters(t *testing.T) {
 	}}
 	q, _ := run(t, r)
 	publish(t, q, 3)
-	require.Eventually(t, q.Idle, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, q.Idle, time.Minute, 5*time.Millisecond)
 	_, receives := r.snapshot()
 	require.Len(t, receives, 3)
 	for id, rs := range receives {
@@ -150,7 +150,7 @@ func TestQueueRedeliversTheWholeBatchOnAnInvocationError(t *testing.T) {
 	}}
 	q, _ := run(t, r)
 	publish(t, q, 4)
-	require.Eventually(t, q.Idle, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, q.Idle, time.Minute, 5*time.Millisecond)
 	_, receives := r.snapshot()
 	require.Len(t, receives, 4)
 	for id, rs := range receives {
@@ -181,7 +181,7 @@ func TestQueueStopsDelivering(t *testing.T) {
 	go func() { q.Run(ctx); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("Run did not return after its context ended")
 	}
 	assert.Equal(t, 1, calls, "only the batch in flight at the stop")
@@ -226,7 +226,7 @@ func TestQueueCarriesTheTraceHeaderAsAWSTraceHeader(t *testing.T) {
 	require.NoError(t, err)
 	_, err = q.Publish(context.Background(), []outbox.Event{traced, untraced})
 	require.NoError(t, err)
-	require.Eventually(t, q.Idle, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, q.Idle, time.Minute, 5*time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, map[string][]string{"traced": {h, h}, "untraced": {"", ""}}, got)

@@ -199,7 +199,7 @@ func TestRelayFeedsEmbeddedOutboxWritesAndRetriesAFailedPublish(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(rep.body), &b))
 		bodies[b.ID] = rep.body
 	}
-	require.Eventually(t, func() bool { return r.RelayIdle() && len(out.Lines()) == 3 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return r.RelayIdle() && len(out.Lines()) == 3 }, time.Minute, 20*time.Millisecond)
 	seen := map[string]bool{}
 	for _, line := range out.Lines() {
 		var ev outbox.Event
@@ -250,7 +250,7 @@ func TestLocalPipelineCountsSellerStatistics(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		return json.NewDecoder(resp.Body).Decode(&got) == nil && got.ProductCount == 3 && r.RelayIdle()
-	}, 10*time.Second, 20*time.Millisecond)
+	}, time.Minute, 20*time.Millisecond)
 	assert.Equal(t, seller, got.SellerID)
 	require.Len(t, got.Listed, 1)
 	assert.Equal(t, int64(2000), got.Listed[0].Cents)

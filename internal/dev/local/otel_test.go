@@ -74,7 +74,7 @@ func (p *pipeline) postTraced(t *testing.T, key, header, body string) string {
 func (p *pipeline) waitCounted(t *testing.T, n int) {
 	t.Helper()
 	require.Eventually(t, func() bool { return p.r.RelayIdle() && len(logsWith(t, p.out, "event counted")) == n },
-		10*time.Second, 10*time.Millisecond)
+		time.Minute, 10*time.Millisecond)
 }
 
 func attr(s sdktrace.ReadOnlySpan, key string) string {
