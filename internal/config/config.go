@@ -47,6 +47,9 @@ var (
 	CallersTable         = Var{Name: "CALLERS_TABLE", Doc: "callers table name: grants of sellers and per-caller windows"}
 	CallerLimit          = Var{Name: "CALLER_LIMIT", Default: "100", Doc: "products one caller may create per window; 0 turns the limit off"}
 	CallerLimitWindow    = Var{Name: "CALLER_LIMIT_WINDOW", Default: "10s", Doc: "the per-caller limit's window, whole seconds (a Go duration such as 10s or 1m)"}
+	IdempotencyTableKind = Var{Name: "IDEMPOTENCY_TABLE_KIND", Default: "regional", Doc: "regional, mrec or mrsc: whether the tables are one Region's or a global table's, and its consistency mode (docs/operations.md, Global tables)"}
+	ReplicaRegions       = Var{Name: "REPLICA_REGIONS", Optional: true, Doc: "a global table's Regions, comma-separated, this function's included, listed in the same order in every Region, appended to and never reordered (empty: one Region)"}
+	HomeRegion           = Var{Name: "HOME_REGION", Optional: true, Doc: "mrec: the Region every idempotency key of createproduct is claimed in, from any Region, until a failover moves it (required with mrec, empty otherwise)"}
 	LogLevel             = Var{Name: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error"}
 	MetricsNamespace     = Var{Name: "METRICS_NAMESPACE", Default: metrics.DefaultNamespace, Doc: "CloudWatch namespace of the function's EMF metrics"}
 )
@@ -203,6 +206,37 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("unknown mode %q: want %q or %q", s, ModeReserve, ModeTransact)
 }
 
+// TableKind is what kind of table the stack's tables are
+// (IDEMPOTENCY_TABLE_KIND): one Region's, or a global table in one of
+// DynamoDB's two consistency modes.
+type TableKind string
+
+// The table kinds.
+const (
+	// KindRegional is a table in one Region: no replica.
+	KindRegional TableKind = "regional"
+	// KindMREC is a global table with multi-Region eventual consistency:
+	// a condition sees only its Region's replica, and concurrent writes
+	// of an item in two Regions resolve by last writer wins.
+	KindMREC TableKind = "mrec"
+	// KindMRSC is a global table with multi-Region strong consistency:
+	// three Regions (or two and a witness), no transactions, no TTL.
+	KindMRSC TableKind = "mrsc"
+)
+
+// Global is where a function stands on a global table: the kind of
+// table, its Regions, and, on MREC, the Region that claims createproduct's
+// keys.
+type Global struct {
+	// Kind is the tables' kind.
+	Kind TableKind
+	// Regions are the tables' Regions in the order every Region lists
+	// them (the sellers' shard ranges follow it); nil for KindRegional.
+	Regions []string
+	// Home is the Region every key is claimed in (KindMREC, createproduct).
+	Home string
+}
+
 // Idempotency configures a function's idempotency store.
 type Idempotency struct {
 	// Table is the idempotency table's name.
@@ -240,6 +274,8 @@ type CreateProduct struct {
 	CallersTable string
 	// Limit bounds each caller's creations.
 	Limit Limit
+	// Global is the tables' kind, their Regions and the keys' home.
+	Global Global
 }
 
 // GetProduct is the getproduct function's configuration.
@@ -269,6 +305,9 @@ type SellerStats struct {
 	// EventSource is the only source whose events are counted.
 	EventSource string
 	Idempotency Idempotency
+	// Global is the tables' kind and Regions: each Region counts on
+	// shards of its own (sellers.RegionShards).
+	Global Global
 }
 
 // GetSeller is the getseller function's configuration.
@@ -360,6 +399,53 @@ func readIdempotency(e *env) Idempotency {
 	return i
 }
 
+// readGlobalWithHome reads the tables' kind and Regions, and the home
+// Region createproduct claims its keys in on MREC.
+func readGlobalWithHome(e *env) Global {
+	g := readGlobal(e)
+	g.Home = e.opt(HomeRegion)
+	switch {
+	case g.Kind == KindMREC && g.Home == "":
+		e.errs = append(e.errs, fmt.Errorf("%w: %s is required with %s=%s: a key claimed in two Regions within the replication lag would run in both", ErrInvalid, HomeRegion.Name, IdempotencyTableKind.Name, KindMREC))
+	case g.Kind == KindMREC && !slices.Contains(g.Regions, g.Home):
+		e.errs = append(e.errs, fmt.Errorf("%w: %s=%q is not one of %s %v", ErrInvalid, HomeRegion.Name, g.Home, ReplicaRegions.Name, g.Regions))
+	case g.Kind != KindMREC && g.Home != "":
+		e.errs = append(e.errs, fmt.Errorf("%w: %s=%q: a home Region is for %s=%s only", ErrInvalid, HomeRegion.Name, g.Home, IdempotencyTableKind.Name, KindMREC))
+	}
+	return g
+}
+
+// readGlobal reads the tables' kind and Regions: a global table lists its
+// Regions, this one among them when Lambda names it; a regional one none.
+func readGlobal(e *env) Global {
+	g := Global{Kind: parse(e, IdempotencyTableKind, func(s string) (TableKind, error) {
+		switch k := TableKind(strings.ToLower(s)); k {
+		case KindRegional, KindMREC, KindMRSC:
+			return k, nil
+		}
+		return "", fmt.Errorf("want %s, %s or %s", KindRegional, KindMREC, KindMRSC)
+	})}
+	for r := range strings.SplitSeq(e.opt(ReplicaRegions), ",") {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		if slices.Contains(g.Regions, r) {
+			e.errs = append(e.errs, fmt.Errorf("%w: %s lists %q twice", ErrInvalid, ReplicaRegions.Name, r))
+		}
+		g.Regions = append(g.Regions, r)
+	}
+	region := e.optional(&e.lambda, Region)
+	switch {
+	case g.Kind == KindRegional && len(g.Regions) > 0:
+		e.errs = append(e.errs, fmt.Errorf("%w: %s=%v with %s=%s: a regional table has no other Region", ErrInvalid, ReplicaRegions.Name, g.Regions, IdempotencyTableKind.Name, KindRegional))
+	case g.Kind != KindRegional && g.Kind != "" && len(g.Regions) < 2:
+		e.errs = append(e.errs, fmt.Errorf("%w: %s=%s needs %s, two Regions or more", ErrInvalid, IdempotencyTableKind.Name, g.Kind, ReplicaRegions.Name))
+	case g.Kind != KindRegional && region != "" && !slices.Contains(g.Regions, region):
+		e.errs = append(e.errs, fmt.Errorf("%w: %s=%v does not list this function's Region %s", ErrInvalid, ReplicaRegions.Name, g.Regions, region))
+	}
+	return g
+}
+
 // readIdempotencyFixedMode reads the store's settings for a function whose
 // mode is not configurable.
 func readIdempotencyFixedMode(e *env, mode Mode) Idempotency {
@@ -379,6 +465,7 @@ func readCreateProduct(e *env) CreateProduct {
 		Idempotency:   readIdempotency(e),
 		CallersTable:  e.str(CallersTable),
 		Limit:         Limit{Creates: e.integer(CallerLimit, MaxCallerLimit), Window: e.seconds(CallerLimitWindow)},
+		Global:        readGlobalWithHome(e),
 		Common:        readCommon(e),
 		AWS:           readAWS(e, EndpointDynamoDB),
 	}
@@ -393,6 +480,7 @@ func readSellerStats(e *env) SellerStats {
 		SellersTable: e.str(SellersTable),
 		EventSource:  e.str(EventSource),
 		Idempotency:  readIdempotencyFixedMode(e, ModeTransact),
+		Global:       readGlobal(e),
 		Common:       readCommon(e),
 		AWS:          readAWS(e, EndpointDynamoDB),
 	}

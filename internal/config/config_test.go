@@ -30,6 +30,7 @@ func TestLoadCreateProduct(t *testing.T) {
 		ProductsTable: "p", OutboxTable: "o", EventSource: "idemlambda.products",
 		Idempotency:  config.Idempotency{Table: "i", Retention: 2 * time.Hour, Mode: config.ModeReserve, CacheSize: 1000},
 		CallersTable: "c", Limit: config.Limit{Creates: 100, Window: 10 * time.Second},
+		Global: config.Global{Kind: config.KindRegional},
 	}, c)
 
 	vals["IDEMPOTENCY_MODE"], vals["IDEMPOTENCY_CACHE_SIZE"] = "transact", "0"
@@ -74,6 +75,42 @@ func TestLoadFailsWithEveryProblemNamed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, config.ModeTransact, s.Idempotency.Mode)
 	assert.Equal(t, "idemlambda.products", s.EventSource)
+}
+
+// A global table's settings are read together and checked against each
+// other: the kind, its Regions (this one among them) and, on MREC, the
+// Region createproduct claims its keys in.
+func TestLoadGlobalTableSettings(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"PRODUCTS_TABLE": "p", "IDEMPOTENCY_TABLE": "i", "OUTBOX_TABLE": "o", "CALLERS_TABLE": "c", "SELLERS_TABLE": "s", "AWS_REGION": "eu-west-1"}
+	with := func(kv ...string) func(string) string {
+		m := maps.Clone(base)
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return env(m)
+	}
+	c, err := config.LoadCreateProduct(with("IDEMPOTENCY_TABLE_KIND", "MREC", "REPLICA_REGIONS", "us-east-1, eu-west-1", "HOME_REGION", "us-east-1"))
+	require.NoError(t, err)
+	assert.Equal(t, config.Global{Kind: config.KindMREC, Regions: []string{"us-east-1", "eu-west-1"}, Home: "us-east-1"}, c.Global)
+	s, err := config.LoadSellerStats(with("IDEMPOTENCY_TABLE_KIND", "mrsc", "REPLICA_REGIONS", "us-east-1,eu-west-1,us-west-2"))
+	require.NoError(t, err)
+	assert.Equal(t, config.Global{Kind: config.KindMRSC, Regions: []string{"us-east-1", "eu-west-1", "us-west-2"}}, s.Global)
+
+	for vars, want := range map[[6]string]string{
+		{"IDEMPOTENCY_TABLE_KIND", "mrec", "REPLICA_REGIONS", "us-east-1,eu-west-1"}:                             "HOME_REGION is required with IDEMPOTENCY_TABLE_KIND=mrec",
+		{"IDEMPOTENCY_TABLE_KIND", "mrec", "REPLICA_REGIONS", "us-east-1,eu-west-1", "HOME_REGION", "us-west-2"}: `HOME_REGION="us-west-2" is not one of REPLICA_REGIONS`,
+		{"IDEMPOTENCY_TABLE_KIND", "mrsc", "REPLICA_REGIONS", "us-east-1,eu-west-1", "HOME_REGION", "us-east-1"}: "a home Region is for IDEMPOTENCY_TABLE_KIND=mrec only",
+		{"IDEMPOTENCY_TABLE_KIND", "mrsc", "REPLICA_REGIONS", "us-east-1,us-west-2"}:                             "does not list this function's Region eu-west-1",
+		{"IDEMPOTENCY_TABLE_KIND", "mrsc", "REPLICA_REGIONS", "eu-west-1"}:                                       "needs REPLICA_REGIONS, two Regions or more",
+		{"IDEMPOTENCY_TABLE_KIND", "regional", "REPLICA_REGIONS", "eu-west-1,us-east-1"}:                         "a regional table has no other Region",
+		{"IDEMPOTENCY_TABLE_KIND", "mrsc", "REPLICA_REGIONS", "eu-west-1,us-east-1,eu-west-1"}:                   `lists "eu-west-1" twice`,
+		{"IDEMPOTENCY_TABLE_KIND", "global"}:                                                                     `IDEMPOTENCY_TABLE_KIND="global": want regional, mrec or mrsc`,
+	} {
+		_, err := config.LoadCreateProduct(with(vars[:]...))
+		require.ErrorIs(t, err, config.ErrInvalid, vars)
+		assert.ErrorContains(t, err, want)
+	}
 }
 
 // Functions lists what each loader reads: load with a getenv that records

@@ -39,6 +39,7 @@ const (
 	Published     = "Published"     // Count: relay: events EventBridge accepted
 	Failed        = "Failed"        // Count: records to be retried (relay) or redelivered (consumer)
 	Dropped       = "Dropped"       // Count: relay: outbox records that can never be published, passed over
+	Replicas      = "Replicas"      // Count: relay: records of outbox items another Region wrote, passed over (that Region publishes them)
 	Applied       = "Applied"       // Count: consumer: events counted by this delivery
 	Duplicate     = "Duplicate"     // Count: consumer: deliveries of events counted before
 	Poison        = "Poison"        // Count: consumer: messages that can never be counted, bound for the DLQ
@@ -109,6 +110,9 @@ func (r *Recorder) Request(ctx context.Context, a API, elapsed time.Duration) {
 // Relay is what one relay batch did.
 type Relay struct {
 	Records, Published, Failed, Dropped int
+	// Replicas is the INSERT records of items another Region wrote,
+	// passed over: that Region's relay publishes them.
+	Replicas int
 }
 
 // RelayBatch records one relay batch.
@@ -118,6 +122,7 @@ func (r *Recorder) RelayBatch(ctx context.Context, b Relay, elapsed time.Duratio
 		Metric(Published, emf.Count, float64(b.Published)).
 		Metric(Failed, emf.Count, float64(b.Failed)).
 		Metric(Dropped, emf.Count, float64(b.Dropped)).
+		Metric(Replicas, emf.Count, float64(b.Replicas)).
 		Metric(Duration, emf.Milliseconds, ms(elapsed)))
 }
 

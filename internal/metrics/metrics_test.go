@@ -48,13 +48,13 @@ func TestBatchLines(t *testing.T) {
 	require.NoError(t, err)
 	consumer, err := metrics.New(&out, "idemlambda/prod", "sellerstats")
 	require.NoError(t, err)
-	relay.RelayBatch(context.Background(), metrics.Relay{Records: 10, Published: 7, Failed: 2, Dropped: 1}, time.Millisecond)
+	relay.RelayBatch(context.Background(), metrics.Relay{Records: 10, Published: 7, Failed: 2, Dropped: 1, Replicas: 3}, time.Millisecond)
 	consumer.ConsumerBatch(context.Background(), metrics.Consumer{Records: 10, Applied: 5, Duplicate: 3, Poison: 1, Failed: 1, DynamoDBCalls: 9}, time.Millisecond)
 
 	lines := out.Metrics(t)
 	require.Len(t, lines, 2)
 	for _, want := range []map[string]any{
-		{"Function": "outboxrelay", "Records": 10.0, "Published": 7.0, "Failed": 2.0, "Dropped": 1.0},
+		{"Function": "outboxrelay", "Records": 10.0, "Published": 7.0, "Failed": 2.0, "Dropped": 1.0, "Replicas": 3.0},
 		{"Function": "sellerstats", "Records": 10.0, "Applied": 5.0, "Duplicate": 3.0, "Poison": 1.0, "Failed": 1.0, "DynamoDBCalls": 9.0},
 	} {
 		var got map[string]any

@@ -54,6 +54,12 @@ type Event struct {
 	// span that sends the event, as the PutEvents entry's TraceHeader,
 	// which EventBridge passes to the SQS message as AWSTraceHeader.
 	TraceHeader string `json:"-"`
+
+	// Origin is the Region whose replica of the outbox table takes the
+	// item's write, stored beside the envelope (origin), not part of the
+	// CloudEvent: on a global table each Region's relay publishes only
+	// its own Region's events. "" when the writer knows no Region.
+	Origin string `json:"-"`
 }
 
 // NewEvent builds an envelope with a fresh UUIDv7 id, so ids sort by time

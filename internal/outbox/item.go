@@ -34,6 +34,12 @@ const (
 	// event. Such items are read (their trace continues) until their TTL
 	// has removed them, 7 days after the change; none is written.
 	AttrTraceHeader = "trace_header"
+	// AttrOrigin is the Region whose replica of the table took the item's
+	// write: on a global table every Region's stream shows every Region's
+	// items, and only the origin's relay publishes an item's event
+	// (OriginOf). Absent on items written before it was stamped, and on
+	// items written by a caller that knows no Region.
+	AttrOrigin = "origin"
 )
 
 // ErrUndecodable marks an outbox item that can never become an event; the
@@ -48,6 +54,8 @@ var ErrUndecodable = errors.New("outbox: undecodable item")
 type Fields struct {
 	Payload, AggregateID, EventID        string
 	TraceParent, TraceState, TraceHeader string
+	// Origin is the Region that took the item's write, "" when absent.
+	Origin string
 }
 
 // Event decodes the envelope the fields hold, with the trace context it
@@ -72,6 +80,7 @@ func (f Fields) Event() (Event, error) {
 			ErrUndecodable, f.AggregateID, f.EventID, e.Subject, e.ID)
 	}
 	e.TraceParent, e.TraceState = f.traceContext()
+	e.Origin = f.Origin
 	return e, nil
 }
 
@@ -86,6 +95,12 @@ func (f Fields) traceContext() (traceparent, tracestate string) {
 		return tracing.Inject(tracing.FromXRay(ctx, f.TraceHeader))
 	}
 	return "", ""
+}
+
+// OriginOf is the Region an outbox item's stream image says took its
+// write (AttrOrigin), or "" when the image carries none or not a string.
+func OriginOf(image map[string]events.DynamoDBAttributeValue) string {
+	return streamimage.String(image, AttrOrigin)
 }
 
 // DecodeImage reads an outbox item as the table's stream delivers it to
@@ -106,5 +121,6 @@ func DecodeImage(image map[string]events.DynamoDBAttributeValue) (Event, error) 
 	f.TraceParent = streamimage.String(image, AttrTraceParent)
 	f.TraceState = streamimage.String(image, AttrTraceState)
 	f.TraceHeader = streamimage.String(image, AttrTraceHeader)
+	f.Origin = OriginOf(image)
 	return f.Event()
 }

@@ -41,6 +41,11 @@ type Config struct {
 	Now func() time.Time
 	// Tracing records a creation's span; nil records none.
 	Tracing *tracing.Tracing
+	// Origin names the Region whose replica takes a creation's writes,
+	// given the context Create runs in, stamped on its outbox item so
+	// that on a global table only that Region's relay publishes the
+	// event; nil, or "", stamps none (one Region).
+	Origin func(ctx context.Context) string
 }
 
 // Scope is the instrumentation scope of the product spans.
@@ -122,6 +127,9 @@ func (s *Service) create(ctx context.Context, span trace.Span, cmd CreateCommand
 		return Creation{}, err
 	}
 	event.TraceParent, event.TraceState = tracing.Inject(ctx)
+	if s.cfg.Origin != nil {
+		event.Origin = s.cfg.Origin(ctx)
+	}
 	if span.IsRecording() {
 		span.SetAttributes(
 			semconv.MessagingSystemKey.String(tracing.EventBridge), semconv.MessagingOperationTypeCreate,

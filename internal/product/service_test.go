@@ -92,6 +92,34 @@ func TestCreateCarriesTheTraceContext(t *testing.T) {
 	}
 }
 
+// The outbox item names the Region Origin gives for the context Create
+// runs in, so only that Region's relay publishes it; without Origin it
+// names none.
+func TestCreateStampsTheOrigin(t *testing.T) {
+	t.Parallel()
+	type regionKey struct{}
+	origin := func(ctx context.Context) string { r, _ := ctx.Value(regionKey{}).(string); return r }
+	cmd, err := product.NewCreateCommand(product.CreateInput{Name: "Widget", PriceCents: 999, Currency: "EUR", SellerID: "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		origin func(context.Context) string
+		ctx    context.Context
+		want   string
+	}{
+		{origin, context.WithValue(context.Background(), regionKey{}, "eu-west-1"), "eu-west-1"},
+		{origin, context.WithValue(context.Background(), regionKey{}, "us-west-2"), "us-west-2"},
+		{nil, context.WithValue(context.Background(), regionKey{}, "us-west-2"), ""},
+	} {
+		svc, err := product.NewService(product.Config{ProductsTable: "p", OutboxTable: "o", EventSource: "s", Origin: tc.origin})
+		require.NoError(t, err)
+		c, err := svc.Create(tc.ctx, cmd.By("iam:arn:aws:iam::123456789012:user/alice"))
+		require.NoError(t, err)
+		ev, err := outboxitem.Decode(c.Writes[1].Put.Item)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, ev.Origin)
+	}
+}
+
 func TestDecodeCreatedDataIsStrict(t *testing.T) {
 	t.Parallel()
 	good := `{"id":"0193a1f0-0000-7000-8000-000000000001","name":"Widget","price_cents":999,"currency":"EUR",` +

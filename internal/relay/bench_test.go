@@ -33,11 +33,11 @@ func BenchmarkHandle(b *testing.B) {
 			bus := acceptingBus{out: &eventbridge.PutEventsOutput{Entries: make([]ebtypes.PutEventsResultEntry, bridge.MaxEntriesPerCall)}}
 			pub, err := bridge.New(bus, bridge.Config{Bus: testBus, Source: testSource})
 			require.NoError(b, err)
-			benchHandle(b, NewHandler(pub, slog.New(slog.NewJSONHandler(io.Discard, nil)), recorder(b, io.Discard), nil, "bus"), size)
+			benchHandle(b, NewHandler(pub, slog.New(slog.NewJSONHandler(io.Discard, nil)), recorder(b, io.Discard), nil, "bus", ""), size)
 		})
 		b.Run(fmt.Sprintf("jsonlines/batch=%d", size), func(b *testing.B) {
 			pub := outbox.NewJSONLinesPublisher(io.Discard)
-			benchHandle(b, NewHandler(pub, slog.New(slog.NewJSONHandler(io.Discard, nil)), recorder(b, io.Discard), nil, "bus"), size)
+			benchHandle(b, NewHandler(pub, slog.New(slog.NewJSONHandler(io.Discard, nil)), recorder(b, io.Discard), nil, "bus", ""), size)
 		})
 	}
 }

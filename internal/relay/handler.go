@@ -38,25 +38,35 @@ type Handler struct {
 	metrics     *metrics.Recorder
 	tracer      trace.Tracer
 	destination string
+	region      string
 }
 
 // NewHandler returns a Handler that publishes through p to destination
 // (the bus's name, for its spans), logs to log, writes one metrics line
-// per batch to rec and traces with t (nil: no spans recorded).
-func NewHandler(p outbox.Publisher, log *slog.Logger, rec *metrics.Recorder, t *tracing.Tracing, destination string) *Handler {
-	return &Handler{publisher: p, log: log, metrics: rec, tracer: t.Tracer(Scope), destination: destination}
+// per batch to rec and traces with t (nil: no spans recorded). region is
+// the Region it runs in (AWS_REGION): it publishes the events of the
+// outbox items written in that Region, and passes over those replicated
+// from another (Handle); "" publishes every item, as on a table in one
+// Region.
+func NewHandler(p outbox.Publisher, log *slog.Logger, rec *metrics.Recorder, t *tracing.Tracing, destination, region string) *Handler {
+	return &Handler{publisher: p, log: log, metrics: rec, tracer: t.Tracer(Scope), destination: destination, region: region}
 }
 
 // counts is the outcome of one batch, logged and measured once per
 // invocation. undecodable counts the records passed over for good (they
 // will not come again); one after the retry point is counted when it is
-// passed over, in the retry.
+// passed over, in the retry. replicas counts the INSERT records of items
+// another Region wrote, which that Region's relay publishes.
 type counts struct {
-	published, skipped, undecodable, failed int
+	published, skipped, replicas, undecodable, failed int
 }
 
-// Handle publishes the events of the batch's INSERT records, in order. A
-// record that can never become an event is logged with its keys, counted
+// Handle publishes the events of the batch's INSERT records, in order,
+// but those of items another Region wrote: on a global table every
+// Region's stream shows every Region's writes, and each event is
+// published once, by the relay of the Region that wrote it (the item's
+// origin), so each reaches one Region's bus. Those are counted as
+// replicas and passed over. A record that can never become an event is logged with its keys, counted
 // and passed over. When publishing fails, it stops there and reports the
 // sequence number of the earliest record not published, so the event
 // source mapping retries from that record on and the order per shard
@@ -78,13 +88,13 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	resp, c, err := h.handle(ctx, ev)
 	h.logOutcome(ctx, len(ev.Records), c)
 	h.metrics.RelayBatch(ctx, metrics.Relay{
-		Records: len(ev.Records), Published: c.published, Failed: c.failed, Dropped: c.undecodable,
+		Records: len(ev.Records), Published: c.published, Failed: c.failed, Dropped: c.undecodable, Replicas: c.replicas,
 	}, time.Since(start))
 	if span.IsRecording() {
 		span.SetAttributes(semconv.FaaSTriggerDatasource, semconv.MessagingOperationTypeProcess, semconv.MessagingOperationName("process"),
 			semconv.MessagingBatchMessageCount(len(ev.Records)),
 			tracing.AttrPublished.Int(c.published), tracing.AttrFailed.Int(c.failed),
-			tracing.AttrDropped.Int(c.undecodable), tracing.AttrSkipped.Int(c.skipped))
+			tracing.AttrDropped.Int(c.undecodable), tracing.AttrSkipped.Int(c.skipped), tracing.AttrReplicas.Int(c.replicas))
 		if lc, ok := lambdacontext.FromContext(ctx); ok {
 			span.SetAttributes(semconv.FaaSInvocationID(lc.AwsRequestID))
 		}
@@ -163,9 +173,10 @@ func (h *Handler) handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	return resp, final(), nil
 }
 
-// decodeInserts returns the events of the INSERT records, in order, and
-// the index of the record each came from; it logs the records it passes
-// over and adds their indices to bad.
+// decodeInserts returns the events of the INSERT records of this Region's
+// items, in order, and the index of the record each came from; it logs
+// the records it passes over and adds the indices of the undecodable
+// ones to bad.
 func (h *Handler) decodeInserts(ctx context.Context, records []events.DynamoDBEventRecord, c *counts, bad *[]int) ([]outbox.Event, []int) {
 	pending := make([]outbox.Event, 0, len(records))
 	from := make([]int, 0, len(records))
@@ -174,6 +185,11 @@ func (h *Handler) decodeInserts(ctx context.Context, records []events.DynamoDBEv
 			// MODIFY never happens to an outbox item; REMOVE is its TTL.
 			c.skipped++
 			h.log.DebugContext(ctx, "skipped stream record", recordAttrs(r, slog.String("event_name", r.EventName))...)
+			continue
+		}
+		if origin := outbox.OriginOf(r.Change.NewImage); !h.publishes(origin) {
+			c.replicas++
+			h.log.DebugContext(ctx, "skipped replicated outbox record", recordAttrs(r, slog.String("origin", origin), slog.String("region", h.region))...)
 			continue
 		}
 		e, err := decode(r)
@@ -186,6 +202,19 @@ func (h *Handler) decodeInserts(ctx context.Context, records []events.DynamoDBEv
 		from = append(from, i)
 	}
 	return pending, from
+}
+
+// publishes reports whether this relay publishes the event of an item
+// written in Region origin: one of its own Region's, or any when it knows
+// no Region. An item with no origin is published too: createproduct
+// stamps every item since the stack could run in several Regions, so one
+// without was written while it ran in one, where this relay is the only
+// one, as before; a replica Region added later may show such items
+// again in its stream (the table's backfill), and the consumer's
+// idempotency records, replicated with them, count each once
+// (docs/operations.md, Global tables).
+func (h *Handler) publishes(origin string) bool {
+	return origin == "" || h.region == "" || origin == h.region
 }
 
 // startSends starts each event's send span, in the trace the event was
@@ -282,7 +311,7 @@ func (h *Handler) logOutcome(ctx context.Context, records int, c counts) {
 		level = slog.LevelWarn
 	}
 	attrs := []any{slog.Int("records", records), slog.Int("published", c.published),
-		slog.Int("skipped", c.skipped), slog.Int("undecodable", c.undecodable), slog.Int("failed", c.failed)}
+		slog.Int("skipped", c.skipped), slog.Int("replicas", c.replicas), slog.Int("undecodable", c.undecodable), slog.Int("failed", c.failed)}
 	if id := tracing.TraceID(ctx); id != "" {
 		// The batch's own trace, which each event's send span links.
 		attrs = append(attrs, slog.String("trace_id", id))

@@ -32,6 +32,8 @@ import (
 const (
 	testBus    = "products-bus"
 	testSource = "idemlambda.products"
+	// testRegion is where the harness's relay runs.
+	testRegion = "us-east-1"
 )
 
 // sentIDs lists the CloudEvent ids the bus received, in order.
@@ -65,7 +67,7 @@ func newHarness(t testing.TB) *harness {
 	buf := &logbuf.Buffer{}
 	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() { buf.Metrics(t) }) // every line meets the EMF specification
-	return &harness{bus: bus, log: buf, h: NewHandler(pub, log, recorder(t, buf), nil, "bus")}
+	return &harness{bus: bus, log: buf, h: NewHandler(pub, log, recorder(t, buf), nil, "bus", testRegion)}
 }
 
 func recorder(t testing.TB, w io.Writer) *metrics.Recorder {
@@ -114,6 +116,7 @@ func (h *harness) outcome(t *testing.T) map[string]any {
 	assert.Equal(t, l["published"], m["Published"])
 	assert.Equal(t, l["failed"], m["Failed"])
 	assert.Equal(t, l["undecodable"], m["Dropped"], "what can never be published is dropped")
+	assert.Equal(t, l["replicas"], m["Replicas"])
 	return l
 }
 
@@ -183,6 +186,45 @@ func TestHandlePublishesInCallsOfTen(t *testing.T) {
 			assert.EqualValues(t, 0, out["failed"])
 		})
 	}
+}
+
+// TestHandlePublishesOnlyItsRegionsEvents: on a global table each
+// Region's stream shows the items every Region writes; a relay publishes
+// those its own Region wrote, and those that name no Region (written
+// before items were stamped), and counts the others as replicas.
+func TestHandlePublishesOnlyItsRegionsEvents(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	origins := []string{testRegion, "eu-west-1", "", "us-west-2", testRegion, "eu-west-1", ""}
+	var ev events.DynamoDBEvent
+	var want []string
+	for i, origin := range origins {
+		e := newEvent(t, i, `{"id":"x"}`)
+		e.Origin = origin
+		ev.Records = append(ev.Records, insert(t, e, seqOf(i)))
+		if origin == testRegion || origin == "" {
+			want = append(want, e.ID)
+		}
+	}
+	resp, err := h.h.Handle(t.Context(), ev)
+	require.NoError(t, err)
+	assert.Empty(t, resp.BatchItemFailures)
+	assert.Equal(t, want, sentIDs(t, h.bus), "its Region's events and the unstamped ones, in order")
+	out := h.outcome(t)
+	assert.EqualValues(t, 4, out["published"])
+	assert.EqualValues(t, 3, out["replicas"])
+	skipped := h.linesWithMsg(t, "skipped replicated outbox record")
+	require.Len(t, skipped, 3, "one debug line per replica")
+	assert.Equal(t, "eu-west-1", skipped[0]["origin"])
+	assert.Equal(t, testRegion, skipped[0]["region"])
+
+	// A relay that knows no Region publishes everything, as in one Region.
+	all := newHarness(t)
+	all.h.region = ""
+	_, err = all.h.Handle(t.Context(), ev)
+	require.NoError(t, err)
+	assert.Len(t, sentIDs(t, all.bus), len(origins))
+	assert.EqualValues(t, 0, all.outcome(t)["replicas"])
 }
 
 func TestHandleEntryFields(t *testing.T) {
@@ -403,7 +445,7 @@ func (blockingPublisher) Publish(ctx context.Context, _ []outbox.Event) (outbox.
 
 func TestHandleAnswersBeforeTheInvocationDeadline(t *testing.T) {
 	t.Parallel()
-	h := NewHandler(blockingPublisher{}, slog.New(slog.DiscardHandler), recorder(t, io.Discard), nil, "bus")
+	h := NewHandler(blockingPublisher{}, slog.New(slog.DiscardHandler), recorder(t, io.Discard), nil, "bus", testRegion)
 	ev, _ := batch(t, 3)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
@@ -416,7 +458,7 @@ func TestHandleAnswersBeforeTheInvocationDeadline(t *testing.T) {
 func TestHandleRelaysThroughJSONLines(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	h := NewHandler(outbox.NewJSONLinesPublisher(&out), slog.New(slog.DiscardHandler), recorder(t, io.Discard), nil, "bus")
+	h := NewHandler(outbox.NewJSONLinesPublisher(&out), slog.New(slog.DiscardHandler), recorder(t, io.Discard), nil, "bus", testRegion)
 	ev, es := batch(t, 3)
 	resp, err := h.Handle(t.Context(), ev)
 	require.NoError(t, err)

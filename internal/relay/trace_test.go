@@ -68,7 +68,7 @@ func TestSpans(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	h := newHarness(t)
-	h.h = NewHandler(h.h.publisher, h.h.log, h.h.metrics, tracing.New(tp, nil), testBus)
+	h.h = NewHandler(h.h.publisher, h.h.log, h.h.metrics, tracing.New(tp, nil), testBus, h.h.region)
 	h.bus.Respond = outboxtest.FailEntry(0, 2, "ThrottlingException")
 	ev, es := batch(t, 0)
 	for i := range 4 {

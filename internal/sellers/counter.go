@@ -2,6 +2,7 @@ package sellers
 
 import (
 	"errors"
+	"fmt"
 	"math/big"
 	"slices"
 	"strconv"
@@ -61,15 +62,52 @@ type Counter struct {
 	Cap *big.Int
 	// Now stamps updated_at.
 	Now func() time.Time
+	// FirstShard is the number of this Region's shard 0: shardOf's shard
+	// k is item FirstShard+k (RegionShards).
+	FirstShard int
 }
 
 // NewCounter returns the Counter of the sellers table: Shards shards of
-// up to MaxShardValue each, the wall clock.
+// up to MaxShardValue each, from shard 0 (one Region; RegionShards gives
+// a Region of a global table its own), the wall clock.
 func NewCounter(table string) (*Counter, error) {
 	if table == "" {
 		return nil, errors.New("sellers: counter needs the sellers table name")
 	}
 	return &Counter{Table: table, Shards: Shards, Cap: MaxShardValue, Now: time.Now}, nil
+}
+
+// RegionStride is how far apart two Regions' shard numbers are: the
+// consumers of the Region at index i of a global table's Regions write
+// shards i*RegionStride to i*RegionStride+Shards-1, and no other Region
+// writes them. It never changes (Shards may, below it), so a Region's
+// range stays its own whatever either side runs.
+const RegionStride = 1000
+
+// RegionShards is the first shard of region's consumers on a sellers
+// table replicated to regions (REPLICA_REGIONS, listed in the same order
+// in every Region, appended to, never reordered), or 0 with no regions
+// (one Region, where every shard so far was written).
+//
+// Why a Region needs shards of its own: on a global table with eventual
+// consistency (MREC), concurrent writes of one item in two Regions are
+// resolved by last writer wins, per item: the counter's ADD in one Region
+// would overwrite the other's, and counts would silently be lost. Each
+// event reaches one Region's consumer (its relay publishes only the
+// events its own Region wrote, to that Region's bus), so with a range per
+// Region no item is ever written in two Regions, and the reader sums
+// every Region's shards with its one Query. On MRSC, the same keeps two
+// Regions' batches from meeting on an item
+// (ReplicatedWriteConflictException).
+func RegionShards(regions []string, region string) (int, error) {
+	if len(regions) == 0 {
+		return 0, nil
+	}
+	i := slices.Index(regions, region)
+	if i < 0 {
+		return 0, fmt.Errorf("sellers: region %q is not one of the table's regions %v", region, regions)
+	}
+	return i * RegionStride, nil
 }
 
 // sellerSum is what a batch's events add to one seller.
@@ -81,7 +119,8 @@ type sellerSum struct {
 }
 
 // Writes adds the listings to their sellers: per seller, one update of
-// the shard shardOf gives, with the number of products and each
+// the shard shardOf gives (from 0 to Shards-1, in this Region's range:
+// FirstShard), with the number of products and each
 // currency's total, so a batch's listings of one seller touch one of its
 // items once. Sums are exact (math/big), and the condition keeps the
 // shard's count and every total within Cap, so DynamoDB never refuses the
@@ -133,7 +172,7 @@ func (c *Counter) Writes(listings []Listing, shardOf func(seller string) int) []
 		}
 		writes = append(writes, types.TransactWriteItem{Update: &types.Update{
 			TableName:                 aws.String(c.Table),
-			Key:                       map[string]types.AttributeValue{AttrSellerID: ddbitem.S(s.seller), AttrShard: ddbitem.N(int64(shardOf(s.seller)))},
+			Key:                       map[string]types.AttributeValue{AttrSellerID: ddbitem.S(s.seller), AttrShard: ddbitem.N(int64(c.FirstShard + shardOf(s.seller)))},
 			UpdateExpression:          aws.String("ADD " + strings.Join(add, ", ") + " SET #updated = :now"),
 			ConditionExpression:       aws.String(strings.Join(conds, " AND ")),
 			ExpressionAttributeNames:  names,

@@ -77,3 +77,41 @@ func TestTheCounterRefusesASumPastTheCap(t *testing.T) {
 	_, err = sellers.NewCounter("")
 	assert.Error(t, err)
 }
+
+// On a global table each Region's consumers write shards of their own:
+// last writer wins, per item, would otherwise lose one Region's ADD to
+// another's. Every shard of one Region differs from every shard of the
+// other, one Region alone keeps shards 0 to 9, and a Region not among the
+// table's is refused.
+func TestEachRegionCountsOnShardsOfItsOwn(t *testing.T) {
+	t.Parallel()
+	regions := []string{"us-east-1", "eu-west-1", "us-west-2"}
+	seller := "3f2b8c1e-7a4d-4e6f-9b0a-1c2d3e4f5a6b"
+	listing := []sellers.Listing{{EventID: "e1", SellerID: seller, Currency: "EUR", Cents: 1}}
+	written := map[string]string{} // shard number: the Region that wrote it
+	for _, r := range regions {
+		first, err := sellers.RegionShards(regions, r)
+		require.NoError(t, err)
+		c, err := sellers.NewCounter("sellers")
+		require.NoError(t, err)
+		c.FirstShard = first
+		for k := range c.Shards {
+			u := c.Writes(listing, func(string) int { return k })[0].Update
+			shard := u.Key["shard"].(*types.AttributeValueMemberN).Value
+			prev, seen := written[shard]
+			require.False(t, seen, "shard %s written by %s and %s", shard, prev, r)
+			written[shard] = r
+		}
+	}
+	assert.Len(t, written, len(regions)*sellers.Shards)
+	assert.Less(t, sellers.Shards, sellers.RegionStride, "a Region's shards stay in its range")
+
+	first, err := sellers.RegionShards(nil, "us-east-1")
+	require.NoError(t, err)
+	assert.Zero(t, first, "one Region: the shards it always wrote")
+	first, err = sellers.RegionShards(regions, "us-east-1")
+	require.NoError(t, err)
+	assert.Zero(t, first, "the first Region keeps them when the table becomes global")
+	_, err = sellers.RegionShards(regions, "ap-south-1")
+	assert.ErrorContains(t, err, "ap-south-1")
+}

@@ -33,7 +33,7 @@ import (
 // shards (see Shards).
 const (
 	AttrSellerID     = "seller_id"
-	AttrShard        = "shard" // the range key, a number in [0, Shards)
+	AttrShard        = "shard" // the range key: a number in [0, Shards), in each Region's range (RegionShards)
 	attrProductCount = "product_count"
 	attrCentsPrefix  = "cents_"
 	attrUpdatedAt    = "updated_at"

@@ -9,13 +9,15 @@ const (
 	// AttrOutcome is pkg/idem's outcome of a request or message:
 	// executed, replayed, in_flight, key_reuse, ...
 	AttrOutcome = attribute.Key("idemlambda.idempotency.outcome")
-	// AttrPublished, AttrFailed, AttrDropped and AttrSkipped count the
-	// relay batch's records: published, to be retried, passed over for
-	// good, not INSERTs.
+	// AttrPublished, AttrFailed, AttrDropped, AttrSkipped and
+	// AttrReplicas count the relay batch's records: published, to be
+	// retried, passed over for good, not INSERTs, and INSERTs of items
+	// another Region wrote (published there).
 	AttrPublished = attribute.Key("idemlambda.relay.published")
 	AttrFailed    = attribute.Key("idemlambda.relay.failed")
 	AttrDropped   = attribute.Key("idemlambda.relay.dropped")
 	AttrSkipped   = attribute.Key("idemlambda.relay.skipped")
+	AttrReplicas  = attribute.Key("idemlambda.relay.replicas")
 	// AttrApplied, AttrDuplicate, AttrPoison and AttrRedelivered count
 	// the consumer batch's messages: counted, acknowledged as counted
 	// before, never countable, failed for now (redelivered).

@@ -4,6 +4,7 @@
 package createproduct
 
 import (
+	"context"
 	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -40,6 +41,9 @@ func New(db *dynamodb.Client, cfg config.CreateProduct, rt app.Runtime, opts ...
 	}
 	products, err := product.NewService(product.Config{
 		ProductsTable: cfg.ProductsTable, OutboxTable: cfg.OutboxTable, EventSource: cfg.EventSource, Tracing: rt.Tracing,
+		// The outbox item names the Region that writes it, so that only
+		// that Region's relay publishes its event.
+		Origin: func(context.Context) string { return cfg.AWS.Region },
 	})
 	if err != nil {
 		return nil, err

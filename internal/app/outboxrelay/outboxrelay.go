@@ -29,5 +29,5 @@ func New(pub outbox.Publisher, cfg config.OutboxRelay, rt app.Runtime) (*relay.H
 	if err != nil {
 		return nil, err
 	}
-	return relay.NewHandler(pub, app.Logger(cfg.Common, rt.Out), rec, rt.Tracing, cfg.EventBusName), nil
+	return relay.NewHandler(pub, app.Logger(cfg.Common, rt.Out), rec, rt.Tracing, cfg.EventBusName, cfg.AWS.Region), nil
 }

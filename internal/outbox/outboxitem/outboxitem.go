@@ -21,8 +21,8 @@ import (
 
 // Encode encodes the event as an outbox item: the envelope JSON in
 // payload, plus the keys and fields a reader can query without parsing
-// it, and the trace context it was created under beside it, kept for
-// retention (its TTL, expires_at).
+// it, the trace context it was created under and the Region that writes
+// it (origin) beside it, kept for retention (its TTL, expires_at).
 func Encode(e outbox.Event, retention time.Duration) (map[string]types.AttributeValue, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
@@ -43,6 +43,9 @@ func Encode(e outbox.Event, retention time.Duration) (map[string]types.Attribute
 		outbox.AttrOccurredAt:  ddbitem.Time(e.Time),
 		outbox.AttrPayload:     ddbitem.S(string(payload)),
 		outbox.AttrExpiresAt:   ddbitem.N(e.Time.Add(retention).Unix()),
+	}
+	if e.Origin != "" {
+		item[outbox.AttrOrigin] = ddbitem.S(e.Origin)
 	}
 	if e.TraceParent != "" {
 		item[outbox.AttrTraceParent] = ddbitem.S(e.TraceParent)
@@ -79,6 +82,7 @@ func Decode(item map[string]types.AttributeValue) (outbox.Event, error) {
 		return outbox.Event{}, fmt.Errorf("%w: %w", outbox.ErrUndecodable, err)
 	}
 	f.TraceParent, f.TraceState, f.TraceHeader = str(item, outbox.AttrTraceParent), str(item, outbox.AttrTraceState), str(item, outbox.AttrTraceHeader)
+	f.Origin = str(item, outbox.AttrOrigin)
 	return f.Event()
 }
 

@@ -174,3 +174,24 @@ func TestOldItemsStillDecode(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, back.TraceParent)
 }
+
+func TestOriginRoundTrips(t *testing.T) {
+	t.Parallel()
+	e, err := outbox.NewEvent("src", "T", "agg", []byte(`{"a":1}`), time.Now())
+	require.NoError(t, err)
+	e.Origin = "eu-west-1"
+	item, err := outboxitem.Encode(e, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, &types.AttributeValueMemberS{Value: "eu-west-1"}, item[outbox.AttrOrigin])
+	back, err := decodeBoth(t, item)
+	require.NoError(t, err)
+	assert.Equal(t, "eu-west-1", back.Origin)
+
+	e.Origin = "" // a writer that knows no Region stamps none
+	item, err = outboxitem.Encode(e, time.Hour)
+	require.NoError(t, err)
+	assert.NotContains(t, item, outbox.AttrOrigin)
+	back, err = decodeBoth(t, item)
+	require.NoError(t, err)
+	assert.Empty(t, back.Origin)
+}
