@@ -283,17 +283,21 @@ package idem
 //	record.go       what is stored: the response, the record, their sizes
 //	cache.go        completed records kept in memory
 //	learn.go        what a store learns of its calls' times
+//	kind.go         the kinds of table across Regions
 //	store.go        the table, the Store and its options
 //	trace.go        the trace hook, which every phase reports to
+//	table.go        the table's kind, told or learned
 //	admit.go        admission, the first step of every call
 //	retry.go        DynamoDB's refusals, read and retried
 //	claim.go        the claim condition and the claim state machine
 //	lease.go        the lease a claim grants: its one policy
 //	commit.go       the holder's completion, with the effect's writes
 //	release.go      the holder's release of a failed call's claim
+//	intent.go       an Effect without a transaction: guards, intents applied once
 //	replay.go       a completed key's answer
 //	wait.go         a duplicate waiting for a live holder
 //	reserve.go      the reserve claim mode: PutItem, then the lease
+//	held.go         a held key's Effect run and committed, either way
 //	transact.go     Transact: the claim in the effect's transaction
 //	batch.go        ExecuteBatch: many keys in few transactions
 //	execute.go      Execute: reserve, then commit the effect's writes

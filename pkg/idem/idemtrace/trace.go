@@ -122,6 +122,19 @@ type Trace struct {
 	// BatchItem: one item's answer, once the batch is done, in order,
 	// after the outcome hook's.
 	BatchItem func(ctx context.Context, info BatchItemInfo)
+
+	// TableLearned reports what the store learned of its table's kind
+	// (idem.Store.Learn), in the call that learned it: from DescribeTable
+	// once per store, or from DynamoDB's refusal of a transaction on a
+	// table with multi-Region strong consistency.
+	TableLearned func(ctx context.Context, info TableLearnedInfo)
+	// Intents is the phase, on a table with multi-Region strong
+	// consistency, in which an effect's writes recorded with the key's
+	// completion are applied one by one: by the holder that completed
+	// the key, or by a later caller, or the sweeper, that found them not
+	// yet applied.
+	IntentsStart func(ctx context.Context, info IntentsStartInfo) context.Context
+	IntentsDone  func(ctx context.Context, info IntentsDoneInfo)
 }
 
 // Way names the way in a call came by.
@@ -392,6 +405,45 @@ type BatchItemInfo struct {
 	Err     error
 }
 
+// TableLearnedInfo is what a store learned of its table.
+type TableLearnedInfo struct {
+	// Kind is the table's kind (an idem.TableKind): "regional", "MREC",
+	// "MRSC", or "" when it could not be learned.
+	Kind string
+	// From is how: "DescribeTable", or "refusal" (a transaction refused
+	// by a table with multi-Region strong consistency).
+	From string
+	// Region is the store's Region (from the table's ARN); Replicas the
+	// other Regions holding a replica; Witness the MRSC witness, if any.
+	Region   string
+	Replicas []string
+	Witness  string
+	// Err is why DescribeTable failed; the call goes on, as on a
+	// regional table until the kind is known.
+	Err error
+}
+
+// IntentsStartInfo is the application of a key's recorded writes about
+// to begin.
+type IntentsStartInfo struct {
+	// Writes is how many writes are recorded.
+	Writes int
+	// Recovery is true when the call applying them is not the one that
+	// completed the key: it found them not yet applied (the holder died,
+	// or is still applying them).
+	Recovery bool
+}
+
+// IntentsDoneInfo is the end of an application of recorded writes.
+type IntentsDoneInfo struct {
+	// Applied counts the writes this call applied; Already those it
+	// found applied before (by an earlier attempt or another caller).
+	Applied, Already int
+	// Err is why a write could not be applied: it stays recorded, to be
+	// applied by the key's next caller or the sweeper.
+	Err error
+}
+
 type traceKey struct{}
 
 // WithTrace returns ctx carrying t: the calls made with it report their
@@ -446,6 +498,9 @@ func Compose(a, b *Trace) *Trace {
 		BatchTxStart: chainStart(a.BatchTxStart, b.BatchTxStart),
 		BatchTxDone:  chainDone(a.BatchTxDone, b.BatchTxDone),
 		BatchItem:    chainEvent(a.BatchItem, b.BatchItem),
+		TableLearned: chainEvent(a.TableLearned, b.TableLearned),
+		IntentsStart: chainStart(a.IntentsStart, b.IntentsStart),
+		IntentsDone:  chainDone(a.IntentsDone, b.IntentsDone),
 	}
 }
 
