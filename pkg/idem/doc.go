@@ -303,3 +303,4 @@ package idem
 //	execute.go      Execute: reserve, then commit the effect's writes
 //	run.go          Run: reserve, then record an outside effect
 //	do.go           Do: Run for a typed value
+//	sweep.go        Sweep: expired records deleted where there is no TTL

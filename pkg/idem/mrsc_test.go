@@ -3,8 +3,8 @@ package idem_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,7 +21,6 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
-	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
@@ -217,10 +216,294 @@ func TestMRSCExecuteThenReplayInAnotherRegion(t *testing.T) {
 	})
 }
 
-var (
-	_ = errors.New
-	_ = fmt.Sprint
-	_ sync.Mutex
-	_ middleware.Stack
-	_ idemtrace.Trace
-)
+// settle calls until a definitive answer, as a client does: again after
+// an in-flight answer (after its RetryAfter) or an unavailable store.
+func settle(call func() (idem.Result, error)) (idem.Result, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := call()
+		var inflight *idem.InFlightError
+		switch {
+		case err == nil || attempt >= 100:
+			return res, err
+		case errors.As(err, &inflight):
+			time.Sleep(max(inflight.RetryAfter, 10*time.Millisecond))
+		case idem.IsUnavailable(err):
+			time.Sleep(20 * time.Millisecond)
+		default:
+			return res, err
+		}
+	}
+}
+
+// answers keeps every key's successful answers, to check that each key
+// answers alike wherever it is asked.
+type answers struct {
+	mu  sync.Mutex
+	got map[string][]idem.Response
+}
+
+func (a *answers) add(key string, r idem.Response) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.got == nil {
+		a.got = map[string][]idem.Response{}
+	}
+	a.got[key] = append(a.got[key], r)
+}
+
+// check fails t unless every key answered, alike every time.
+func (a *answers) check(t *testing.T, keys int) {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	check.Equal(t, keys, len(a.got), "keys answered")
+	for k, rs := range a.got {
+		for _, r := range rs[1:] {
+			check.Equal(t, rs[0], r, "key %s answers alike everywhere", k)
+		}
+	}
+}
+
+// Callers in all three Regions at once, on the same keys, each way in
+// that commits DynamoDB writes: every key's writes land exactly once
+// (one product and one outbox event per key, the shared counter at the
+// number of keys), every caller of a key gets the same answer, and the
+// writes of different Regions to the same record and counter met each
+// other (ReplicatedWriteConflictException, retried).
+func TestMRSCEveryKeyOnceWithCallersInEveryRegion(t *testing.T) {
+	const keys, perRegion = 12, 3
+	for _, way := range []string{"Execute", "Transact", "ExecuteBatch", "Run"} {
+		t.Run(way, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				env := newMRSC(t, idemtest.GlobalConfig{WriteLatency: 3 * time.Millisecond})
+				env.grant(t)
+				var runs atomic.Int64
+				var ran sync.Map // Run: key -> *atomic.Int64
+				var got answers
+				var wg sync.WaitGroup
+				for _, region := range mrscRegions {
+					for c := range perRegion {
+						store := env.store(t, region)
+						wg.Go(func() {
+							ctx := context.Background()
+							if way == "ExecuteBatch" {
+								mrscBatch(t, ctx, store, keys, c, &got)
+								return
+							}
+							for k := range keys {
+								key := "k" + strconv.Itoa((k+c)%keys)
+								res, err := settle(func() (idem.Result, error) {
+									switch way {
+									case "Execute":
+										return store.Execute(ctx, scope(t, key), "fp", mrscEffect(&runs))
+									case "Transact":
+										return store.Transact(ctx, scope(t, key), "fp", mrscEffect(&runs))
+									}
+									return store.Run(ctx, scope(t, key), "fp", func(context.Context) (idem.Response, error) {
+										n, _ := ran.LoadOrStore(key, new(atomic.Int64))
+										n.(*atomic.Int64).Add(1)
+										return created(key), nil
+									})
+								})
+								if !check.NoError(t, err, "%s %s in %s", way, key, region) {
+									continue
+								}
+								got.add(key, res.Response)
+							}
+						})
+					}
+				}
+				wg.Wait()
+				got.check(t, keys)
+				stats := env.g.Stats()
+				t.Logf("%s: %d executions for %d keys; %+v", way, runs.Load(), keys, stats)
+				check.Positive(t, stats.WriteConflicts, "callers in several Regions met each other's writes")
+				if way == "Run" {
+					ran.Range(func(k, n any) bool {
+						check.Equal(t, int64(1), n.(*atomic.Int64).Load(), "key %s's effect", k)
+						return true
+					})
+					return
+				}
+				check.Equal(t, keys, env.count(t, regionWest, mrscProducts), "one product per key")
+				check.Equal(t, keys, env.count(t, regionEast2, mrscOutbox), "one event per key")
+				check.Equal(t, keys, env.counter(t, regionEast), "the counter counts each key once")
+				for _, r := range mrscRegions {
+					check.Equal(t, 0, env.g.Region(r).Calls(idemtest.OpTransactWriteItems), "no transaction in %s", r)
+				}
+			})
+		})
+	}
+}
+
+// mrscBatch sends every key, from the c-th on, in batches of 4 through
+// ExecuteBatch, until each is answered.
+func mrscBatch(t *testing.T, ctx context.Context, store *idem.Store, keys, c int, got *answers) {
+	pending := make([]string, keys)
+	for k := range keys {
+		pending[k] = "k" + strconv.Itoa((k+c)%keys)
+	}
+	for attempt := 0; len(pending) > 0 && attempt < 100; attempt++ {
+		batch := pending[:min(4, len(pending))]
+		items := make([]idem.BatchItem, len(batch))
+		for i, key := range batch {
+			items[i] = idem.BatchItem{Scope: scope(t, key), Fingerprint: "fp", Response: created("batch-" + key)}
+		}
+		res, err := store.ExecuteBatch(ctx, items, func(executing []int, _ []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
+			var writes []types.TransactWriteItem
+			for range executing {
+				_, w := mrscWrites()
+				writes = append(writes, w...)
+			}
+			return writes, nil
+		})
+		if !check.NoError(t, err) {
+			return
+		}
+		var again []string
+		for i, r := range res {
+			if r.Err == nil {
+				got.add(batch[i], r.Response)
+				continue
+			}
+			if !errors.Is(r.Err, idem.ErrInFlight) && !idem.IsUnavailable(r.Err) {
+				t.Errorf("batch item %s: %v", batch[i], r.Err)
+				continue
+			}
+			again = append(again, batch[i])
+		}
+		if len(again) > 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+		pending = append(again, pending[len(batch):]...)
+	}
+	check.Empty(t, pending, "every key answered")
+}
+
+// errCrashed is what a crashed process's requests fail with.
+var errCrashed = errors.New("the process stopped")
+
+// crasher is a client's way to DynamoDB that dies at the first request
+// at matches, as a process that stops there does: that request is lost
+// (or, with sent, served and its answer lost), and every later one of
+// the client fails.
+type crasher struct {
+	at   func(op string, in any) bool
+	sent bool
+	dead atomic.Bool
+}
+
+func (c *crasher) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("crash",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if c.dead.Load() {
+					return middleware.InitializeOutput{}, middleware.Metadata{}, errCrashed
+				}
+				if c.at(middleware.GetOperationName(ctx), in.Parameters) {
+					c.dead.Store(true)
+					if c.sent {
+						_, _, _ = next.HandleInitialize(ctx, in)
+					}
+					return middleware.InitializeOutput{}, middleware.Metadata{}, errCrashed
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	})
+}
+
+// The points between the steps of an MRSC commit a holder can stop at.
+var crashPoints = []struct {
+	name    string
+	sent    bool
+	decided bool // the completion landed: the next caller replays it
+	at      func(op string, in any) bool
+}{
+	{name: "before the decision", at: decision},
+	{name: "decision's answer lost", sent: true, decided: true, at: decision},
+	{name: "after the decision", decided: true, at: func(op string, in any) bool {
+		p, ok := in.(*dynamodb.PutItemInput)
+		return ok && aws.ToString(p.TableName) == mrscProducts
+	}},
+	{name: "between two writes", decided: true, at: func(op string, in any) bool {
+		u, ok := in.(*dynamodb.UpdateItemInput)
+		return ok && aws.ToString(u.TableName) == mrscCounters && strings.Contains(aws.ToString(u.UpdateExpression), "#idem_m")
+	}},
+	{name: "before the finish", decided: true, at: func(op string, in any) bool {
+		u, ok := in.(*dynamodb.UpdateItemInput)
+		return ok && aws.ToString(u.TableName) == mrscIdem && strings.HasPrefix(aws.ToString(u.UpdateExpression), "REMOVE")
+	}},
+}
+
+// decision matches the fenced completion that records an Effect's writes.
+func decision(op string, in any) bool {
+	u, ok := in.(*dynamodb.UpdateItemInput)
+	return ok && aws.ToString(u.TableName) == mrscIdem && strings.Contains(aws.ToString(u.UpdateExpression), "#idem_in")
+}
+
+// A holder that stops between any two steps of its commit, and the key's
+// next caller in another Region: before the decision nothing was
+// written, and the key runs again once the dead holder's lease has
+// ended; after it, the next caller applies the writes left (each exactly
+// once, whichever had landed) and answers with the dead holder's
+// response. Or, when no caller comes, the sweeper applies them.
+func TestMRSCCrashBetweenIntentSteps(t *testing.T) {
+	for _, p := range crashPoints {
+		for _, recovery := range []string{"next caller", "sweeper"} {
+			if recovery == "sweeper" && !p.decided {
+				continue
+			}
+			t.Run(p.name+"/"+recovery, func(t *testing.T) {
+				t.Parallel()
+				synctest.Test(t, func(t *testing.T) {
+					env := newMRSC(t, idemtest.GlobalConfig{WriteLatency: time.Millisecond})
+					env.grant(t)
+					ctx := context.Background()
+					c := &crasher{at: p.at, sent: p.sent}
+					holder, err := idem.NewStore(env.g.Region(regionEast).HandlerClient(fastRetries, c.option), mrscIdem)
+					must.NoError(t, err)
+					var runs atomic.Int64
+					var first idem.Response
+					_, err = holder.Execute(ctx, scope(t, "k"), "fp", func(ctx context.Context) (idem.Effect, error) {
+						eff, err := mrscEffect(&runs)(ctx)
+						first = eff.Response
+						return eff, err
+					})
+					check.Error(t, err, "the holder stopped")
+					must.True(t, c.dead.Load(), "the crash point was reached")
+
+					west := env.store(t, regionWest)
+					if recovery == "sweeper" {
+						time.Sleep(2 * time.Minute) // past SweepOptions.Stranded's default
+						stats, err := env.store(t, regionEast2).Sweep(ctx, idem.SweepOptions{})
+						must.NoError(t, err)
+						check.Equal(t, 1, stats.Applied, "the sweeper applied the stranded writes")
+						check.Equal(t, 1, env.count(t, regionWest, mrscProducts))
+					}
+					if !p.decided {
+						time.Sleep(idem.DefaultLease + idem.DefaultLeaseMargin) // the dead holder's lease
+					}
+					res, err := west.Execute(ctx, scope(t, "k"), "fp", mrscEffect(&runs))
+					must.NoError(t, err)
+					if p.decided {
+						check.Equal(t, idem.OutcomeReplayed, res.Outcome)
+						check.Equal(t, first, res.Response, "the dead holder's response")
+						check.Equal(t, int64(1), runs.Load())
+					} else {
+						check.Equal(t, idem.OutcomeTakeover, res.Outcome)
+						check.Equal(t, int64(2), runs.Load(), "the key ran again: nothing of the first run was written")
+					}
+					check.Equal(t, 1, env.count(t, regionEast2, mrscProducts), "one product")
+					check.Equal(t, 1, env.count(t, regionEast2, mrscOutbox), "one event")
+					check.Equal(t, 1, env.counter(t, regionEast2), "counted once")
+					rec, ok, err := west.Get(ctx, scope(t, "k"))
+					must.NoError(t, err)
+					must.True(t, ok)
+					check.Empty(t, rec.Intents, "no write is left to apply")
+					check.Len(t, rec.Marked, 1, "the counter's marker, listed for the sweeper")
+				})
+			})
+		}
+	}
+}
