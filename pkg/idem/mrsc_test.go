@@ -56,7 +56,7 @@ func fastRetries(o *dynamodb.Options) {
 	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxBackoff = time.Millisecond })
 }
 
-func newMRSC(t *testing.T, cfg idemtest.GlobalConfig) *mrscEnv {
+func newMRSC(t *testing.T, cfg idemtest.GlobalConfig, opts ...func(*dynamodb.Options)) *mrscEnv {
 	t.Helper()
 	cfg.Mode = idemtest.MRSC
 	if cfg.Regions == nil {
@@ -67,7 +67,7 @@ func newMRSC(t *testing.T, cfg idemtest.GlobalConfig) *mrscEnv {
 	t.Cleanup(g.Close)
 	env := &mrscEnv{g: g, db: map[string]*dynamodb.Client{}}
 	for _, r := range g.Regions() {
-		env.db[r] = g.Region(r).HandlerClient(fastRetries)
+		env.db[r] = g.Region(r).HandlerClient(append([]func(*dynamodb.Options){fastRetries}, opts...)...)
 	}
 	ctx := context.Background()
 	db := env.db[cfg.Regions[0]]
@@ -115,8 +115,8 @@ func mrscWrites() (string, []types.TransactWriteItem) {
 			ConditionExpression: aws.String("attribute_not_exists(id)"),
 		}},
 		{Put: &types.Put{
-			TableName: aws.String(mrscOutbox),
-			Item:      map[string]types.AttributeValue{"aggregate_id": sAttr(id), "event_id": sAttr(uuid.NewString())},
+			TableName:           aws.String(mrscOutbox),
+			Item:                map[string]types.AttributeValue{"aggregate_id": sAttr(id), "event_id": sAttr(uuid.NewString())},
 			ConditionExpression: aws.String("attribute_not_exists(aggregate_id)"),
 		}},
 		{Update: &types.Update{
@@ -129,7 +129,9 @@ func mrscWrites() (string, []types.TransactWriteItem) {
 	}
 }
 
-func nAttr(n int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)} }
+func nAttr(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
 
 // mrscEffect is an operation that creates a product (mrscWrites), and
 // counts its executions.
@@ -505,5 +507,191 @@ func TestMRSCCrashBetweenIntentSteps(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// A condition that fails is found before the key's completion, by a
+// write that changes nothing: the call is ErrConditionFailed, its key
+// released, and nothing it would have written exists; the key runs once
+// the condition holds. Both a ConditionCheck on a missing item (the
+// seller's grant) and an Update's condition (the counter's cap) do.
+func TestMRSCGuardsRefuseBeforeAnythingIsWritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		ctx := context.Background()
+		store := env.store(t, regionWest)
+		var runs atomic.Int64
+		res, err := store.Execute(ctx, scope(t, "k"), "fp", mrscEffect(&runs))
+		check.ErrorIs(t, err, idem.ErrConditionFailed, "no grant")
+		check.Equal(t, idem.OutcomeReleased, res.Outcome)
+		var txErr *idem.TxError
+		if check.ErrorAs(t, err, &txErr) {
+			check.Equal(t, 0, txErr.Index, "the grant's ConditionCheck, the effect's write 0")
+		}
+		check.Equal(t, 0, env.count(t, regionEast, mrscProducts))
+		check.Equal(t, 0, env.count(t, regionEast, mrscCounters), "the probes created no item")
+		check.Equal(t, 0, env.count(t, regionEast, mrscGrants))
+		_, ok, err := store.Get(ctx, scope(t, "k"))
+		must.NoError(t, err)
+		check.False(t, ok, "the key was released")
+
+		env.grant(t)
+		capped := func(ctx context.Context) (idem.Effect, error) {
+			eff, err := mrscEffect(&runs)(ctx)
+			eff.Writes[3].Update.ExpressionAttributeValues[":cap"] = nAttr(1)
+			return eff, err
+		}
+		_, err = store.Execute(ctx, scope(t, "k"), "fp", capped)
+		must.NoError(t, err, "the grant now holds, and the counter is under its cap")
+		_, err = store.Execute(ctx, scope(t, "k2"), "fp", capped)
+		if check.ErrorAs(t, err, &txErr) {
+			check.Equal(t, 3, txErr.Index, "the counter's cap")
+		}
+		check.Equal(t, 1, env.count(t, regionEast, mrscProducts), "the capped key wrote nothing")
+		check.Equal(t, 1, env.counter(t, regionEast))
+	})
+}
+
+// What cannot be applied exactly once without a transaction is refused,
+// with ErrInvalidEffect naming the write and why, and nothing is written:
+// an Update whose condition tests what it sets (an optimistic lock), and
+// a write of the attribute or placeholders the library keeps.
+func TestMRSCRefusesWritesItCannotApplyOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		env.grant(t)
+		ctx := context.Background()
+		store := env.store(t, regionEast)
+		key := map[string]types.AttributeValue{"id": sAttr("x")}
+		for name, w := range map[string]types.TransactWriteItem{
+			"an optimistic lock": {Update: &types.Update{TableName: aws.String(mrscCounters), Key: key,
+				UpdateExpression: aws.String("SET #v = :next"), ConditionExpression: aws.String("#v = :v"),
+				ExpressionAttributeNames:  map[string]string{"#v": "version"},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":v": nAttr(1), ":next": nAttr(2)}}},
+			"the marker, put": {Put: &types.Put{TableName: aws.String(mrscProducts),
+				Item: map[string]types.AttributeValue{"id": sAttr("x"), "idem_applied": &types.AttributeValueMemberSS{Value: []string{"m"}}}}},
+			"the marker, updated": {Update: &types.Update{TableName: aws.String(mrscCounters), Key: key,
+				UpdateExpression: aws.String("REMOVE idem_applied")}},
+			"a placeholder of the library's": {Delete: &types.Delete{TableName: aws.String(mrscProducts), Key: key,
+				ConditionExpression: aws.String("attribute_exists(#idem_k)"), ExpressionAttributeNames: map[string]string{"#idem_k": "id"}}},
+		} {
+			res, err := store.Execute(ctx, scope(t, strings.ReplaceAll(name, " ", "-")), "fp", func(context.Context) (idem.Effect, error) {
+				return idem.Effect{Response: created("x"), Writes: []types.TransactWriteItem{w}}, nil
+			})
+			check.ErrorIs(t, err, idem.ErrInvalidEffect, name)
+			check.ErrorContains(t, err, "write 0", name)
+			check.Equal(t, idem.OutcomeReleased, res.Outcome, name)
+		}
+		check.Equal(t, 0, env.count(t, regionEast, mrscProducts))
+		check.Equal(t, 0, env.count(t, regionEast, mrscCounters))
+		check.Equal(t, 0, env.count(t, regionEast, mrscIdem), "every key was released")
+	})
+}
+
+// A Put whose own condition fails when it is applied, after the key's
+// completion (another writer put an item under its key in between), is
+// not applied over that item: the key's callers get ErrConditionFailed
+// and the write stays recorded, until the item is gone; then the next
+// caller applies it and answers with the key's response.
+func TestMRSCPutThatConflictsAfterTheDecisionStaysRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		env.grant(t)
+		ctx := context.Background()
+		c := &crasher{at: crashPoints[2].at} // after the decision
+		holder, err := idem.NewStore(env.g.Region(regionEast).HandlerClient(fastRetries, c.option), mrscIdem)
+		must.NoError(t, err)
+		var productID string
+		_, err = holder.Execute(ctx, scope(t, "k"), "fp", func(context.Context) (idem.Effect, error) {
+			id, writes := mrscWrites()
+			productID = id
+			return idem.Effect{Response: created(id), Writes: writes}, nil
+		})
+		check.Error(t, err)
+		other := map[string]types.AttributeValue{"id": sAttr(productID), "by": sAttr("another writer")}
+		_, err = env.db[regionWest].PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(mrscProducts), Item: other})
+		must.NoError(t, err)
+
+		west := env.store(t, regionWest)
+		var runs atomic.Int64
+		_, err = west.Execute(ctx, scope(t, "k"), "fp", mrscEffect(&runs))
+		check.ErrorIs(t, err, idem.ErrConditionFailed)
+		check.ErrorContains(t, err, "stays recorded")
+		rec, ok, err := west.Get(ctx, scope(t, "k"))
+		must.NoError(t, err)
+		must.True(t, ok)
+		check.Len(t, rec.Intents, 3, "the product, its event and the count, still to apply")
+		check.Equal(t, 0, env.counter(t, regionEast), "the writes after the conflicting one wait")
+
+		_, err = env.db[regionWest].DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(mrscProducts), Key: map[string]types.AttributeValue{"id": sAttr(productID)}})
+		must.NoError(t, err)
+		res, err := west.Execute(ctx, scope(t, "k"), "fp", mrscEffect(&runs))
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeReplayed, res.Outcome)
+		check.Equal(t, created(productID), res.Response)
+		check.Equal(t, int64(0), runs.Load(), "the key never ran again")
+		check.Equal(t, 1, env.count(t, regionEast, mrscProducts))
+		check.Equal(t, 1, env.counter(t, regionEast))
+	})
+}
+
+// A Region cut from the others, or the witness: a write needs two of the
+// three Regions. Callers in the isolated Region are told the store is
+// unavailable (a retry later succeeds), the other two go on; with two
+// replicas and a witness, the witness alone lost changes nothing. Every
+// key still runs once.
+func TestMRSCIsolatedRegionOrWitness(t *testing.T) {
+	for name, cfg := range map[string]struct {
+		global   idemtest.GlobalConfig
+		isolated string
+	}{
+		"a Region":    {idemtest.GlobalConfig{}, regionWest},
+		"the witness": {idemtest.GlobalConfig{Regions: []string{regionEast, regionWest}, Witness: regionEast2}, regionEast2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				env := newMRSC(t, cfg.global)
+				env.grant(t)
+				must.NoError(t, env.g.Isolate(cfg.isolated))
+				ctx := context.Background()
+				var runs atomic.Int64
+				var got answers
+				unavailable := 0
+				for _, region := range env.g.Regions() {
+					store := env.store(t, region)
+					for k := range 4 {
+						key := "k" + strconv.Itoa(k)
+						res, err := store.Execute(ctx, scope(t, key), "fp", mrscEffect(&runs))
+						if region == cfg.isolated {
+							check.True(t, idem.IsUnavailable(err), "%s, isolated: %v", region, err)
+							unavailable++
+							continue
+						}
+						if check.NoError(t, err, region) {
+							got.add(key, res.Response)
+						}
+					}
+				}
+				must.NoError(t, env.g.Reconnect(cfg.isolated))
+				for _, region := range env.g.Regions() {
+					store := env.store(t, region)
+					for k := range 4 {
+						key := "k" + strconv.Itoa(k)
+						res, err := store.Execute(ctx, scope(t, key), "fp", mrscEffect(&runs))
+						if check.NoError(t, err, "%s after the reconnection", region) {
+							got.add(key, res.Response)
+						}
+					}
+				}
+				got.check(t, 4)
+				if _, ok := env.db[cfg.isolated]; ok {
+					check.Equal(t, 4, unavailable)
+				}
+				check.Equal(t, int64(4), runs.Load())
+				check.Equal(t, 4, env.count(t, regionEast, mrscProducts))
+				check.Equal(t, 4, env.counter(t, regionWest))
+			})
+		})
 	}
 }
