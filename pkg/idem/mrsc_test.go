@@ -69,14 +69,20 @@ func newMRSC(t *testing.T, cfg idemtest.GlobalConfig, opts ...func(*dynamodb.Opt
 	for _, r := range g.Regions() {
 		env.db[r] = g.Region(r).HandlerClient(append([]func(*dynamodb.Options){fastRetries}, opts...)...)
 	}
+	createMRSCTables(t, env.db[cfg.Regions[0]])
+	return env
+}
+
+// createMRSCTables creates the tables of an MRSC test through db.
+func createMRSCTables(t *testing.T, db *dynamodb.Client) {
+	t.Helper()
 	ctx := context.Background()
-	db := env.db[cfg.Regions[0]]
 	must.NoError(t, idemtable.Create(ctx, db, mrscIdem, idemtable.Layout{}))
 	for _, tb := range []string{mrscProducts, mrscCounters, mrscGrants} {
 		_, err := db.CreateTable(ctx, idemtable.Input(tb, idemtable.Layout{}))
 		must.NoError(t, err)
 	}
-	_, err = db.CreateTable(ctx, &dynamodb.CreateTableInput{
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName: aws.String(mrscOutbox), BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
 			{AttributeName: aws.String("aggregate_id"), AttributeType: types.ScalarAttributeTypeS},
@@ -88,7 +94,6 @@ func newMRSC(t *testing.T, cfg idemtest.GlobalConfig, opts ...func(*dynamodb.Opt
 		},
 	})
 	must.NoError(t, err)
-	return env
 }
 
 // store is a store in region, with its own client (wrapped by wrap).
