@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemadmin"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
@@ -627,6 +628,13 @@ func TestMRSCPutThatConflictsAfterTheDecisionStaysRecorded(t *testing.T) {
 		must.True(t, ok)
 		check.Len(t, rec.Intents, 3, "the product, its event and the count, still to apply")
 		check.Equal(t, 0, env.counter(t, regionEast), "the writes after the conflicting one wait")
+		admin := idemadmin.Table{DB: env.db[regionEast2], Name: mrscIdem}
+		seen, err := admin.Lookup(ctx, scope(t, "k"))
+		must.NoError(t, err)
+		check.Equal(t, 3, seen.Pending, "an operator sees the writes waiting")
+		_, err = admin.Evict(ctx, scope(t, "k"), idemadmin.EvictOptions{})
+		check.ErrorIs(t, err, idemadmin.ErrWritesLanded)
+		check.ErrorContains(t, err, "3 of them recorded and not applied yet")
 
 		_, err = env.db[regionWest].DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(mrscProducts), Key: map[string]types.AttributeValue{"id": sAttr(productID)}})
 		must.NoError(t, err)
