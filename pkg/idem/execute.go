@@ -14,7 +14,9 @@ import (
 // panics. Errors wrap ErrInvalidKey, ErrInvalidEffect, ErrInFlight,
 // ErrKeyReuse, ErrLeaseLost, ErrConditionFailed, fn's own error, or the
 // store's (IsUnavailable tells one a retry later can fix); Result.Outcome
-// is set in every case.
+// is set in every case. On a table with multi-Region strong consistency
+// the writes commit without a transaction (the package documentation's
+// "Global tables").
 func (s *Store) Execute(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error)) (Result, error) {
 	if s.executeTransacts {
 		return s.Transact(ctx, scope, fingerprint, fn)

@@ -36,6 +36,14 @@
 //	Transact       Call( Effect Commit( Wait* ) )
 //	ExecuteBatch   Call( BatchTx+ ) with a BatchItem per item
 //
+// On a table with multi-Region strong consistency, which has no
+// transactions, Transact is Execute's Call( Claim Effect Commit ), a
+// Commit applies its writes in an Intents phase after the completion
+// (Commit( Intents )), a claim that meets a completion whose writes are
+// not all applied applies them in one (Claim( Intents ), Recovery), and
+// ExecuteBatch claims and commits each key in turn, with no BatchTx. A
+// store's first call may report TableLearned.
+//
 // A cache hit answers in Call with no other phase. A claim's waits: a
 // record in another request's running transaction (WaitTransaction) or,
 // with idem.WithWait, a live holder (WaitHolder). A release (the
@@ -208,7 +216,10 @@ const (
 	// ClaimKeyReuse: the key was used with another payload.
 	ClaimKeyReuse ClaimResult = "key_reuse"
 	// ClaimConflict: the record is in another request's running
-	// transaction (TransactionConflict): the call follows it with reads.
+	// transaction (TransactionConflict): the call follows it with reads;
+	// or, on a table with multi-Region strong consistency, another Region
+	// is writing it (ReplicatedWriteConflictException): the call claims
+	// again, then reads it.
 	ClaimConflict ClaimResult = "conflict"
 	// ClaimExpired: the record the write met has expired, or its holder
 	// died (HolderLeaseExpiresAt): the key is claimed again.
@@ -347,7 +358,7 @@ type RetryInfo struct {
 	Attempt int
 	// Reason is DynamoDB's: a transaction's cancellation reason code
 	// ("TransactionConflict", "ThrottlingError"), or a single-item
-	// write's error code ("TransactionConflictException").
+	// write's error code ("TransactionConflictException", "ReplicatedWriteConflictException").
 	Reason string
 	// Index is the transaction item the reason is about, or -1.
 	Index int
