@@ -272,8 +272,7 @@ func (s *Store) checkGuard(ctx context.Context, g guard) error {
 	for range guardAttempts {
 		names, values := used(g.names, g.values,
 			map[string]string{"#idem_k": k, "#idem_x": noopAttribute}, nil, g.cond)
-		var ccf *types.ConditionalCheckFailedException
-		err := s.retryConflicts(ctx, func() error {
+		held, item, err := s.probe(ctx, g, func() error {
 			_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 				TableName: aws.String(g.table), Key: g.key,
 				ConditionExpression:                 aws.String("attribute_exists(#idem_k) AND (" + g.cond + ")"),
@@ -285,15 +284,13 @@ func (s *Store) checkGuard(ctx context.Context, g guard) error {
 			return err
 		})
 		switch {
-		case err == nil:
-			return nil
-		case !errors.As(err, &ccf):
-			return fmt.Errorf("idem: check write %d's condition: %w", g.index, err)
-		case len(ccf.Item) > 0:
-			return guardFailed(g, ccf.Item, err)
+		case err != nil || held:
+			return err
+		case len(item) > 0:
+			return guardFailed(g, item)
 		}
 		names, values = used(g.names, g.values, map[string]string{"#idem_k": k}, nil, g.cond)
-		err = s.retryConflicts(ctx, func() error {
+		held, item, err = s.probe(ctx, g, func() error {
 			_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 				TableName: aws.String(g.table), Key: g.key,
 				ConditionExpression:                 aws.String("attribute_not_exists(#idem_k) AND (" + g.cond + ")"),
@@ -304,21 +301,35 @@ func (s *Store) checkGuard(ctx context.Context, g guard) error {
 			return err
 		})
 		switch {
-		case err == nil:
-			return nil
-		case !errors.As(err, &ccf):
-			return fmt.Errorf("idem: check write %d's condition: %w", g.index, err)
-		case len(ccf.Item) == 0:
-			return guardFailed(g, nil, err)
+		case err != nil || held:
+			return err
+		case len(item) == 0:
+			return guardFailed(g, nil)
 		}
 		// The item appeared since: check it again.
 	}
 	return fmt.Errorf("idem: check write %d's condition: its item keeps appearing and vanishing: %w", g.index, busy())
 }
 
-// guardFailed is the error of write g's condition found false on item.
-func guardFailed(g guard, item map[string]types.AttributeValue, err error) error {
-	return &txError{Index: g.index, Code: "ConditionalCheckFailed", Message: "checked before the key's completion", Item: item, kind: ErrConditionFailed, err: err}
+// probe sends one of g's probes: held is true when its condition held;
+// else, with a nil err, item is the item it failed on (none: there is
+// no item). err is the store's.
+func (s *Store) probe(ctx context.Context, g guard, send func() error) (held bool, item map[string]types.AttributeValue, err error) {
+	var ccf *types.ConditionalCheckFailedException
+	err = s.retryConflicts(ctx, send)
+	switch {
+	case err == nil:
+		return true, nil, nil
+	case !errors.As(err, &ccf):
+		return false, nil, fmt.Errorf("idem: check write %d's condition: %w", g.index, err)
+	}
+	return false, ccf.Item, nil
+}
+
+// guardFailed is the error of write g's condition found false on item
+// (nil: on no item).
+func guardFailed(g guard, item map[string]types.AttributeValue) error {
+	return &txError{Index: g.index, Code: "ConditionalCheckFailed", Message: "checked before the key's completion", Item: item, kind: ErrConditionFailed}
 }
 
 // decided is a key's completion recorded with its Effect's writes, to

@@ -421,6 +421,15 @@ func (c *crasher) option(o *dynamodb.Options) {
 	})
 }
 
+// crashing is a store in us-east-1 whose process stops at point.
+func (e *mrscEnv) crashing(t *testing.T, at func(op string, in any) bool, sent bool) (*idem.Store, *crasher) {
+	t.Helper()
+	c := &crasher{at: at, sent: sent}
+	s, err := idem.NewStore(e.g.Region(regionEast).HandlerClient(fastRetries, c.option), mrscIdem)
+	must.NoError(t, err)
+	return s, c
+}
+
 // The points between the steps of an MRSC commit a holder can stop at.
 var crashPoints = []struct {
 	name    string
@@ -468,12 +477,10 @@ func TestMRSCCrashBetweenIntentSteps(t *testing.T) {
 					env := newMRSC(t, idemtest.GlobalConfig{WriteLatency: time.Millisecond})
 					env.grant(t)
 					ctx := context.Background()
-					c := &crasher{at: p.at, sent: p.sent}
-					holder, err := idem.NewStore(env.g.Region(regionEast).HandlerClient(fastRetries, c.option), mrscIdem)
-					must.NoError(t, err)
+					holder, c := env.crashing(t, p.at, p.sent)
 					var runs atomic.Int64
 					var first idem.Response
-					_, err = holder.Execute(ctx, scope(t, "k"), "fp", func(ctx context.Context) (idem.Effect, error) {
+					_, err := holder.Execute(ctx, scope(t, "k"), "fp", func(ctx context.Context) (idem.Effect, error) {
 						eff, err := mrscEffect(&runs)(ctx)
 						first = eff.Response
 						return eff, err
@@ -604,11 +611,9 @@ func TestMRSCPutThatConflictsAfterTheDecisionStaysRecorded(t *testing.T) {
 		env := newMRSC(t, idemtest.GlobalConfig{})
 		env.grant(t)
 		ctx := context.Background()
-		c := &crasher{at: crashPoints[2].at} // after the decision
-		holder, err := idem.NewStore(env.g.Region(regionEast).HandlerClient(fastRetries, c.option), mrscIdem)
-		must.NoError(t, err)
+		holder, _ := env.crashing(t, crashPoints[2].at, false) // after the decision
 		var productID string
-		_, err = holder.Execute(ctx, scope(t, "k"), "fp", func(context.Context) (idem.Effect, error) {
+		_, err := holder.Execute(ctx, scope(t, "k"), "fp", func(context.Context) (idem.Effect, error) {
 			id, writes := mrscWrites()
 			productID = id
 			return idem.Effect{Response: created(id), Writes: writes}, nil

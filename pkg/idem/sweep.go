@@ -230,10 +230,8 @@ func (s *Store) reread(ctx context.Context, rec *record) error {
 // there (the item may be gone); an UpdateItem conditional on the marker,
 // so it never creates an item.
 func (sw *sweep) unmark(ctx context.Context, mk stored.Marked) error {
-	s := sw.s
-	var ccf *types.ConditionalCheckFailedException
-	err := s.retryConflicts(ctx, func() error {
-		out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	done, err := sw.write(ctx, func() (*types.ConsumedCapacity, error) {
+		out, err := sw.s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: aws.String(mk.Table), Key: mk.Key,
 			UpdateExpression:          aws.String("DELETE #idem_m :idem_ms"),
 			ConditionExpression:       aws.String("contains(#idem_m, :idem_m)"),
@@ -241,16 +239,16 @@ func (sw *sweep) unmark(ctx context.Context, mk stored.Marked) error {
 			ExpressionAttributeValues: map[string]types.AttributeValue{":idem_m": str(mk.Marker), ":idem_ms": &types.AttributeValueMemberSS{Value: []string{mk.Marker}}},
 			ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 		})
-		if err == nil {
-			sw.wrote(out.ConsumedCapacity)
+		if err != nil {
+			return nil, err
 		}
-		return err
+		return out.ConsumedCapacity, nil
 	})
-	switch {
-	case err == nil:
-		sw.stats.Markers++
-	case !errors.As(err, &ccf):
+	if err != nil {
 		return fmt.Errorf("idem: sweep: clear a marker from an item of %s: %w", mk.Table, err)
+	}
+	if done {
+		sw.stats.Markers++
 	}
 	return nil
 }
@@ -259,8 +257,7 @@ func (sw *sweep) unmark(ctx context.Context, mk stored.Marked) error {
 // has no writes waiting.
 func (sw *sweep) delete(ctx context.Context, rec record, now time.Time) error {
 	s := sw.s
-	var ccf *types.ConditionalCheckFailedException
-	err := s.retryConflicts(ctx, func() error {
+	done, err := sw.write(ctx, func() (*types.ConsumedCapacity, error) {
 		out, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 			TableName: aws.String(s.table), Key: s.key(rec.ID),
 			ConditionExpression:       aws.String("#exp < :now AND attribute_not_exists(#in)"),
@@ -268,28 +265,41 @@ func (sw *sweep) delete(ctx context.Context, rec record, now time.Time) error {
 			ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now.Unix())},
 			ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 		})
-		if err == nil {
-			sw.wrote(out.ConsumedCapacity)
+		if err != nil {
+			return nil, err
 		}
-		return err
+		return out.ConsumedCapacity, nil
 	})
-	switch {
-	case err == nil:
-		sw.stats.Deleted++
-	case !errors.As(err, &ccf):
+	if err != nil {
 		return fmt.Errorf("idem: sweep: delete an expired record: %w", err)
+	}
+	if done {
+		sw.stats.Deleted++
 	}
 	return nil
 }
 
+// write sends one of the sweep's conditional writes, and counts its
+// units: done is false when its condition no longer held (nothing to
+// do).
+func (sw *sweep) write(ctx context.Context, send func() (*types.ConsumedCapacity, error)) (done bool, err error) {
+	var ccf *types.ConditionalCheckFailedException
+	err = sw.s.retryConflicts(ctx, func() error {
+		c, err := send()
+		if err == nil && c != nil {
+			sw.stats.WriteUnits += aws.ToFloat64(c.CapacityUnits)
+		}
+		return err
+	})
+	if errors.As(err, &ccf) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// read counts a page's read units.
 func (sw *sweep) read(c *types.ConsumedCapacity) {
 	if c != nil {
 		sw.stats.ReadUnits += aws.ToFloat64(c.CapacityUnits)
-	}
-}
-
-func (sw *sweep) wrote(c *types.ConsumedCapacity) {
-	if c != nil {
-		sw.stats.WriteUnits += aws.ToFloat64(c.CapacityUnits)
 	}
 }

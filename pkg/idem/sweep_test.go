@@ -138,11 +138,9 @@ func TestMRSCPendingCompletionOutlivesItsRetention(t *testing.T) {
 		env := newMRSC(t, idemtest.GlobalConfig{})
 		env.grant(t)
 		ctx := context.Background()
-		c := &crasher{at: crashPoints[2].at} // after the decision
-		holder, err := idem.NewStore(env.g.Region(regionEast).HandlerClient(fastRetries, c.option), mrscIdem)
-		must.NoError(t, err)
+		holder, _ := env.crashing(t, crashPoints[2].at, false) // after the decision
 		var runs struct{ n atomic.Int64 }
-		_, err = holder.Execute(ctx, scope(t, "k"), "fp", mrscEffect(&runs.n))
+		_, err := holder.Execute(ctx, scope(t, "k"), "fp", mrscEffect(&runs.n))
 		check.Error(t, err)
 		time.Sleep(3 * idem.DefaultRetention)
 		stats, err := env.store(t, regionWest).Sweep(ctx, idem.SweepOptions{Stranded: 1000 * time.Hour})

@@ -107,7 +107,7 @@ func TestStoreThatCannotLearnRunsAsOnARegionalTable(t *testing.T) {
 	t.Parallel()
 	srv := idemtest.New(t)
 	ctx := context.Background()
-	must.NoError(t, idemtable.Create(ctx, srv.Client(), "idempotency", idemtable.Layout{}))
+	createMRSCTables(t, srv.Client()) // a regional table here
 	for code, want := range map[string]struct {
 		calls int32
 		kind  idemtable.Kind
@@ -118,14 +118,17 @@ func TestStoreThatCannotLearnRunsAsOnARegionalTable(t *testing.T) {
 		d := &describer{Client: srv.Client(), code: code}
 		d.n.Store(1)
 		var learned learnedFrom
-		store, err := idem.NewStore(d, "idempotency", idem.WithTrace(learned.trace()))
+		store, err := idem.NewStore(d, mrscIdem, idem.WithTrace(learned.trace()))
 		must.NoError(t, err)
 		var runs atomic.Int64
 		for i := range 3 {
-			_, err := store.Execute(ctx, scope(t, code+strconv.Itoa(i)), "fp", effect(newEnvOn(srv)))
+			_, err := store.Run(ctx, scope(t, code+strconv.Itoa(i)), "fp", func(context.Context) (idem.Response, error) {
+				runs.Add(1)
+				return idem.Response{}, nil
+			})
 			check.NoError(t, err, code)
-			runs.Add(1)
 		}
+		check.Equal(t, int64(3), runs.Load(), code)
 		check.Equal(t, want.calls, d.calls.Load(), code)
 		info, err := store.Learn(ctx)
 		check.NoError(t, err, code)
@@ -136,30 +139,6 @@ func TestStoreThatCannotLearnRunsAsOnARegionalTable(t *testing.T) {
 		}
 	}
 }
-
-// newEnvOn is a testEnv on srv's tables for effect's writes: it creates
-// them once.
-func newEnvOn(srv *idemtest.Server) *testEnv {
-	env := &testEnv{Client: srv.Client(), Tables: testTables{Idempotency: "idempotency", Products: "products", Outbox: "outbox"}, Store: srv}
-	ctx := context.Background()
-	for _, tb := range []string{env.Tables.Products} {
-		_, _ = srv.Client().CreateTable(ctx, idemtable.Input(tb, idemtable.Layout{}))
-	}
-	_, _ = srv.Client().CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: &env.Tables.Outbox, BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: ptr("aggregate_id"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: ptr("event_id"), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: ptr("aggregate_id"), KeyType: types.KeyTypeHash},
-			{AttributeName: ptr("event_id"), KeyType: types.KeyTypeRange},
-		},
-	})
-	return env
-}
-
-func ptr(s string) *string { return &s }
 
 // onlyAPI is a client that cannot describe its table: the store learns
 // an MRSC table's kind from DynamoDB's refusal of its first transaction.
