@@ -541,12 +541,24 @@ func TestMRSCGuardsRefuseBeforeAnythingIsWritten(t *testing.T) {
 		if check.ErrorAs(t, err, &txErr) {
 			check.Equal(t, 0, txErr.Index, "the grant's ConditionCheck, the effect's write 0")
 		}
+		// The counter's cap holds where there is no counter yet: checked
+		// (by a DeleteItem of nothing), then the grant's check fails.
+		_, err = store.Execute(ctx, scope(t, "k2"), "fp", func(ctx context.Context) (idem.Effect, error) {
+			eff, err := mrscEffect(&runs)(ctx)
+			eff.Writes[0], eff.Writes[3] = eff.Writes[3], eff.Writes[0]
+			return eff, err
+		})
+		if check.ErrorAs(t, err, &txErr) {
+			check.Equal(t, 3, txErr.Index, "the grant's ConditionCheck, now the effect's write 3")
+		}
 		check.Equal(t, 0, env.count(t, regionEast, mrscProducts))
 		check.Equal(t, 0, env.count(t, regionEast, mrscCounters), "the probes created no item")
 		check.Equal(t, 0, env.count(t, regionEast, mrscGrants))
-		_, ok, err := store.Get(ctx, scope(t, "k"))
-		must.NoError(t, err)
-		check.False(t, ok, "the key was released")
+		for _, key := range []string{"k", "k2"} {
+			_, ok, err := store.Get(ctx, scope(t, key))
+			must.NoError(t, err)
+			check.False(t, ok, "the key %s was released", key)
+		}
 
 		env.grant(t)
 		capped := func(ctx context.Context) (idem.Effect, error) {
@@ -712,4 +724,33 @@ func TestMRSCIsolatedRegionOrWitness(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A Put without a condition is applied once all the same: its marker
+// condition keeps a recovery from putting it again over what another
+// writer changed in the item since (a holder stopped before its finish,
+// then the item updated, then the key's next caller).
+func TestMRSCUnconditionalPutAppliedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		ctx := context.Background()
+		key := map[string]types.AttributeValue{"id": sAttr("settings")}
+		put := func(context.Context) (idem.Effect, error) {
+			return idem.Effect{Response: created("settings"), Writes: []types.TransactWriteItem{{Put: &types.Put{
+				TableName: aws.String(mrscProducts), Item: map[string]types.AttributeValue{"id": sAttr("settings"), "v": nAttr(1)},
+			}}}}, nil
+		}
+		holder, _ := env.crashing(t, crashPoints[4].at, false) // before the finish
+		_, err := holder.Execute(ctx, scope(t, "k"), "fp", put)
+		check.Error(t, err)
+		_, err = env.db[regionWest].UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(mrscProducts), Key: key,
+			UpdateExpression: aws.String("SET v = :two"), ExpressionAttributeValues: map[string]types.AttributeValue{":two": nAttr(2)}})
+		must.NoError(t, err)
+		res, err := env.store(t, regionWest).Execute(ctx, scope(t, "k"), "fp", put)
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeReplayed, res.Outcome)
+		out, err := env.db[regionEast2].GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(mrscProducts), Key: key, ConsistentRead: aws.Bool(true)})
+		must.NoError(t, err)
+		check.Equal(t, nAttr(2), out.Item["v"], "the Put was not applied again over the update")
+	})
 }

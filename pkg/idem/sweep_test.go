@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
@@ -151,5 +152,42 @@ func TestMRSCPendingCompletionOutlivesItsRetention(t *testing.T) {
 		check.Equal(t, idem.OutcomeReplayed, res.Outcome)
 		check.Equal(t, int64(1), runs.n.Load())
 		check.Equal(t, 1, env.counter(t, regionEast))
+	})
+}
+
+// A record claimed anew between the sweep's read of it, expired, and its
+// delete is not deleted: the delete's condition sees the latest version.
+func TestSweepNeverDeletesARecordClaimedSinceItsRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		ctx := context.Background()
+		store := env.store(t, regionEast)
+		noop := func(context.Context) (idem.Response, error) { return idem.Response{}, nil }
+		_, err := store.Run(ctx, scope(t, "k"), "fp", noop)
+		must.NoError(t, err)
+		time.Sleep(idem.DefaultRetention + time.Hour)
+		var reclaimed atomic.Bool
+		claimFirst := func(o *dynamodb.Options) {
+			o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+				return st.Initialize.Add(middleware.InitializeMiddlewareFunc("reclaim",
+					func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+						if d, ok := in.Parameters.(*dynamodb.DeleteItemInput); ok && aws.ToString(d.TableName) == mrscIdem && reclaimed.CompareAndSwap(false, true) {
+							res, err := store.Run(ctx, scope(t, "k"), "fp", noop)
+							must.NoError(t, err)
+							check.Equal(t, idem.OutcomeExecuted, res.Outcome, "the expired key claimed anew")
+						}
+						return next.HandleInitialize(ctx, in)
+					}), middleware.Before)
+			})
+		}
+		sweeper, err := idem.NewStore(env.g.Region(regionWest).HandlerClient(fastRetries, claimFirst), mrscIdem)
+		must.NoError(t, err)
+		stats, err := sweeper.Sweep(ctx, idem.SweepOptions{})
+		must.NoError(t, err)
+		check.True(t, reclaimed.Load())
+		check.Equal(t, 0, stats.Deleted)
+		_, ok, err := store.Get(ctx, scope(t, "k"))
+		must.NoError(t, err)
+		check.True(t, ok, "the record claimed anew stays")
 	})
 }
