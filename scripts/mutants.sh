@@ -7,7 +7,9 @@
 # idemhttp, NewScope's refusal of a nameless caller, a caller named
 # "anonymous" kept out of the anonymous scope, ExecuteBatch's duplicate
 # behind key reuse, the key of a span's scope hash, eviction's refusal to
-# run landed writes again), each of which the tests must kill.
+# run landed writes again, and on a table with multi-Region strong
+# consistency the apply-once markers, the guards and the sweep's delete),
+# each of which the tests must kill.
 #
 # A mutant is a file, an exact fragment of it and its replacement, a name,
 # and the tests that must kill it: a module directory, a package list and
@@ -225,6 +227,34 @@ mutant commit-counts-no-writes pkg/idem/commit.go \
 	'done, expires, cid, err := l.completion(resp, len(items))' \
 	'done, expires, cid, err := l.completion(resp, 0)'
 unit ./idem/idemadmin '^TestEvictRefusesToRunLandedWritesAgain$'
+
+# --- Global tables with multi-Region strong consistency: an Effect's commit
+# without a transaction (intent.go) and the sweep (sweep.go) ---------------
+
+# A recovery that puts an unconditional Put's item again over what another
+# writer made of it since.
+mutant apply-put-unmarked pkg/idem/intent.go \
+	$'\t\t\tcond := "NOT contains(#idem_m, :idem_m)"\n\t\t\tif in.Condition != "" {' \
+	$'\t\t\tcond := "(NOT contains(#idem_m, :idem_m) OR contains(#idem_m, :idem_m))"\n\t\t\tif in.Condition != "" {'
+unit ./idem '^TestMRSCUnconditionalPutAppliedOnce$'
+
+# A recovery that applies an Update (a counter's ADD) a second time.
+mutant apply-update-unmarked pkg/idem/intent.go \
+	$'\t\t\tcond := "NOT contains(#idem_m, :idem_m)"\n\t\t\tnames, values := used(' \
+	$'\t\t\tcond := "(NOT contains(#idem_m, :idem_m) OR contains(#idem_m, :idem_m))"\n\t\t\tnames, values := used('
+unit ./idem '^TestMRSCCrashBetweenIntentSteps$'
+
+# A guard whose UpdateItem creates the item it checks, where there is none.
+mutant guard-creates-its-item pkg/idem/intent.go \
+	'aws.String("attribute_exists(#idem_k) AND (" + g.cond + ")"),' \
+	'aws.String("(attribute_exists(#idem_k) OR attribute_not_exists(#idem_k)) AND (" + g.cond + ")"),'
+unit ./idem '^TestMRSCGuardsRefuseBeforeAnythingIsWritten$'
+
+# A sweep that deletes a record claimed anew since it read it, expired.
+mutant sweep-deletes-a-live-record pkg/idem/sweep.go \
+	'aws.String("#exp < :now AND attribute_not_exists(#in)"),' \
+	'aws.String("(#exp < :now OR #exp >= :now) AND attribute_not_exists(#in)"),'
+unit ./idem '^TestSweepNeverDeletesARecordClaimedSinceItsRead$'
 
 # --- The run -----------------------------------------------------------------
 

@@ -41,7 +41,9 @@ func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, finge
 	}
 	id, res, err, done := s.enter(ctx, t, scope, fingerprint, nil)
 	if !done {
-		res, err = call(withCall(ctx, scope, true, t), id)
+		ctx := withCall(ctx, scope, true, t)
+		s.kind(ctx) // learned once per store, on its first call
+		res, err = call(ctx, id)
 	}
 	if finish != nil {
 		res, err = finish(res, err)

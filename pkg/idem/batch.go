@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/callopt"
 )
 
 // DynamoDB's limits on one TransactWriteItems: 100 actions, 4 MB of items.
@@ -196,6 +197,10 @@ type batchTx struct {
 // (retried; attempts spent, a key whose own record stayed contended is in
 // flight, and halves give the others more time).
 func (b *batch) commit(ctx context.Context, pending []int) {
+	if b.s.strong(ctx) {
+		b.commitEach(ctx, pending)
+		return
+	}
 	conflicts := 0
 	for len(pending) > 0 {
 		if err := ctx.Err(); err != nil {
@@ -209,6 +214,10 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 		err := b.send(ctx, pending, tx, conflicts+1)
 		if err == nil {
 			b.executedAll(pending, tx.expires)
+			return
+		}
+		if b.s.learnRefusal(ctx, err) {
+			b.commitEach(ctx, pending) // nothing was written
 			return
 		}
 		var tce *types.TransactionCanceledException
@@ -490,4 +499,32 @@ func txSize(actions []types.TransactWriteItem) int {
 		}
 	}
 	return n
+}
+
+// commitEach commits the pending items one by one, on a table with
+// multi-Region strong consistency, which has no transactions: each key
+// is claimed (a duplicate is decided as any claim is, and answered at
+// once, without a wait), then its Effect (its response, and the writes
+// shared returns for it alone) commits as Execute's does there.
+func (b *batch) commitEach(ctx context.Context, pending []int) {
+	ctx = callopt.WithWait(ctx, 0)
+	for _, i := range pending {
+		if err := ctx.Err(); err != nil {
+			b.fail([]int{i}, fmt.Errorf("idem: batch: %w", err))
+			continue
+		}
+		c := b.claims[i]
+		res, err := b.s.claiming(c.fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
+			writes, err := b.shared([]int{i}, nil)
+			if err != nil {
+				return b.s.abandon(ctx, claim.Lease, err, false)
+			}
+			eff := Effect{Response: b.items[i].Response, Writes: writes}
+			if err := b.s.checkEffect(id, eff); err != nil {
+				return b.s.abandon(ctx, claim.Lease, err, false)
+			}
+			return b.s.commitEffect(ctx, id, c.fingerprint, claim, eff)
+		})(ctx, c.id)
+		b.res[i] = BatchResult{res, err}
+	}
 }

@@ -113,6 +113,9 @@ type met struct {
 	found bool      // false: no record (it vanished since the attempt)
 	at    time.Time // when the condition, or the read, was evaluated
 	held  bool      // a running transaction holds the record; rec is unknown
+	// read: the record is to be read whatever the call follows (writes
+	// from another Region kept meeting it: a read settles what they did).
+	read bool
 }
 
 // step is what a claim does after decide.
@@ -146,7 +149,7 @@ const (
 // ends.
 func (c *claim) decide(m met) (step, error) {
 	if m.held {
-		if !c.follows && c.sentOnce {
+		if !c.follows && c.sentOnce && !m.read {
 			return stepRefuse, &InFlightError{RetryAfter: c.s.learned.txTime()}
 		}
 		return stepRead, nil
@@ -279,7 +282,7 @@ func errResult(err error) (idemtrace.ClaimResult, time.Duration) {
 		return idemtrace.ClaimInFlight, inflight.RetryAfter
 	case errors.Is(err, ErrKeyReuse):
 		return idemtrace.ClaimKeyReuse, 0
-	case isConflict(err):
+	case isConflict(err) || isReplicated(err):
 		return idemtrace.ClaimConflict, 0
 	}
 	return idemtrace.ClaimError, 0

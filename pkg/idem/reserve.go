@@ -51,7 +51,14 @@ func (s *Store) claiming(fingerprint string, then func(ctx context.Context, id s
 		case err != nil:
 			return Result{Outcome: outcomeOf(err)}, err
 		case claim.replay != nil:
-			return s.replay(id, fingerprint, *claim.replay), nil
+			// A completion whose writes are not all applied yet (a table
+			// with multi-Region strong consistency) is answered once they
+			// are.
+			rec, err := s.applyPending(ctx, *claim.replay)
+			if err != nil {
+				return Result{Outcome: outcomeOf(err)}, err
+			}
+			return s.replay(id, fingerprint, rec), nil
 		}
 		return then(ctx, id, claim)
 	}
@@ -67,6 +74,7 @@ func (s *Store) reserve(ctx context.Context, id, fingerprint string) (claimed, e
 	// One token for every attempt of this call: finding it on the record
 	// means an earlier attempt landed, whatever its answer said.
 	c := &claim{s: s, id: id, fingerprint: fingerprint, token: s.newToken(), waits: w.on(), follows: w.follows()}
+	replicated := 0
 	for n := 1; ; n++ {
 		a, err := s.tryReserve(ctx, c)
 		traceAttempt(ctx, n, a, err, c)
@@ -75,6 +83,18 @@ func (s *Store) reserve(ctx context.Context, id, fingerprint string) (claimed, e
 			// The record is in another request's running transaction: its
 			// holder is committing, or a transact-mode caller is claiming.
 			a.met = met{held: true}
+		case isReplicated(err):
+			// Another Region is writing the record at this moment (a
+			// duplicate's claim, its holder's completion or release):
+			// claim again after a pause; past the attempts, read it.
+			if replicated++; replicated < s.maxTxAttempts {
+				traceRetry(ctx, replicated, err)
+				if werr := backoff(ctx, replicated); werr != nil {
+					return claimed{}, fmt.Errorf("%w: %w", err, werr)
+				}
+				continue
+			}
+			a.met = met{held: true, read: true}
 		case err != nil || a.claim.Outcome != "":
 			return a.claim, err
 		}
@@ -152,7 +172,7 @@ func (s *Store) tryReserve(ctx context.Context, c *claim) (attempt, error) {
 		return a, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
-	if isConflict(err) {
+	if isConflict(err) || isReplicated(err) {
 		return a, fmt.Errorf("idem: reserve: %w", err)
 	}
 	if !errors.As(err, &ccf) {

@@ -68,6 +68,7 @@ type Store struct {
 	trace            *idemtrace.Trace // WithTrace
 	wait             time.Duration    // WithWait
 	learned          *learned
+	tbl              tableState // the table's kind: WithTableKind, Learn
 }
 
 // Option configures a Store.
@@ -137,6 +138,13 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 	case s.cacheEntries < 0 || (s.cacheEntries > 0 && s.cacheBytes < 1):
 		return nil, fmt.Errorf("idem: cache of %d entries and %d bytes: entries must not be negative, bytes must be positive", s.cacheEntries, s.cacheBytes)
 	}
+	if told := s.tbl.told; told != nil {
+		if err := checkKind(told.Kind); err != nil {
+			return nil, err
+		}
+		s.tbl.known.Store(told)
+	}
+	s.tbl.describe, _ = db.(idemtable.Describer)
 	if s.cacheEntries > 0 {
 		s.cache = newCache(s.cacheEntries, s.cacheBytes)
 	}

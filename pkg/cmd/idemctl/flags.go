@@ -229,6 +229,7 @@ func (attrFlag) names(at *idemtable.Attributes) map[string]*string {
 		"response_meta": &at.ResponseMeta, "format": &at.Format,
 		"created_at": &at.CreatedAt, "completed_at": &at.CompletedAt,
 		"completion_id": &at.CompletionID, "expires_at": &at.ExpiresAt, "writes": &at.Writes,
+		"intents": &at.Intents, "markers": &at.Markers,
 	}
 }
 

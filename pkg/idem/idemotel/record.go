@@ -321,6 +321,26 @@ func (r *recorder) releaseDone(ctx context.Context, i idemtrace.ReleaseDoneInfo)
 	end(ctx)
 }
 
+func (r *recorder) intentsStart(ctx context.Context, i idemtrace.IntentsStartInfo) context.Context {
+	return r.begin(ctx, "idem.intents", AttrIntentsWrites.Int(i.Writes), AttrIntentsRecovery.Bool(i.Recovery))
+}
+
+func (r *recorder) intentsDone(ctx context.Context, i idemtrace.IntentsDoneInfo) {
+	if p := recording(ctx); p != nil {
+		p.span.SetAttributes(AttrIntentsApplied.Int(i.Applied), AttrIntentsAlready.Int(i.Already))
+		if i.Err != nil {
+			fail(p, "error", i.Err)
+		}
+	}
+	end(ctx)
+}
+
+func (r *recorder) tableLearned(ctx context.Context, i idemtrace.TableLearnedInfo) {
+	if p := recording(ctx); p != nil {
+		p.span.AddEvent("idem.table_learned", trace.WithAttributes(AttrTableKind.String(i.Kind), AttrTableFrom.String(i.From)))
+	}
+}
+
 func (r *recorder) batchTxStart(ctx context.Context, i idemtrace.BatchTxStartInfo) context.Context {
 	ctx = r.begin(ctx, spanBatchTx, AttrBatchTxItems.IntSlice(i.Items), AttrBatchTxWrites.Int(i.Writes), AttrAttempt.Int(i.Attempt))
 	current(ctx).items = i.Items

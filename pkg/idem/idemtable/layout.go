@@ -92,6 +92,14 @@ type Attributes struct {
 	// Writes counts the DynamoDB writes committed with a completed
 	// record, for operators (records completed before hold none).
 	Writes string // "writes"
+	// Intents holds, on a table with multi-Region strong consistency,
+	// the writes recorded with a completion and not yet all applied
+	// (pkg/idem's package documentation, "Global tables").
+	Intents string // "intents"
+	// Markers lists, once a completion's writes are applied, the items
+	// whose updates carry its apply-once markers, for the sweeper to
+	// clear when the record goes.
+	Markers string // "markers"
 }
 
 // defaultAttributes are today's names.
@@ -102,6 +110,7 @@ var defaultAttributes = Attributes{
 	ResponseMeta: "response_meta", Format: "format",
 	CreatedAt: "created_at", CompletedAt: "completed_at",
 	CompletionID: "completion_id", ExpiresAt: TTLAttribute, Writes: "writes",
+	Intents: "intents", Markers: "markers",
 }
 
 // fields lists the attribute names with their Go field names, for
@@ -120,7 +129,7 @@ func (a *Attributes) fields() []struct {
 		{"ResponseMeta", &a.ResponseMeta}, {"Format", &a.Format},
 		{"CreatedAt", &a.CreatedAt}, {"CompletedAt", &a.CompletedAt},
 		{"CompletionID", &a.CompletionID}, {"ExpiresAt", &a.ExpiresAt},
-		{"Writes", &a.Writes},
+		{"Writes", &a.Writes}, {"Intents", &a.Intents}, {"Markers", &a.Markers},
 	}
 }
 
