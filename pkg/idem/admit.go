@@ -41,7 +41,12 @@ func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, finge
 	}
 	id, res, err, done := s.enter(ctx, t, scope, fingerprint, nil)
 	if !done {
-		res, err = call(withCall(ctx, scope, true, t), id)
+		cctx := withCall(ctx, scope, true, t)
+		if cctx, err = s.routeTo(cctx, scope); err != nil {
+			res = Result{Outcome: outcomeOf(err)}
+		} else {
+			res, err = call(cctx, id)
+		}
 	}
 	if finish != nil {
 		res, err = finish(res, err)
@@ -78,6 +83,19 @@ func (s *Store) enter(ctx context.Context, t *idemtrace.Trace, scope Scope, fing
 		return id, res, err, true
 	}
 	return id, Result{}, nil, false
+}
+
+// routeTo is ctx routed to scope's home, with Homes (WithHomes); ctx
+// as it is without.
+func (s *Store) routeTo(ctx context.Context, scope Scope) (context.Context, error) {
+	if s.homes == nil {
+		return ctx, nil
+	}
+	r, err := s.homes.route(ctx, scope)
+	if err != nil {
+		return ctx, err
+	}
+	return routed(ctx, r), nil
 }
 
 // check is Scope.check, and that the scope's ID fits the key of the

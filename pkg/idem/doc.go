@@ -284,6 +284,7 @@ package idem
 //	cache.go        completed records kept in memory
 //	learn.go        what a store learns of its calls' times
 //	store.go        the table, the Store and its options
+//	home.go         a key's home Region on a global table, and its lease
 //	trace.go        the trace hook, which every phase reports to
 //	admit.go        admission, the first step of every call
 //	retry.go        DynamoDB's refusals, read and retried

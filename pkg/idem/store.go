@@ -68,6 +68,14 @@ type Store struct {
 	trace            *idemtrace.Trace // WithTrace
 	wait             time.Duration    // WithWait
 	learned          *learned
+	// region is WithRegion's (or Homes.Region); homes is the state
+	// WithHomes gives the store (then db routes each call to its key's
+	// home).
+	region string
+	homes  *homes
+	// setups finish options that need the whole store (WithHomes), in
+	// order, once the others are applied.
+	setups []func(db API) error
 }
 
 // Option configures a Store.
@@ -139,6 +147,11 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 	}
 	if s.cacheEntries > 0 {
 		s.cache = newCache(s.cacheEntries, s.cacheBytes)
+	}
+	for _, setup := range s.setups {
+		if err := setup(db); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

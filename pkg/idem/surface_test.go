@@ -16,8 +16,11 @@ import (
 // idemevent's copies (issue 29); 54 since WithTrace, the store's option
 // for the trace hook, whose types live in pkg/idem/idemtrace (issue 30);
 // 55 since NewAnonymousScope and Scope.Anonymous replaced the Anonymous
-// constant, which a caller's name could spell (issue 36).
-const maxExported = 55
+// constant, which a caller's name could spell (issue 36); 59 since
+// WithHomes, Homes, WithRegion and ErrNoHome made a store safe on a
+// global table (issue 37), whose operator's side (failover, status, the
+// detector) lives in pkg/idem/idemglobal.
+const maxExported = 59
 
 // TestExportedSurfaceStaysSmall counts what go doc lists: exported
 // top-level functions, types, constants and variables, and the exported

@@ -92,6 +92,13 @@ type Attributes struct {
 	// Writes counts the DynamoDB writes committed with a completed
 	// record, for operators (records completed before hold none).
 	Writes string // "writes"
+	// Origin and Epoch are written by a store on a global table
+	// (idem.WithHomes, idem.WithRegion): the Region whose replica took
+	// the claim, and the epoch of that Region's home lease (absent
+	// without one), so that a claim overwritten by another Region's is
+	// told from the streams.
+	Origin string // "origin"
+	Epoch  string // "home_epoch"
 }
 
 // defaultAttributes are today's names.
@@ -102,6 +109,7 @@ var defaultAttributes = Attributes{
 	ResponseMeta: "response_meta", Format: "format",
 	CreatedAt: "created_at", CompletedAt: "completed_at",
 	CompletionID: "completion_id", ExpiresAt: TTLAttribute, Writes: "writes",
+	Origin: "origin", Epoch: "home_epoch",
 }
 
 // fields lists the attribute names with their Go field names, for
@@ -120,7 +128,7 @@ func (a *Attributes) fields() []struct {
 		{"ResponseMeta", &a.ResponseMeta}, {"Format", &a.Format},
 		{"CreatedAt", &a.CreatedAt}, {"CompletedAt", &a.CompletedAt},
 		{"CompletionID", &a.CompletionID}, {"ExpiresAt", &a.ExpiresAt},
-		{"Writes", &a.Writes},
+		{"Writes", &a.Writes}, {"Origin", &a.Origin}, {"Epoch", &a.Epoch},
 	}
 }
 

@@ -98,6 +98,11 @@ type Record struct {
 	// WritesUnknown for a record completed before records counted them;
 	// 0 for a record in progress, whose writes have not landed.
 	Writes int
+	// Origin is the Region whose replica took the record's claim, and
+	// Epoch the epoch of its home lease there ("" and 0 when the store
+	// that claimed it was not told of Regions).
+	Origin string
+	Epoch  int64
 }
 
 // Expired mirrors the claim condition's "expires_at < :now_s".
@@ -122,6 +127,8 @@ func Decode(l idemtable.Layout, item map[string]types.AttributeValue) (Record, e
 	}
 	r.CreatedAt, _ = in.OptTime(attr.CreatedAt)
 	r.CompletedAt, _ = in.OptTime(attr.CompletedAt)
+	r.Origin, _ = in.OptS(attr.Origin)
+	r.Epoch, _ = in.OptInt(attr.Epoch)
 	var bad error
 	if !hasKey {
 		bad = fmt.Errorf("%w: no key of the store's layout", ErrCorrupt)
