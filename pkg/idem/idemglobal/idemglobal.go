@@ -111,15 +111,17 @@ func overwrite(layout idemtable.Layout, r events.DynamoDBEventRecord) (idemtrace
 }
 
 // blocks reports whether old would have refused next's claim, had next's
-// claim seen it when it was made: a record not expired, completed or
-// held by a live lease. (A claim that took over an expired record or a
-// dead holder's is the protocol's, in any Region.)
+// claim seen it when it was made, as the claim's condition says: a
+// record not expired, completed, or in progress with a live lease or for
+// another payload (no claim takes another payload's key over). A claim
+// that took over an expired record, or a dead holder's of its own
+// payload, is the protocol's, in any Region.
 func blocks(old, next stored.Record) bool {
 	at := next.CreatedAt
 	if at.IsZero() || old.Expired(at) {
 		return false
 	}
-	return old.Status == stored.StatusCompleted || !old.LeaseExpiresAt.Before(at)
+	return old.Status == stored.StatusCompleted || !old.LeaseExpiresAt.Before(at) || old.Fingerprint != next.Fingerprint
 }
 
 // id is the same for every Region's report of one overwrite.
