@@ -17,12 +17,13 @@
 //
 // A home holds the slot while a quorum of voters (the epoch's Quorum,
 // a majority unless a failover chose fewer) promise it with Until ahead:
-// until the quorum's earliest Until. Any store renews the promises of
-// the highest epoch it reads; a promise's Until only grows, and a voter
-// never goes back to a lower epoch. A store that cannot reach a quorum
-// cannot renew, so a home cut off from the other voters stops taking
-// claims when its lease ends, whether or not it still serves its own
-// Region's callers.
+// until the quorum-th latest Until. Any store renews the promises of the
+// current epoch (the highest one a quorum promises); a promise's Until
+// only grows, and a voter never goes back to a lower epoch, nor leaves a
+// promise that has not ended for a renewal's. A store that cannot reach a
+// quorum cannot renew, so a home cut off from the other voters stops
+// taking claims when its lease ends, whether or not it still serves its
+// own Region's callers.
 //
 // # Failover
 //
@@ -36,7 +37,10 @@
 // home has stopped writing (its stores stop a margin before Until), and
 // every write it made has reached the new home's replica if replication
 // kept within the bound. Before it has read the old promises, From is the
-// worst case: now plus a lease, twice the margin and the bound.
+// worst case: now plus a lease, twice the margin and the bound. A
+// failover that switches too few voters fails, and leaves the old home
+// the current one (its voters still a quorum); a voter it missed joins
+// the new epoch once its own promise of the old one has ended.
 package home
 
 import (
@@ -226,42 +230,66 @@ func Highest(ps []Promise) (Promise, bool) {
 	return top, found
 }
 
-// Decide is the view ps give of slot at now: the highest epoch's home,
-// valid until the latest Until that a quorum of its voters promise (the
-// quorum-th latest). ok is false when fewer than a quorum promise it
-// beyond now.
+// Decide is the view ps give of slot at now: the highest epoch that a
+// quorum of its voters (its Quorum) promise beyond now, valid until the
+// quorum-th latest Until among them, from the latest From. ok is false
+// when no epoch has such a quorum: the view is then the highest epoch
+// promised. (A failover that switched too few voters leaves the epoch
+// before it the one with a quorum, and its home in place.)
 func Decide(slot string, ps []Promise, now time.Time) (View, bool) {
+	type key struct {
+		epoch int64
+		home  string
+	}
+	live := map[key][]Promise{}
+	for _, p := range ps {
+		if p.Found && p.Until.After(now) {
+			k := key{p.Epoch, p.Home}
+			live[k] = append(live[k], p)
+		}
+	}
+	var best View
+	ok := false
+	for k, vs := range live {
+		q := vs[0].Quorum
+		if q < 1 || len(vs) < q || ok && k.epoch <= best.Epoch {
+			continue
+		}
+		v := View{Slot: slot, Home: k.home, Epoch: k.epoch, Quorum: q}
+		untils := make([]time.Time, 0, len(vs))
+		for _, p := range vs {
+			untils = append(untils, p.Until)
+			if p.From.After(v.From) {
+				v.From = p.From
+			}
+		}
+		slices.SortFunc(untils, func(a, b time.Time) int { return b.Compare(a) })
+		v.Until = untils[q-1]
+		best, ok = v, true
+	}
+	if ok {
+		return best, true
+	}
 	top, found := Highest(ps)
 	if !found {
 		return View{Slot: slot}, false
 	}
-	v := View{Slot: slot, Home: top.Home, Epoch: top.Epoch, Quorum: top.Quorum, From: top.From}
-	var untils []time.Time
-	for _, p := range ps {
-		if p.Found && p.Epoch == top.Epoch && p.Home == top.Home && p.Until.After(now) {
-			untils = append(untils, p.Until)
-		}
-	}
-	if v.Quorum < 1 || len(untils) < v.Quorum {
-		return v, false
-	}
-	slices.SortFunc(untils, func(a, b time.Time) int { return b.Compare(a) })
-	v.Until = untils[v.Quorum-1]
-	return v, true
+	return View{Slot: slot, Home: top.Home, Epoch: top.Epoch, Quorum: top.Quorum, From: top.From}, false
 }
 
 // Renew asks every voter to promise v (its home, epoch, quorum and From)
 // until now plus the lease: a voter that promises v's home and epoch
 // extends its promise (never shortening it, never changing its From); one
-// with no promise, or one of a lower epoch, takes v's whole. It returns
-// the view the answers give; ErrNoQuorum when too few voters promised.
+// with no promise, or whose promise of a lower epoch has ended (it missed
+// the failover to v's), takes v's whole. It returns the view the answers
+// give; ErrNoQuorum when too few voters promised.
 func (c *Config) Renew(ctx context.Context, v View) (View, []Promise, error) {
 	now := c.Now()
 	until := time.UnixMilli(now.Add(c.Lease).UnixMilli())
 	ps := c.each(func(vt Voter) Promise {
 		p, err := c.extend(ctx, vt, v, until)
-		if err == nil && p.Found && p.Epoch < v.Epoch {
-			p, err = c.grant(ctx, vt, v, until)
+		if err == nil && p.Found && p.Epoch < v.Epoch && !p.Until.After(now) {
+			p, err = c.grant(ctx, vt, v, now, until)
 		}
 		if err != nil {
 			return Promise{Voter: vt.Name, Err: err}
@@ -299,20 +327,23 @@ func (c *Config) extend(ctx context.Context, vt Voter, v View, until time.Time) 
 	if err != nil {
 		return Promise{}, err
 	}
-	return Promise{Voter: vt.Name, Found: true, Home: v.Home, Epoch: v.Epoch, Quorum: v.Quorum, From: v.From, Until: until}, nil
+	return Promise{Voter: vt.Name, Found: true, Home: v.Home, Epoch: v.Epoch, Quorum: v.Quorum, From: time.UnixMilli(v.From.UnixMilli()), Until: until}, nil
 }
 
-// grant replaces vt's promise of a lower epoch with v's until until.
-func (c *Config) grant(ctx context.Context, vt Voter, v View, until time.Time) (Promise, error) {
+// grant replaces vt's ended promise of a lower epoch with v's, until
+// until.
+func (c *Config) grant(ctx context.Context, vt Voter, v View, now, until time.Time) (Promise, error) {
+	values := c.values(v, until)
+	values[":now"] = ddbitem.N(now.UnixMilli())
 	_, err := vt.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(c.Table),
 		Key:                 c.key(v.Slot, vt.Name),
 		UpdateExpression:    aws.String("SET #h = :h, #e = :e, #q = :q, #f = :f, #u = :u"),
-		ConditionExpression: aws.String("#e < :e"),
+		ConditionExpression: aws.String("#e < :e AND #u < :now"),
 		ExpressionAttributeNames: map[string]string{
 			"#h": attrHome, "#e": attrEpoch, "#q": attrQuorum, "#f": attrFrom, "#u": attrUntil,
 		},
-		ExpressionAttributeValues:           c.values(v, until),
+		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
@@ -322,7 +353,7 @@ func (c *Config) grant(ctx context.Context, vt Voter, v View, until time.Time) (
 	if err != nil {
 		return Promise{}, err
 	}
-	return Promise{Voter: vt.Name, Found: true, Home: v.Home, Epoch: v.Epoch, Quorum: v.Quorum, From: v.From, Until: until}, nil
+	return Promise{Voter: vt.Name, Found: true, Home: v.Home, Epoch: v.Epoch, Quorum: v.Quorum, From: time.UnixMilli(v.From.UnixMilli()), Until: until}, nil
 }
 
 // values are a promise's values: v's, until until.
@@ -351,11 +382,10 @@ func tally(v View, ps []Promise, now time.Time) string {
 	return s
 }
 
-// Ensure is the slot's view at now: read from the voters, renewed when a
-// quorum's promises end within half a lease (or no quorum holds them),
-// and bootstrapped for home first (epoch 1, a majority) when no voter
-// promises anything yet. A renewal that meets a higher epoch renews that
-// one instead.
+// Ensure is the slot's view at now: read from the voters, and renewed
+// when the quorum's promises end within half a lease, or no epoch has a
+// quorum (then the highest epoch's is renewed); bootstrapped for home
+// first (epoch 1, a majority) when no voter promises anything yet.
 func (c *Config) Ensure(ctx context.Context, slot, first string) (View, error) {
 	now := c.Now()
 	ps := c.Read(ctx, slot)
@@ -367,16 +397,10 @@ func (c *Config) Ensure(ctx context.Context, slot, first string) (View, error) {
 		if reached(ps) == 0 {
 			return v, fmt.Errorf("%w: %s", ErrNoQuorum, tally(v, ps, now))
 		}
-		v = View{Slot: slot, Home: first, Epoch: 1, Quorum: Majority(len(c.Voters))}
+		v = View{Slot: slot, Home: first, Epoch: 1, Quorum: Majority(len(c.Voters)), From: time.UnixMilli(0)}
 	}
-	for range 2 {
-		got, _, err := c.Renew(ctx, v)
-		if err == nil || got.Epoch <= v.Epoch {
-			return got, err
-		}
-		v = got
-	}
-	return v, fmt.Errorf("%w: slot %s: the epoch keeps changing", ErrNoQuorum, slot)
+	v, _, err := c.Renew(ctx, v)
+	return v, err
 }
 
 // reached is how many voters answered.
@@ -398,8 +422,11 @@ var ErrFailover = errors.New("failover incomplete")
 // the voters promise, with a quorum of quorum voters (0: a majority). It
 // switches every voter it reaches, and needs n - q + 1 of them, q being
 // the old epoch's quorum; then it brings From forward to the latest
-// Until those voters had promised, plus the margin and the bound. It
-// returns the new view (Until is zero until a renewal from From on).
+// Until those voters had promised, plus the margin and the bound. Run
+// again while the highest epoch already homes to, it completes that
+// epoch's switch (a failover that reached too few voters, or whose
+// answer was lost) rather than begin another. It returns the new view
+// (Until is zero until a renewal from From on).
 func (c *Config) Failover(ctx context.Context, slot, to string, quorum int) (View, []Promise, error) {
 	n := len(c.Voters)
 	if quorum == 0 {
@@ -409,17 +436,21 @@ func (c *Config) Failover(ctx context.Context, slot, to string, quorum int) (Vie
 		return View{}, nil, fmt.Errorf("a quorum of %d of %d voters", quorum, n)
 	}
 	before := c.Read(ctx, slot)
-	top, found := Highest(before)
 	if reached(before) == 0 {
 		return View{}, before, fmt.Errorf("%w: no voter answered: %s", ErrFailover, tally(View{Slot: slot}, before, c.Now()))
 	}
-	oldQuorum := Majority(n)
-	if found {
-		oldQuorum = top.Quorum
-	}
 	now := c.Now()
 	worst := time.UnixMilli(now.Add(c.Lease + 2*c.Margin + c.Bound).UnixMilli())
+	top, _ := Highest(before)
 	v := View{Slot: slot, Home: to, Epoch: top.Epoch + 1, Quorum: quorum, From: worst}
+	// The quorum of the epoch the failover ends: the current one's (a
+	// majority before any).
+	oldQuorum := Majority(n)
+	if cur, ok := Decide(slot, before, now); ok {
+		oldQuorum = cur.Quorum
+	} else if top.Quorum > 0 {
+		oldQuorum = top.Quorum
+	}
 	switched := c.each(func(vt Voter) Promise {
 		out, err := vt.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:           aws.String(c.Table),
@@ -430,10 +461,16 @@ func (c *Config) Failover(ctx context.Context, slot, to string, quorum int) (Vie
 				"#pk": c.Layout.PartitionKey, "#h": attrHome, "#e": attrEpoch, "#q": attrQuorum, "#f": attrFrom, "#u": attrUntil,
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":h": ddbitem.S(to), ":e": ddbitem.N(v.Epoch), ":q": ddbitem.N(int64(quorum)), ":f": ddbitem.N(worst.UnixMilli()),
+				":h": ddbitem.S(to), ":e": ddbitem.N(v.Epoch), ":q": ddbitem.N(int64(v.Quorum)), ":f": ddbitem.N(v.From.UnixMilli()),
 			},
-			ReturnValues: types.ReturnValueAllOld,
+			ReturnValues:                        types.ReturnValueAllOld,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			p := decode(vt.Name, ccf.Item)
+			return Promise{Voter: vt.Name, Err: fmt.Errorf("promises epoch %d (home %s) already: another failover ran", p.Epoch, p.Home)}
+		}
 		if err != nil {
 			return Promise{Voter: vt.Name, Err: err}
 		}
@@ -453,13 +490,13 @@ func (c *Config) Failover(ctx context.Context, slot, to string, quorum int) (Vie
 	}
 	// The old home's lease ended by the latest Until it was promised by
 	// the switched voters (they share one with any quorum that renewed it).
-	var last time.Time
+	var end time.Time
 	for _, p := range ok {
-		if p.Until.After(last) {
-			last = p.Until
+		if p.Until.After(end) {
+			end = p.Until
 		}
 	}
-	tight := time.UnixMilli(last.Add(c.Margin + c.Bound).UnixMilli())
+	tight := time.UnixMilli(end.Add(c.Margin + c.Bound).UnixMilli())
 	if !tight.Before(worst) {
 		return v, switched, nil
 	}
