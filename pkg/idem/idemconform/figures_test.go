@@ -83,7 +83,7 @@ func TestGlobalTableFigures(t *testing.T) {
 	var lines []string
 	p := func(format string, args ...any) { lines = append(lines, fmt.Sprintf("figures: "+format, args...)) }
 	p("%d keys, each requested in us-east-1 then in us-west-2 within %v (uniform); Store.Run, an effect of %v; idemtest.NewGlobal of two Regions", keys, figureSpread, figureWork)
-	p("%-56s %7s %18s %9s %9s %9s %s", "table and mode", "lag", "doubles/1000 keys", "calls/req", "RRU/req", "WRU/req", "(home lease upkeep calls)")
+	p("%-56s %7s %18s %9s %9s %9s %s", "table and mode", "lag", "doubles/1000 keys", "calls/req", "RRU/req", "WRU/req", "home lease upkeep calls")
 	for _, m := range figureModes {
 		for _, lag := range figureLags {
 			if !m.global && lag > 0 {
@@ -107,7 +107,7 @@ func TestGlobalTableFigures(t *testing.T) {
 			if m.global {
 				lagText = lag.String()
 			}
-			p("%-56s %7s %18.0f %9.2f %9.2f %9.2f %d", m.name, lagText, 1000*float64(f.doubles)/float64(f.keys),
+			p("%-56s %7s %18.0f %9.3f %9.3f %9.3f %d", m.name, lagText, 1000*float64(f.doubles)/float64(f.keys),
 				float64(f.calls)/float64(f.requests), f.read/float64(f.requests), f.write/float64(f.requests), f.upkeep)
 		}
 	}
