@@ -147,19 +147,19 @@ func decode(layout idemtable.Layout, image map[string]events.DynamoDBAttributeVa
 	if len(image) == 0 {
 		return stored.Record{}, false
 	}
-	item, err := Item(image)
+	it, err := item(image)
 	if err != nil {
 		return stored.Record{}, false
 	}
-	if _, ok := item[layout.Attributes.Status]; !ok {
+	if _, ok := it[layout.Attributes.Status]; !ok {
 		return stored.Record{}, false
 	}
-	rec, err := stored.Decode(layout, item)
+	rec, err := stored.Decode(layout, it)
 	return rec, err == nil
 }
 
-// Item converts a stream image (aws-lambda-go's) to the SDK's item.
-func Item(image map[string]events.DynamoDBAttributeValue) (map[string]types.AttributeValue, error) {
+// item converts a stream image (aws-lambda-go's) to the SDK's item.
+func item(image map[string]events.DynamoDBAttributeValue) (map[string]types.AttributeValue, error) {
 	out := make(map[string]types.AttributeValue, len(image))
 	for k, v := range image {
 		av, err := value(v)
@@ -201,7 +201,7 @@ func value(v events.DynamoDBAttributeValue) (types.AttributeValue, error) {
 		}
 		return &types.AttributeValueMemberL{Value: l}, nil
 	case events.DataTypeMap:
-		m, err := Item(v.Map())
+		m, err := item(v.Map())
 		if err != nil {
 			return nil, err
 		}
