@@ -35,8 +35,10 @@
 // Around them: pkg/idem/idemtable creates the table and describes its
 // layout, pkg/idem/idemshard spreads a hot aggregate over shard items,
 // pkg/idem/idemadmin looks up or evicts one key (pkg/cmd/idemctl on the
-// command line), and pkg/idem/idemtest is a strict DynamoDB-compatible
-// store for tests. docs/library.md is the guide.
+// command line), pkg/idem/idemglobal fails over the homes of a global
+// table (WithHomes) and detects keys run in two Regions, and
+// pkg/idem/idemtest is a strict DynamoDB-compatible store for tests.
+// docs/library.md is the guide.
 //
 // # The protocol
 //
@@ -171,6 +173,16 @@
 // event ways in acknowledge such a delivery rather than ask for a
 // redelivery that would run it again. Passing the scope's key to a
 // downstream API that takes one (ScopeFrom) closes the window.
+//
+// Global tables. On a DynamoDB global table with multi-Region eventual
+// consistency, each Region's replica evaluates a claim's condition
+// against its own items, so a key claimed in two Regions within the
+// replication lag runs in both. WithHomes sends every read and write of a
+// key's record, and its Effect's writes, to the key's home Region, which
+// holds it under a lease a quorum of voters promise, fenced by an epoch
+// on failover (pkg/idem/idemglobal); records carry the Region whose
+// replica took their claim and its epoch. docs/library.md ("Global
+// tables") states the failover wait and what a lost Region leaves.
 //
 // # Guarantees
 //

@@ -312,9 +312,7 @@ func (c *Config) extend(ctx context.Context, vt Voter, v View, until time.Time) 
 		Key:                 c.key(v.Slot, vt.Name),
 		UpdateExpression:    aws.String("SET #u = :u, #h = if_not_exists(#h, :h), #e = if_not_exists(#e, :e), #q = if_not_exists(#q, :q), #f = if_not_exists(#f, :f)"),
 		ConditionExpression: aws.String("attribute_not_exists(#pk) OR (#e = :e AND #h = :h AND #u <= :u)"),
-		ExpressionAttributeNames: map[string]string{
-			"#pk": c.Layout.PartitionKey, "#h": attrHome, "#e": attrEpoch, "#q": attrQuorum, "#f": attrFrom, "#u": attrUntil,
-		},
+		ExpressionAttributeNames: c.names(),
 		ExpressionAttributeValues: c.values(v, until),
 		// A later promise of the same home (another store renewed
 		// further), or another epoch: the voter's as it stands.
@@ -340,9 +338,7 @@ func (c *Config) grant(ctx context.Context, vt Voter, v View, now, until time.Ti
 		Key:                 c.key(v.Slot, vt.Name),
 		UpdateExpression:    aws.String("SET #h = :h, #e = :e, #q = :q, #f = :f, #u = :u"),
 		ConditionExpression: aws.String("#e < :e AND #u < :now"),
-		ExpressionAttributeNames: map[string]string{
-			"#h": attrHome, "#e": attrEpoch, "#q": attrQuorum, "#f": attrFrom, "#u": attrUntil,
-		},
+		ExpressionAttributeNames: c.names("#h", "#e", "#q", "#f", "#u"),
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -354,6 +350,22 @@ func (c *Config) grant(ctx context.Context, vt Voter, v View, now, until time.Ti
 		return Promise{}, err
 	}
 	return Promise{Voter: vt.Name, Found: true, Home: v.Home, Epoch: v.Epoch, Quorum: v.Quorum, From: time.UnixMilli(v.From.UnixMilli()), Until: until}, nil
+}
+
+// names are a promise's attribute names for an expression: those of
+// only, or every one (the partition key's "#pk" included).
+func (c *Config) names(only ...string) map[string]string {
+	all := map[string]string{
+		"#pk": c.Layout.PartitionKey, "#h": attrHome, "#e": attrEpoch, "#q": attrQuorum, "#f": attrFrom, "#u": attrUntil,
+	}
+	if len(only) == 0 {
+		return all
+	}
+	out := make(map[string]string, len(only))
+	for _, n := range only {
+		out[n] = all[n]
+	}
+	return out
 }
 
 // values are a promise's values: v's, until until.
@@ -457,9 +469,7 @@ func (c *Config) Failover(ctx context.Context, slot, to string, quorum int) (Vie
 			Key:                 c.key(slot, vt.Name),
 			UpdateExpression:    aws.String("SET #h = :h, #e = :e, #q = :q, #f = :f, #u = :f"),
 			ConditionExpression: aws.String("attribute_not_exists(#pk) OR #e < :e"),
-			ExpressionAttributeNames: map[string]string{
-				"#pk": c.Layout.PartitionKey, "#h": attrHome, "#e": attrEpoch, "#q": attrQuorum, "#f": attrFrom, "#u": attrUntil,
-			},
+			ExpressionAttributeNames: c.names(),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":h": ddbitem.S(to), ":e": ddbitem.N(v.Epoch), ":q": ddbitem.N(int64(v.Quorum)), ":f": ddbitem.N(v.From.UnixMilli()),
 			},
@@ -507,9 +517,7 @@ func (c *Config) Failover(ctx context.Context, slot, to string, quorum int) (Vie
 			Key:                 c.key(slot, vt.Name),
 			UpdateExpression:    aws.String("SET #f = :t, #u = :t"),
 			ConditionExpression: aws.String("#e = :e AND #h = :h AND #f = :w AND #u = :w"),
-			ExpressionAttributeNames: map[string]string{
-				"#h": attrHome, "#e": attrEpoch, "#f": attrFrom, "#u": attrUntil,
-			},
+			ExpressionAttributeNames: c.names("#h", "#e", "#f", "#u"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":h": ddbitem.S(to), ":e": ddbitem.N(v.Epoch), ":w": ddbitem.N(worst.UnixMilli()), ":t": ddbitem.N(tight.UnixMilli()),
 			},
