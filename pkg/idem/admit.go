@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/home"
 )
 
 // WithOutcomeHook has the store call fn with every call's outcome, its
@@ -86,9 +87,13 @@ func (s *Store) enter(ctx context.Context, t *idemtrace.Trace, scope Scope, fing
 }
 
 // routeTo is ctx routed to scope's home, with Homes (WithHomes); ctx
-// as it is without.
+// as it is without, naming the store's Region for its operation if it
+// has one (WithRegion).
 func (s *Store) routeTo(ctx context.Context, scope Scope) (context.Context, error) {
 	if s.homes == nil {
+		if s.region != "" {
+			ctx = home.WithWriter(ctx, home.Writer{Region: s.region})
+		}
 		return ctx, nil
 	}
 	r, err := s.homes.route(ctx, scope)

@@ -174,11 +174,13 @@ func routeOf(ctx context.Context) *route {
 	return r
 }
 
-// routed is ctx for a call whose records go where r says.
+// routed is ctx for a call whose records go where r says; its operation
+// learns the Region and epoch from it (idemglobal.WriterOf).
 func routed(ctx context.Context, r *route) context.Context {
 	if r == nil {
 		return ctx
 	}
+	ctx = home.WithWriter(ctx, home.Writer{Region: r.region, Epoch: r.epoch})
 	return context.WithValue(ctx, routeKey{}, r)
 }
 

@@ -437,3 +437,35 @@ func TestHomesLostRegionsUnreplicatedKeysAreDetected(t *testing.T) {
 		check.Equal(t, "ran in "+south, string(got.Overwriting.Body))
 	})
 }
+
+// An operation learns which Region's replica takes its writes (to stamp
+// them: an outbox event's origin): the key's home with Homes, whichever
+// Region the call came in, and after a failover the new home, under its
+// epoch; a store's own Region with WithRegion.
+func TestTheOperationKnowsWhichReplicaTakesItsWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		writer := func(s *idem.Store, key string) string {
+			var got string
+			_, err := s.Transact(ctx, scope(t, key), "fp", func(ctx context.Context) (idem.Effect, error) {
+				r, e, ok := idemglobal.WriterOf(ctx)
+				got = fmt.Sprint(r, " ", e, " ", ok)
+				return idem.Effect{}, nil
+			})
+			must.NoError(t, err)
+			return got
+		}
+		p := newPlanet(t, 100*time.Millisecond, idemglobal.OneHome(east))
+		check.Equal(t, east+" 1 true", writer(p.stores[south], "a"))
+		st, err := p.control.Failover(ctx, east, west, 0)
+		must.NoError(t, err)
+		time.Sleep(time.Until(st.From) + homeLease)
+		check.Equal(t, west+" 2 true", writer(p.stores[south], "b"))
+
+		local := newPlanet(t, 100*time.Millisecond, nil)
+		check.Equal(t, south+" 0 true", writer(local.stores[south], "c"))
+		plain, err := idem.NewStore(local.links[east+">"+east], "idempotency")
+		must.NoError(t, err)
+		check.Equal(t, " 0 false", writer(plain, "d"))
+	})
+}

@@ -17,6 +17,19 @@ func OneHome(region string) func(idem.Scope) string {
 	return func(idem.Scope) string { return region }
 }
 
+// WriterOf returns the Region whose replica takes the writes of the call
+// whose operation runs with ctx (every way in passes it to the function
+// it runs), and the epoch of its home there: with idem.WithHomes, the
+// key's home; with idem.WithRegion, the store's Region (epoch 0). ok is
+// false for a store told of no Region. Stamp it on the items an Effect
+// writes (an outbox event's origin), so that a consumer of the table's
+// streams in every Region acts on each item once, in the Region that
+// wrote it, rather than once per Region its replica reaches.
+func WriterOf(ctx context.Context) (region string, epoch int64, ok bool) {
+	w, ok := home.WriterFrom(ctx)
+	return w.Region, w.Epoch, ok
+}
+
 // Control is an operator's view of the homes of one table, as its stores
 // configure them (idem.WithHomes): what each voter promises, and the
 // failover that moves a home to another Region.

@@ -61,6 +61,28 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 )
 
+// Writer is the replica a call's writes go to: its Region, and the epoch
+// of its home's lease there (0 for a store without homes).
+type Writer struct {
+	Region string
+	Epoch  int64
+}
+
+// writerKey is the context key of a call's Writer.
+type writerKey struct{}
+
+// WithWriter returns ctx for a call whose writes go where w says.
+func WithWriter(ctx context.Context, w Writer) context.Context {
+	return context.WithValue(ctx, writerKey{}, w)
+}
+
+// WriterFrom returns the Writer of the call whose operation runs with
+// ctx; ok is false for a store told of no Region.
+func WriterFrom(ctx context.Context) (Writer, bool) {
+	w, ok := ctx.Value(writerKey{}).(Writer)
+	return w, ok
+}
+
 // Defaults of a home lease, for every store and operator of a table.
 const (
 	// DefaultLease is how long a renewal extends a promise.
