@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/home"
 )
 
 // WithOutcomeHook has the store call fn with every call's outcome, its
@@ -41,9 +42,13 @@ func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, finge
 	}
 	id, res, err, done := s.enter(ctx, t, scope, fingerprint, nil)
 	if !done {
-		ctx := withCall(ctx, scope, true, t)
-		s.kind(ctx) // learned once per store, on its first call
-		res, err = call(ctx, id)
+		cctx := withCall(ctx, scope, true, t)
+		s.kind(cctx) // learned once per store, on its first call
+		if cctx, err = s.routeTo(cctx, scope); err != nil {
+			res = Result{Outcome: outcomeOf(err)}
+		} else {
+			res, err = call(cctx, id)
+		}
 	}
 	if finish != nil {
 		res, err = finish(res, err)
@@ -80,6 +85,23 @@ func (s *Store) enter(ctx context.Context, t *idemtrace.Trace, scope Scope, fing
 		return id, res, err, true
 	}
 	return id, Result{}, nil, false
+}
+
+// routeTo is ctx routed to scope's home, with Homes (WithHomes); ctx
+// as it is without, naming the store's Region for its operation if it
+// has one (WithRegion).
+func (s *Store) routeTo(ctx context.Context, scope Scope) (context.Context, error) {
+	if s.homes == nil {
+		if s.region != "" {
+			ctx = home.WithWriter(ctx, home.Writer{Region: s.region})
+		}
+		return ctx, nil
+	}
+	r, err := s.homes.route(ctx, scope)
+	if err != nil {
+		return ctx, err
+	}
+	return routed(ctx, r), nil
 }
 
 // check is Scope.check, and that the scope's ID fits the key of the

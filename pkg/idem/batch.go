@@ -110,9 +110,42 @@ func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func
 		b.claim(i, id)
 		pending = append(pending, i)
 	}
-	b.commit(ctx, pending)
+	b.commitHomed(ctx, pending)
 	b.followUp(ctx, follows)
 	return b.res, nil
+}
+
+// commitHomed commits the pending items; on a global table (WithHomes),
+// in a group per home, each sent to its home's Region, since a
+// transaction is atomic in one Region only (and the items' shared writes
+// are computed per group).
+func (b *batch) commitHomed(ctx context.Context, pending []int) {
+	h := b.s.homes
+	if h == nil {
+		b.commit(ctx, pending)
+		return
+	}
+	groups := map[string][]int{}
+	var slots []string
+	for _, i := range pending {
+		slot, err := h.slotOf(b.items[i].Scope)
+		if err != nil {
+			b.failWith([]int{i}, OutcomeError, err)
+			continue
+		}
+		if _, ok := groups[slot]; !ok {
+			slots = append(slots, slot)
+		}
+		groups[slot] = append(groups[slot], i)
+	}
+	for _, slot := range slots {
+		r, err := h.routeSlot(ctx, slot)
+		if err != nil {
+			b.fail(groups[slot], err)
+			continue
+		}
+		b.commit(routed(ctx, r), groups[slot])
+	}
 }
 
 // batch is one ExecuteBatch call's state: per item, its claim and its
@@ -162,7 +195,7 @@ func (b *batch) followUp(ctx context.Context, follows map[int]int) {
 			b.claim(i, id)
 			again = append(again, i)
 		}
-		b.commit(ctx, again)
+		b.commitHomed(ctx, again)
 		follows = next
 	}
 }
@@ -270,7 +303,7 @@ func (b *batch) prepare(ctx context.Context, pending []int) (tx batchTx, ok bool
 	tx.expires = tx.now
 	for _, i := range pending {
 		c := b.claims[i]
-		put, exp := b.s.completedPut(c.id, c.fingerprint, c.token, b.items[i].Response, len(writes), tx.now)
+		put, exp := b.s.completedPut(ctx, c.id, c.fingerprint, c.token, b.items[i].Response, len(writes), tx.now)
 		tx.actions = append(tx.actions, types.TransactWriteItem{Put: put})
 		tx.expires = exp
 	}

@@ -215,9 +215,9 @@ func (s *Store) current(ctx context.Context, id string, item map[string]types.At
 
 // completedPut is the claim of a transaction (Transact, ExecuteBatch): a
 // Put of the record, COMPLETED with resp and the number of writes that
-// commit with it, and carrying the call's token, under the claim
-// condition; and the record's expiry.
-func (s *Store) completedPut(id, fingerprint, token string, resp Response, writes int, now time.Time) (*types.Put, time.Time) {
+// commit with it, and carrying the call's token (and, on a global table,
+// its origin: stamp), under the claim condition; and the record's expiry.
+func (s *Store) completedPut(ctx context.Context, id, fingerprint, token string, resp Response, writes int, now time.Time) (*types.Put, time.Time) {
 	expires := time.Unix(now.Add(s.retention).Unix(), 0)
 	item := s.withKey(id, map[string]types.AttributeValue{
 		s.attr.Status:       str(statusCompleted),
@@ -229,6 +229,7 @@ func (s *Store) completedPut(id, fingerprint, token string, resp Response, write
 		s.attr.ExpiresAt:    num(expires.Unix()),
 	})
 	maps.Copy(item, stored.Item(s.attr, resp.Body, resp.Meta, writes))
+	s.stamp(ctx, item)
 	return &types.Put{
 		TableName:                           aws.String(s.table),
 		Item:                                item,

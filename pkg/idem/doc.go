@@ -35,8 +35,10 @@
 // Around them: pkg/idem/idemtable creates the table and describes its
 // layout, pkg/idem/idemshard spreads a hot aggregate over shard items,
 // pkg/idem/idemadmin looks up or evicts one key (pkg/cmd/idemctl on the
-// command line), and pkg/idem/idemtest is a strict DynamoDB-compatible
-// store for tests. docs/library.md is the guide.
+// command line), pkg/idem/idemglobal fails over the homes of a global
+// table (WithHomes) and detects keys run in two Regions, and
+// pkg/idem/idemtest is a strict DynamoDB-compatible store for tests.
+// docs/library.md is the guide.
 //
 // # The protocol
 //
@@ -179,6 +181,16 @@
 // call or at init (Store.Learn), and from DynamoDB's refusal of a
 // transaction where it could not ask. A regional table, and until the
 // kind is known any table, runs as above.
+//
+// A table with multi-Region eventual consistency (MREC) evaluates a
+// claim's condition against its own Region's replica, so a key claimed
+// in two Regions within the replication lag runs in both. WithHomes sends
+// every read and write of a key's record, and its Effect's writes, to the
+// key's home Region, which holds it under a lease a quorum of voters
+// promise, fenced by an epoch on failover (pkg/idem/idemglobal); records
+// carry the Region whose replica took their claim and its epoch.
+// docs/library.md ("Global tables") states the failover wait and what a
+// lost Region leaves.
 //
 // A table with multi-Region strong consistency (MRSC) has no
 // transactions and no TTL; its conditions see the latest version in
@@ -330,6 +342,7 @@ package idem
 //	learn.go        what a store learns of its calls' times
 //	kind.go         what a store knows of its table's kind, and reads of it
 //	store.go        the table, the Store and its options
+//	home.go         a key's home Region on a global table, and its lease
 //	trace.go        the trace hook, which every phase reports to
 //	table.go        the table's kind, told or learned
 //	admit.go        admission, the first step of every call

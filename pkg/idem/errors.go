@@ -67,6 +67,12 @@ var (
 	ErrNotRecorded = errors.New("idem: effect done but completion not recorded")
 )
 
+// ErrNoHome (WithHomes): no Region holds the lease of the key's home: a
+// failover is under way (the error says from when its new home takes
+// claims), or too few voters answered to renew the lease. IsUnavailable
+// reports it: retry later.
+var ErrNoHome = errors.New("idem: no Region holds the lease of the key's home")
+
 // InFlightError is the ErrInFlight case with the holder's remaining lease.
 type InFlightError struct {
 	// RetryAfter is the time until the holder's lease has ended: by then
@@ -188,7 +194,7 @@ func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, errConflict) || errors.Is(err, errThrottled) || errors.Is(err, errNotApplied) ||
+	if errors.Is(err, errConflict) || errors.Is(err, errThrottled) || errors.Is(err, errNotApplied) || errors.Is(err, ErrNoHome) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return true
 	}

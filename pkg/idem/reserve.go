@@ -145,14 +145,14 @@ func (s *Store) tryReserve(ctx context.Context, c *claim) (attempt, error) {
 	var sent sends
 	out, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table),
-		Item: s.withKey(c.id, map[string]types.AttributeValue{
+		Item: s.stamp(ctx, s.withKey(c.id, map[string]types.AttributeValue{
 			s.attr.Status:         str(statusInProgress),
 			s.attr.Fingerprint:    str(c.fingerprint),
 			s.attr.LeaseToken:     str(c.token),
 			s.attr.LeaseExpiresAt: num(a.leaseEnd.UnixMilli()),
 			s.attr.CreatedAt:      ddbitem.Time(now),
 			s.attr.ExpiresAt:      num(s.heldExpiry(now, a.leaseEnd).Unix()),
-		}),
+		})),
 		ConditionExpression:       aws.String(claimCondition),
 		ExpressionAttributeNames:  s.claimNames(),
 		ExpressionAttributeValues: claimValues(now, c.fingerprint),

@@ -69,6 +69,14 @@ type Store struct {
 	wait             time.Duration    // WithWait
 	learned          *learned
 	tbl              tableState // the table's kind: WithTableKind, Learn
+	// region is WithRegion's (or Homes.Region); homes is the state
+	// WithHomes gives the store (then db routes each call to its key's
+	// home).
+	region string
+	homes  *homes
+	// setups finish options that need the whole store (WithHomes), in
+	// order, once the others are applied.
+	setups []func(db API) error
 }
 
 // Option configures a Store.
@@ -147,6 +155,11 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 	s.tbl.describe, _ = db.(idemtable.Describer)
 	if s.cacheEntries > 0 {
 		s.cache = newCache(s.cacheEntries, s.cacheBytes)
+	}
+	for _, setup := range s.setups {
+		if err := setup(db); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

@@ -86,7 +86,7 @@ func (tx *transaction) n() int { return tx.conflicts + tx.c.again + 1 }
 func (tx *transaction) attempt(ctx context.Context) (res Result, err error, again bool) {
 	s, c := tx.s, tx.c
 	now := s.now()
-	put, expires := s.completedPut(c.id, c.fingerprint, c.token, tx.eff.Response, len(tx.eff.Writes), now)
+	put, expires := s.completedPut(ctx, c.id, c.fingerprint, c.token, tx.eff.Response, len(tx.eff.Writes), now)
 	// The claim goes first: a backend that stops at the first failed
 	// condition (minidyn does) then still says whether the key is taken.
 	// A fresh input per attempt: the SDK gives each its own

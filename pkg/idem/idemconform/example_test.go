@@ -55,3 +55,14 @@ func ExampleFromCall() {
 	fmt.Println(a.Class)
 	// Output: key-reuse
 }
+
+// The same way across the Regions of a simulated global table: with
+// homes (idem.WithHomes), a test fails on any key run twice; the
+// baseline (idem.WithRegion) shows how many a Region's own claims run
+// twice under lag. A test runs them with idemconform.RunRegions(t, way,
+// idemconform.Homes) and idemconform.RunRegions(t, way,
+// idemconform.Local).
+func ExampleRunRegions() {
+	fmt.Println(idemconform.Homes, idemconform.Local)
+	// Output: homes local
+}

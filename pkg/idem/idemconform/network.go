@@ -38,6 +38,8 @@ func newClient(s *idemtest.Server, net *network) *dynamodb.Client {
 type network struct {
 	e     *env
 	inner doer
+	// to is the Region whose endpoint it reaches (a cell across Regions).
+	to string
 }
 
 // requestKind names what a request is for, from its operation and body.
@@ -69,7 +71,7 @@ var errDown = &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 
 func (n *network) Do(r *http.Request) (*http.Response, error) {
 	e, w := n.e, n.e.w
-	if e.dead.Load() {
+	if e.dead.Load() || w.regions != nil && w.regions.isCut(e.region, n.to) {
 		return nil, errDown
 	}
 	var body []byte

@@ -91,9 +91,15 @@ type cell struct {
 	fault  *fault
 	layout int // into layouts
 	mode   string
+	// regions, for a cell across Regions (RunRegions): its mode and
+	// scenario; fault is then "none", on the default layout.
+	regions *regionCell
 }
 
 func (c cell) name() string {
+	if c.regions != nil {
+		return c.way.Name + "/" + c.regions.name()
+	}
 	return c.way.Name + "/" + c.fault.name + "/" + layouts[c.layout].name + "-" + c.mode
 }
 
@@ -110,7 +116,10 @@ type actor struct {
 	poison bool
 	// emptyPrincipal: the caller's principal function names nobody.
 	emptyPrincipal bool
-	req            *Request
+	// region is the Region the actor's source delivers in (a cell across
+	// Regions; "" otherwise).
+	region string
+	req    *Request
 
 	// What the source made of it: attempts, last and oks are set by
 	// invoke under world.mu (a queue may deliver one message twice at
@@ -132,8 +141,11 @@ type world struct {
 	server *idemtest.Server
 	admin  *dynamodb.Client // the harness's own client: never faulted
 	rec    *recorder
-	pool   *pool
+	// pools are the environments, by Region ("" in a single Region).
+	pools  map[string]*pool
 	layout idemtable.Layout
+	// regions is the deployment of a cell across Regions, nil otherwise.
+	regions *deployment
 	// effects is where DynamoDB effects are written: their own table, or
 	// the idempotency table itself in the single-table layout.
 	effects string
@@ -149,6 +161,10 @@ type world struct {
 	nExec      int
 	violations []string
 	actors     []*actor
+	// doubles counts the scopes whose effect ran more than once outside
+	// Run's window; detected, across Regions, those the detector
+	// reported.
+	doubles, detected int
 
 	// The faults in force; cleared before the final deliveries.
 	faultsOff      atomic.Bool
@@ -178,7 +194,11 @@ func newWorld(t *testing.T, c cell) *world {
 		rng:   rand.New(rand.NewPCG(h.Sum64(), 26)),
 		execs: map[string][]*execution{},
 	}
-	w.server = idemtest.NewServer()
+	if c.regions != nil {
+		w.regions = newDeployment(t, w)
+	} else {
+		w.server = idemtest.NewServer()
+	}
 	w.admin = newClient(w.server, nil)
 	ctx := context.Background()
 	if err := idemtable.Create(ctx, w.admin, idemTable, w.layout); err != nil {
@@ -191,8 +211,30 @@ func newWorld(t *testing.T, c cell) *world {
 			t.Fatalf("create the effects table: %v", err)
 		}
 	}
-	w.pool = &pool{w: w, idle: make(chan *env, environments)}
+	w.pools = map[string]*pool{}
+	for _, r := range w.regionNames() {
+		w.pools[r] = &pool{w: w, region: r, idle: make(chan *env, environments)}
+	}
 	return w
+}
+
+// regionNames are the Regions environments run in: "" alone in a single
+// Region.
+func (w *world) regionNames() []string {
+	if w.regions == nil {
+		return []string{""}
+	}
+	return regionNames
+}
+
+// poolOf is the pool of the environments that deliver a's requests.
+func (w *world) poolOf(a *actor) *pool { return w.pools[a.region] }
+
+// poolAt is the pool of a source's i-th consumer (a queue's consumer, a
+// stream's shard): Regions in turn.
+func (w *world) poolAt(i int) *pool {
+	names := w.regionNames()
+	return w.pools[names[i%len(names)]]
 }
 
 func (w *world) jitter(d time.Duration) time.Duration {
@@ -230,6 +272,10 @@ func (w *world) take(budget *atomic.Int64) bool {
 // crash budgets and slow effects.
 func (w *world) clearFaults() {
 	w.faultsOff.Store(true)
+	if w.regions != nil {
+		w.regions.clear()
+		return
+	}
 	w.server.ClearFaults()
 	w.server.SetTransactionLatency(0)
 }
@@ -247,22 +293,28 @@ func (a *actor) order() Payload { return Payload{Key: a.key, Variant: a.variant}
 // env is one simulated Lambda environment: its own client (its own
 // network to the store) and store (its own cache).
 type env struct {
-	id    int
-	w     *world
-	db    *dynamodb.Client
-	store *idem.Store
-	ctx   context.Context
-	kill  context.CancelFunc
-	dead  atomic.Bool
+	id     int
+	w      *world
+	region string // the Region it runs in ("" in a single Region)
+	db     *dynamodb.Client
+	store  *idem.Store
+	ctx    context.Context
+	kill   context.CancelFunc
+	dead   atomic.Bool
 	// busy is the call it is running; crash abandons it.
 	busy atomic.Pointer[call]
 }
 
-func (w *world) newEnv(id int) *env {
-	e := &env{id: id, w: w}
+func (w *world) newEnv(id int, region string) *env {
+	e := &env{id: id, w: w, region: region}
 	e.ctx, e.kill = context.WithCancel(context.Background())
-	e.db = newClient(w.server, &network{e: e})
-	opts := []idem.Option{
+	var opts []idem.Option
+	if w.regions != nil {
+		e.db, opts = w.regions.env(e)
+	} else {
+		e.db = newClient(w.server, &network{e: e})
+	}
+	opts = append(opts,
 		idem.WithLayout(w.layout),
 		idem.WithLease(noDeadlineLease, leaseMargin),
 		idem.WithOutcomeHook(func(ctx context.Context, _ idem.Scope, o idem.Outcome, err error) {
@@ -270,7 +322,7 @@ func (w *world) newEnv(id int) *env {
 				c.hooked(o, err)
 			}
 		}),
-	}
+	)
 	switch w.cell.mode {
 	case "wait":
 		opts = append(opts, idem.WithWait(storeWait))
@@ -304,11 +356,12 @@ func (e *env) crash(why string) {
 // `environments` at once; a crashed one is replaced by a fresh one (a
 // cold start).
 type pool struct {
-	w    *world
-	idle chan *env
-	mu   sync.Mutex
-	live int
-	next int
+	w      *world
+	region string
+	idle   chan *env
+	mu     sync.Mutex
+	live   int
+	next   int
 }
 
 func (p *pool) acquire() *env {
@@ -323,7 +376,7 @@ func (p *pool) acquire() *env {
 		p.next++
 		id := p.next
 		p.mu.Unlock()
-		return p.w.newEnv(id)
+		return p.w.newEnv(id, p.region)
 	}
 	p.mu.Unlock()
 	return <-p.idle
@@ -335,7 +388,7 @@ func (p *pool) release(e *env) {
 		p.next++
 		id := p.next
 		p.mu.Unlock()
-		e = p.w.newEnv(id)
+		e = p.w.newEnv(id, p.region)
 	}
 	p.idle <- e
 }
@@ -346,7 +399,7 @@ func (p *pool) fresh() *env {
 	p.next++
 	id := p.next
 	p.mu.Unlock()
-	return p.w.newEnv(id)
+	return p.w.newEnv(id, p.region)
 }
 
 // call is one invocation of a way in, in one environment, for one
@@ -746,8 +799,13 @@ func (inv *Invocation) BatchWrites(ctx context.Context, exs []*Execution) ([]typ
 }
 
 // effectWrite is one execution's effect: ADD 1 to its scope's count, and
-// its number to the scope's set of executions.
+// its number to the scope's set of executions. Across Regions, an item of
+// its own (last writer wins would merge two Regions' updates of one
+// item into one, hiding an execution).
 func (w *world) effectWrite(scope string, exec int) types.TransactWriteItem {
+	if w.regions != nil {
+		return w.regions.effectWrite(scope, exec)
+	}
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(w.effects),
 		Key:                       w.effectKey(scope),
@@ -770,6 +828,9 @@ func (w *world) effectKey(scope string) map[string]types.AttributeValue {
 // committed reads a scope's DynamoDB effects: how many, and which
 // executions.
 func (w *world) committed(scope string) (int, []string, error) {
+	if w.regions != nil {
+		return w.regions.committed(scope)
+	}
 	out, err := w.admin.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(w.effects), Key: w.effectKey(scope), ConsistentRead: aws.Bool(true),
 	})

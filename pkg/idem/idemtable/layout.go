@@ -100,6 +100,13 @@ type Attributes struct {
 	// whose updates carry its apply-once markers, for the sweeper to
 	// clear when the record goes.
 	Markers string // "markers"
+	// Origin and Epoch are written by a store on a global table
+	// (idem.WithHomes, idem.WithRegion): the Region whose replica took
+	// the claim, and the epoch of that Region's home lease (absent
+	// without one), so that a claim overwritten by another Region's is
+	// told from the streams.
+	Origin string // "origin"
+	Epoch  string // "home_epoch"
 }
 
 // defaultAttributes are today's names.
@@ -111,6 +118,7 @@ var defaultAttributes = Attributes{
 	CreatedAt: "created_at", CompletedAt: "completed_at",
 	CompletionID: "completion_id", ExpiresAt: TTLAttribute, Writes: "writes",
 	Intents: "intents", Markers: "markers",
+	Origin: "origin", Epoch: "home_epoch",
 }
 
 // fields lists the attribute names with their Go field names, for
@@ -130,6 +138,7 @@ func (a *Attributes) fields() []struct {
 		{"CreatedAt", &a.CreatedAt}, {"CompletedAt", &a.CompletedAt},
 		{"CompletionID", &a.CompletionID}, {"ExpiresAt", &a.ExpiresAt},
 		{"Writes", &a.Writes}, {"Intents", &a.Intents}, {"Markers", &a.Markers},
+		{"Origin", &a.Origin}, {"Epoch", &a.Epoch},
 	}
 }
 

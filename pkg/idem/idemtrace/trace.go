@@ -143,6 +143,13 @@ type Trace struct {
 	// yet applied.
 	IntentsStart func(ctx context.Context, info IntentsStartInfo) context.Context
 	IntentsDone  func(ctx context.Context, info IntentsDoneInfo)
+	// DoubleExecution: a key ran in two Regions of a global table with
+	// multi-Region eventual consistency: one Region's claim of it was
+	// overwritten by another Region's, which had not seen it (last writer
+	// wins, which DynamoDB does silently). A store's call never reports
+	// it; pkg/idem/idemglobal's Detector does, from a Region's stream of
+	// the idempotency table.
+	DoubleExecution func(ctx context.Context, info DoubleExecutionInfo)
 }
 
 // Way names the way in a call came by.
@@ -455,6 +462,43 @@ type IntentsDoneInfo struct {
 	Err error
 }
 
+// DoubleExecutionInfo is a key that ran in two Regions, as one Region's
+// stream showed it: the claim another Region's overwrote, and that one.
+type DoubleExecutionInfo struct {
+	// ID names the double execution: the same in the report of every
+	// Region whose stream shows it (count it once).
+	ID string
+	// Region is the Region whose stream showed it.
+	Region    string
+	Operation string
+	ScopeID   string
+	// Overwritten is the claim that was overwritten, everywhere: last
+	// writer wins kept Overwriting's in every Region.
+	Overwritten, Overwriting Execution
+	// At is when the stream recorded the overwrite (to the second).
+	At time.Time
+}
+
+// Execution is one Region's claim of a key, and what it had answered by
+// the time the stream recorded it.
+type Execution struct {
+	// Origin is the Region whose replica took the claim ("" when the
+	// store that claimed it was told of no Region), Epoch its home's
+	// epoch (0 without idem.WithHomes).
+	Origin string
+	Epoch  int64
+	// Status is "COMPLETED" (Body and Meta are its answer, which its
+	// replays repeated) or "IN_PROGRESS" (its holder had not completed:
+	// its answer is unknown; its completion, if it ran, failed on the
+	// overwritten record).
+	Status      string
+	Fingerprint string
+	Body        []byte
+	Meta        map[string]string
+	CreatedAt   time.Time
+	CompletedAt time.Time
+}
+
 type traceKey struct{}
 
 // WithTrace returns ctx carrying t: the calls made with it report their
@@ -512,6 +556,8 @@ func Compose(a, b *Trace) *Trace {
 		TableLearned: chainEvent(a.TableLearned, b.TableLearned),
 		IntentsStart: chainStart(a.IntentsStart, b.IntentsStart),
 		IntentsDone:  chainDone(a.IntentsDone, b.IntentsDone),
+
+		DoubleExecution: chainEvent(a.DoubleExecution, b.DoubleExecution),
 	}
 }
 

@@ -104,6 +104,11 @@ type Record struct {
 	// markers, once they are.
 	Intents []Intent
 	Marked  []Marked
+	// Origin is the Region whose replica took the record's claim, and
+	// Epoch the epoch of its home lease there ("" and 0 when the store
+	// that claimed it was not told of Regions).
+	Origin string
+	Epoch  int64
 }
 
 // Intent is one write of an effect recorded with its key's completion,
@@ -270,6 +275,8 @@ func Decode(l idemtable.Layout, item map[string]types.AttributeValue) (Record, e
 	}
 	r.CreatedAt, _ = in.OptTime(attr.CreatedAt)
 	r.CompletedAt, _ = in.OptTime(attr.CompletedAt)
+	r.Origin, _ = in.OptS(attr.Origin)
+	r.Epoch, _ = in.OptInt(attr.Epoch)
 	var bad error
 	if !hasKey {
 		bad = fmt.Errorf("%w: no key of the store's layout", ErrCorrupt)
