@@ -43,7 +43,6 @@ func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, finge
 	id, res, err, done := s.enter(ctx, t, scope, fingerprint, nil)
 	if !done {
 		cctx := withCall(ctx, scope, true, t)
-		s.kind(cctx) // learned once per store, on its first call
 		if cctx, err = s.routeTo(cctx, scope); err != nil {
 			res = Result{Outcome: outcomeOf(err)}
 		} else {
@@ -89,8 +88,12 @@ func (s *Store) enter(ctx context.Context, t *idemtrace.Trace, scope Scope, fing
 
 // routeTo is ctx routed to scope's home, with Homes (WithHomes); ctx
 // as it is without, naming the store's Region for its operation if it
-// has one (WithRegion).
+// has one (WithRegion). The table's kind is learned first, once per
+// store, and a call the store cannot make safe on it refused (ready).
 func (s *Store) routeTo(ctx context.Context, scope Scope) (context.Context, error) {
+	if err := s.ready(ctx); err != nil {
+		return ctx, err
+	}
 	if s.homes == nil {
 		if s.region != "" {
 			ctx = home.WithWriter(ctx, home.Writer{Region: s.region})

@@ -85,6 +85,9 @@ func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func
 	if shared == nil {
 		return nil, errors.New("idem: ExecuteBatch needs a shared writes function (one returning no writes will do)")
 	}
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	b := &batch{
 		s: s, items: items, shared: shared,
 		claims: make([]*claim, len(items)), res: make([]BatchResult, len(items)),

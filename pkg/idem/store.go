@@ -161,6 +161,11 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 			return nil, err
 		}
 	}
+	if told := s.tbl.told; told != nil {
+		if err := s.fits(told.Kind); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 

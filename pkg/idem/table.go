@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
@@ -20,14 +21,49 @@ func WithTableKind(kind idemtable.Kind) Option {
 // units, the dynamodb:DescribeTable permission) when it was neither told
 // (WithTableKind) nor has learned it yet. Every way in learns it on the
 // store's first call; call Learn where a process starts (a Lambda
-// function's init) to take that call out of the first request. An error
-// is DescribeTable's: the store then runs as on a regional table, and
-// asks again on its next call, unless DynamoDB refused the permission
-// (then it never asks again: tell it with WithTableKind). Whatever it
-// knows, a transaction that a table with multi-Region strong consistency
-// refuses teaches it that kind (Kind MRSC).
+// function's init) to take that call out of the first request, and to
+// fail there rather than in every call when the store's options do not
+// fit the kind: an error wrapping errors.ErrUnsupported (an MREC table
+// without WithHomes or WithRegion, or WithHomes on a table that is not
+// MREC), with which every call is refused. Any other error is
+// DescribeTable's: the store then runs as on a regional table, and asks
+// again on its next call, unless DynamoDB refused the permission (then
+// it never asks again: tell it with WithTableKind). Whatever it knows, a
+// transaction that a table with multi-Region strong consistency refuses
+// teaches it that kind (Kind MRSC).
 func (s *Store) Learn(ctx context.Context) (idemtable.Info, error) {
-	return s.learn(ctx)
+	info, err := s.learn(ctx)
+	if err != nil {
+		return info, err
+	}
+	return info, s.fits(info.Kind)
+}
+
+// ready learns the table's kind, once per store, and refuses a call the
+// store's options cannot make safe on it (fits).
+func (s *Store) ready(ctx context.Context) error { return s.fits(s.kind(ctx)) }
+
+// fits refuses what the store's options cannot make safe on a table of
+// kind k (unknown: anything goes, as on a regional table). On MREC a
+// claim's condition sees only its Region's replica: the store needs
+// WithHomes, or WithRegion to claim in each caller's Region knowingly.
+// Homes are for MREC only: a regional table has no other replica, and an
+// MRSC table's conditions see every Region's writes, so a key is claimed
+// once without a home (and the leases would cost calls for nothing).
+func (s *Store) fits(k idemtable.Kind) error {
+	switch {
+	case k == idemtable.MREC && s.homes == nil && s.region == "":
+		return fmt.Errorf("idem: table %s is an MREC global table (multi-Region eventual consistency), where a key "+
+			"claimed in two Regions within the replication lag runs in both: give the store WithHomes (each key "+
+			"claimed in its home Region), or WithRegion to claim in each caller's Region and find double executions "+
+			"from the streams (idemglobal.Detector): %w", s.table, errors.ErrUnsupported)
+	case s.homes != nil && k == idemtable.Regional:
+		return fmt.Errorf("idem: table %s is regional: WithHomes is for an MREC global table: %w", s.table, errors.ErrUnsupported)
+	case s.homes != nil && k == idemtable.MRSC:
+		return fmt.Errorf("idem: table %s is an MRSC global table, whose conditions see every Region's writes, so a "+
+			"key is claimed once without a home: WithHomes is for an MREC global table: %w", s.table, errors.ErrUnsupported)
+	}
+	return nil
 }
 
 // kind is the table's kind for a call made with ctx: known, or learned

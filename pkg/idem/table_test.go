@@ -191,3 +191,91 @@ func TestMRSCLearnedFromATransactionRefused(t *testing.T) {
 		})
 	}
 }
+
+// A store never runs a mode its table cannot honour: on an MREC global
+// table it needs WithHomes (each key claimed in its home Region) or
+// WithRegion (claims in each caller's Region, opted into, and told from
+// the streams); WithHomes belongs on an MREC table only. Told the kind,
+// NewStore refuses; learning it, the first call and Learn do, before the
+// store writes anything, and every call after.
+func TestStoreRefusesAModeItsTableCannotHonour(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var runs atomic.Int64
+	run := func(store *idem.Store, key string) error {
+		_, err := store.Run(ctx, scope(t, key), "fp", func(context.Context) (idem.Response, error) {
+			runs.Add(1)
+			return idem.Response{}, nil
+		})
+		return err
+	}
+	// homes gives a store homes among the clients (no voter is read
+	// before its first call is routed).
+	homes := func(clients map[string]idem.API, region string) idem.Option {
+		return idem.WithHomes(idem.Homes{Region: region, Clients: clients, Home: func(idem.Scope) string { return region }})
+	}
+
+	t.Run("MREC", func(t *testing.T) {
+		g, err := idemtest.NewGlobal(idemtest.GlobalConfig{Regions: []string{regionEast, regionWest}})
+		must.NoError(t, err)
+		t.Cleanup(g.Close)
+		db := g.Region(regionEast).HandlerClient()
+		must.NoError(t, idemtable.Create(ctx, db, mrscIdem, idemtable.Layout{}))
+
+		bare, err := idem.NewStore(db, mrscIdem)
+		must.NoError(t, err)
+		before := runs.Load()
+		err = run(bare, "bare")
+		check.ErrorIs(t, err, errors.ErrUnsupported)
+		check.ErrorContains(t, err, "WithHomes")
+		_, err = bare.Execute(ctx, scope(t, "bare"), "fp", func(context.Context) (idem.Effect, error) { return idem.Effect{}, nil })
+		check.ErrorIs(t, err, errors.ErrUnsupported)
+		_, err = bare.ExecuteBatch(ctx, []idem.BatchItem{{Scope: scope(t, "bare"), Fingerprint: "fp", Response: created("bare")}},
+			func([]int, []types.TransactWriteItem) ([]types.TransactWriteItem, error) { return nil, nil })
+		check.ErrorIs(t, err, errors.ErrUnsupported)
+		check.Equal(t, before, runs.Load(), "no operation ran")
+		check.Equal(t, 0, g.Region(regionEast).Calls(idemtest.OpPutItem)+g.Region(regionEast).Calls(idemtest.OpTransactWriteItems), "nothing written")
+		info, err := bare.Learn(ctx)
+		check.ErrorIs(t, err, errors.ErrUnsupported)
+		check.Equal(t, idemtable.MREC, info.Kind)
+
+		_, err = idem.NewStore(db, mrscIdem, idem.WithTableKind(idemtable.MREC))
+		check.ErrorIs(t, err, errors.ErrUnsupported, "told MREC without a mode")
+
+		local, err := idem.NewStore(db, mrscIdem, idem.WithRegion(regionEast))
+		must.NoError(t, err)
+		check.NoError(t, run(local, "local"), "WithRegion opts into claims in the caller's Region")
+		_, err = local.Learn(ctx)
+		check.NoError(t, err)
+	})
+
+	t.Run("homes elsewhere", func(t *testing.T) {
+		srv := idemtest.New(t)
+		must.NoError(t, idemtable.Create(ctx, srv.Client(), mrscIdem, idemtable.Layout{}))
+		two := map[string]idem.API{regionEast: srv.Client(), regionWest: srv.Client()}
+		for _, kind := range []idemtable.Kind{idemtable.Regional, idemtable.MRSC} {
+			_, err := idem.NewStore(srv.Client(), mrscIdem, idem.WithTableKind(kind), homes(two, regionEast))
+			check.ErrorIs(t, err, errors.ErrUnsupported, kind)
+		}
+
+		regional, err := idem.NewStore(srv.Client(), mrscIdem, homes(two, regionEast))
+		must.NoError(t, err)
+		err = run(regional, "regional")
+		check.ErrorIs(t, err, errors.ErrUnsupported)
+		check.ErrorContains(t, err, "regional")
+		_, err = regional.Learn(ctx)
+		check.ErrorIs(t, err, errors.ErrUnsupported)
+
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		clients := map[string]idem.API{}
+		for r, c := range env.db {
+			clients[r] = c
+		}
+		strong := env.store(t, regionEast, homes(clients, regionEast))
+		err = run(strong, "strong")
+		check.ErrorIs(t, err, errors.ErrUnsupported)
+		check.ErrorContains(t, err, "MRSC")
+		check.Equal(t, 0, env.g.Region(regionEast).Calls(idemtest.OpPutItem), "nothing written")
+	})
+	check.Equal(t, int64(1), runs.Load(), "only the store that opted in ran its operation")
+}

@@ -207,7 +207,7 @@ func TestIdemctlUsage(t *testing.T) {
 
 // home and failover, on a table whose stores home keys (idem.WithHomes):
 // one endpoint stands for every Region here (each voter's promise is an
-// item of its own). home shows the voters' promises; failover moves the
+// item of its own), so the store is told its table is MREC. home shows the voters' promises; failover moves the
 // home under the next epoch, and the stores' calls wait until the time it
 // prints.
 func TestIdemctlHomeAndFailover(t *testing.T) {
@@ -242,7 +242,7 @@ func TestIdemctlHomeAndFailover(t *testing.T) {
 	for _, r := range regions {
 		clients[r] = db
 	}
-	store, err := idem.NewStore(db, "app", idem.WithHomes(idem.Homes{Region: "us-west-2", Clients: clients, Home: idemglobal.OneHome("us-east-1")}))
+	store, err := idem.NewStore(db, "app", idem.WithTableKind(idemtable.MREC), idem.WithHomes(idem.Homes{Region: "us-west-2", Clients: clients, Home: idemglobal.OneHome("us-east-1")}))
 	must.NoError(t, err)
 	sc, err := idem.NewScope("POST /orders", "tenant", "k-1")
 	must.NoError(t, err)

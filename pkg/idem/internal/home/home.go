@@ -330,11 +330,11 @@ func (c *Config) Renew(ctx context.Context, v View) (View, []Promise, error) {
 // stands (a later Until of another store's, a lower or higher epoch).
 func (c *Config) extend(ctx context.Context, vt Voter, v View, until time.Time) (Promise, error) {
 	_, err := vt.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(c.Table),
-		Key:                 c.key(v.Slot, vt.Name),
-		UpdateExpression:    aws.String("SET #u = :u, #h = if_not_exists(#h, :h), #e = if_not_exists(#e, :e), #q = if_not_exists(#q, :q), #f = if_not_exists(#f, :f)"),
-		ConditionExpression: aws.String("attribute_not_exists(#pk) OR (#e = :e AND #h = :h AND #u <= :u)"),
-		ExpressionAttributeNames: c.names(),
+		TableName:                 aws.String(c.Table),
+		Key:                       c.key(v.Slot, vt.Name),
+		UpdateExpression:          aws.String("SET #u = :u, #h = if_not_exists(#h, :h), #e = if_not_exists(#e, :e), #q = if_not_exists(#q, :q), #f = if_not_exists(#f, :f)"),
+		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR (#e = :e AND #h = :h AND #u <= :u)"),
+		ExpressionAttributeNames:  c.names(),
 		ExpressionAttributeValues: c.values(v, until),
 		// A later promise of the same home (another store renewed
 		// further), or another epoch: the voter's as it stands.
@@ -356,11 +356,11 @@ func (c *Config) grant(ctx context.Context, vt Voter, v View, now, until time.Ti
 	values := c.values(v, until)
 	values[":now"] = ddbitem.N(now.UnixMilli())
 	_, err := vt.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(c.Table),
-		Key:                 c.key(v.Slot, vt.Name),
-		UpdateExpression:    aws.String("SET #h = :h, #e = :e, #q = :q, #f = :f, #u = :u"),
-		ConditionExpression: aws.String("#e < :e AND #u < :now"),
-		ExpressionAttributeNames: c.names("#h", "#e", "#q", "#f", "#u"),
+		TableName:                           aws.String(c.Table),
+		Key:                                 c.key(v.Slot, vt.Name),
+		UpdateExpression:                    aws.String("SET #h = :h, #e = :e, #q = :q, #f = :f, #u = :u"),
+		ConditionExpression:                 aws.String("#e < :e AND #u < :now"),
+		ExpressionAttributeNames:            c.names("#h", "#e", "#q", "#f", "#u"),
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -487,10 +487,10 @@ func (c *Config) Failover(ctx context.Context, slot, to string, quorum int) (Vie
 	}
 	switched := c.each(func(vt Voter) Promise {
 		out, err := vt.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:           aws.String(c.Table),
-			Key:                 c.key(slot, vt.Name),
-			UpdateExpression:    aws.String("SET #h = :h, #e = :e, #q = :q, #f = :f, #u = :f"),
-			ConditionExpression: aws.String("attribute_not_exists(#pk) OR #e < :e"),
+			TableName:                aws.String(c.Table),
+			Key:                      c.key(slot, vt.Name),
+			UpdateExpression:         aws.String("SET #h = :h, #e = :e, #q = :q, #f = :f, #u = :f"),
+			ConditionExpression:      aws.String("attribute_not_exists(#pk) OR #e < :e"),
 			ExpressionAttributeNames: c.names(),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":h": ddbitem.S(to), ":e": ddbitem.N(v.Epoch), ":q": ddbitem.N(int64(v.Quorum)), ":f": ddbitem.N(v.From.UnixMilli()),
@@ -535,10 +535,10 @@ func (c *Config) Failover(ctx context.Context, slot, to string, quorum int) (Vie
 	v.From = tight
 	c.each(func(vt Voter) Promise {
 		_, err := vt.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:           aws.String(c.Table),
-			Key:                 c.key(slot, vt.Name),
-			UpdateExpression:    aws.String("SET #f = :t, #u = :t"),
-			ConditionExpression: aws.String("#e = :e AND #h = :h AND #f = :w AND #u = :w"),
+			TableName:                aws.String(c.Table),
+			Key:                      c.key(slot, vt.Name),
+			UpdateExpression:         aws.String("SET #f = :t, #u = :t"),
+			ConditionExpression:      aws.String("#e = :e AND #h = :h AND #f = :w AND #u = :w"),
 			ExpressionAttributeNames: c.names("#h", "#e", "#f", "#u"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":h": ddbitem.S(to), ":e": ddbitem.N(v.Epoch), ":w": ddbitem.N(worst.UnixMilli()), ":t": ddbitem.N(tight.UnixMilli()),
