@@ -41,6 +41,12 @@
 //	idem.intents            idem.intents.writes, idem.intents.recovery; at the end
 //	                        idem.intents.applied, idem.intents.already (a table with
 //	                        multi-Region strong consistency: a completion's writes applied)
+//	idem.double_execution   idem.operation, idem.scope_hash (with a hasher), idem.region (the
+//	                        stream's), idem.double_execution.id (the same in every Region's
+//	                        report), idem.overwritten.origin, .epoch, .status and
+//	                        idem.overwriting.origin, .epoch, .status: a key run in two Regions
+//	                        of an MREC global table, as idemglobal.Detector reported it; a
+//	                        child of the detector's context, status Error
 //
 //	event                   on           attributes
 //	idem.cache_hit          the call     idem.outcome
@@ -131,6 +137,14 @@ const (
 	AttrIntentsAlready       = attribute.Key("idem.intents.already")
 	AttrTableKind            = attribute.Key("idem.table.kind")
 	AttrTableFrom            = attribute.Key("idem.table.from")
+	AttrRegion               = attribute.Key("idem.region")
+	AttrDoubleID             = attribute.Key("idem.double_execution.id")
+	AttrOverwrittenOrigin    = attribute.Key("idem.overwritten.origin")
+	AttrOverwrittenEpoch     = attribute.Key("idem.overwritten.epoch")
+	AttrOverwrittenStatus    = attribute.Key("idem.overwritten.status")
+	AttrOverwritingOrigin    = attribute.Key("idem.overwriting.origin")
+	AttrOverwritingEpoch     = attribute.Key("idem.overwriting.epoch")
+	AttrOverwritingStatus    = attribute.Key("idem.overwriting.status")
 )
 
 // The values of AttrMode.
@@ -188,5 +202,7 @@ func NewTrace(tp trace.TracerProvider, opts ...Option) *idemtrace.Trace {
 		TableLearned: r.tableLearned,
 		IntentsStart: r.intentsStart,
 		IntentsDone:  r.intentsDone,
+
+		DoubleExecution: r.doubleExecution,
 	}
 }

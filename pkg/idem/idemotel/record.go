@@ -341,6 +341,26 @@ func (r *recorder) tableLearned(ctx context.Context, i idemtrace.TableLearnedInf
 	}
 }
 
+// doubleExecution is a span of its own, under the detector's context
+// (its Lambda invocation's span): a key run in two Regions is a failure
+// of exactly once, which no call span holds. Neither execution's answer
+// is recorded (it may quote its request), nor its fingerprint (a hash
+// of the payload anyone can compute).
+func (r *recorder) doubleExecution(ctx context.Context, i idemtrace.DoubleExecutionInfo) {
+	attrs := r.scopeHash([]attribute.KeyValue{
+		AttrOperation.String(i.Operation), AttrRegion.String(i.Region), AttrDoubleID.String(i.ID),
+		AttrOverwrittenOrigin.String(i.Overwritten.Origin), AttrOverwrittenEpoch.Int64(i.Overwritten.Epoch),
+		AttrOverwrittenStatus.String(i.Overwritten.Status),
+		AttrOverwritingOrigin.String(i.Overwriting.Origin), AttrOverwritingEpoch.Int64(i.Overwriting.Epoch),
+		AttrOverwritingStatus.String(i.Overwriting.Status),
+	}, i.ScopeID)
+	ctx = r.begin(ctx, "idem.double_execution", attrs...)
+	if p := recording(ctx); p != nil {
+		p.span.SetStatus(codes.Error, "double_execution")
+	}
+	end(ctx)
+}
+
 func (r *recorder) batchTxStart(ctx context.Context, i idemtrace.BatchTxStartInfo) context.Context {
 	ctx = r.begin(ctx, spanBatchTx, AttrBatchTxItems.IntSlice(i.Items), AttrBatchTxWrites.Int(i.Writes), AttrAttempt.Int(i.Attempt))
 	current(ctx).items = i.Items
