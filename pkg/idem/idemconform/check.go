@@ -97,7 +97,7 @@ func runCell(t *testing.T, c cell) cellResult {
 		res.keys = scopes
 		c.fault.arm(w, scopes)
 		if w.regions != nil {
-			w.regions.start()
+			w.regions.start(scopes)
 		}
 		switch c.way.Source {
 		case Requests:

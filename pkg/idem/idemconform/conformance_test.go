@@ -28,6 +28,17 @@ func TestConformanceAcrossRegions(t *testing.T) {
 	}
 }
 
+// TestConformanceOnMRSC runs every way into the library through the cells
+// on a table with multi-Region strong consistency:
+// TestConformanceOnMRSC/<way>/regions-mrsc/<scenario>. Any violation
+// fails it, as do a transaction or TTL call, a write still waiting after
+// the final deliveries and a sweep, and a store that did not learn MRSC.
+func TestConformanceOnMRSC(t *testing.T) {
+	for _, wy := range append(ways, streamWays...) {
+		table.RunRegions(t, wy, idemconform.MRSC)
+	}
+}
+
 // TestBaselineAcrossRegions runs every way through the cells across
 // Regions without homes (idem.WithRegion: each Region claims its own
 // calls' keys), to measure the problem homes solve: the table's doubles.

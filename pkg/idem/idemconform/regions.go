@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemglobal"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 )
@@ -39,6 +41,15 @@ const (
 	// table's doubles), and fail only on a key run more than once that
 	// idemglobal.Detector did not report from the Regions' streams.
 	Local
+	// MRSC: a simulated global table with multi-Region strong consistency
+	// (idemtest.NewGlobal, MRSC): three replicas, or two and a witness,
+	// each store in its own Region and told nothing (it learns the
+	// table's kind), every Effect committed without a transaction. Its
+	// cells fail on any violation, and on any TransactWriteItems,
+	// TransactGetItems or UpdateTimeToLive call, a record whose writes
+	// still wait after the final deliveries and a Store.Sweep, or a store
+	// whose Learn does not say MRSC.
+	MRSC
 )
 
 func (m RegionMode) String() string {
@@ -47,6 +58,8 @@ func (m RegionMode) String() string {
 		return "homes"
 	case Local:
 		return "local"
+	case MRSC:
+		return "mrsc"
 	}
 	return "RegionMode(" + strconv.Itoa(int(m)) + ")"
 }
@@ -94,6 +107,21 @@ type scenario struct {
 	// failover on MREC), and each must then be reported by the detector
 	// (idemglobal.Detector) on the Regions' streams once it is back.
 	detects bool
+
+	// An MRSC scenario's table: two replicas and a witness (else three
+	// replicas), and how long a write holds its items across the
+	// Regions (the synchronous replication's round trip).
+	witness      bool
+	writeLatency time.Duration
+	// arm sets the scenario's faults up, in a world whose workload has n
+	// scopes (nil: none); skip says why it cannot apply to a way ("" or
+	// nil: it does).
+	arm  func(d *deployment, n int)
+	skip func(*Way) string
+	// budget is the fault budget the scenario must spend at least once
+	// (a crash point reached, a conflict served), so that a cell whose
+	// fault never showed fails.
+	budget func(w *world) *atomic.Int64
 }
 
 // scenarios are the cells of a way across Regions.
@@ -150,6 +178,153 @@ var scenarios = []*scenario{
 	},
 }
 
+// The Regions of an MRSC cell: three replicas, or the first two and the
+// third as the witness; the Region a scenario disturbs.
+const (
+	strongWriteLatency = 5 * time.Millisecond
+	disturbedRegion    = "us-west-2"
+	// regionIsolation is how long a Region stays cut from the others in
+	// region-isolated, before it catches up.
+	regionIsolation = 2 * time.Second
+	// regionOutage is how long a Region stays down in region-down and
+	// witness-replica-down: past every request's first attempts, and
+	// shorter than a queue's receives before its dead-letter queue.
+	regionOutage = 10 * time.Second
+)
+
+// noIntents is why a crash point among an Effect's writes does not apply
+// to a way whose effect is outside DynamoDB.
+const noIntents = "its effect is outside DynamoDB: no writes are recorded with its completion, so none is applied after it"
+
+func writesOnly(wy *Way) string {
+	if wy.Effect != Writes {
+		return noIntents
+	}
+	return ""
+}
+
+// outage takes a Region down in the thick of the workload, for
+// regionOutage, then brings it back.
+func (d *deployment) outage(region string) {
+	time.Sleep(disturbAfter)
+	_ = d.g.Down(region)
+	d.w.rec.mark("", "%s down", region)
+	time.Sleep(regionOutage)
+	_ = d.g.Up(region)
+	d.w.rec.mark("", "%s up", region)
+}
+
+// injectAll injects a fault times in all, spread over the Regions'
+// endpoints (at least once in each): as often as the suite's fault of
+// that name injects it into one Region's store.
+func (d *deployment) injectAll(op idemtest.Op, f idemtest.Fault, times int) {
+	for _, r := range d.regions {
+		d.g.Region(r).Inject(op, f, max(1, times/len(d.regions)))
+	}
+}
+
+// strongScenarios are the cells of a way on MRSC: where its callers run
+// (three replicas, two and a witness), what the Regions do (conflicts,
+// a Region or the witness cut off or lost), and where a holder stops
+// between the steps of a commit without a transaction (after the
+// decision, between two writes, before the finish: the next caller or
+// the sweep applies what is left).
+var strongScenarios = []*scenario{
+	{name: "three", writeLatency: strongWriteLatency},
+	{name: "witness", witness: true, writeLatency: strongWriteLatency},
+	{
+		// Writes that meet another Region's write of their item are
+		// refused: real ones (a longer round trip, the duplicates in
+		// three Regions), and a storm of injected ones on every write.
+		name: "conflict-storm", writeLatency: 20 * time.Millisecond,
+		arm:    func(d *deployment, n int) { d.w.replicatedStorm.Store(int64(4 * n)) },
+		budget: func(w *world) *atomic.Int64 { return &w.replicatedStorm },
+	},
+	{
+		// The write lands and its answer is lost: the SDK retries it, and
+		// its retry meets its own write (a claim, a decision, an applied
+		// write, a finish).
+		name: "lost-answer", writeLatency: strongWriteLatency,
+		arm: func(d *deployment, n int) {
+			for _, op := range []idemtest.Op{idemtest.OpPutItem, idemtest.OpUpdateItem, idemtest.OpDeleteItem} {
+				d.injectAll(op, idemtest.LostAnswer, n/2)
+			}
+		},
+	},
+	{
+		// The decision (the fenced completion that records the writes;
+		// Run's completion for an effect outside DynamoDB) throttled past
+		// the SDK's retries: nothing was written, the key is released or
+		// its completion tried again.
+		name: "decision-throttled", writeLatency: strongWriteLatency,
+		arm: func(d *deployment, n int) { d.injectAll(idemtest.OpUpdateItem, idemtest.ThrottledPastRetries, n/2) },
+	},
+	{
+		// A Region cut from the others for a while (its writes and
+		// strongly consistent reads fail: 503 to its callers), then
+		// reconnected: its replica catches up.
+		name: "region-isolated", writeLatency: strongWriteLatency, unreachable: true,
+		disturb: func(d *deployment) {
+			time.Sleep(disturbAfter)
+			_ = d.g.Isolate(disturbedRegion)
+			d.w.rec.mark("", "%s isolated", disturbedRegion)
+			time.Sleep(regionIsolation)
+			_ = d.g.Reconnect(disturbedRegion)
+			d.w.rec.mark("", "%s reconnected", disturbedRegion)
+		},
+	},
+	{
+		// A Region lost (its endpoint answers 503, it replicates nothing)
+		// through the workload's first deliveries: the other two go on;
+		// it comes back before a queue would dead-letter its consumers'
+		// messages, and catches up.
+		name: "region-down", writeLatency: strongWriteLatency, unreachable: true,
+		disturb: func(d *deployment) { d.outage(disturbedRegion) },
+	},
+	{
+		// The witness cut off: the two replicas are a quorum.
+		name: "witness-isolated", witness: true, writeLatency: strongWriteLatency,
+		disturb: func(d *deployment) {
+			time.Sleep(disturbAfter)
+			_ = d.g.Isolate(d.g.Witness())
+			d.w.rec.mark("", "the witness isolated")
+		},
+	},
+	{
+		// A replica lost beside the witness: the other replica and the
+		// witness are a quorum.
+		name: "witness-replica-down", witness: true, writeLatency: strongWriteLatency, unreachable: true,
+		disturb: func(d *deployment) { d.outage(disturbedRegion) },
+	},
+	{
+		// The decision landed, its answer never came back: the holder's
+		// environment stopped (every way: for Run, its completion).
+		name: "crash-after-decision", writeLatency: strongWriteLatency,
+		arm:    func(d *deployment, n int) { d.w.crashCompleted.Store(int64(n / 2)) },
+		budget: func(w *world) *atomic.Int64 { return &w.crashCompleted },
+	},
+	{
+		// The first of an Effect's two writes applied, the second not.
+		name: "crash-between-writes", writeLatency: strongWriteLatency, skip: writesOnly,
+		arm:    func(d *deployment, n int) { d.w.crashApplied.Store(int64(n / 2)) },
+		budget: func(w *world) *atomic.Int64 { return &w.crashApplied },
+	},
+	{
+		// Every write applied, the finish (the record told so) never sent.
+		name: "crash-before-finish", writeLatency: strongWriteLatency, skip: writesOnly,
+		arm:    func(d *deployment, n int) { d.w.crashFinish.Store(int64(n / 2)) },
+		budget: func(w *world) *atomic.Int64 { return &w.crashFinish },
+	},
+}
+
+// scenariosOf are the scenarios of mode.
+func scenariosOf(mode RegionMode) []*scenario {
+	if mode == MRSC {
+		return strongScenarios
+	}
+	return scenarios
+}
+
 // RunRegions runs way through the suite's cells across Regions in mode,
 // as a subtest of t named after it whose subtests,
 // regions-<mode>/<scenario>, run in parallel, and prints its table
@@ -162,7 +337,12 @@ var scenarios = []*scenario{
 // of 0, 100 ms, 1 s and 10 s, and, in Homes, under paused replication, a
 // planned move of the home, the home unreachable to clients and then
 // failed over, and the home lost with writes it had not replicated, then
-// failed over and back. Its history is checked as every cell's is.
+// failed over and back. In MRSC, on a table with multi-Region strong
+// consistency instead (three Regions, or two and a witness): under
+// replicated write conflicts, lost answers, a throttled decision, a
+// Region isolated or lost, the witness cut off, and a holder that stops
+// after the decision, between two writes or before the finish. Its
+// history is checked as every cell's is.
 func RunRegions(t *testing.T, way Way, mode RegionMode) {
 	t.Helper()
 	var tb Table
@@ -178,7 +358,7 @@ func (tb *Table) RunRegions(t *testing.T, way Way, mode RegionMode) {
 	if err := way.check(); err != nil {
 		t.Fatal(err)
 	}
-	if mode != Homes && mode != Local {
+	if mode < Homes || mode > MRSC {
 		t.Fatalf("idemconform: unknown RegionMode %d", mode)
 	}
 	tb.mu.Lock()
@@ -192,13 +372,18 @@ func (tb *Table) RunRegions(t *testing.T, way Way, mode RegionMode) {
 		t.Parallel()
 		t.Run("regions-"+mode.String(), func(t *testing.T) {
 			t.Parallel()
-			for _, sc := range scenarios {
+			for _, sc := range scenariosOf(mode) {
 				if sc.homesOnly && mode != Homes {
 					continue // a failover of the homes' (idem.WithHomes)
 				}
 				rc := &regionCell{mode: mode, scenario: sc}
 				t.Run(sc.name, func(t *testing.T) {
 					t.Parallel()
+					if sc.skip != nil {
+						if why := sc.skip(wy); why != "" {
+							t.Skip(why)
+						}
+					}
 					tb.record(runCell(t, cell{way: wy, fault: none, mode: "plain", regions: rc}))
 				})
 			}
@@ -209,9 +394,17 @@ func (tb *Table) RunRegions(t *testing.T, way Way, mode RegionMode) {
 // deployment is a cell's global table across Regions, and what its
 // scenario does to it.
 type deployment struct {
-	w       *world
-	g       *idemtest.Global
-	cell    *regionCell
+	w    *world
+	g    *idemtest.Global
+	cell *regionCell
+	// regions are the Regions whose endpoints serve callers (an MRSC
+	// witness serves none).
+	regions []string
+	// envs are the environments made so far, whose stores must say MRSC
+	// (Learn) on such a table; armed is the scenario's fault budget as
+	// armed.
+	envs    []*env
+	armed   int64
 	cut     sync.Map // "from>to": the Region's clients cannot reach the endpoint
 	streams map[string]*idemtest.Stream
 	// operator is the environment an operator's commands run in, in the
@@ -260,13 +453,20 @@ func (d *deployment) deferred() {
 
 func newDeployment(t *testing.T, w *world) *deployment {
 	rc := w.cell.regions
-	g, err := idemtest.NewGlobal(idemtest.GlobalConfig{Regions: regionNames, Lag: rc.scenario.lag})
+	cfg := idemtest.GlobalConfig{Regions: regionNames, Lag: rc.scenario.lag}
+	if rc.mode == MRSC {
+		cfg = idemtest.GlobalConfig{Mode: idemtest.MRSC, Regions: regionNames, WriteLatency: rc.scenario.writeLatency}
+		if rc.scenario.witness {
+			cfg.Regions, cfg.Witness = regionNames[:2], regionNames[2]
+		}
+	}
+	g, err := idemtest.NewGlobal(cfg)
 	if err != nil {
 		t.Fatalf("a global table: %v", err)
 	}
 	t.Cleanup(g.Close)
-	d := &deployment{w: w, g: g, cell: rc, streams: map[string]*idemtest.Stream{}}
-	for _, r := range regionNames {
+	d := &deployment{w: w, g: g, cell: rc, regions: cfg.Regions, streams: map[string]*idemtest.Stream{}}
+	for _, r := range d.regions {
 		d.streams[r] = g.Region(r).Stream(idemTable)
 	}
 	d.operator = &env{id: 0, w: w, region: failoverRegion, ctx: context.Background(), kill: func() {}}
@@ -278,8 +478,14 @@ func newDeployment(t *testing.T, w *world) *deployment {
 // options, as the cell's mode has it.
 func (d *deployment) env(e *env) (*dynamodb.Client, []idem.Option) {
 	local := newClient(d.g.Region(e.region), &network{e: e, to: e.region})
-	if d.cell.mode == Local {
+	switch d.cell.mode {
+	case Local:
 		return local, []idem.Option{idem.WithRegion(e.region)}
+	case MRSC:
+		d.mu.Lock()
+		d.envs = append(d.envs, e)
+		d.mu.Unlock()
+		return local, nil // the store learns the table's kind
 	}
 	return local, []idem.Option{idem.WithHomes(d.homes(e))}
 }
@@ -325,16 +531,23 @@ func (d *deployment) failover() {
 	d.w.rec.mark("", "failover to %s (epoch %d): it takes claims from %s", st.Home, st.Epoch, st.From.Format("15:04:05.000"))
 }
 
-// start begins the scenario's disturbance.
-func (d *deployment) start() {
+// start arms the scenario's faults, for a workload of n scopes, and
+// begins its disturbance.
+func (d *deployment) start(n int) {
+	if arm := d.cell.scenario.arm; arm != nil {
+		arm(d, n)
+	}
+	if b := d.cell.scenario.budget; b != nil {
+		d.armed = b(d.w).Load()
+	}
 	if d.cell.scenario.disturb == nil {
 		return
 	}
 	d.disturbed.Go(func() { d.cell.scenario.disturb(d) })
 }
 
-// clear ends the disturbance: every Region up, reachable and
-// replicating.
+// clear ends the disturbance: every Region (and the witness) up,
+// reachable and replicating, and no fault left in an endpoint.
 func (d *deployment) clear() {
 	d.disturbed.Wait()
 	for _, r := range regionNames {
@@ -347,17 +560,29 @@ func (d *deployment) clear() {
 			}
 		}
 	}
+	for _, r := range d.regions {
+		d.g.Region(r).ClearFaults()
+	}
 }
 
 // finish delivers what replication still holds, and reads what the
-// Regions' streams show.
+// Regions' streams show; on MRSC, it sweeps the table and holds it to
+// what the library promises there (strongFinish).
 func (d *deployment) finish() {
 	if n := d.g.Settle(); n > 0 {
 		d.w.violate("%d replicated changes still pending once every Region is up and replicating", n)
 	}
+	if d.cell.mode == MRSC {
+		// The detector is MREC's: a condition on MRSC sees every
+		// Region's writes, and a replica that catches up shows merged
+		// changes (a release and the next claim as one) that it would
+		// read as an overwrite.
+		d.strongFinish()
+		return
+	}
 	det := &idemglobal.Detector{Layout: d.w.layout}
 	reports := map[string][]idemtrace.DoubleExecutionInfo{}
-	for _, r := range regionNames {
+	for _, r := range d.regions {
 		var batch []events.DynamoDBEventRecord
 		for _, rec := range d.streams[r].Read() {
 			batch = append(batch, rec.DynamoDBEventRecord)
@@ -370,6 +595,68 @@ func (d *deployment) finish() {
 	d.mu.Lock()
 	d.reports = reports
 	d.mu.Unlock()
+}
+
+// strongFinish holds an MRSC cell's table to what the library promises
+// there, once the final deliveries are done: a Store.Sweep, past the
+// time after which a completion's writes count as stranded, applies what
+// no caller did; then no record holds writes waiting, no Region was sent
+// a transaction or a TTL change, and every live environment's store, and
+// a new one in each Region, says the table is MRSC.
+func (d *deployment) strongFinish() {
+	w, ctx := d.w, context.Background()
+	time.Sleep(2 * time.Minute) // past SweepOptions.Stranded's minute
+	sweeper, err := idem.NewStore(w.admin, idemTable, idem.WithLayout(w.layout))
+	if err == nil {
+		_, err = sweeper.Sweep(ctx, idem.SweepOptions{})
+	}
+	if err != nil {
+		w.violate("the sweep after the final deliveries: %v", err)
+	}
+	intents := w.layout.WithDefaults().Attributes.Intents
+	p := dynamodb.NewScanPaginator(w.admin, &dynamodb.ScanInput{TableName: aws.String(idemTable), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			w.violate("read the idempotency table: %v", err)
+			break
+		}
+		for _, item := range page.Items {
+			if l, ok := item[intents].(*types.AttributeValueMemberL); ok {
+				id, _ := w.layout.ID(item)
+				w.violate("record %s: %d writes still waiting after the final deliveries and a sweep", id, len(l.Value))
+			}
+		}
+	}
+	for _, r := range d.regions {
+		for _, op := range []idemtest.Op{idemtest.OpTransactWriteItems, idemtest.OpTransactGetItems, idemtest.Op("UpdateTimeToLive")} {
+			if n := d.g.Region(r).Calls(op); n > 0 {
+				w.violate("%s was sent %d %s requests: MRSC supports none", r, n, op)
+			}
+		}
+		s, err := idem.NewStore(newClient(d.g.Region(r), nil), idemTable, idem.WithLayout(w.layout))
+		if err != nil {
+			w.violate("a store in %s: %v", r, err)
+			continue
+		}
+		if info, err := s.Learn(ctx); err != nil || info.Kind != idemtable.MRSC || info.Region != r {
+			w.violate("a new store in %s learned %+v, %v: want MRSC in %s", r, info, err, r)
+		}
+	}
+	d.mu.Lock()
+	envs := slices.Clone(d.envs)
+	d.mu.Unlock()
+	for _, e := range envs {
+		if e.dead.Load() {
+			continue
+		}
+		if info, err := e.store.Learn(ctx); err != nil || info.Kind != idemtable.MRSC {
+			w.violate("the store of env %d in %s says %+v, %v: want MRSC", e.id, e.region, info, err)
+		}
+	}
+	if b := d.cell.scenario.budget; b != nil && b(w).Load() == d.armed {
+		w.violate("the scenario's fault never showed: none of its %d was spent", d.armed)
+	}
 }
 
 // scopeOf is the harness's scope (caller|key) of a record's scope ID,

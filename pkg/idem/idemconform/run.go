@@ -128,8 +128,12 @@ func (tb *Table) Violations() int {
 
 // DoubleExecutions is how many keys the table's cells across Regions in
 // mode, under the named scenario ("lag-0", "lag-100ms", "lag-1s",
-// "lag-10s", "paused", "evacuate", "home-unreachable", "home-lost"),
-// ran more than once outside Run's window, so far.
+// "lag-10s", "paused", "evacuate", "home-unreachable", "home-lost"; on
+// MRSC "three", "witness", "conflict-storm", "lost-answer",
+// "decision-throttled", "region-isolated", "region-down",
+// "witness-isolated", "witness-replica-down", "crash-after-decision",
+// "crash-between-writes", "crash-before-finish"), ran more than once
+// outside Run's window, so far.
 func (tb *Table) DoubleExecutions(mode RegionMode, scenario string) int {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
@@ -256,14 +260,15 @@ func (tb *Table) writeRegions(b *strings.Builder) {
 		return
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(b, "regions: "+format+"\n", args...) }
-	p("every way in x scenario on a simulated global table of %s (idemtest.NewGlobal, multi-Region eventual consistency); the duplicates of each key delivered in different Regions", strings.Join(regionNames, ", "))
-	p("homes: idem.WithHomes, every key homed in %s (home lease %v, replication bound %v); local: idem.WithRegion, each Region claiming its own calls' keys: the baseline, measured, never failed", homeRegion, regionHomeLease, regionBound)
+	p("every way in x scenario on a simulated global table of %s (idemtest.NewGlobal); the duplicates of each key delivered in different Regions", strings.Join(regionNames, ", "))
+	p("homes: MREC, idem.WithHomes, every key homed in %s (home lease %v, replication bound %v); local: MREC, idem.WithRegion, each Region claiming its own calls' keys: the baseline, measured, never failed", homeRegion, regionHomeLease, regionBound)
+	p("mrsc: multi-Region strong consistency, three replicas (witness*: %s the witness), each store told nothing (it learns MRSC); no transaction, TTL change or waiting write allowed", regionNames[2])
 	p("doubles: keys whose effect ran more than once outside Run's window; detected: keys idemglobal.Detector reported from the Regions' streams")
 	p("%-28s %-6s %-17s %5s %5s %8s %8s %9s %10s %7s %11s", "way in", "mode", "scenario", "runs", "keys", "effects", "doubles", "detected", "histories", "ops", "violations")
 	totals := map[string]*row{}
 	for _, wy := range ways {
-		for _, m := range []RegionMode{Homes, Local} {
-			for _, sc := range scenarios {
+		for _, m := range []RegionMode{Homes, Local, MRSC} {
+			for _, sc := range scenariosOf(m) {
 				r := rows[[3]string{wy, m.String(), sc.name}]
 				if r == nil {
 					continue
@@ -282,7 +287,7 @@ func (tb *Table) writeRegions(b *strings.Builder) {
 			}
 		}
 	}
-	for _, m := range []RegionMode{Homes, Local} {
+	for _, m := range []RegionMode{Homes, Local, MRSC} {
 		if t := totals[m.String()]; t != nil {
 			p("total %s: %d runs, %d keys, %d ran more than once (%d detected), %d violations", m, t.runs, t.keys, t.doubles, t.detected, t.violations)
 		}

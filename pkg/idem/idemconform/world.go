@@ -178,6 +178,10 @@ type world struct {
 	// refuseFirst: the completion of each scope's first execution is
 	// refused on every attempt, for as long as its lease lasts.
 	refuseFirst atomic.Bool
+	// On a table without transactions (MRSC): crashes after an Effect's
+	// first write applied, and before its finish is sent; and writes
+	// refused as meeting another Region's (ReplicatedWriteConflict).
+	crashApplied, crashFinish, replicatedStorm atomic.Int64
 
 	// The refusals for good (a transaction cancelled with ValidationError)
 	// the store served, those of them whose transaction was one key's
@@ -224,7 +228,7 @@ func (w *world) regionNames() []string {
 	if w.regions == nil {
 		return []string{""}
 	}
-	return regionNames
+	return w.regions.regions
 }
 
 // poolOf is the pool of the environments that deliver a's requests.
@@ -417,6 +421,8 @@ type call struct {
 	last *execution
 	// hook is the store's outcome hook's last report in this call.
 	hook *hook
+	// applied counts the writes the call applied after a decision (MRSC).
+	applied int
 }
 
 type hook struct {
@@ -758,7 +764,7 @@ func (inv *Invocation) Writes(ctx context.Context, r *Request) (Reply, []types.T
 	if a.key == flakyKey && w.isFirst(ex) {
 		return Reply{}, nil, ErrDeclined
 	}
-	return ex.reply, []types.TransactWriteItem{w.effectWrite(a.scope(), ex.n)}, nil
+	return ex.reply, w.effectWrites(a.scope(), ex.n), nil
 }
 
 // Execution is one execution of a request's Writes effect in a batch
@@ -793,19 +799,29 @@ func (inv *Invocation) BatchWrites(ctx context.Context, exs []*Execution) ([]typ
 	}
 	writes := make([]types.TransactWriteItem, 0, len(exs))
 	for _, e := range exs {
-		writes = append(writes, w.effectWrite(e.ex.actor.scope(), e.ex.n))
+		writes = append(writes, w.effectWrites(e.ex.actor.scope(), e.ex.n)...)
 	}
 	return writes, nil
 }
 
-// effectWrite is one execution's effect: ADD 1 to its scope's count, and
-// its number to the scope's set of executions. Across Regions, an item of
-// its own (last writer wins would merge two Regions' updates of one
-// item into one, hiding an execution).
-func (w *world) effectWrite(scope string, exec int) types.TransactWriteItem {
-	if w.regions != nil {
-		return w.regions.effectWrite(scope, exec)
+// effectWrites are one execution's effect: ADD 1 to its scope's count,
+// and its number to the scope's set of executions. Across the Regions of
+// an MREC table, an item of its own instead (last writer wins would merge
+// two Regions' updates of one item into one, hiding an execution); on
+// MRSC both, so that a holder can stop between two writes applied one by
+// one.
+func (w *world) effectWrites(scope string, exec int) []types.TransactWriteItem {
+	switch {
+	case w.regions == nil:
+		return []types.TransactWriteItem{w.countWrite(scope, exec)}
+	case w.regions.cell.mode == MRSC:
+		return []types.TransactWriteItem{w.countWrite(scope, exec), w.regions.effectWrite(scope, exec)}
 	}
+	return []types.TransactWriteItem{w.regions.effectWrite(scope, exec)}
+}
+
+// countWrite is an execution's update of its scope's count.
+func (w *world) countWrite(scope string, exec int) types.TransactWriteItem {
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(w.effects),
 		Key:                       w.effectKey(scope),
@@ -828,7 +844,7 @@ func (w *world) effectKey(scope string) map[string]types.AttributeValue {
 // committed reads a scope's DynamoDB effects: how many, and which
 // executions.
 func (w *world) committed(scope string) (int, []string, error) {
-	if w.regions != nil {
+	if w.regions != nil && w.regions.cell.mode != MRSC {
 		return w.regions.committed(scope)
 	}
 	out, err := w.admin.GetItem(context.Background(), &dynamodb.GetItemInput{
@@ -844,6 +860,16 @@ func (w *world) committed(scope string) (int, []string, error) {
 	var execs []string
 	if v, ok := out.Item["execs"].(*types.AttributeValueMemberSS); ok {
 		execs = slices.Sorted(slices.Values(v.Value))
+	}
+	if w.regions != nil {
+		// MRSC: each execution counted has its item too, and no other.
+		_, items, err := w.regions.committed(scope)
+		if err != nil {
+			return 0, nil, err
+		}
+		if !slices.Equal(items, execs) {
+			w.violate("%s: the count holds executions %v, the items are those of %v: an Effect's writes applied in part", scope, execs, items)
+		}
 	}
 	return n, execs, nil
 }
