@@ -190,7 +190,13 @@
 // promise, fenced by an epoch on failover (pkg/idem/idemglobal); records
 // carry the Region whose replica took their claim and its epoch.
 // docs/library.md ("Global tables") states the failover wait and what a
-// lost Region leaves.
+// lost Region leaves. A store that claims in each caller's Region
+// instead must say so, with WithRegion (its claims then carry the
+// Region, and idemglobal.Detector reports from the streams each key run
+// in two). A store that knows its table is MREC and was given neither
+// refuses to run (NewStore when told the kind; Learn and every call when
+// it learns it), with an error wrapping errors.ErrUnsupported; so does
+// a store given WithHomes on a table that is regional or MRSC.
 //
 // A table with multi-Region strong consistency (MRSC) has no
 // transactions and no TTL; its conditions see the latest version in

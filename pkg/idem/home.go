@@ -60,7 +60,11 @@ type Homes struct {
 	ReplicationBound time.Duration
 }
 
-// WithHomes makes the store claim each key in its home Region (Homes).
+// WithHomes makes the store claim each key in its home Region (Homes),
+// on an MREC table: told or learning that its table is regional or MRSC,
+// the store refuses to run (an error wrapping errors.ErrUnsupported),
+// since such a table has no other replica, or its conditions see every
+// Region's writes already.
 func WithHomes(h Homes) Option {
 	return func(s *Store) {
 		s.setups = append(s.setups, func(db API) error {
@@ -83,7 +87,9 @@ func WithHomes(h Homes) Option {
 // that ran in both) is told from the table's streams
 // (pkg/idem/idemglobal). On a global table with multi-Region eventual
 // consistency, such a store runs a key once per Region that claims it
-// within the replication lag.
+// within the replication lag: WithRegion is how a store opts into that
+// (without it, or WithHomes, a store refuses an MREC table). On a
+// regional or MRSC table it only stamps the claims.
 func WithRegion(region string) Option { return func(s *Store) { s.region = region } }
 
 // homes is a store's state on a global table: its voters, and what it

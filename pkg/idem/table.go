@@ -12,6 +12,8 @@ import (
 // WithTableKind tells the store its table's kind (idemtable.Regional,
 // MREC or MRSC), so it asks nothing: no DescribeTable, no permission for
 // it. A store is otherwise told by the table itself (Store.Learn).
+// NewStore refuses a kind the store's other options cannot run safely
+// on: MREC without WithHomes or WithRegion, WithHomes on any other.
 func WithTableKind(kind idemtable.Kind) Option {
 	return func(s *Store) { s.tbl.told = &idemtable.Info{Kind: kind} }
 }
