@@ -8,8 +8,9 @@
 # "anonymous" kept out of the anonymous scope, ExecuteBatch's duplicate
 # behind key reuse, the key of a span's scope hash, eviction's refusal to
 # run landed writes again, and on a table with multi-Region strong
-# consistency the apply-once markers, the guards and the sweep's delete),
-# each of which the tests must kill.
+# consistency the apply-once markers, the guards, the sweep's delete and
+# the finish; on MREC a key's home and the refusal of a store with no
+# mode), each of which the tests must kill.
 #
 # A mutant is a file, an exact fragment of it and its replacement, a name,
 # and the tests that must kill it: a module directory, a package list and
@@ -255,6 +256,28 @@ mutant sweep-deletes-a-live-record pkg/idem/sweep.go \
 	'aws.String("#exp < :now AND attribute_not_exists(#in)"),' \
 	'aws.String("(#exp < :now OR #exp >= :now) AND attribute_not_exists(#in)"),'
 unit ./idem '^TestSweepNeverDeletesARecordClaimedSinceItsRead$'
+
+# --- Global tables: the modes a store refuses (table.go), a key's home
+# (home.go), and MRSC's finish through the suite across Regions -------------
+
+# A store on an MREC table given neither WithHomes nor WithRegion runs,
+# claiming in each caller's Region.
+mutant mrec-without-a-mode-runs pkg/idem/table.go \
+	'case k == idemtable.MREC && s.homes == nil && s.region == "":' \
+	'case k == idemtable.MREC && s.homes == nil && s.region == "" && s.table == "":'
+unit ./idem '^TestStoreRefusesAModeItsTableCannotHonour$'
+
+# A store with homes whose requests go to its own Region's replica.
+mutant homes-claim-locally pkg/idem/home.go \
+	$'\t}\n\treturn rt.db, nil\n}' \
+	$'\t}\n\treturn r.h.clients[r.h.cfg.Region], nil\n}'
+suite '^TestConformanceAcrossRegions$/^Run$/^regions-homes$/^lag-1s$'
+
+# A finish that never lands: the record keeps its writes waiting.
+mutant finish-never-lands pkg/idem/intent.go \
+	'ConditionExpression:       aws.String("#cid = :cid AND attribute_exists(#in)"),' \
+	'ConditionExpression:       aws.String("#cid = :cid AND attribute_not_exists(#in)"),'
+suite '^TestConformanceOnMRSC$/^Execute$/^regions-mrsc$/^three$'
 
 # --- The run -----------------------------------------------------------------
 
