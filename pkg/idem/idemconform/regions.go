@@ -203,15 +203,21 @@ func writesOnly(wy *Way) string {
 	return ""
 }
 
-// outage takes a Region down in the thick of the workload, for
-// regionOutage, then brings it back.
-func (d *deployment) outage(region string) {
+// interrupt cuts a Region off in the thick of the workload (cut: the
+// simulation's Down or Isolate, which leaves it how), for a while, then
+// mends it.
+func (d *deployment) interrupt(region, how string, cut, mend func(string) error, a time.Duration) {
 	time.Sleep(disturbAfter)
-	_ = d.g.Down(region)
-	d.w.rec.mark("", "%s down", region)
-	time.Sleep(regionOutage)
-	_ = d.g.Up(region)
-	d.w.rec.mark("", "%s up", region)
+	_ = cut(region)
+	d.w.rec.mark("", "%s %s", region, how)
+	time.Sleep(a)
+	_ = mend(region)
+	d.w.rec.mark("", "%s back", region)
+}
+
+// outage takes a Region down for regionOutage.
+func (d *deployment) outage(region string) {
+	d.interrupt(region, "down", d.g.Down, d.g.Up, regionOutage)
 }
 
 // injectAll injects a fault times in all, spread over the Regions'
@@ -265,12 +271,7 @@ var strongScenarios = []*scenario{
 		// reconnected: its replica catches up.
 		name: "region-isolated", writeLatency: strongWriteLatency, unreachable: true,
 		disturb: func(d *deployment) {
-			time.Sleep(disturbAfter)
-			_ = d.g.Isolate(disturbedRegion)
-			d.w.rec.mark("", "%s isolated", disturbedRegion)
-			time.Sleep(regionIsolation)
-			_ = d.g.Reconnect(disturbedRegion)
-			d.w.rec.mark("", "%s reconnected", disturbedRegion)
+			d.interrupt(disturbedRegion, "isolated", d.g.Isolate, d.g.Reconnect, regionIsolation)
 		},
 	},
 	{
