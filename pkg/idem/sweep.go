@@ -78,7 +78,8 @@ type sweepAPI interface {
 // record whose writes were recorded with its completion and not all
 // applied (its holder died in between) has them applied first, and the
 // apply-once markers its updates left on their items are cleared before
-// it goes. It needs a client with Scan and Query (*dynamodb.Client).
+// it goes. It needs a client with Scan and Query (*dynamodb.Client), and
+// refuses a store with homes (WithHomes: an MREC table, which has TTL).
 //
 // What it costs: the pages read (half a read unit per 4 KB of records,
 // every record of the table, expired or not: a Scan reads before it
@@ -86,6 +87,9 @@ type sweepAPI interface {
 // whose marker it clears; docs/library.md has the figures. Errors stop
 // the sweep at the page they met, with the stats of what was done.
 func (s *Store) Sweep(ctx context.Context, opts SweepOptions) (SweepStats, error) {
+	if s.homes != nil {
+		return SweepStats{}, fmt.Errorf("idem: Sweep is for a table without TTL (MRSC); a store with homes is on an MREC table, whose TTL deletes expired records: %w", errors.ErrUnsupported)
+	}
 	db, ok := s.db.(sweepAPI)
 	if !ok {
 		return SweepStats{}, errors.New("idem: Sweep needs a client with Scan and Query (*dynamodb.Client)")

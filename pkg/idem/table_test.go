@@ -247,6 +247,14 @@ func TestStoreRefusesAModeItsTableCannotHonour(t *testing.T) {
 		check.NoError(t, run(local, "local"), "WithRegion opts into claims in the caller's Region")
 		_, err = local.Learn(ctx)
 		check.NoError(t, err)
+
+		// Homes are MREC's; so is TTL, which a sweep stands in for on MRSC
+		// only: a store with homes says so, not that its client lacks Scan.
+		homed, err := idem.NewStore(db, mrscIdem, homes(map[string]idem.API{regionEast: db, regionWest: g.Region(regionWest).HandlerClient()}, regionEast))
+		must.NoError(t, err)
+		_, err = homed.Sweep(ctx, idem.SweepOptions{})
+		check.ErrorIs(t, err, errors.ErrUnsupported)
+		check.ErrorContains(t, err, "TTL")
 	})
 
 	t.Run("homes elsewhere", func(t *testing.T) {
