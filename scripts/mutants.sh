@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # The mutation check behind `make mutants` (issue 26, point 5; issue 36,
-# hole 5): a fixed list of hand-made mutants of the conditions and
-# branches that carry exactly once in pkg/idem, each of which a
+# hole 5; issue 37): a fixed list of hand-made mutants of the conditions
+# and branches that carry exactly once in pkg/idem, each of which a
 # deterministic test must kill. docs/testing.md's table lists them by
 # category: claim (every clause of the claim's condition, the claim state
 # machine, the lease a claim writes), judgement (what the record that beat
 # a claim decides), lost-answer read-back (a write that may have landed),
 # fence, release, watchdog, acknowledgement (an effect not recorded is
 # acknowledged by every way in), cancellation reasons, batches, scopes,
-# operators and call (a call's own settings, reaching that call alone).
+# operators, call (a call's own settings, reaching that call alone) and
+# global (on a table with multi-Region strong consistency the apply-once
+# markers, the guards, the sweep's delete and the finish; on MREC a key's
+# home and the refusal of a store with no mode).
 #
 # A mutant is a name, a category, a file, an exact fragment of it and its
 # replacement, and the tests that must kill it: each a module directory, a
 # package list and a -run pattern, and a kind. `unit` and `fake` targets
 # are deterministic (the pkg module's unit tests, and the conformance
-# module's tests in fake time, never TestConformance: every deterministic
-# run skips it); `suite` targets are the conformance suite
-# (TestConformance, pkg/idem/idemconform), whose randomized cells do not
-# count as a kill here. A mutant is applied with `go test -overlay` (a
+# module's tests in fake time, never the suite: every deterministic run
+# skips it); `suite` targets are the conformance suite (TestConformance,
+# and across Regions TestConformanceAcrossRegions, TestConformanceOnMRSC
+# and TestBaselineAcrossRegions, pkg/idem/idemconform), whose randomized
+# cells do not count as a kill here. A mutant is applied with `go test -overlay` (a
 # mutated copy in a temporary directory stands in for the file), never by
 # editing the tree, so an interrupted run leaves nothing behind. Its
 # deterministic targets run in order, without -race and with -failfast,
@@ -73,6 +77,10 @@ unit() { kill_with det pkg "$1" "$2"; }
 fake() { kill_with det pkg/idem/idemconform . "$1"; }
 suite() { kill_with suite pkg/idem/idemconform . "$1"; }
 otel() { kill_with det pkg/idem/idemotel . "$1"; }
+
+# The conformance suite's tests, whose randomized cells (in one Region,
+# and across the Regions of a global table) every deterministic run skips.
+suites='^(TestConformance|TestConformanceAcrossRegions|TestConformanceOnMRSC|TestBaselineAcrossRegions)$'
 
 # The whole deterministic set: what runs when a mutant's own targets
 # miss, and for MUTANTS_SURVEY.
@@ -949,6 +957,52 @@ mutant batch-ignores-call-retention call pkg/idem/batch.go \
 what 'ExecuteBatch keeps its records for the store'\''s retention, not the call'\''s'
 unit ./idem '^TestCallRetentionIsThatCallsAlone$'
 
+# --- global: a table with multi-Region strong consistency (an Effect's
+# commit without a transaction, intent.go; the sweep, sweep.go) and MREC
+# (the modes a store refuses, table.go; a key's home, home.go) ------------
+
+mutant apply-put-unmarked global pkg/idem/intent.go \
+	$'\t\t\tcond := "NOT contains(#idem_m, :idem_m)"\n\t\t\tif in.Condition != "" {' \
+	$'\t\t\tcond := "(NOT contains(#idem_m, :idem_m) OR contains(#idem_m, :idem_m))"\n\t\t\tif in.Condition != "" {'
+what 'a recovery puts an unconditional Put'\''s item again over what another writer made of it since'
+unit ./idem '^TestMRSCUnconditionalPutAppliedOnce$'
+
+mutant apply-update-unmarked global pkg/idem/intent.go \
+	$'\t\t\tcond := "NOT contains(#idem_m, :idem_m)"\n\t\t\tnames, values := used(' \
+	$'\t\t\tcond := "(NOT contains(#idem_m, :idem_m) OR contains(#idem_m, :idem_m))"\n\t\t\tnames, values := used('
+what 'a recovery applies an Update (a counter'\''s ADD) a second time'
+unit ./idem '^TestMRSCCrashBetweenIntentSteps$'
+
+mutant guard-creates-its-item global pkg/idem/intent.go \
+	'aws.String("attribute_exists(#idem_k) AND (" + g.cond + ")"),' \
+	'aws.String("(attribute_exists(#idem_k) OR attribute_not_exists(#idem_k)) AND (" + g.cond + ")"),'
+what 'a guard'\''s UpdateItem creates the item it checks, where there is none'
+unit ./idem '^TestMRSCGuardsRefuseBeforeAnythingIsWritten$'
+
+mutant sweep-deletes-a-live-record global pkg/idem/sweep.go \
+	'aws.String("#exp < :now AND attribute_not_exists(#in)"),' \
+	'aws.String("(#exp < :now OR #exp >= :now) AND attribute_not_exists(#in)"),'
+what 'a sweep deletes a record claimed anew since it read it expired'
+unit ./idem '^TestSweepNeverDeletesARecordClaimedSinceItsRead$'
+
+mutant finish-never-lands global pkg/idem/intent.go \
+	'ConditionExpression:       aws.String("#cid = :cid AND attribute_exists(#in)"),' \
+	'ConditionExpression:       aws.String("#cid = :cid AND attribute_not_exists(#in)"),'
+what 'an MRSC completion'\''s finish never lands: the record keeps its writes waiting'
+suite '^TestConformanceOnMRSC$/^Execute$/^regions-mrsc$/^three$'
+
+mutant mrec-without-a-mode-runs global pkg/idem/table.go \
+	'case k == idemtable.MREC && s.homes == nil && s.region == "":' \
+	'case k == idemtable.MREC && s.homes == nil && s.region == "" && s.table == "":'
+what 'a store on an MREC table given neither WithHomes nor WithRegion runs, claiming in each caller'\''s Region'
+unit ./idem '^TestStoreRefusesAModeItsTableCannotHonour$'
+
+mutant homes-claim-locally global pkg/idem/home.go \
+	$'\t}\n\treturn rt.db, nil\n}' \
+	$'\t}\n\treturn r.h.clients[r.h.cfg.Region], nil\n}'
+what 'a store with homes sends its requests to its own Region'\''s replica, not the key'\''s home'
+suite '^TestConformanceAcrossRegions$/^Run$/^regions-homes$/^lag-1s$'
+
 # --- The run -----------------------------------------------------------------
 
 selected() { [[ -z ${MUTANTS:-} || $1 =~ $MUTANTS || $2 =~ $MUTANTS ]]; }
@@ -989,7 +1043,7 @@ indent() { sed "s/^/$1/"; }
 runs() {
 	local kind=$1 dir=$2 pkgs=$3 pattern=$4 overlay=$5 log=$6 failfast=${7--failfast} args=()
 	[ -n "$overlay" ] && args+=("-overlay=$overlay")
-	[ "$kind" = det ] && args+=(-skip '^TestConformance$')
+	[ "$kind" = det ] && args+=(-skip "$suites")
 	[ -n "$failfast" ] && args+=("$failfast")
 	[ -n "$pattern" ] && args+=(-run "$pattern")
 	read -r -a p <<<"$pkgs"

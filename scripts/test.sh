@@ -45,7 +45,9 @@ fi
 # (pkg/idem/idemconform): the library's ways in and, from test/adopter,
 # a way written outside the library. They are printed as one table after
 # the packages' results: each header line once, every way's rows, and one
-# total that adds the tables' up (their wall times side by side).
+# total that adds the tables' up (their wall times side by side). Lines
+# starting "regions:" (the suite across the Regions of a global table)
+# and "figures:" (docs/library.md's figures for global tables) follow it.
 # -v prints a test's log lines under "=== RUN/CONT/NAME <test>" headers,
 # before its "--- SKIP" or "--- FAIL" line: keep them per test and print
 # them with that line.
@@ -60,6 +62,7 @@ awk '
 		next
 	}
 	/^conformance:/ { if (!seen[$0]++) table[++rows] = $0; next }
+	/^(regions|figures):/ { if (!seen[$0]++) more[++extra] = $0; next }
 	/^ *--- (SKIP|FAIL):/ {
 		print
 		name = $3
@@ -72,6 +75,7 @@ awk '
 		for (i = 1; i <= rows; i++) print table[i]
 		if (tables > 0)
 			printf "conformance: total: %d runs, %d effects (%d in Run'"'"'s window), %d histories checked (%d operations), %d violations; wall time %s (race detector: %s\n", runs, effects, window, histories, ops, violations, wall, race
+		for (i = 1; i <= extra; i++) print more[i]
 	}
 ' "$log"
 passed=$(grep -c -- '--- PASS:' "$log")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
+	"github.com/idemlambda/idemlambda/pkg/idem/internal/home"
 )
 
 // ValidateCall reports why s would refuse a call with opts, or nil: for
@@ -18,7 +19,7 @@ func (s *Store) ValidateCall(opts ...CallOption) error {
 // settings is the settings of a call with opts: the store's, with opts
 // applied.
 func (s *Store) settings(opts []CallOption) (callSettings, error) {
-	c := callSettings{wait: s.wait, retention: s.retention}
+	c := s.defaults()
 	for _, o := range opts {
 		if o.set != nil {
 			o.set(&c)
@@ -36,6 +37,11 @@ func (s *Store) settingsFor(ctx context.Context) callSettings {
 	if c, ok := settingsOf(ctx); ok {
 		return c
 	}
+	return s.defaults()
+}
+
+// defaults is the settings of a call with no CallOption: the store's.
+func (s *Store) defaults() callSettings {
 	return callSettings{wait: s.wait, retention: s.retention}
 }
 
@@ -69,7 +75,12 @@ func (s *Store) admit(ctx context.Context, way idemtrace.Way, scope Scope, finge
 		id, res, err, done = s.enter(ctx, t, scope, fingerprint, nil)
 	}
 	if !done {
-		res, err = call(withCall(ctx, scope, true, t, settings), id)
+		cctx := withCall(ctx, scope, true, t, settings)
+		if cctx, err = s.routeTo(cctx, scope); err != nil {
+			res = Result{Outcome: outcomeOf(err)}
+		} else {
+			res, err = call(cctx, id)
+		}
 	}
 	if finish != nil {
 		res, err = finish(res, err)
@@ -105,6 +116,27 @@ func (s *Store) enter(ctx context.Context, t *idemtrace.Trace, scope Scope, fing
 		return id, res, err, true
 	}
 	return id, Result{}, nil, false
+}
+
+// routeTo is ctx routed to scope's home, with Homes (WithHomes); ctx
+// as it is without, naming the store's Region for its operation if it
+// has one (WithRegion). The table's kind is learned first, once per
+// store, and a call the store cannot make safe on it refused (ready).
+func (s *Store) routeTo(ctx context.Context, scope Scope) (context.Context, error) {
+	if err := s.ready(ctx); err != nil {
+		return ctx, err
+	}
+	if s.homes == nil {
+		if s.region != "" {
+			ctx = home.WithWriter(ctx, home.Writer{Region: s.region})
+		}
+		return ctx, nil
+	}
+	r, err := s.homes.route(ctx, scope)
+	if err != nil {
+		return ctx, err
+	}
+	return routed(ctx, r), nil
 }
 
 // check is Scope.check, and that the scope's ID fits the key of the

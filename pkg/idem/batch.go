@@ -86,6 +86,9 @@ func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func
 	case settingsErr != nil:
 		return nil, settingsErr
 	}
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	b := &batch{
 		s: s, items: items, shared: shared, retention: s.settingsFor(ctx).retention,
 		claims: make([]*claim, len(items)), res: make([]BatchResult, len(items)),
@@ -111,9 +114,42 @@ func (s *Store) executeBatch(ctx context.Context, items []BatchItem, shared func
 		b.claim(i, id)
 		pending = append(pending, i)
 	}
-	b.commit(ctx, pending)
+	b.commitHomed(ctx, pending)
 	b.followUp(ctx, follows)
 	return b.res, nil
+}
+
+// commitHomed commits the pending items; on a global table (WithHomes),
+// in a group per home, each sent to its home's Region, since a
+// transaction is atomic in one Region only (and the items' shared writes
+// are computed per group).
+func (b *batch) commitHomed(ctx context.Context, pending []int) {
+	h := b.s.homes
+	if h == nil {
+		b.commit(ctx, pending)
+		return
+	}
+	groups := map[string][]int{}
+	var slots []string
+	for _, i := range pending {
+		slot, err := h.slotOf(b.items[i].Scope)
+		if err != nil {
+			b.failWith([]int{i}, OutcomeError, err)
+			continue
+		}
+		if _, ok := groups[slot]; !ok {
+			slots = append(slots, slot)
+		}
+		groups[slot] = append(groups[slot], i)
+	}
+	for _, slot := range slots {
+		r, err := h.routeSlot(ctx, slot)
+		if err != nil {
+			b.fail(groups[slot], err)
+			continue
+		}
+		b.commit(routed(ctx, r), groups[slot])
+	}
 }
 
 // batch is one ExecuteBatch call's state: per item, its claim and its
@@ -164,7 +200,7 @@ func (b *batch) followUp(ctx context.Context, follows map[int]int) {
 			b.claim(i, id)
 			again = append(again, i)
 		}
-		b.commit(ctx, again)
+		b.commitHomed(ctx, again)
 		follows = next
 	}
 }
@@ -199,6 +235,10 @@ type batchTx struct {
 // (retried; attempts spent, a key whose own record stayed contended is in
 // flight, and halves give the others more time).
 func (b *batch) commit(ctx context.Context, pending []int) {
+	if b.s.strong(ctx) {
+		b.commitEach(ctx, pending)
+		return
+	}
 	conflicts := 0
 	for len(pending) > 0 {
 		if err := ctx.Err(); err != nil {
@@ -212,6 +252,10 @@ func (b *batch) commit(ctx context.Context, pending []int) {
 		err := b.send(ctx, pending, tx, conflicts+1)
 		if err == nil {
 			b.executedAll(pending, tx.expires)
+			return
+		}
+		if b.s.learnRefusal(ctx, err) {
+			b.commitEach(ctx, pending) // nothing was written
 			return
 		}
 		var tce *types.TransactionCanceledException
@@ -264,7 +308,7 @@ func (b *batch) prepare(ctx context.Context, pending []int) (tx batchTx, ok bool
 	tx.expires = tx.now
 	for _, i := range pending {
 		c := b.claims[i]
-		put, exp := b.s.completedPut(c, b.items[i].Response, len(writes), tx.now)
+		put, exp := b.s.completedPut(ctx, c, b.items[i].Response, len(writes), tx.now)
 		tx.actions = append(tx.actions, types.TransactWriteItem{Put: put})
 		tx.expires = exp
 	}
@@ -493,4 +537,34 @@ func txSize(actions []types.TransactWriteItem) int {
 		}
 	}
 	return n
+}
+
+// commitEach commits the pending items one by one, on a table with
+// multi-Region strong consistency, which has no transactions: each key
+// is claimed (a duplicate is decided as any claim is, and answered at
+// once, without a wait), then its Effect (its response, and the writes
+// shared returns for it alone) commits as Execute's does there.
+func (b *batch) commitEach(ctx context.Context, pending []int) {
+	settings := b.s.settingsFor(ctx)
+	settings.wait = 0
+	ctx = withCall(ctx, Scope{}, false, traceOf(ctx), settings)
+	for _, i := range pending {
+		if err := ctx.Err(); err != nil {
+			b.fail([]int{i}, fmt.Errorf("idem: batch: %w", err))
+			continue
+		}
+		c := b.claims[i]
+		res, err := b.s.claiming(c.fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
+			writes, err := b.shared([]int{i}, nil)
+			if err != nil {
+				return b.s.abandon(ctx, claim.Lease, err, false)
+			}
+			eff := Effect{Response: b.items[i].Response, Writes: writes}
+			if err := b.s.checkEffect(id, eff); err != nil {
+				return b.s.abandon(ctx, claim.Lease, err, false)
+			}
+			return b.s.commitEffect(ctx, id, c.fingerprint, claim, eff)
+		})(ctx, c.id)
+		b.res[i] = BatchResult{res, err}
+	}
 }

@@ -115,6 +115,9 @@ type met struct {
 	found bool      // false: no record (it vanished since the attempt)
 	at    time.Time // when the condition, or the read, was evaluated
 	held  bool      // a running transaction holds the record; rec is unknown
+	// read: the record is to be read whatever the call follows (writes
+	// from another Region kept meeting it: a read settles what they did).
+	read bool
 }
 
 // step is what a claim does after decide.
@@ -148,7 +151,7 @@ const (
 // ends.
 func (c *claim) decide(m met) (step, error) {
 	if m.held {
-		if !c.follows && c.sentOnce {
+		if !c.follows && c.sentOnce && !m.read {
 			return stepRefuse, &InFlightError{RetryAfter: c.s.learned.txTime()}
 		}
 		return stepRead, nil
@@ -214,9 +217,9 @@ func (s *Store) current(ctx context.Context, id string, item map[string]types.At
 
 // completedPut is the claim c of a transaction (Transact, ExecuteBatch):
 // a Put of the record, COMPLETED with resp and the number of writes that
-// commit with it, and carrying the call's token, under the claim
-// condition; and the record's expiry.
-func (s *Store) completedPut(c *claim, resp Response, writes int, now time.Time) (*types.Put, time.Time) {
+// commit with it, and carrying the call's token (and, on a global table,
+// its origin: stamp), under the claim condition; and the record's expiry.
+func (s *Store) completedPut(ctx context.Context, c *claim, resp Response, writes int, now time.Time) (*types.Put, time.Time) {
 	expires := time.Unix(now.Add(c.retention).Unix(), 0)
 	item := s.withKey(c.id, map[string]types.AttributeValue{
 		s.attr.Status:       str(statusCompleted),
@@ -228,6 +231,7 @@ func (s *Store) completedPut(c *claim, resp Response, writes int, now time.Time)
 		s.attr.ExpiresAt:    num(expires.Unix()),
 	})
 	maps.Copy(item, stored.Item(s.attr, stored.Result(resp), writes))
+	s.stamp(ctx, item)
 	return &types.Put{
 		TableName:                           aws.String(s.table),
 		Item:                                item,
@@ -281,7 +285,7 @@ func errResult(err error) (idemtrace.ClaimResult, time.Duration) {
 		return idemtrace.ClaimInFlight, inflight.RetryAfter
 	case errors.Is(err, ErrKeyReuse):
 		return idemtrace.ClaimKeyReuse, 0
-	case isConflict(err):
+	case isConflict(err) || isReplicated(err):
 		return idemtrace.ClaimConflict, 0
 	}
 	return idemtrace.ClaimError, 0

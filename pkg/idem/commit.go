@@ -194,7 +194,17 @@ func (l *hold) complete(ctx context.Context, resp Response) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	err = l.store.retryConflicts(ctx, func() error {
+	if err := l.update(ctx, u, cid); err != nil {
+		return time.Time{}, err
+	}
+	return expires, nil
+}
+
+// update sends u, a fenced completion whose id is cid, in its own
+// UpdateItem. ErrLeaseLost means another holder has the key (or it
+// already completed); another error leaves unknown whether it landed.
+func (l *hold) update(ctx context.Context, u *types.Update, cid string) error {
+	err := l.store.retryConflicts(ctx, func() error {
 		_, err := l.store.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: u.TableName, Key: u.Key,
 			UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
@@ -206,14 +216,14 @@ func (l *hold) complete(ctx context.Context, resp Response) (time.Time, error) {
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		if l.store.completedBy(ccf.Item, cid) {
-			return expires, nil // the SDK retried an update that had landed
+			return nil // the SDK retried an update that had landed
 		}
-		return time.Time{}, fmt.Errorf("%w: completion refused: %w", ErrLeaseLost, err)
+		return fmt.Errorf("%w: completion refused: %w", ErrLeaseLost, err)
 	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("idem: complete: %w", err)
+		return fmt.Errorf("idem: complete: %w", err)
 	}
-	return expires, nil
+	return nil
 }
 
 // record completes the key after an effect that happened, even if the

@@ -46,8 +46,10 @@
 // Around them: pkg/idem/idemtable creates the table and describes its
 // layout, pkg/idem/idemshard spreads a hot aggregate over shard items,
 // pkg/idem/idemadmin looks up or evicts one key (pkg/cmd/idemctl on the
-// command line), and pkg/idem/idemtest is a strict DynamoDB-compatible
-// store for tests. docs/library.md is the guide.
+// command line), pkg/idem/idemglobal fails over the homes of a global
+// table (WithHomes) and detects keys run in two Regions, and
+// pkg/idem/idemtest is a strict DynamoDB-compatible store for tests.
+// docs/library.md is the guide.
 //
 // # The protocol
 //
@@ -184,6 +186,62 @@
 // redelivery that would run it again. Passing the scope's key to a
 // downstream API that takes one (ScopeFrom) closes the window.
 //
+// # Global tables
+//
+// A store knows its table's kind (idemtable.Kind): told it
+// (WithTableKind), or learned once, with one DescribeTable on its first
+// call or at init (Store.Learn), and from DynamoDB's refusal of a
+// transaction where it could not ask. A regional table, and until the
+// kind is known any table, runs as above.
+//
+// A table with multi-Region eventual consistency (MREC) evaluates a
+// claim's condition against its own Region's replica, so a key claimed
+// in two Regions within the replication lag runs in both. WithHomes sends
+// every read and write of a key's record, and its Effect's writes, to the
+// key's home Region, which holds it under a lease a quorum of voters
+// promise, fenced by an epoch on failover (pkg/idem/idemglobal); records
+// carry the Region whose replica took their claim and its epoch.
+// docs/library.md ("Global tables") states the failover wait and what a
+// lost Region leaves. A store that claims in each caller's Region
+// instead must say so, with WithRegion (its claims then carry the
+// Region, and idemglobal.Detector reports from the streams each key run
+// in two). A store that knows its table is MREC and was given neither
+// refuses to run (NewStore when told the kind; Learn and every call when
+// it learns it), with an error wrapping errors.ErrUnsupported; so does
+// a store given WithHomes on a table that is regional or MRSC.
+//
+// A table with multi-Region strong consistency (MRSC) has no
+// transactions and no TTL; its conditions see the latest version in
+// every Region, and a write that meets another Region's write of the
+// same item is refused with ReplicatedWriteConflictException, which
+// every write of the store retries with full jitter and then settles
+// with a consistent read. Claims, renewals, completions and releases are
+// single-item writes already. An Effect commits under the holder's lease
+// in steps: each write's condition is checked, by a write that changes
+// nothing (an UpdateItem on the item, or a DeleteItem where there is
+// none), so a failed one is ErrConditionFailed and writes nothing; then
+// the writes are recorded as intents in the fenced completion (the
+// decision: the key is completed, and its writes will land); then each
+// is applied once, in order, conditional on a marker its completion
+// leaves on the item (a string set attribute, idem_applied), and the
+// record says so. What a transaction gave and this does not: another
+// reader may see the writes one at a time (each is atomic, the set is
+// not); an Update's condition holds when it is checked, before the
+// decision, not when it is applied, so ADDs to a counter may pass its
+// cap together (an Update whose condition tests what it sets or
+// removes, an optimistic lock, is ErrInvalidEffect); a Put keeps its
+// condition when applied, and one whose item another writer created
+// since stays recorded, its key's callers answered ErrConditionFailed
+// until the item is gone; a Delete is applied again by a recovery only
+// where its condition still holds. A holder that stops after the
+// decision leaves its writes to whoever meets the record next: the
+// key's next caller applies them before it answers, a waiter too, and
+// Sweep those of a key nobody calls; until then the record neither
+// expires nor can be claimed anew. Transact claims the key first on
+// MRSC, as Execute; ExecuteBatch commits its keys one at a time, each
+// with the writes shared returns for it alone. Sweep, which an adopter
+// schedules, deletes expired records where TTL does not.
+//
 // # Guarantees
 //
 //   - Of any number of concurrent callers of one key, one wins the claim,
@@ -241,7 +299,8 @@
 //
 // # Table
 //
-// One table, partition key "id" (S), TTL on "expires_at";
+// One table, partition key "id" (S), TTL on "expires_at" (on MRSC,
+// Sweep in its place);
 // pkg/idem/idemtable creates one and names the key prefix that confines an
 // IAM role to one operation's records. WithLayout puts the records
 // elsewhere (an idemtable.Layout): another partition key name, a prefix
@@ -277,6 +336,10 @@
 //	                  evicting it runs again (absent: completed before)
 //	expires_at        epoch seconds: the claim's lease or the retention
 //	                  (WithRetention, default 24 h) after completion
+//	intents           L of M, on MRSC only: the writes recorded with the
+//	                  completion and not all applied yet
+//	markers           L of M, on MRSC only: the items whose updates
+//	                  carry the completion's markers, which Sweep clears
 //
 // The package knows nothing about the operation it protects: products,
 // payments or e-mails.
@@ -295,19 +358,25 @@ package idem
 //	record.go       what is stored: the response, the record, their sizes
 //	cache.go        completed records kept in memory
 //	learn.go        what a store learns of its calls' times
+//	kind.go         what a store knows of its table's kind, and reads of it
 //	store.go        the table, the Store and its options
+//	home.go         a key's home Region on a global table, and its lease
 //	trace.go        the trace hook, which every phase reports to
+//	table.go        the table's kind, told or learned
 //	admit.go        admission, the first step of every call
 //	retry.go        DynamoDB's refusals, read and retried
 //	claim.go        the claim condition and the claim state machine
 //	lease.go        the lease a claim grants: its one policy
 //	commit.go       the holder's completion, with the effect's writes
 //	release.go      the holder's release of a failed call's claim
+//	intent.go       an Effect without a transaction: guards, intents applied once
 //	replay.go       a completed key's answer
 //	wait.go         a duplicate waiting for a live holder
 //	reserve.go      the reserve claim mode: PutItem, then the lease
+//	held.go         a held key's Effect run and committed, either way
 //	transact.go     Transact: the claim in the effect's transaction
 //	batch.go        ExecuteBatch: many keys in few transactions
 //	execute.go      Execute: reserve, then commit the effect's writes
 //	run.go          Run: reserve, then record an outside effect
 //	do.go           Do: Run for a typed value
+//	sweep.go        Sweep: expired records deleted where there is no TTL

@@ -56,12 +56,24 @@ var (
 	ErrInvalidEffect = errors.New("idem: invalid effect")
 	// errCorruptRecord: a stored record cannot be read back.
 	errCorruptRecord = stored.ErrCorrupt
+	// errNotApplied: on a table without transactions (multi-Region
+	// strong consistency), the key's completion and its writes are
+	// recorded, and not every write could be applied yet; the key's next
+	// caller, or the sweeper, applies them. A retry may follow
+	// (IsUnavailable).
+	errNotApplied = errors.New("idem: completion recorded, its writes not all applied yet")
 	// ErrNotRecorded: the effect ran but its completion could not be
 	// recorded; a retry after the lease ends may run it again. A function
 	// passed to Run may return it too, to say its effect happened and the
 	// key must stay held rather than be released.
 	ErrNotRecorded = errors.New("idem: effect done but completion not recorded")
 )
+
+// ErrNoHome (WithHomes): no Region holds the lease of the key's home: a
+// failover is under way (the error says from when its new home takes
+// claims), or too few voters answered to renew the lease. IsUnavailable
+// reports it: retry later.
+var ErrNoHome = errors.New("idem: no Region holds the lease of the key's home")
 
 // InFlightError is the ErrInFlight case with the holder's remaining lease.
 type InFlightError struct {
@@ -186,6 +198,9 @@ var unavailableCodes = map[string]bool{
 	// A write refused because a transaction held its item, after this
 	// package's own retries: the item is busy, not broken.
 	"TransactionConflictException": true,
+	// A write of an item another Region was writing at the same moment
+	// (multi-Region strong consistency), after this package's retries.
+	"ReplicatedWriteConflictException": true,
 }
 
 // throttled reports whether DynamoDB refused err's request for its rate.
@@ -208,7 +223,7 @@ func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, errConflict) || errors.Is(err, errThrottled) ||
+	if errors.Is(err, errConflict) || errors.Is(err, errThrottled) || errors.Is(err, errNotApplied) || errors.Is(err, ErrNoHome) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return true
 	}

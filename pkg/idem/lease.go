@@ -86,13 +86,26 @@ func heldExpiry(now, leaseEnd time.Time, retention time.Duration) time.Time {
 	return now.Add(max(retention, leaseEnd.Sub(now)))
 }
 
-// actUntil is when the holder must have stopped acting on its lease: its
+// keyUntil is when the holder must have stopped acting on its lease: its
 // end less the margin, and under a deadline on ctx no later than the
 // deadline less the margin, so that the caller still answers in time.
-func (l *hold) actUntil(ctx context.Context) time.Time {
+func (l *hold) keyUntil(ctx context.Context) time.Time {
 	until := l.expiresAt.Add(-l.store.margin)
 	if deadline, ok := ctx.Deadline(); ok && deadline.Add(-l.store.margin).Before(until) {
 		until = deadline.Add(-l.store.margin)
+	}
+	return until
+}
+
+// actUntil is keyUntil, and on a global table (WithHomes) no later than
+// the margin before the lease of the call's home ends, as the store last
+// renewed it.
+func (l *hold) actUntil(ctx context.Context) time.Time {
+	until := l.keyUntil(ctx)
+	if r := routeOf(ctx); r != nil {
+		if home := l.store.homes.until(r); home.Before(until) {
+			until = home
+		}
 	}
 	return until
 }
@@ -102,15 +115,24 @@ func (l *hold) actUntil(ctx context.Context) time.Time {
 // ends after it, and fn runs as it is. Without one, a heartbeat renews
 // the lease while fn runs, and fn's context is cancelled with a cause
 // wrapping ErrLeaseLost when the lease is lost or not renewed in time.
+// On a global table (WithHomes), fn's context is cancelled so too when
+// the call's home no longer holds the key (watchHome).
 func keepAlive[T any](ctx context.Context, l *hold, fn func(context.Context) (T, error)) (T, error) {
 	lease := l.expiresAt // read before the heartbeat renews it
-	if _, ok := ctx.Deadline(); ok {
+	_, deadline := ctx.Deadline()
+	r := routeOf(ctx)
+	if deadline && r == nil {
 		return callEffect(ctx, lease, fn)
 	}
 	ctx, lost := context.WithCancelCause(ctx)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { l.heartbeat(ctx, stop, lost) })
+	if !deadline {
+		wg.Go(func() { l.heartbeat(ctx, stop, lost) })
+	}
+	if r != nil {
+		wg.Go(func() { l.watchHome(ctx, r, stop, lost) })
+	}
 	defer func() {
 		close(stop)
 		wg.Wait()
@@ -127,7 +149,7 @@ func keepAlive[T any](ctx context.Context, l *hold, fn func(context.Context) (T,
 func (l *hold) heartbeat(ctx context.Context, stop <-chan struct{}, lost context.CancelCauseFunc) {
 	every := l.store.lease / 3
 	// left is how long this holder may still act on its lease.
-	left := func() time.Duration { return l.actUntil(ctx).Sub(l.store.now()) }
+	left := func() time.Duration { return l.keyUntil(ctx).Sub(l.store.now()) }
 	ended := func(err error) error {
 		if err == nil {
 			err = errors.New("no renewal landed in time")
@@ -171,6 +193,34 @@ func (l *hold) heartbeat(ctx context.Context, stop <-chan struct{}, lost context
 			return
 		}
 		timer.Reset(min(every, d))
+	}
+}
+
+// watchHome cancels the holder's operation once the home of its call,
+// r, no longer holds the key's slot: it checks the slot's view (renewing
+// its lease when due) every quarter of a home lease, and by the margin
+// before the lease it knows ends, until stop closes or ctx ends.
+func (l *hold) watchHome(ctx context.Context, r *route, stop <-chan struct{}, lost context.CancelCauseFunc) {
+	h := l.store.homes
+	every := h.cfg.Lease / 4
+	// At least a few milliseconds apart: a check that renews nothing
+	// (the voters out of reach) keeps a lease with time left.
+	next := func() time.Duration { return max(min(every, h.until(r).Sub(l.store.now())), 10*time.Millisecond) }
+	timer := time.NewTimer(next())
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		if err := h.check(ctx, r); err != nil {
+			lost(fmt.Errorf("%w: the key's home no longer holds it: %w", ErrLeaseLost, err))
+			return
+		}
+		timer.Reset(next())
 	}
 }
 

@@ -46,11 +46,16 @@ func (l *hold) release(ctx context.Context, cid string) (landed bool, err error)
 		return err
 	})
 	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
+	switch {
+	case errors.As(err, &ccf):
 		if cid != "" && l.store.completedBy(l.found(ctx, ccf.Item), cid) {
 			return true, nil
 		}
 		return false, fmt.Errorf("%w: nothing to release", ErrLeaseLost)
+	case errors.Is(err, ErrNoHome):
+		// The key's home moved (WithHomes): the claim there ends with its
+		// lease, and nothing this holder writes lands any more.
+		return false, fmt.Errorf("%w: %w", ErrLeaseLost, err)
 	}
 	if err != nil {
 		return false, fmt.Errorf("idem: release: %w", err)

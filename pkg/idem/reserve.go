@@ -51,7 +51,14 @@ func (s *Store) claiming(fingerprint string, then func(ctx context.Context, id s
 		case err != nil:
 			return Result{Outcome: outcomeOf(err)}, err
 		case claim.replay != nil:
-			return s.replay(id, fingerprint, *claim.replay), nil
+			// A completion whose writes are not all applied yet (a table
+			// with multi-Region strong consistency) is answered once they
+			// are.
+			rec, err := s.applyPending(ctx, *claim.replay)
+			if err != nil {
+				return Result{Outcome: outcomeOf(err)}, err
+			}
+			return s.replay(id, fingerprint, rec), nil
 		}
 		return then(ctx, id, claim)
 	}
@@ -68,6 +75,7 @@ func (s *Store) reserve(ctx context.Context, id, fingerprint string) (claimed, e
 	// means an earlier attempt landed, whatever its answer said.
 	c := &claim{s: s, id: id, fingerprint: fingerprint, token: s.newToken(), waits: w.on(), follows: w.follows(),
 		retention: s.settingsFor(ctx).retention}
+	replicated := 0
 	for n := 1; ; n++ {
 		a, err := s.tryReserve(ctx, c)
 		traceAttempt(ctx, n, a, err, c)
@@ -76,6 +84,18 @@ func (s *Store) reserve(ctx context.Context, id, fingerprint string) (claimed, e
 			// The record is in another request's running transaction: its
 			// holder is committing, or a transact-mode caller is claiming.
 			a.met = met{held: true}
+		case isReplicated(err):
+			// Another Region is writing the record at this moment (a
+			// duplicate's claim, its holder's completion or release):
+			// claim again after a pause; past the attempts, read it.
+			if replicated++; replicated < s.maxTxAttempts {
+				traceRetry(ctx, replicated, err)
+				if werr := backoff(ctx, replicated); werr != nil {
+					return claimed{}, fmt.Errorf("%w: %w", err, werr)
+				}
+				continue
+			}
+			a.met = met{held: true, read: true}
 		case err != nil || a.claim.Outcome != "":
 			return a.claim, err
 		}
@@ -126,14 +146,14 @@ func (s *Store) tryReserve(ctx context.Context, c *claim) (attempt, error) {
 	var sent sends
 	out, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table),
-		Item: s.withKey(c.id, map[string]types.AttributeValue{
+		Item: s.stamp(ctx, s.withKey(c.id, map[string]types.AttributeValue{
 			s.attr.Status:         str(statusInProgress),
 			s.attr.Fingerprint:    str(c.fingerprint),
 			s.attr.LeaseToken:     str(c.token),
 			s.attr.LeaseExpiresAt: num(a.leaseEnd.UnixMilli()),
 			s.attr.CreatedAt:      ddbitem.Time(now),
 			s.attr.ExpiresAt:      num(heldExpiry(now, a.leaseEnd, c.retention).Unix()),
-		}),
+		})),
 		ConditionExpression:       aws.String(claimCondition),
 		ExpressionAttributeNames:  s.claimNames(),
 		ExpressionAttributeValues: claimValues(now, c.fingerprint),
@@ -153,7 +173,7 @@ func (s *Store) tryReserve(ctx context.Context, c *claim) (attempt, error) {
 		return a, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
-	if isConflict(err) {
+	if isConflict(err) || isReplicated(err) {
 		return a, fmt.Errorf("idem: reserve: %w", err)
 	}
 	if !errors.As(err, &ccf) {

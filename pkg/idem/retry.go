@@ -126,6 +126,15 @@ func isConflict(err error) bool {
 	return errors.As(err, &c)
 }
 
+// isReplicated reports whether DynamoDB refused a write because another
+// Region was writing the same item at that moment (multi-Region strong
+// consistency): nothing was written, and the write may be tried again.
+// The Go SDK does not retry it.
+func isReplicated(err error) bool {
+	var c *types.ReplicatedWriteConflictException
+	return errors.As(err, &c)
+}
+
 // retryableTx reports whether a transaction error is worth another
 // attempt: a conflict with concurrent transactions, or throttling.
 func retryableTx(err error) bool { return errors.Is(err, errConflict) || errors.Is(err, errThrottled) }
@@ -153,14 +162,15 @@ func (c *sends) option(o *dynamodb.Options) {
 // *dynamodb.Client): then nothing is known.
 func (c *sends) once() bool { return c.n.Load() == 1 }
 
-// retryConflicts runs a single-item write on the key's record, again
-// (with full jitter, a bounded number of times) while DynamoDB refuses it
-// with TransactionConflictException: another request's transaction holds
-// the record for a moment. The SDK does not retry that refusal.
+// retryConflicts runs a single-item write, again (with full jitter, a
+// bounded number of times) while DynamoDB refuses it with
+// TransactionConflictException (another request's transaction holds the
+// item for a moment) or ReplicatedWriteConflictException (another
+// Region is writing it at that moment). The SDK retries neither.
 func (s *Store) retryConflicts(ctx context.Context, write func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := write()
-		if !isConflict(err) || attempt >= s.maxTxAttempts {
+		if !isConflict(err) && !isReplicated(err) || attempt >= s.maxTxAttempts {
 			return err
 		}
 		traceRetry(ctx, attempt, err)

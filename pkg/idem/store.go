@@ -67,6 +67,15 @@ type Store struct {
 	trace            *idemtrace.Trace // WithTrace
 	wait             time.Duration    // WithWait
 	learned          *learned
+	tbl              tableState // the table's kind: WithTableKind, Learn
+	// region is WithRegion's (or Homes.Region); homes is the state
+	// WithHomes gives the store (then db routes each call to its key's
+	// home).
+	region string
+	homes  *homes
+	// setups finish options that need the whole store (WithHomes), in
+	// order, once the others are applied.
+	setups []func(db API) error
 }
 
 // Option configures a Store.
@@ -136,8 +145,25 @@ func NewStore(db API, table string, opts ...Option) (*Store, error) {
 	case s.cacheEntries < 0 || (s.cacheEntries > 0 && s.cacheBytes < 1):
 		return nil, fmt.Errorf("idem: cache of %d entries and %d bytes: entries must not be negative, bytes must be positive", s.cacheEntries, s.cacheBytes)
 	}
+	if told := s.tbl.told; told != nil {
+		if err := checkKind(told.Kind); err != nil {
+			return nil, err
+		}
+		s.tbl.known.Store(told)
+	}
+	s.tbl.describe, _ = db.(idemtable.Describer)
 	if s.cacheEntries > 0 {
 		s.cache = newCache(s.cacheEntries, s.cacheBytes)
+	}
+	for _, setup := range s.setups {
+		if err := setup(db); err != nil {
+			return nil, err
+		}
+	}
+	if told := s.tbl.told; told != nil {
+		if err := s.fits(told.Kind); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

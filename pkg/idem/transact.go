@@ -18,8 +18,18 @@ import (
 // execution, nothing left IN_PROGRESS; fn may run in callers that lose
 // the race, so it must have no effect outside its writes. Errors are
 // Execute's.
+//
+// On a table with multi-Region strong consistency, which has no
+// transactions, Transact claims the key first and commits as Execute
+// does there (the package documentation's "Global tables"): fn runs
+// only in the caller that holds the key.
 func (s *Store) Transact(ctx context.Context, scope Scope, fingerprint string, fn func(context.Context) (Effect, error), opts ...CallOption) (Result, error) {
 	return s.admit(ctx, idemtrace.WayTransact, scope, fingerprint, opts, func(ctx context.Context, id string) (Result, error) {
+		if s.strong(ctx) {
+			return s.claiming(fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
+				return s.execute(ctx, id, fingerprint, claim, fn)
+			})(ctx, id)
+		}
 		return s.transact(ctx, id, fingerprint, fn)
 	}, nil)
 }
@@ -77,7 +87,7 @@ func (tx *transaction) n() int { return tx.conflicts + tx.c.again + 1 }
 func (tx *transaction) attempt(ctx context.Context) (res Result, err error, again bool) {
 	s, c := tx.s, tx.c
 	now := s.now()
-	put, expires := s.completedPut(c, tx.eff.Response, len(tx.eff.Writes), now)
+	put, expires := s.completedPut(ctx, c, tx.eff.Response, len(tx.eff.Writes), now)
 	// The claim goes first: a backend that stops at the first failed
 	// condition (minidyn does) then still says whether the key is taken.
 	// A fresh input per attempt: the SDK gives each its own
@@ -92,6 +102,15 @@ func (tx *transaction) attempt(ctx context.Context) (res Result, err error, agai
 		s.learned.tookTx(begun)
 		event(ctx, tx.t.ClaimAttempt, idemtrace.ClaimAttemptInfo{Attempt: tx.n(), Result: idemtrace.ClaimWon})
 		return tx.executed(expires), nil, false
+	}
+	if s.learnRefusal(ctx, err) {
+		// A table with multi-Region strong consistency, which the store
+		// had not learned: nothing was written; claim the key, and commit
+		// the Effect as such a table allows.
+		res, err := s.claiming(c.fingerprint, func(ctx context.Context, id string, claim claimed) (Result, error) {
+			return s.commitEffect(ctx, id, c.fingerprint, claim, tx.eff)
+		})(ctx, c.id)
+		return res, err, false
 	}
 	err = explainTx(err, 0)
 	var txErr *txError

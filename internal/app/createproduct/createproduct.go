@@ -17,6 +17,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemhttp"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemotel"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 )
 
 // New assembles createproduct on db (its callers checked against the
@@ -34,6 +35,11 @@ func New(db *dynamodb.Client, cfg config.CreateProduct, rt app.Runtime, opts ...
 		// The idempotency phases as spans in the function's trace
 		// (none, and no cost, when tracing is off).
 		idem.WithTrace(idemotel.NewTrace(rt.Tracing.Provider())),
+		// The table is regional (template.yaml), so the store asks no
+		// DescribeTable, which the role does not grant; on a table with
+		// multi-Region strong consistency its first transaction's
+		// refusal would teach it that kind all the same.
+		idem.WithTableKind(idemtable.Regional),
 	}, opts...)
 	store, err := idem.NewStore(db, cfg.Idempotency.Table, opts...)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/sellers/sellersqs"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemotel"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 )
 
 // New assembles sellerstats on db, its log and metrics lines written to
@@ -32,6 +33,11 @@ func New(db *dynamodb.Client, cfg config.SellerStats, rt app.Runtime, opts ...id
 		// The idempotency phases as spans in the function's trace
 		// (none, and no cost, when tracing is off).
 		idem.WithTrace(idemotel.NewTrace(rt.Tracing.Provider())),
+		// The table is regional (template.yaml), so the store asks no
+		// DescribeTable, which the role does not grant; on a table with
+		// multi-Region strong consistency its first transaction's
+		// refusal would teach it that kind all the same.
+		idem.WithTableKind(idemtable.Regional),
 	}, opts...)
 	store, err := idem.NewStore(db, cfg.Idempotency.Table, opts...)
 	if err != nil {

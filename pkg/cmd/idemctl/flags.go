@@ -5,11 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemadmin"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemglobal"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
@@ -17,8 +20,13 @@ import (
 
 // request is one parsed command line.
 type request struct {
-	command string // lookup, evict, find or principal
+	command string // lookup, evict, find, principal, home or failover
 	table   idemadmin.Table
+	// homes are home's and failover's: the table's Regions (and the
+	// witness's), the home asked about, where a failover moves it, the
+	// new epoch's quorum and the stores' lease settings.
+	homes   homeFlags
+	control idemglobal.Control
 	scope   idem.Scope
 	evict   idemadmin.EvictOptions
 	// operation and scopeHash are find's.
@@ -31,6 +39,8 @@ const usage = `usage: idemctl lookup    -table T -operation O CALLER -key K [lay
        idemctl evict     -table T -operation O CALLER -key K [-force] [-rerun-writes] [layout flags]
        idemctl find      -table T -scope-hash H [-operation O] [layout flags]   (IDEM_SCOPE_HASH_KEY set)
        idemctl principal CALLER
+       idemctl home      -table T -regions R1,R2[,...] [-witness-region W] -slot S [layout flags]
+       idemctl failover  -table T -regions R1,R2[,...] [-witness-region W] -slot S -to R [-quorum N] [-lease D] [-replication-bound D] [-margin D] [layout flags]
 CALLER: -jwt-issuer ISS (-jwt-sub S | -jwt-client-id C | -jwt-azp A) | -iam-arn ARN | -iam-account A -iam-caller C
         | -cognito-identity-pool P -cognito-identity-id I | -lambda-principal-id ID | -lambda-sub S | -anonymous
         | -principal P (spelled as the library stores it)
@@ -43,7 +53,7 @@ func parse(args []string, hashKey string, stderr io.Writer) (request, error) {
 	}
 	req := request{command: args[0]}
 	switch req.command {
-	case "lookup", "evict", "find", "principal":
+	case "lookup", "evict", "find", "principal", "home", "failover":
 	default:
 		return request{}, errors.New(usage)
 	}
@@ -54,7 +64,9 @@ func parse(args []string, hashKey string, stderr io.Writer) (request, error) {
 	attrs := attrFlag{}
 	if req.command != "principal" {
 		fs.StringVar(&req.table.Name, "table", "", "the idempotency table's name (required)")
-		fs.StringVar(&req.operation, "operation", "", "the scope's operation, such as \"POST /products\" (required but for find)")
+		if req.command != "home" && req.command != "failover" {
+			fs.StringVar(&req.operation, "operation", "", "the scope's operation, such as \"POST /products\" (required but for find)")
+		}
 		fs.StringVar(&req.table.Layout.PartitionKey, "partition-key", "", "the partition key attribute (default \"id\")")
 		fs.StringVar(&req.table.Layout.SortKey, "sort-key", "", "the sort key attribute, for a single-table design")
 		fs.StringVar(&req.table.Layout.PartitionValue, "partition-value", "", "every record's partition key value, with -sort-key (the ID in the sort key)")
@@ -70,6 +82,9 @@ func parse(args []string, hashKey string, stderr io.Writer) (request, error) {
 		fallthrough
 	case "principal":
 		caller.register(fs)
+	}
+	if req.command == "home" || req.command == "failover" {
+		req.homes.register(fs, req.command == "failover")
 	}
 	if req.command == "evict" {
 		fs.BoolVar(&req.evict.Force, "force", false, "evict a live holder's record too: its effect may run twice")
@@ -106,6 +121,8 @@ func parse(args []string, hashKey string, stderr io.Writer) (request, error) {
 		return request{}, fmt.Errorf("find needs %s: the key the functions hash scopes with in their traces", envScopeHashKey)
 	case req.command == "find":
 		return req, nil
+	case req.command == "home" || req.command == "failover":
+		return req, req.homes.check(req.command == "failover")
 	case req.operation == "" || key == "":
 		return request{}, errors.New("-operation and -key are required\n" + usage)
 	}
@@ -239,6 +256,7 @@ func (attrFlag) names(at *idemtable.Attributes) map[string]*string {
 		"response_meta": &at.ResponseMeta, "format": &at.Format,
 		"created_at": &at.CreatedAt, "completed_at": &at.CompletedAt,
 		"completion_id": &at.CompletionID, "expires_at": &at.ExpiresAt, "writes": &at.Writes,
+		"intents": &at.Intents, "markers": &at.Markers,
 	}
 }
 
@@ -269,4 +287,50 @@ func (a attrFlag) attributes() idemtable.Attributes {
 		*fields[def] = name
 	}
 	return at
+}
+
+// homeFlags are home's and failover's flags.
+type homeFlags struct {
+	regions, witness, slot, to string
+	quorum                     int
+	lease, bound, margin       time.Duration
+}
+
+func (h *homeFlags) register(fs *flag.FlagSet, failover bool) {
+	fs.StringVar(&h.regions, "regions", "", "the table's replica Regions, comma-separated, as idem.Homes.Clients names them (required)")
+	fs.StringVar(&h.witness, "witness-region", "", "the Region of the witness's table (idem.Homes.Witness), if the stores have one")
+	fs.StringVar(&h.slot, "slot", "", "the home the keys were given (idem.Homes.Home's answer: a Region) (required)")
+	if failover {
+		fs.StringVar(&h.to, "to", "", "the Region to move the home to (required)")
+		fs.IntVar(&h.quorum, "quorum", 0, "the new epoch's quorum (default a majority of the voters; 1 with two Regions and no witness, only while the other is down)")
+		fs.DurationVar(&h.lease, "lease", 0, "the stores' idem.Homes.Lease (default 20s)")
+		fs.DurationVar(&h.bound, "replication-bound", 0, "the stores' idem.Homes.ReplicationBound (default 10s)")
+		fs.DurationVar(&h.margin, "margin", 0, "the stores' lease margin, idem.WithLease's (default 2s)")
+	}
+}
+
+// names are the Regions -regions names.
+func (h *homeFlags) names() []string {
+	var out []string
+	for _, r := range strings.Split(h.regions, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (h *homeFlags) check(failover bool) error {
+	rs := h.names()
+	switch {
+	case len(rs) < 2:
+		return errors.New("-regions names the table's replica Regions, two or more\n" + usage)
+	case h.slot == "":
+		return errors.New("-slot is required\n" + usage)
+	case failover && !slices.Contains(rs, h.to):
+		return fmt.Errorf("-to %q is not one of -regions %v\n%s", h.to, rs, usage)
+	case slices.Contains(rs, h.witness):
+		return fmt.Errorf("-witness-region %q is a replica Region", h.witness)
+	}
+	return nil
 }

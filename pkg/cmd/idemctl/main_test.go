@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemglobal"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemprincipal"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
@@ -201,4 +204,67 @@ func TestIdemctlUsage(t *testing.T) {
 	code, _, stderr := cli("lookup", "-table", "t", "-operation", "O", "-key", "k", "-anonymous")
 	check.Equal(t, 2, code)
 	check.Contains(t, stderr, envScopeHashKey)
+}
+
+// home and failover, on a table whose stores home keys (idem.WithHomes):
+// one endpoint stands for every Region here (each voter's promise is an
+// item of its own), so the store is told its table is MREC. home shows the voters' promises; failover moves the
+// home under the next epoch, and the stores' calls wait until the time it
+// prints.
+func TestIdemctlHomeAndFailover(t *testing.T) {
+	srv := idemtest.New(t)
+	none := filepath.Join(t.TempDir(), "none")
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL_DYNAMODB": srv.URL(), "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
+		"AWS_PROFILE": "", "AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none, "AWS_EC2_METADATA_DISABLED": "true",
+	} {
+		t.Setenv(k, v)
+	}
+	ctx := context.Background()
+	db := srv.Client()
+	must.NoError(t, idemtable.Create(ctx, db, "app", idemtable.Layout{}))
+	regions := []string{"us-east-1", "us-west-2", "eu-west-1"}
+	flags := []string{"-table", "app", "-regions", strings.Join(regions, ","), "-slot", "us-east-1"}
+	status := func(args ...string) (map[string]any, string) {
+		t.Helper()
+		code, stdout, stderr := cli(args...)
+		must.Equal(t, 0, code, stderr)
+		var st map[string]any
+		must.NoError(t, json.Unmarshal([]byte(stdout), &st), stdout)
+		return st, stdout
+	}
+
+	st, out := status(append([]string{"home"}, flags...)...)
+	check.Equal(t, false, st["held"], out)
+	check.Len(t, st["voters"], 3)
+
+	clients := map[string]idem.API{}
+	for _, r := range regions {
+		clients[r] = db
+	}
+	store, err := idem.NewStore(db, "app", idem.WithTableKind(idemtable.MREC), idem.WithHomes(idem.Homes{Region: "us-west-2", Clients: clients, Home: idemglobal.OneHome("us-east-1")}))
+	must.NoError(t, err)
+	sc, err := idem.NewScope("POST /orders", "tenant", "k-1")
+	must.NoError(t, err)
+	_, err = store.Run(ctx, sc, "fp", func(context.Context) (idem.Response, error) { return idem.Response{}, nil })
+	must.NoError(t, err)
+	st, out = status(append([]string{"home"}, flags...)...)
+	check.Equal(t, true, st["held"], out)
+	check.Equal(t, "us-east-1", st["home"])
+	check.EqualValues(t, 1, st["epoch"])
+
+	st, out = status(append([]string{"failover", "-to", "us-west-2"}, flags...)...)
+	check.Equal(t, "us-west-2", st["home"], out)
+	check.EqualValues(t, 2, st["epoch"])
+	from, err := time.Parse(time.RFC3339Nano, st["from"].(string))
+	must.NoError(t, err)
+	check.True(t, from.After(time.Now()), "the new home waits for the old lease and the replication bound: from %v", from)
+
+	code, _, stderr := cli(append([]string{"failover", "-to", "ap-south-1"}, flags...)...)
+	check.Equal(t, 2, code)
+	check.Contains(t, stderr, "is not one of -regions")
+	code, _, stderr = cli("home", "-table", "app", "-regions", "us-east-1", "-slot", "us-east-1")
+	check.Equal(t, 2, code)
+	check.Contains(t, stderr, "two or more")
 }

@@ -115,7 +115,12 @@ type Record struct {
 	// committed with the record, once COMPLETED (Execute, Transact,
 	// ExecuteBatch; 0 for Run and Do): evicting the key runs them again.
 	// WritesUnknown for a record completed before records counted them.
-	Writes      int       `json:"writes"`
+	Writes int `json:"writes"`
+	// Pending is, on a table with multi-Region strong consistency, how
+	// many of those writes were recorded with the completion and are not
+	// applied yet: the key's next request (or a sweep) applies them, and
+	// evicting the key (RerunWrites) drops them.
+	Pending     int       `json:"pending,omitempty"`
 	CreatedAt   time.Time `json:"created_at,omitzero"`
 	CompletedAt time.Time `json:"completed_at,omitzero"`
 	// ExpiresAt is the record's expiry (DynamoDB TTL); Expired says it had
@@ -252,6 +257,8 @@ func (t Table) refused(ctx context.Context, l idemtable.Layout, scope idem.Scope
 		return Record{}, fmt.Errorf("%w: %w", ErrLiveHolder, err)
 	case rec.Status == record.StatusCompleted && rec.Writes == WritesUnknown:
 		return rec, fmt.Errorf("%w: completed by a library that did not count its writes: if its way in was Execute, Transact or ExecuteBatch, they landed", ErrWritesLanded)
+	case rec.Status == record.StatusCompleted && rec.Pending > 0:
+		return rec, fmt.Errorf("%w: %d writes committed at %s, %d of them recorded and not applied yet (its next request applies them; evicting drops them)", ErrWritesLanded, rec.Writes, rec.CompletedAt.Format(time.RFC3339), rec.Pending)
 	case rec.Status == record.StatusCompleted:
 		return rec, fmt.Errorf("%w: %d writes committed at %s", ErrWritesLanded, rec.Writes, rec.CompletedAt.Format(time.RFC3339))
 	}
@@ -297,6 +304,7 @@ func (t Table) decode(l idemtable.Layout, scope idem.Scope, item map[string]type
 	}
 	r := t.base(scope)
 	r.Status, r.Fingerprint, r.Format, r.Writes = rec.Status, rec.Fingerprint, rec.Format, rec.Writes
+	r.Pending = len(rec.Intents)
 	r.ExpiresAt, r.CreatedAt, r.CompletedAt = rec.ExpiresAt.UTC(), rec.CreatedAt, rec.CompletedAt
 	if !rec.LeaseExpiresAt.IsZero() {
 		r.LeaseExpiresAt = rec.LeaseExpiresAt.UTC()

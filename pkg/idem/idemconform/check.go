@@ -42,22 +42,26 @@ func (w *world) workload() (actors []*actor, scopes int) {
 		a.req = &Request{a}
 		actors = append(actors, a)
 	}
+	// Across Regions, the duplicates of a key are delivered in different
+	// Regions.
+	regions := w.regionNames()
+	in := func(i int) string { return regions[i%len(regions)] }
 	for _, c := range callers {
 		for k := range keysPerCaller {
-			for range duplicates {
-				add(&actor{caller: c, key: fmt.Sprintf("k%d", k), variant: "a", emptyPrincipal: empty[c]})
+			for d := range duplicates {
+				add(&actor{caller: c, key: fmt.Sprintf("k%d", k), variant: "a", emptyPrincipal: empty[c], region: in(d)})
 			}
 			scopes++
 		}
 	}
-	add(&actor{caller: callers[0], key: "k0", variant: "b"})
+	add(&actor{caller: callers[0], key: "k0", variant: "b", region: in(1)})
 	for _, a := range actors {
 		if a.caller == callers[0] && a.key == "k0" {
 			a.otherVariant = true
 		}
 	}
 	if w.cell.way.Source == Queue || w.cell.way.Source == Stream {
-		add(&actor{caller: "mallory", key: "k9", variant: "a", poison: true})
+		add(&actor{caller: "mallory", key: "k9", variant: "a", poison: true, region: in(2)})
 	}
 	// Interleave the actors so a queue's batches mix keys.
 	w.rngMu.Lock()
@@ -74,16 +78,27 @@ type cellResult struct {
 	effects, windowed   int
 	histories, ops      int
 	violations          int
+	// Across Regions: the cell, its keys, the keys whose effect ran more
+	// than once (outside Run's window), and those the detector reported.
+	regions                 *regionCell
+	keys, doubles, detected int
 }
 
 // runCell runs one cell in its own bubble, then checks its history.
 func runCell(t *testing.T, c cell) cellResult {
 	res := cellResult{way: c.way.Name, fault: c.fault.name, variant: layouts[c.layout].name + "-" + c.mode}
 	var w *world
+	if c.regions != nil {
+		res.fault, res.regions = c.regions.name(), c.regions
+	}
 	synctest.Test(t, func(t *testing.T) {
 		w = newWorld(t, c)
 		actors, scopes := w.workload()
+		res.keys = scopes
 		c.fault.arm(w, scopes)
+		if w.regions != nil {
+			w.regions.start(scopes)
+		}
 		switch c.way.Source {
 		case Requests:
 			w.runRequests(actors)
@@ -97,9 +112,19 @@ func runCell(t *testing.T, c cell) cellResult {
 		w.sweep()
 		// Abandoned invocations of stopped environments end too.
 		w.bg.Wait()
+		if w.regions != nil {
+			w.regions.finish()
+		}
 		res.effects, res.windowed = w.validate()
 	})
+	res.doubles, res.detected = w.doubles, w.detected
 	history := w.rec.history()
+	if w.regions != nil && w.regions.cell.scenario.detects {
+		// A key the lost home ran, and the new home again, is the
+		// limit of a failover, which validate held to the detector's
+		// reports: its history is not the idempotent operation's.
+		history = slices.DeleteFunc(history, func(o *op) bool { return w.regions.excused(o.actor.scope()) })
+	}
 	chk := checkHistory(history)
 	res.histories, res.ops = chk.partitions, chk.ops
 	violations := w.violations
@@ -110,6 +135,17 @@ func runCell(t *testing.T, c cell) cellResult {
 		violations = append(violations, "the history check timed out")
 	}
 	res.violations = len(violations)
+	if c.regions != nil && c.regions.mode == Local {
+		// The baseline: its violations are what it measures; but the
+		// detector must report every key it ran twice.
+		if len(violations) > 0 {
+			t.Logf("%d violations in %s (the baseline without homes, measured, not failed): %d of %d keys ran more than once", len(violations), c.name(), res.doubles, res.keys)
+		}
+		if missed := w.regions.undetected; len(missed) > 0 {
+			t.Errorf("%s: the detector missed %d keys run more than once:\n  - %s", c.name(), len(missed), strings.Join(missed, "\n  - "))
+		}
+		return res
+	}
 	if len(violations) > 0 {
 		path, err := visualize(c.name(), history, w.rec.marks, violations)
 		if err != nil {
@@ -153,13 +189,13 @@ func (w *world) sweep() {
 		if w.cell.way.Source != Requests {
 			wants = a.dead && !w.deadExpected(a)
 			if wants {
-				w.violate("%s (%s) was dead-lettered after %d deliveries though its key could be applied; last: %s", a.scope(), a.msgID(), a.attempts, a.last)
+				w.violateScope(a.scope(), "%s (%s) was dead-lettered after %d deliveries though its key could be applied; last: %s", a.scope(), a.msgID(), a.attempts, a.last)
 			}
 		}
 		if !wants {
 			continue
 		}
-		out := w.deliverOne(w.pool.fresh(), a, true)
+		out := w.deliverOne(w.poolOf(a).fresh(), a, true)
 		if out.class != OK && out.class != KeyReuse {
 			w.violate("%s (%s) is still unusable after the faults were cleared and every lease ended: %s", a.scope(), a.msgID(), out)
 		}
@@ -217,7 +253,7 @@ func (w *world) validate() (effects, windowed int) {
 				// time is spent, less the margin: three completions
 				// throttled past the SDK's retries take up to 9 s of a
 				// 10 s invocation. Run tried while it could then.)
-				if out.class == NotRecorded && !out.fencedOut && !out.outOfTime && !w.cell.fault.notRecorded {
+				if out.class == NotRecorded && !out.fencedOut && !out.outOfTime && !w.mayNotRecord() {
 					found.add("its effect was reported not recorded, though the store refused its completion only for a while (intended: Run tries a refused completion again while the lease lasts, and records it)", where, out.detail)
 				}
 				if out.class == NotRecorded && !out.fencedOut {
@@ -263,8 +299,16 @@ func (w *world) validate() (effects, windowed int) {
 		}
 		effects += n
 		windowed += min(excused, max(n-1, 0))
+		if w.regions != nil {
+			w.regions.check(scope, n, excused)
+		}
 		switch {
+		case n > 1+excused && w.regions != nil && w.regions.excused(scope):
+			// The lost home's unreplicated claim, run again by the new
+			// home, and reported by the detector (check).
+			w.doubles++
 		case n > 1+excused:
+			w.doubles++
 			w.violate("%s: the effect ran %d times (%d of them in Run's documented window): %s", scope, n, excused, which)
 		case anyOK && n == 0:
 			w.violate("%s: its source was told of a success, yet its effect never ran", scope)
@@ -279,13 +323,34 @@ func (w *world) validate() (effects, windowed int) {
 				w.violate("%s: its effect never ran, and not every source was told a definitive failure: %s", scope, strings.Join(untold, "; "))
 			}
 		}
-		if way.Effect == Outside {
+		if way.Effect == Outside && (w.regions == nil || !w.regions.excused(scope)) {
 			w.checkExclusive(scope, execs)
 		}
+	}
+	if w.regions != nil {
+		w.regions.deferred()
 	}
 	w.checkNotStuck()
 	w.checkFaultShowed(notRecorded)
 	return effects, windowed
+}
+
+// mayNotRecord reports whether the cell's fault may leave an effect's
+// completion unwritten for good: a completion refused for a whole lease,
+// or, across Regions, the home out of reach while its holders ran.
+func (w *world) mayNotRecord() bool {
+	return w.cell.fault.notRecorded || w.regions != nil && w.regions.cell.scenario.unreachable
+}
+
+// violateScope records a violation of one scope's; across Regions, where
+// the home is lost, once the detector's reports say whether the scope
+// ran again in the new home (then it is that, not a violation).
+func (w *world) violateScope(scope, format string, args ...any) {
+	if w.regions != nil && w.regions.cell.scenario.detects {
+		w.regions.later(scope, fmt.Sprintf(format, args...))
+		return
+	}
+	w.violate(format, args...)
 }
 
 // checkFaultShowed reports a cell whose fault never did what it is there

@@ -102,6 +102,37 @@
 // is legitimate only in the completion-refused cells; a cell whose fault
 // never showed fails.
 //
+// # Across Regions
+//
+// RunRegions (and Table.RunRegions) runs a way through cells on a
+// simulated global table (idemtest.NewGlobal) of us-east-1, us-west-2 and
+// eu-west-1, the concurrent duplicates of each key delivered in
+// different Regions, each environment's store in its own Region, in one
+// of three modes:
+//
+//   - Homes: MREC, every store homing its keys in us-east-1
+//     (idem.WithHomes), at a replication lag of 0, 100 ms, 1 s and 10 s,
+//     under paused replication, a planned move of the home, the home
+//     unreachable and failed over, and the home lost with writes it had
+//     not replicated (each key it ran again must be reported by
+//     idemglobal.Detector);
+//   - Local: MREC, each store claiming in its own Region
+//     (idem.WithRegion): the baseline, measured and never failed, but
+//     for a key run twice that the detector did not report;
+//   - MRSC: multi-Region strong consistency, three replicas or two and a
+//     witness, each store told nothing: under real and injected
+//     ReplicatedWriteConflictExceptions, lost answers, a throttled
+//     decision, a Region isolated or down, the witness cut off, a
+//     replica lost beside the witness, and a holder that stops after
+//     the decision, between two writes applied or before the finish.
+//     Each execution's effect there is two writes (a count, and an item
+//     of its own) that must land together, once; and after the final
+//     deliveries and a Store.Sweep, no record holds writes waiting, no
+//     Region was sent a TransactWriteItems, TransactGetItems or
+//     UpdateTimeToLive, and every store's Learn says MRSC.
+//
+// Their lines in the table are prefixed "regions:".
+//
 // A cell that fails writes porcupine's HTML visualisation of its history
 // (with the violations as annotations) to CONFORMANCE_REPORT_DIR (default
 // os.TempDir()/idem-conformance) and names the file in the failure.

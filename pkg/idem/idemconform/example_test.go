@@ -55,3 +55,14 @@ func ExampleFromCall() {
 	fmt.Println(a.Class)
 	// Output: key-reuse
 }
+
+// The same way across the Regions of a simulated global table: on MREC
+// with homes (idem.WithHomes), a test fails on any key run twice; the
+// baseline (idem.WithRegion) shows how many a Region's own claims run
+// twice under lag; on MRSC, a test fails on any violation, transaction
+// or write left waiting. A test runs them with idemconform.RunRegions(t,
+// way, idemconform.Homes), idemconform.Local and idemconform.MRSC.
+func ExampleRunRegions() {
+	fmt.Println(idemconform.Homes, idemconform.Local, idemconform.MRSC)
+	// Output: homes local mrsc
+}

@@ -38,6 +38,8 @@ func newClient(s *idemtest.Server, net *network) *dynamodb.Client {
 type network struct {
 	e     *env
 	inner doer
+	// to is the Region whose endpoint it reaches (a cell across Regions).
+	to string
 }
 
 // requestKind names what a request is for, from its operation and body.
@@ -47,6 +49,11 @@ const (
 	otherRequest requestKind = iota
 	renewal                  // the heartbeat's fenced UpdateItem
 	completion               // Run's fenced UpdateItem, or any transaction (a commit)
+	// On a table without transactions (MRSC), after the decision (a
+	// completion): a write of the Effect applied once (it carries its
+	// marker, :idem_m), and the finish that records them all applied.
+	applied
+	finished
 )
 
 func kindOf(target string, body []byte) requestKind {
@@ -54,14 +61,24 @@ func kindOf(target string, body []byte) requestKind {
 	switch {
 	case op == "TransactWriteItems":
 		return completion
+	case (op == "PutItem" || op == "UpdateItem") && bytes.Contains(body, []byte(":idem_m")):
+		return applied
 	case op != "UpdateItem":
 		return otherRequest
 	case bytes.Contains(body, []byte(":completed")):
 		return completion
+	case bytes.Contains(body, []byte("attribute_exists(#in)")):
+		return finished
 	case bytes.Contains(body, []byte(":le")):
 		return renewal
 	}
 	return otherRequest
+}
+
+// isWrite reports whether target is a single-item write.
+func isWrite(target string) bool {
+	op := target[strings.LastIndexByte(target, '.')+1:]
+	return op == "PutItem" || op == "UpdateItem" || op == "DeleteItem"
 }
 
 // errDown is what a stopped environment's requests meet.
@@ -69,7 +86,7 @@ var errDown = &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 
 func (n *network) Do(r *http.Request) (*http.Response, error) {
 	e, w := n.e, n.e.w
-	if e.dead.Load() {
+	if e.dead.Load() || w.regions != nil && w.regions.isCut(e.region, n.to) {
 		return nil, errDown
 	}
 	var body []byte
@@ -77,7 +94,15 @@ func (n *network) Do(r *http.Request) (*http.Response, error) {
 		body, _ = io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	kind := kindOf(r.Header.Get("X-Amz-Target"), body)
+	target := r.Header.Get("X-Amz-Target")
+	kind := kindOf(target, body)
+	if isWrite(target) && w.take(&w.replicatedStorm) {
+		return replicatedConflict(r), nil
+	}
+	if kind == finished && w.take(&w.crashFinish) {
+		e.crash("crash point: every write applied, before the finish")
+		return nil, errDown
+	}
 	if kind == renewal && !w.faultsOff.Load() {
 		if d := time.Duration(w.renewalDelay.Load()); d > 0 {
 			// The request is stuck on its way to the store.
@@ -132,6 +157,17 @@ func (n *network) Do(r *http.Request) (*http.Response, error) {
 			e.crash("crash point: after the completion landed, before its answer")
 		}
 	}
+	if err == nil && resp.StatusCode == http.StatusOK && kind == applied {
+		if c := callOf(r.Context()); c != nil {
+			c.mu.Lock()
+			c.applied++
+			first := c.applied == 1
+			c.mu.Unlock()
+			if first && w.take(&w.crashApplied) {
+				e.crash("crash point: between two writes applied after the decision")
+			}
+		}
+	}
 	if e.dead.Load() {
 		// The store served the request; its answer never arrives.
 		if resp != nil {
@@ -144,7 +180,17 @@ func (n *network) Do(r *http.Request) (*http.Response, error) {
 
 // throttled is DynamoDB's ThrottlingException answer to r.
 func throttled(r *http.Request) *http.Response {
-	body := []byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}`)
+	return refusal(r, []byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}`))
+}
+
+// replicatedConflict is DynamoDB's answer to a write of an item another
+// Region is writing, on a table with multi-Region strong consistency.
+func replicatedConflict(r *http.Request) *http.Response {
+	return refusal(r, []byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ReplicatedWriteConflictException","message":"The request was rejected because one or more items in the request are being modified by a request in another Region."}`))
+}
+
+// refusal is an HTTP 400 answer to r with DynamoDB's error body.
+func refusal(r *http.Request, body []byte) *http.Response {
 	h := http.Header{}
 	h.Set("Content-Type", "application/x-amz-json-1.0")
 	h.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))

@@ -126,6 +126,26 @@ func (tb *Table) Violations() int {
 	return n
 }
 
+// DoubleExecutions is how many keys the table's cells across Regions in
+// mode, under the named scenario ("lag-0", "lag-100ms", "lag-1s",
+// "lag-10s", "paused", "evacuate", "home-unreachable", "home-lost"; on
+// MRSC "three", "witness", "conflict-storm", "lost-answer",
+// "decision-throttled", "region-isolated", "region-down",
+// "witness-isolated", "witness-replica-down", "crash-after-decision",
+// "crash-between-writes", "crash-before-finish"), ran more than once
+// outside Run's window, so far.
+func (tb *Table) DoubleExecutions(mode RegionMode, scenario string) int {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	n := 0
+	for _, c := range tb.cells {
+		if c.regions != nil && c.regions.mode == mode && c.regions.scenario.name == scenario {
+			n += c.doubles
+		}
+	}
+	return n
+}
+
 // Write writes the table: one line per way and fault (runs, effects,
 // effects run again in Run's documented window, histories and operations
 // checked, violations), a header and a total with the wall time since
@@ -143,6 +163,9 @@ func (tb *Table) Write(out io.Writer) error {
 	}
 	rows := map[[2]string]*row{}
 	for _, c := range tb.cells {
+		if c.regions != nil {
+			continue // writeRegions
+		}
 		k := [2]string{c.way, c.fault}
 		r := rows[k]
 		if r == nil {
@@ -161,6 +184,11 @@ func (tb *Table) Write(out io.Writer) error {
 		r.violations += c.violations
 	}
 	var b strings.Builder
+	if len(rows) == 0 {
+		tb.writeRegions(&b)
+		_, err := io.WriteString(out, b.String())
+		return err
+	}
 	p := func(format string, args ...any) { fmt.Fprintf(&b, "conformance: "+format+"\n", args...) }
 	var layoutNames []string
 	for _, l := range layouts {
@@ -192,6 +220,77 @@ func (tb *Table) Write(out io.Writer) error {
 	}
 	p("total: %d runs, %d effects (%d in Run's window), %d histories checked (%d operations), %d violations; wall time %s (race detector: %v)",
 		total.runs, total.effects, total.windowed, total.histories, total.ops, total.violations, time.Since(tb.start).Round(100*time.Millisecond), raceEnabled)
+	tb.writeRegions(&b)
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+// writeRegions writes the table's section across Regions (RunRegions),
+// every line prefixed "regions: "; nothing without such a cell. Call it
+// holding tb.mu.
+func (tb *Table) writeRegions(b *strings.Builder) {
+	type row struct {
+		runs, keys, effects, doubles, detected, histories, ops, violations int
+	}
+	rows := map[[3]string]*row{}
+	var ways []string
+	for _, c := range tb.cells {
+		if c.regions == nil {
+			continue
+		}
+		if !slices.Contains(ways, c.way) {
+			ways = append(ways, c.way)
+		}
+		k := [3]string{c.way, c.regions.mode.String(), c.regions.scenario.name}
+		r := rows[k]
+		if r == nil {
+			r = &row{}
+			rows[k] = r
+		}
+		r.runs++
+		r.keys += c.keys
+		r.effects += c.effects
+		r.doubles += c.doubles
+		r.detected += c.detected
+		r.histories += c.histories
+		r.ops += c.ops
+		r.violations += c.violations
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p := func(format string, args ...any) { fmt.Fprintf(b, "regions: "+format+"\n", args...) }
+	p("every way in x scenario on a simulated global table of %s (idemtest.NewGlobal); the duplicates of each key delivered in different Regions", strings.Join(regionNames, ", "))
+	p("homes: MREC, idem.WithHomes, every key homed in %s (home lease %v, replication bound %v); local: MREC, idem.WithRegion, each Region claiming its own calls' keys: the baseline, measured, never failed", homeRegion, regionHomeLease, regionBound)
+	p("mrsc: multi-Region strong consistency, three replicas (witness*: %s the witness), each store told nothing (it learns MRSC); no transaction, TTL change or waiting write allowed", regionNames[2])
+	p("doubles: keys whose effect ran more than once outside Run's window; detected: keys idemglobal.Detector reported from the Regions' streams")
+	p("%-28s %-6s %-17s %5s %5s %8s %8s %9s %10s %7s %11s", "way in", "mode", "scenario", "runs", "keys", "effects", "doubles", "detected", "histories", "ops", "violations")
+	totals := map[string]*row{}
+	for _, wy := range ways {
+		for _, m := range []RegionMode{Homes, Local, MRSC} {
+			for _, sc := range scenariosOf(m) {
+				r := rows[[3]string{wy, m.String(), sc.name}]
+				if r == nil {
+					continue
+				}
+				p("%-28s %-6s %-17s %5d %5d %8d %8d %9d %10d %7d %11d", wy, m, sc.name, r.runs, r.keys, r.effects, r.doubles, r.detected, r.histories, r.ops, r.violations)
+				t := totals[m.String()]
+				if t == nil {
+					t = &row{}
+					totals[m.String()] = t
+				}
+				t.runs += r.runs
+				t.keys += r.keys
+				t.doubles += r.doubles
+				t.detected += r.detected
+				t.violations += r.violations
+			}
+		}
+	}
+	for _, m := range []RegionMode{Homes, Local, MRSC} {
+		if t := totals[m.String()]; t != nil {
+			p("total %s: %d runs, %d keys, %d ran more than once (%d detected), %d violations", m, t.runs, t.keys, t.doubles, t.detected, t.violations)
+		}
+	}
+	p("wall time %s (race detector: %v)", time.Since(tb.start).Round(100*time.Millisecond), raceEnabled)
 }

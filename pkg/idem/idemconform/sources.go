@@ -35,9 +35,10 @@ func (w *world) runRequests(actors []*actor) {
 		wg.Go(func() {
 			time.Sleep(w.jitter(100 * time.Millisecond))
 			for attempt := 1; attempt <= requestAttempts; attempt++ {
-				e := w.pool.acquire()
+				pl := w.poolOf(a)
+				e := pl.acquire()
 				out := w.deliverOne(e, a, false)
-				w.pool.release(e)
+				pl.release(e)
 				if w.settles(out) {
 					a.settled = true
 					return
@@ -68,9 +69,10 @@ func (w *world) runAsync(actors []*actor) {
 				if i > 0 {
 					time.Sleep(delay)
 				}
-				e := w.pool.acquire()
+				pl := w.poolOf(a)
+				e := pl.acquire()
 				out := w.deliverOne(e, a, false)
-				w.pool.release(e)
+				pl.release(e)
 				if acked(out) {
 					a.settled = true
 					return
@@ -167,7 +169,8 @@ func (w *world) runQueue(actors []*actor) {
 		q.msgs = append(q.msgs, &queued{a: a, twice: i%4 == 1})
 	}
 	var wg sync.WaitGroup
-	for range consumers {
+	for i := range consumers {
+		pl := w.poolAt(i)
 		wg.Go(func() {
 			time.Sleep(w.jitter(100 * time.Millisecond))
 			for {
@@ -183,9 +186,9 @@ func (w *world) runQueue(actors []*actor) {
 				for i, m := range batch {
 					as[i] = m.a
 				}
-				e := w.pool.acquire()
+				e := pl.acquire()
 				outs := w.invoke(e, as, false)
-				w.pool.release(e)
+				pl.release(e)
 				q.settle(batch, outs)
 			}
 		})

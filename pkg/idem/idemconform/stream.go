@@ -36,14 +36,15 @@ func (w *world) runStream(actors []*actor) {
 		s.records = append(s.records, a)
 	}
 	var wg sync.WaitGroup
-	for _, s := range shards {
+	for i, s := range shards {
+		pl := w.poolAt(i)
 		wg.Go(func() {
 			time.Sleep(w.jitter(100 * time.Millisecond))
 			for s.next < len(s.records) {
 				batch := s.records[s.next:min(s.next+batchSize, len(s.records))]
-				e := w.pool.acquire()
+				e := pl.acquire()
 				outs := w.invoke(e, batch, false)
-				w.pool.release(e)
+				pl.release(e)
 				from := len(batch) // a crash leaves every outcome unknown: retry from the checkpoint
 				for i, out := range outs {
 					if out.class == unknown {

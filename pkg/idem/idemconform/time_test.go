@@ -460,7 +460,7 @@ func TestTakeoverFencesTheOldHolder(t *testing.T) {
 			return func(context.Context) (idem.Effect, error) {
 				time.Sleep(work) // it ignores its context
 				r := Reply{Caller: "alice", Key: "k0", Variant: "a", Exec: exec}
-				return idem.Effect{Response: r.Response(), Writes: []types.TransactWriteItem{w.effectWrite("alice|k0", exec)}}, nil
+				return idem.Effect{Response: r.Response(), Writes: []types.TransactWriteItem{w.countWrite("alice|k0", exec)}}, nil
 			}
 		}
 		old := make(chan idem.Result)

@@ -92,9 +92,15 @@ type cell struct {
 	fault  *fault
 	layout int // into layouts
 	mode   string
+	// regions, for a cell across Regions (RunRegions): its mode and
+	// scenario; fault is then "none", on the default layout.
+	regions *regionCell
 }
 
 func (c cell) name() string {
+	if c.regions != nil {
+		return c.way.Name + "/" + c.regions.name()
+	}
 	return c.way.Name + "/" + c.fault.name + "/" + layouts[c.layout].name + "-" + c.mode
 }
 
@@ -111,7 +117,10 @@ type actor struct {
 	poison bool
 	// emptyPrincipal: the caller's principal function names nobody.
 	emptyPrincipal bool
-	req            *Request
+	// region is the Region the actor's source delivers in (a cell across
+	// Regions; "" otherwise).
+	region string
+	req    *Request
 
 	// What the source made of it: attempts, last and oks are set by
 	// invoke under world.mu (a queue may deliver one message twice at
@@ -133,8 +142,11 @@ type world struct {
 	server *idemtest.Server
 	admin  *dynamodb.Client // the harness's own client: never faulted
 	rec    *recorder
-	pool   *pool
+	// pools are the environments, by Region ("" in a single Region).
+	pools  map[string]*pool
 	layout idemtable.Layout
+	// regions is the deployment of a cell across Regions, nil otherwise.
+	regions *deployment
 	// effects is where DynamoDB effects are written: their own table, or
 	// the idempotency table itself in the single-table layout.
 	effects string
@@ -150,6 +162,10 @@ type world struct {
 	nExec      int
 	violations []string
 	actors     []*actor
+	// doubles counts the scopes whose effect ran more than once outside
+	// Run's window; detected, across Regions, those the detector
+	// reported.
+	doubles, detected int
 
 	// The faults in force; cleared before the final deliveries.
 	faultsOff      atomic.Bool
@@ -163,6 +179,10 @@ type world struct {
 	// refuseFirst: the completion of each scope's first execution is
 	// refused on every attempt, for as long as its lease lasts.
 	refuseFirst atomic.Bool
+	// On a table without transactions (MRSC): crashes after an Effect's
+	// first write applied, and before its finish is sent; and writes
+	// refused as meeting another Region's (ReplicatedWriteConflict).
+	crashApplied, crashFinish, replicatedStorm atomic.Int64
 
 	// The refusals for good (a transaction cancelled with ValidationError)
 	// the store served, those of them whose transaction was one key's
@@ -179,7 +199,11 @@ func newWorld(t *testing.T, c cell) *world {
 		rng:   rand.New(rand.NewPCG(h.Sum64(), 26)),
 		execs: map[string][]*execution{},
 	}
-	w.server = idemtest.NewServer()
+	if c.regions != nil {
+		w.regions = newDeployment(t, w)
+	} else {
+		w.server = idemtest.NewServer()
+	}
 	w.admin = newClient(w.server, nil)
 	ctx := context.Background()
 	if err := idemtable.Create(ctx, w.admin, idemTable, w.layout); err != nil {
@@ -192,8 +216,30 @@ func newWorld(t *testing.T, c cell) *world {
 			t.Fatalf("create the effects table: %v", err)
 		}
 	}
-	w.pool = &pool{w: w, idle: make(chan *env, environments)}
+	w.pools = map[string]*pool{}
+	for _, r := range w.regionNames() {
+		w.pools[r] = &pool{w: w, region: r, idle: make(chan *env, environments)}
+	}
 	return w
+}
+
+// regionNames are the Regions environments run in: "" alone in a single
+// Region.
+func (w *world) regionNames() []string {
+	if w.regions == nil {
+		return []string{""}
+	}
+	return w.regions.regions
+}
+
+// poolOf is the pool of the environments that deliver a's requests.
+func (w *world) poolOf(a *actor) *pool { return w.pools[a.region] }
+
+// poolAt is the pool of a source's i-th consumer (a queue's consumer, a
+// stream's shard): Regions in turn.
+func (w *world) poolAt(i int) *pool {
+	names := w.regionNames()
+	return w.pools[names[i%len(names)]]
 }
 
 func (w *world) jitter(d time.Duration) time.Duration {
@@ -231,6 +277,10 @@ func (w *world) take(budget *atomic.Int64) bool {
 // crash budgets and slow effects.
 func (w *world) clearFaults() {
 	w.faultsOff.Store(true)
+	if w.regions != nil {
+		w.regions.clear()
+		return
+	}
 	w.server.ClearFaults()
 	w.server.SetTransactionLatency(0)
 }
@@ -248,22 +298,28 @@ func (a *actor) order() Payload { return Payload{Key: a.key, Variant: a.variant}
 // env is one simulated Lambda environment: its own client (its own
 // network to the store) and store (its own cache).
 type env struct {
-	id    int
-	w     *world
-	db    *dynamodb.Client
-	store *idem.Store
-	ctx   context.Context
-	kill  context.CancelFunc
-	dead  atomic.Bool
+	id     int
+	w      *world
+	region string // the Region it runs in ("" in a single Region)
+	db     *dynamodb.Client
+	store  *idem.Store
+	ctx    context.Context
+	kill   context.CancelFunc
+	dead   atomic.Bool
 	// busy is the call it is running; crash abandons it.
 	busy atomic.Pointer[call]
 }
 
-func (w *world) newEnv(id int) *env {
-	e := &env{id: id, w: w}
+func (w *world) newEnv(id int, region string) *env {
+	e := &env{id: id, w: w, region: region}
 	e.ctx, e.kill = context.WithCancel(context.Background())
-	e.db = newClient(w.server, &network{e: e})
-	opts := []idem.Option{
+	var opts []idem.Option
+	if w.regions != nil {
+		e.db, opts = w.regions.env(e)
+	} else {
+		e.db = newClient(w.server, &network{e: e})
+	}
+	opts = append(opts,
 		idem.WithLayout(w.layout),
 		idem.WithLease(noDeadlineLease, leaseMargin),
 		// The store's trace reports each call's outcome: a success the
@@ -273,7 +329,7 @@ func (w *world) newEnv(id int) *env {
 				c.done(idem.Outcome(i.Outcome), i.Err)
 			}
 		}}),
-	}
+	)
 	switch w.cell.mode {
 	case "wait":
 		opts = append(opts, idem.WithWait(storeWait))
@@ -310,11 +366,12 @@ func (e *env) crash(why string) {
 // `environments` at once; a crashed one is replaced by a fresh one (a
 // cold start).
 type pool struct {
-	w    *world
-	idle chan *env
-	mu   sync.Mutex
-	live int
-	next int
+	w      *world
+	region string
+	idle   chan *env
+	mu     sync.Mutex
+	live   int
+	next   int
 }
 
 func (p *pool) acquire() *env {
@@ -329,7 +386,7 @@ func (p *pool) acquire() *env {
 		p.next++
 		id := p.next
 		p.mu.Unlock()
-		return p.w.newEnv(id)
+		return p.w.newEnv(id, p.region)
 	}
 	p.mu.Unlock()
 	return <-p.idle
@@ -341,7 +398,7 @@ func (p *pool) release(e *env) {
 		p.next++
 		id := p.next
 		p.mu.Unlock()
-		e = p.w.newEnv(id)
+		e = p.w.newEnv(id, p.region)
 	}
 	p.idle <- e
 }
@@ -352,7 +409,7 @@ func (p *pool) fresh() *env {
 	p.next++
 	id := p.next
 	p.mu.Unlock()
-	return p.w.newEnv(id)
+	return p.w.newEnv(id, p.region)
 }
 
 // call is one invocation of a way in, in one environment, for one
@@ -371,6 +428,8 @@ type call struct {
 	// reported is the last outcome the store's trace reported in this
 	// call (its CallDone).
 	reported *reported
+	// applied counts the writes the call applied after a decision (MRSC).
+	applied int
 }
 
 type reported struct {
@@ -712,7 +771,7 @@ func (inv *Invocation) Writes(ctx context.Context, r *Request) (Reply, []types.T
 	if a.key == flakyKey && w.isFirst(ex) {
 		return Reply{}, nil, ErrDeclined
 	}
-	return ex.reply, []types.TransactWriteItem{w.effectWrite(a.scope(), ex.n)}, nil
+	return ex.reply, w.effectWrites(a.scope(), ex.n), nil
 }
 
 // Execution is one execution of a request's Writes effect in a batch
@@ -747,14 +806,29 @@ func (inv *Invocation) BatchWrites(ctx context.Context, exs []*Execution) ([]typ
 	}
 	writes := make([]types.TransactWriteItem, 0, len(exs))
 	for _, e := range exs {
-		writes = append(writes, w.effectWrite(e.ex.actor.scope(), e.ex.n))
+		writes = append(writes, w.effectWrites(e.ex.actor.scope(), e.ex.n)...)
 	}
 	return writes, nil
 }
 
-// effectWrite is one execution's effect: ADD 1 to its scope's count, and
-// its number to the scope's set of executions.
-func (w *world) effectWrite(scope string, exec int) types.TransactWriteItem {
+// effectWrites are one execution's effect: ADD 1 to its scope's count,
+// and its number to the scope's set of executions. Across the Regions of
+// an MREC table, an item of its own instead (last writer wins would merge
+// two Regions' updates of one item into one, hiding an execution); on
+// MRSC both, so that a holder can stop between two writes applied one by
+// one.
+func (w *world) effectWrites(scope string, exec int) []types.TransactWriteItem {
+	switch {
+	case w.regions == nil:
+		return []types.TransactWriteItem{w.countWrite(scope, exec)}
+	case w.regions.cell.mode == MRSC:
+		return []types.TransactWriteItem{w.countWrite(scope, exec), w.regions.effectWrite(scope, exec)}
+	}
+	return []types.TransactWriteItem{w.regions.effectWrite(scope, exec)}
+}
+
+// countWrite is an execution's update of its scope's count.
+func (w *world) countWrite(scope string, exec int) types.TransactWriteItem {
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(w.effects),
 		Key:                       w.effectKey(scope),
@@ -777,6 +851,9 @@ func (w *world) effectKey(scope string) map[string]types.AttributeValue {
 // committed reads a scope's DynamoDB effects: how many, and which
 // executions.
 func (w *world) committed(scope string) (int, []string, error) {
+	if w.regions != nil && w.regions.cell.mode != MRSC {
+		return w.regions.committed(scope)
+	}
 	out, err := w.admin.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(w.effects), Key: w.effectKey(scope), ConsistentRead: aws.Bool(true),
 	})
@@ -790,6 +867,16 @@ func (w *world) committed(scope string) (int, []string, error) {
 	var execs []string
 	if v, ok := out.Item["execs"].(*types.AttributeValueMemberSS); ok {
 		execs = slices.Sorted(slices.Values(v.Value))
+	}
+	if w.regions != nil {
+		// MRSC: each execution counted has its item too, and no other.
+		_, items, err := w.regions.committed(scope)
+		if err != nil {
+			return 0, nil, err
+		}
+		if !slices.Equal(items, execs) {
+			w.violate("%s: the count holds executions %v, the items are those of %v: an Effect's writes applied in part", scope, execs, items)
+		}
 	}
 	return n, execs, nil
 }

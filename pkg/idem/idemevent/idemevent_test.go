@@ -50,6 +50,8 @@ func newFixture(t *testing.T, opts ...idem.Option) *fixture {
 	must.NoError(t, idemtable.Create(ctx, srv.Client(), "idempotency", idemtable.Layout{}))
 	store, err := idem.NewStore(srv.Client(), "idempotency", opts...)
 	must.NoError(t, err)
+	_, err = store.Learn(ctx) // at init, as a Lambda function's main does
+	must.NoError(t, err)
 	srv.ResetCalls()
 	return &fixture{srv: srv, store: store}
 }

@@ -38,6 +38,15 @@
 //	                        at the end idem.attempts
 //	idem.release            at the end idem.release.landed
 //	idem.batch.transaction  idem.batch.tx.items, idem.batch.tx.writes, idem.attempt
+//	idem.intents            idem.intents.writes, idem.intents.recovery; at the end
+//	                        idem.intents.applied, idem.intents.already (a table with
+//	                        multi-Region strong consistency: a completion's writes applied)
+//	idem.double_execution   idem.operation, idem.scope_hash (with a hasher), idem.region (the
+//	                        stream's), idem.double_execution.id (the same in every Region's
+//	                        report), idem.overwritten.origin, .epoch, .status and
+//	                        idem.overwriting.origin, .epoch, .status: a key run in two Regions
+//	                        of an MREC global table, as idemglobal.Detector reported it; a
+//	                        child of the detector's context, status Error
 //
 //	event                   on           attributes
 //	idem.cache_hit          the call     idem.outcome
@@ -52,6 +61,8 @@
 //	idem.batch.cancellation the batch    idem.reason, idem.tx.item_index, idem.batch.item_index (an
 //	                        transaction  item's record; absent for a shared write)
 //	idem.batch.item         the batch    idem.batch.item_index, idem.scope_hash, idem.outcome
+//	idem.table_learned      the call     idem.table.kind, idem.table.from: what the store learned
+//	                                     of its table on its first call
 //
 // idem.mode is "reserve" (Execute, Run, Do: a conditional PutItem claims
 // the key first) or "transact" (Transact, ExecuteBatch: the claim is in
@@ -121,6 +132,20 @@ const (
 	AttrBatchTxItems         = attribute.Key("idem.batch.tx.items")
 	AttrBatchTxWrites        = attribute.Key("idem.batch.tx.writes")
 	AttrBatchItemIndex       = attribute.Key("idem.batch.item_index")
+	AttrIntentsWrites        = attribute.Key("idem.intents.writes")
+	AttrIntentsRecovery      = attribute.Key("idem.intents.recovery")
+	AttrIntentsApplied       = attribute.Key("idem.intents.applied")
+	AttrIntentsAlready       = attribute.Key("idem.intents.already")
+	AttrTableKind            = attribute.Key("idem.table.kind")
+	AttrTableFrom            = attribute.Key("idem.table.from")
+	AttrRegion               = attribute.Key("idem.region")
+	AttrDoubleID             = attribute.Key("idem.double_execution.id")
+	AttrOverwrittenOrigin    = attribute.Key("idem.overwritten.origin")
+	AttrOverwrittenEpoch     = attribute.Key("idem.overwritten.epoch")
+	AttrOverwrittenStatus    = attribute.Key("idem.overwritten.status")
+	AttrOverwritingOrigin    = attribute.Key("idem.overwriting.origin")
+	AttrOverwritingEpoch     = attribute.Key("idem.overwriting.epoch")
+	AttrOverwritingStatus    = attribute.Key("idem.overwriting.status")
 )
 
 // The values of AttrMode.
@@ -175,5 +200,10 @@ func NewTrace(tp trace.TracerProvider, opts ...Option) *idemtrace.Trace {
 		BatchTxStart: r.batchTxStart,
 		BatchTxDone:  r.batchTxDone,
 		BatchItem:    r.batchItem,
+		TableLearned: r.tableLearned,
+		IntentsStart: r.intentsStart,
+		IntentsDone:  r.intentsDone,
+
+		DoubleExecution: r.doubleExecution,
 	}
 }

@@ -321,6 +321,46 @@ func (r *recorder) releaseDone(ctx context.Context, i idemtrace.ReleaseDoneInfo)
 	end(ctx)
 }
 
+func (r *recorder) intentsStart(ctx context.Context, i idemtrace.IntentsStartInfo) context.Context {
+	return r.begin(ctx, "idem.intents", AttrIntentsWrites.Int(i.Writes), AttrIntentsRecovery.Bool(i.Recovery))
+}
+
+func (r *recorder) intentsDone(ctx context.Context, i idemtrace.IntentsDoneInfo) {
+	if p := recording(ctx); p != nil {
+		p.span.SetAttributes(AttrIntentsApplied.Int(i.Applied), AttrIntentsAlready.Int(i.Already))
+		if i.Err != nil {
+			fail(p, "error", i.Err)
+		}
+	}
+	end(ctx)
+}
+
+func (r *recorder) tableLearned(ctx context.Context, i idemtrace.TableLearnedInfo) {
+	if p := recording(ctx); p != nil {
+		p.span.AddEvent("idem.table_learned", trace.WithAttributes(AttrTableKind.String(i.Kind), AttrTableFrom.String(i.From)))
+	}
+}
+
+// doubleExecution is a span of its own, under the detector's context
+// (its Lambda invocation's span): a key run in two Regions is a failure
+// of exactly once, which no call span holds. Neither execution's answer
+// is recorded (it may quote its request), nor its fingerprint (a hash
+// of the payload anyone can compute).
+func (r *recorder) doubleExecution(ctx context.Context, i idemtrace.DoubleExecutionInfo) {
+	attrs := r.scopeHash([]attribute.KeyValue{
+		AttrOperation.String(i.Operation), AttrRegion.String(i.Region), AttrDoubleID.String(i.ID),
+		AttrOverwrittenOrigin.String(i.Overwritten.Origin), AttrOverwrittenEpoch.Int64(i.Overwritten.Epoch),
+		AttrOverwrittenStatus.String(i.Overwritten.Status),
+		AttrOverwritingOrigin.String(i.Overwriting.Origin), AttrOverwritingEpoch.Int64(i.Overwriting.Epoch),
+		AttrOverwritingStatus.String(i.Overwriting.Status),
+	}, i.ScopeID)
+	ctx = r.begin(ctx, "idem.double_execution", attrs...)
+	if p := recording(ctx); p != nil {
+		p.span.SetStatus(codes.Error, "double_execution")
+	}
+	end(ctx)
+}
+
 func (r *recorder) batchTxStart(ctx context.Context, i idemtrace.BatchTxStartInfo) context.Context {
 	ctx = r.begin(ctx, spanBatchTx, AttrBatchTxItems.IntSlice(i.Items), AttrBatchTxWrites.Int(i.Writes), AttrAttempt.Int(i.Attempt))
 	current(ctx).items = i.Items

@@ -68,6 +68,21 @@ type Attributes struct {
 	// Writes counts the DynamoDB writes committed with a completed
 	// record, for operators (records completed before hold none).
 	Writes string // "writes"
+	// Intents holds, on a table with multi-Region strong consistency,
+	// the writes recorded with a completion and not yet all applied
+	// (pkg/idem's package documentation, "Global tables").
+	Intents string // "intents"
+	// Markers lists, once a completion's writes are applied, the items
+	// whose updates carry its apply-once markers, for the sweeper to
+	// clear when the record goes.
+	Markers string // "markers"
+	// Origin and Epoch are written by a store on a global table
+	// (idem.WithHomes, idem.WithRegion): the Region whose replica took
+	// the claim, and the epoch of that Region's home lease (absent
+	// without one), so that a claim overwritten by another Region's is
+	// told from the streams.
+	Origin string // "origin"
+	Epoch  string // "home_epoch"
 }
 
 // defaultAttributes are today's names.
@@ -78,6 +93,8 @@ var defaultAttributes = Attributes{
 	ResponseMeta: "response_meta", Format: "format",
 	CreatedAt: "created_at", CompletedAt: "completed_at",
 	CompletionID: "completion_id", ExpiresAt: TTLAttribute, Writes: "writes",
+	Intents: "intents", Markers: "markers",
+	Origin: "origin", Epoch: "home_epoch",
 }
 
 // fields lists the attribute names with their Go field names, for
@@ -96,7 +113,8 @@ func (a *Attributes) fields() []struct {
 		{"ResponseMeta", &a.ResponseMeta}, {"Format", &a.Format},
 		{"CreatedAt", &a.CreatedAt}, {"CompletedAt", &a.CompletedAt},
 		{"CompletionID", &a.CompletionID}, {"ExpiresAt", &a.ExpiresAt},
-		{"Writes", &a.Writes},
+		{"Writes", &a.Writes}, {"Intents", &a.Intents}, {"Markers", &a.Markers},
+		{"Origin", &a.Origin}, {"Epoch", &a.Epoch},
 	}
 }
 

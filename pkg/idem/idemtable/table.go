@@ -57,10 +57,12 @@ func Input(name string, layout Layout) *dynamodb.CreateTableInput {
 
 // Create creates an idempotency table in layout (Input; Layout{} is the
 // default), waits until it is ACTIVE and turns TTL on for the layout's
-// expiry attribute (TTLAttribute by default). It is for tests, tools and
-// first-time setup; production tables belong in infrastructure code (this
-// project's template.yaml declares one). An invalid layout is an error
-// and creates nothing; an existing table is an error wrapping
+// expiry attribute (TTLAttribute by default), unless the table is a
+// global table with multi-Region strong consistency, which supports no
+// TTL (a store's Sweep deletes its expired records). It is for tests,
+// tools and first-time setup; production tables belong in infrastructure
+// code (this project's template.yaml declares one). An invalid layout is
+// an error and creates nothing; an existing table is an error wrapping
 // *types.ResourceInUseException.
 func Create(ctx context.Context, db API, name string, layout Layout) error {
 	if err := layout.Validate(); err != nil {
@@ -69,10 +71,14 @@ func Create(ctx context.Context, db API, name string, layout Layout) error {
 	if _, err := db.CreateTable(ctx, Input(name, layout)); err != nil {
 		return fmt.Errorf("idemtable: create table %s: %w", name, err)
 	}
-	if err := waitActive(ctx, db, name); err != nil {
+	desc, err := waitActive(ctx, db, name)
+	if err != nil {
 		return err
 	}
-	_, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+	if desc != nil && infoOf(desc).Kind == MRSC {
+		return nil
+	}
+	_, err = db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 		TableName: aws.String(name),
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{
 			AttributeName: aws.String(layout.WithDefaults().Attributes.ExpiresAt), Enabled: aws.Bool(true),
@@ -84,24 +90,24 @@ func Create(ctx context.Context, db API, name string, layout Layout) error {
 	return nil
 }
 
-// waitActive polls DescribeTable until the table is ACTIVE, or ctx ends.
-// A table that reports no status counts as ready: some DynamoDB-compatible
-// servers create tables synchronously and report none, and the SDK's
-// waiter would wait for them forever.
-func waitActive(ctx context.Context, db API, name string) error {
+// waitActive polls DescribeTable until the table is ACTIVE, or ctx ends,
+// and returns its description. A table that reports no status counts as
+// ready: some DynamoDB-compatible servers create tables synchronously and
+// report none, and the SDK's waiter would wait for them forever.
+func waitActive(ctx context.Context, db API, name string) (*types.TableDescription, error) {
 	delay := 20 * time.Millisecond
 	for {
 		out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 		var notFound *types.ResourceNotFoundException
 		switch {
 		case err == nil && out.Table != nil && (out.Table.TableStatus == types.TableStatusActive || out.Table.TableStatus == ""):
-			return nil
+			return out.Table, nil
 		case err != nil && !errors.As(err, &notFound):
-			return fmt.Errorf("idemtable: describe table %s: %w", name, err)
+			return nil, fmt.Errorf("idemtable: describe table %s: %w", name, err)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("idemtable: wait for table %s to be ACTIVE: %w", name, ctx.Err())
+			return nil, fmt.Errorf("idemtable: wait for table %s to be ACTIVE: %w", name, ctx.Err())
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, time.Second)

@@ -325,10 +325,12 @@ func TestGlobalMRECIsolatedAndLostRegions(t *testing.T) {
 	})
 }
 
-// What the library does on MREC today (issue 37): a key claimed in two
-// Regions within the replication lag runs twice, once in each Region, and
-// last writer wins then keeps one of the two records everywhere, silently.
-// This is the baseline a home-Region mode has to bring to one execution.
+// What a store that claims in its caller's Region does on MREC (issue
+// 37): a key claimed in two Regions within the replication lag runs
+// twice, once in each Region, and last writer wins then keeps one of the
+// two records everywhere, silently. It is the baseline that homes
+// (idem.WithHomes) bring to one execution; a store must opt into it
+// (idem.WithRegion), since one given neither refuses an MREC table.
 func TestGlobalMRECRunsAKeyOncePerRegionUnderLag(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g, err := idemtest.NewGlobal(idemtest.GlobalConfig{Regions: []string{east, west}, Lag: time.Second})
@@ -340,7 +342,7 @@ func TestGlobalMRECRunsAKeyOncePerRegionUnderLag(t *testing.T) {
 		must.NoError(t, err)
 		runs := map[string]int{}
 		for _, r := range []string{east, west} {
-			store, err := idem.NewStore(g.Region(r).HandlerClient(), "idempotency")
+			store, err := idem.NewStore(g.Region(r).HandlerClient(), "idempotency", idem.WithRegion(r))
 			must.NoError(t, err)
 			res, err := store.Run(ctx, scope, "fp", func(context.Context) (idem.Response, error) {
 				runs[r]++

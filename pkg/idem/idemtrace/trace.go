@@ -36,6 +36,14 @@
 //	Transact       Call( Effect Commit( Wait* ) )
 //	ExecuteBatch   Call( BatchTx+ ) with a BatchItem per item
 //
+// On a table with multi-Region strong consistency, which has no
+// transactions, Transact is Execute's Call( Claim Effect Commit ), a
+// Commit applies its writes in an Intents phase after the completion
+// (Commit( Intents )), a claim that meets a completion whose writes are
+// not all applied applies them in one (Claim( Intents ), Recovery), and
+// ExecuteBatch claims and commits each key in turn, with no BatchTx. A
+// store's first call may report TableLearned.
+//
 // A cache hit answers in Call with no other phase. A claim's waits: a
 // record in another request's running transaction (WaitTransaction) or,
 // with idem.WithWait, a live holder (WaitHolder). A release (the
@@ -122,6 +130,26 @@ type Trace struct {
 	// BatchItem: one item's answer and outcome, once the batch is done,
 	// in order.
 	BatchItem func(ctx context.Context, info BatchItemInfo)
+
+	// TableLearned reports what the store learned of its table's kind
+	// (idem.Store.Learn), in the call that learned it: from DescribeTable
+	// once per store, or from DynamoDB's refusal of a transaction on a
+	// table with multi-Region strong consistency.
+	TableLearned func(ctx context.Context, info TableLearnedInfo)
+	// Intents is the phase, on a table with multi-Region strong
+	// consistency, in which an effect's writes recorded with the key's
+	// completion are applied one by one: by the holder that completed
+	// the key, or by a later caller, or the sweeper, that found them not
+	// yet applied.
+	IntentsStart func(ctx context.Context, info IntentsStartInfo) context.Context
+	IntentsDone  func(ctx context.Context, info IntentsDoneInfo)
+	// DoubleExecution: a key ran in two Regions of a global table with
+	// multi-Region eventual consistency: one Region's claim of it was
+	// overwritten by another Region's, which had not seen it (last writer
+	// wins, which DynamoDB does silently). A store's call never reports
+	// it; pkg/idem/idemglobal's Detector does, from a Region's stream of
+	// the idempotency table.
+	DoubleExecution func(ctx context.Context, info DoubleExecutionInfo)
 }
 
 // Way names the way in a call came by.
@@ -196,7 +224,10 @@ const (
 	// ClaimKeyReuse: the key was used with another payload.
 	ClaimKeyReuse ClaimResult = "key_reuse"
 	// ClaimConflict: the record is in another request's running
-	// transaction (TransactionConflict): the call follows it with reads.
+	// transaction (TransactionConflict): the call follows it with reads;
+	// or, on a table with multi-Region strong consistency, another Region
+	// is writing it (ReplicatedWriteConflictException): the call claims
+	// again, then reads it.
 	ClaimConflict ClaimResult = "conflict"
 	// ClaimExpired: the record the write met has expired, or its holder
 	// died (HolderLeaseExpiresAt): the key is claimed again.
@@ -335,7 +366,7 @@ type RetryInfo struct {
 	Attempt int
 	// Reason is DynamoDB's: a transaction's cancellation reason code
 	// ("TransactionConflict", "ThrottlingError"), or a single-item
-	// write's error code ("TransactionConflictException").
+	// write's error code ("TransactionConflictException", "ReplicatedWriteConflictException").
 	Reason string
 	// Index is the transaction item the reason is about, or -1.
 	Index int
@@ -393,6 +424,86 @@ type BatchItemInfo struct {
 	Err     error
 }
 
+// TableLearnedInfo is what a store learned of its table.
+type TableLearnedInfo struct {
+	// Kind is the table's kind (an idem.TableKind): "regional", "MREC",
+	// "MRSC", or "" when it could not be learned.
+	Kind string
+	// From is how: "DescribeTable", or "refusal" (a transaction refused
+	// by a table with multi-Region strong consistency).
+	From string
+	// Region is the store's Region (from the table's ARN); Replicas the
+	// other Regions holding a replica; Witness the MRSC witness, if any.
+	Region   string
+	Replicas []string
+	Witness  string
+	// Err is why DescribeTable failed; the call goes on, as on a
+	// regional table until the kind is known.
+	Err error
+}
+
+// IntentsStartInfo is the application of a key's recorded writes about
+// to begin.
+type IntentsStartInfo struct {
+	// Writes is how many writes are recorded.
+	Writes int
+	// Recovery is true when the call applying them is not the one that
+	// completed the key: it found them not yet applied (the holder died,
+	// or is still applying them).
+	Recovery bool
+}
+
+// IntentsDoneInfo is the end of an application of recorded writes.
+type IntentsDoneInfo struct {
+	// Applied counts the writes this call applied; Already those it
+	// found applied before (by an earlier attempt or another caller).
+	Applied, Already int
+	// Err is why a write could not be applied: it stays recorded, to be
+	// applied by the key's next caller or the sweeper.
+	Err error
+}
+
+// DoubleExecutionInfo is a key that ran in two Regions, as one Region's
+// stream showed it: the claim another Region's overwrote, and that one.
+type DoubleExecutionInfo struct {
+	// ID names the double execution: the same in the report of every
+	// Region whose stream shows it (count it once).
+	ID string
+	// Region is the Region whose stream showed it.
+	Region    string
+	Operation string
+	ScopeID   string
+	// Overwritten is the claim that was overwritten, everywhere: last
+	// writer wins kept Overwriting's in every Region.
+	Overwritten, Overwriting Execution
+	// At is when the stream recorded the overwrite (to the second).
+	At time.Time
+}
+
+// Execution is one Region's claim of a key, and what it had answered by
+// the time the stream recorded it.
+type Execution struct {
+	// Origin is the Region whose replica took the claim ("" when the
+	// store that claimed it was told of no Region), Epoch its home's
+	// epoch (0 without idem.WithHomes).
+	Origin string
+	Epoch  int64
+	// Status is "COMPLETED" (ResponseStatus, Meta, Body and Omitted are
+	// its answer, which its replays repeated) or "IN_PROGRESS" (its
+	// holder had not completed: its answer is unknown; its completion, if
+	// it ran, failed on the overwritten record).
+	Status      string
+	Fingerprint string
+	// ResponseStatus, Meta, Body and Omitted are the answer's
+	// idem.Response: its Status, Meta, Body and Omitted.
+	ResponseStatus int
+	Meta           map[string]string
+	Body           []byte
+	Omitted        string
+	CreatedAt      time.Time
+	CompletedAt    time.Time
+}
+
 type traceKey struct{}
 
 // WithTrace returns ctx carrying t: the calls made with it report their
@@ -447,6 +558,11 @@ func Compose(a, b *Trace) *Trace {
 		BatchTxStart: chainStart(a.BatchTxStart, b.BatchTxStart),
 		BatchTxDone:  chainDone(a.BatchTxDone, b.BatchTxDone),
 		BatchItem:    chainEvent(a.BatchItem, b.BatchItem),
+		TableLearned: chainEvent(a.TableLearned, b.TableLearned),
+		IntentsStart: chainStart(a.IntentsStart, b.IntentsStart),
+		IntentsDone:  chainDone(a.IntentsDone, b.IntentsDone),
+
+		DoubleExecution: chainEvent(a.DoubleExecution, b.DoubleExecution),
 	}
 }
 

@@ -166,6 +166,159 @@ type Record struct {
 	// WritesUnknown for a record completed before records counted them;
 	// 0 for a record in progress, whose writes have not landed.
 	Writes int
+	// Intents are the writes, on a table with multi-Region strong
+	// consistency, recorded with the completion and not all applied yet;
+	// Marked the items whose updates carry the completion's apply-once
+	// markers, once they are.
+	Intents []Intent
+	Marked  []Marked
+	// Origin is the Region whose replica took the record's claim, and
+	// Epoch the epoch of its home lease there ("" and 0 when the store
+	// that claimed it was not told of Regions).
+	Origin string
+	Epoch  int64
+}
+
+// Intent is one write of an effect recorded with its key's completion,
+// where no transaction can carry it (a table with multi-Region strong
+// consistency), to be applied once, after the completion.
+type Intent struct {
+	// Index is the write's position in the effect.
+	Index int
+	// Op is "Put", "Update" or "Delete".
+	Op    string
+	Table string
+	// Item is a Put's item; Key an Update's or a Delete's key.
+	Item, Key map[string]types.AttributeValue
+	// Condition, Update, Names and Values are the write's expressions.
+	Condition, Update string
+	Names             map[string]string
+	Values            map[string]types.AttributeValue
+}
+
+// Marked is an item whose update carries a completion's apply-once
+// marker.
+type Marked struct {
+	Table  string
+	Key    map[string]types.AttributeValue
+	Marker string
+}
+
+// EncodeIntents is intents as a record stores them.
+func EncodeIntents(intents []Intent) types.AttributeValue {
+	list := make([]types.AttributeValue, len(intents))
+	for i, in := range intents {
+		m := map[string]types.AttributeValue{
+			"i": ddbitem.N(int64(in.Index)), "op": ddbitem.S(in.Op), "t": ddbitem.S(in.Table),
+		}
+		if in.Item != nil {
+			m["item"] = &types.AttributeValueMemberM{Value: in.Item}
+		}
+		if in.Key != nil {
+			m["key"] = &types.AttributeValueMemberM{Value: in.Key}
+		}
+		if in.Condition != "" {
+			m["c"] = ddbitem.S(in.Condition)
+		}
+		if in.Update != "" {
+			m["u"] = ddbitem.S(in.Update)
+		}
+		if len(in.Names) > 0 {
+			m["n"] = ddbitem.StringMap(in.Names)
+		}
+		if len(in.Values) > 0 {
+			m["v"] = &types.AttributeValueMemberM{Value: in.Values}
+		}
+		list[i] = &types.AttributeValueMemberM{Value: m}
+	}
+	return &types.AttributeValueMemberL{Value: list}
+}
+
+// EncodeMarked is marked as a record stores it.
+func EncodeMarked(marked []Marked) types.AttributeValue {
+	list := make([]types.AttributeValue, len(marked))
+	for i, mk := range marked {
+		list[i] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+			"t": ddbitem.S(mk.Table), "key": &types.AttributeValueMemberM{Value: mk.Key}, "m": ddbitem.S(mk.Marker),
+		}}
+	}
+	return &types.AttributeValueMemberL{Value: list}
+}
+
+// decodeIntents reads a record's intents, if it has any.
+func decodeIntents(item map[string]types.AttributeValue, attr string) ([]Intent, error) {
+	var out []Intent
+	err := eachMap(item, attr, func(m map[string]types.AttributeValue) error {
+		r := ddbitem.Read(m)
+		in := Intent{Index: int(r.Int("i")), Op: r.S("op"), Table: r.S("t")}
+		in.Item, _ = optMap(m, "item")
+		in.Key, _ = optMap(m, "key")
+		in.Condition, _ = r.OptS("c")
+		in.Update, _ = r.OptS("u")
+		in.Names, _ = r.StringMap("n")
+		in.Values, _ = optMap(m, "v")
+		if err := r.Err(); err != nil {
+			return err
+		}
+		switch {
+		case in.Op == "Put" && in.Item != nil, in.Op == "Update" && in.Key != nil && in.Update != "", in.Op == "Delete" && in.Key != nil:
+		default:
+			return fmt.Errorf("intent %d: %s without what it writes", in.Index, in.Op)
+		}
+		out = append(out, in)
+		return nil
+	})
+	return out, err
+}
+
+// decodeMarked reads a record's marked items.
+func decodeMarked(item map[string]types.AttributeValue, attr string) ([]Marked, error) {
+	var out []Marked
+	err := eachMap(item, attr, func(m map[string]types.AttributeValue) error {
+		r := ddbitem.Read(m)
+		mk := Marked{Table: r.S("t"), Marker: r.S("m")}
+		mk.Key, _ = optMap(m, "key")
+		if err := r.Err(); err != nil {
+			return err
+		}
+		if mk.Key == nil {
+			return errors.New("a marked item without its key")
+		}
+		out = append(out, mk)
+		return nil
+	})
+	return out, err
+}
+
+// eachMap calls fn with each map of the list attribute attr, if item has it.
+func eachMap(item map[string]types.AttributeValue, attr string, fn func(map[string]types.AttributeValue) error) error {
+	av, ok := item[attr]
+	if !ok {
+		return nil
+	}
+	l, ok := av.(*types.AttributeValueMemberL)
+	if !ok {
+		return fmt.Errorf("%s is not a list", attr)
+	}
+	for _, e := range l.Value {
+		m, ok := e.(*types.AttributeValueMemberM)
+		if !ok {
+			return fmt.Errorf("%s holds an element that is not a map", attr)
+		}
+		if err := fn(m.Value); err != nil {
+			return fmt.Errorf("%s: %w", attr, err)
+		}
+	}
+	return nil
+}
+
+// optMap is the map attribute name of m; ok is false when absent.
+func optMap(m map[string]types.AttributeValue, name string) (map[string]types.AttributeValue, bool) {
+	v, ok := m[name].(*types.AttributeValueMemberM)
+	if !ok {
+		return nil, false
+	}
+	return v.Value, true
 }
 
 // Expired mirrors the claim condition's "expires_at < :now_s".
@@ -190,6 +343,8 @@ func Decode(l idemtable.Layout, item map[string]types.AttributeValue) (Record, e
 	}
 	r.CreatedAt, _ = in.OptTime(attr.CreatedAt)
 	r.CompletedAt, _ = in.OptTime(attr.CompletedAt)
+	r.Origin, _ = in.OptS(attr.Origin)
+	r.Epoch, _ = in.OptInt(attr.Epoch)
 	var bad error
 	if !hasKey {
 		bad = fmt.Errorf("%w: no key of the store's layout", ErrCorrupt)
@@ -210,6 +365,12 @@ func Decode(l idemtable.Layout, item map[string]types.AttributeValue) (Record, e
 		r.Writes = WritesUnknown
 		if n, ok := in.OptInt(attr.Writes); ok {
 			r.Writes = int(n)
+		}
+		var err1, err2 error
+		r.Intents, err1 = decodeIntents(item, attr.Intents)
+		r.Marked, err2 = decodeMarked(item, attr.Markers)
+		if err := errors.Join(err1, err2); err != nil && bad == nil {
+			bad = fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
 		switch r.Format {
 		case 1:
