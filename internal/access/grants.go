@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/idemlambda/idemlambda/internal/ids"
 )
@@ -19,12 +21,19 @@ import (
 // *dynamodb.Client implements it.
 type DB interface {
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
 // Grant lets the caller whose ID is caller act for sellers (seller ids,
 // or AnySeller), adding them to every replica of its grant in one
 // transaction: what cmd/grant does for operators, and the local runner
 // and tests for themselves. The function's own role cannot write grants.
+//
+// A global table with multi-Region strong consistency refuses
+// transactions: there the replicas are written one after another, each
+// change idempotent (a set's ADD or DELETE), so a grant that fails part
+// way leaves replicas that differ (Granted says ErrReplicasDiffer) until
+// it is run again.
 func Grant(ctx context.Context, db DB, table, caller string, sellers ...string) error {
 	return changeGrant(ctx, db, table, caller, "ADD", sellers)
 }
@@ -74,6 +83,9 @@ func changeGrant(ctx context.Context, db DB, table, caller, op string, sellers [
 		if err == nil {
 			return nil
 		}
+		if strongRefusal(err) {
+			return changeEachReplica(ctx, db, items, op, caller)
+		}
 		if !heldByCreation(err) || attempt >= grantAttempts {
 			return fmt.Errorf("access: %s grant of %s: %w", op, caller, err)
 		}
@@ -83,6 +95,33 @@ func changeGrant(ctx context.Context, db DB, table, caller, op string, sellers [
 		case <-time.After(time.Duration(rand.Int64N(int64(10*time.Millisecond) << min(attempt, 5)))):
 		}
 	}
+}
+
+// changeEachReplica makes a grant's change on an MRSC table, one replica
+// at a time.
+func changeEachReplica(ctx context.Context, db DB, items []types.TransactWriteItem, op, caller string) error {
+	for _, it := range items {
+		u := it.Update
+		if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
+			ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+		}); err != nil {
+			return fmt.Errorf("access: %s grant of %s: %w", op, caller, err)
+		}
+	}
+	return nil
+}
+
+// strongRefusal reports whether err is DynamoDB's refusal of a
+// transaction on a global table with multi-Region strong consistency.
+func strongRefusal(err error) bool {
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "ValidationException" {
+		return false
+	}
+	msg := strings.ToLower(apiErr.ErrorMessage())
+	return strings.Contains(msg, "transaction") &&
+		(strings.Contains(msg, "multiregionconsistency") || strings.Contains(msg, "strong consistency"))
 }
 
 // heldByCreation reports whether a transaction was cancelled because a

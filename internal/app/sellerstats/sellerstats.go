@@ -10,12 +10,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/internal/app"
+	"github.com/idemlambda/idemlambda/internal/app/globaltable"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/internal/sellers/sellersqs"
 	"github.com/idemlambda/idemlambda/pkg/idem"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemotel"
-	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 )
 
 // New assembles sellerstats on db, its log and metrics lines written to
@@ -25,20 +25,27 @@ func New(db *dynamodb.Client, cfg config.SellerStats, rt app.Runtime, opts ...id
 	if db == nil || rt.Out == nil {
 		return nil, errors.New("sellerstats: needs a DynamoDB client and an output")
 	}
+	// Told its table's kind (no DescribeTable, which the role does not
+	// grant). On a global table each Region's consumer claims the events
+	// that reach it in its own Region (globaltable.StoreOptions says why
+	// no event reaches two) and counts on shards of its own.
+	global, err := globaltable.StoreOptions(cfg.Global, cfg.AWS.Region, nil)
+	if err != nil {
+		return nil, err
+	}
+	first, err := sellers.RegionShards(cfg.Global.Regions, cfg.AWS.Region)
+	if err != nil {
+		return nil, err
+	}
 	// A transaction's outcome, when unknown, is read back detached from
 	// the batch's context: bounded to fit in the consumer's deadline margin.
-	opts = append([]idem.Option{
+	opts = append(append([]idem.Option{
 		idem.WithRetention(cfg.Idempotency.Retention), idem.WithCache(cfg.Idempotency.CacheSize, 0),
 		idem.WithReleaseTimeout(sellersqs.DeadlineMargin / 2), idem.WithConflictAttempts(sellersqs.MaxTxAttempts),
 		// The idempotency phases as spans in the function's trace
 		// (none, and no cost, when tracing is off).
 		idem.WithTrace(idemotel.NewTrace(rt.Tracing.Provider())),
-		// The table is regional (template.yaml), so the store asks no
-		// DescribeTable, which the role does not grant; on a table with
-		// multi-Region strong consistency its first transaction's
-		// refusal would teach it that kind all the same.
-		idem.WithTableKind(idemtable.Regional),
-	}, opts...)
+	}, global...), opts...)
 	store, err := idem.NewStore(db, cfg.Idempotency.Table, opts...)
 	if err != nil {
 		return nil, err
@@ -47,6 +54,7 @@ func New(db *dynamodb.Client, cfg config.SellerStats, rt app.Runtime, opts ...id
 	if err != nil {
 		return nil, err
 	}
+	counter.FirstShard = first
 	rec, err := app.Metrics(cfg.Common, rt.Out, config.NameSellerStats)
 	if err != nil {
 		return nil, err
