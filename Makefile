@@ -41,9 +41,12 @@ build: ## Build every function under functions/ as bin/<fn>/bootstrap (linux/arm
 # is an address Docker containers reach (the bridge gateway, 172.17.0.1 on
 # most Linux hosts).
 STORE_ADDR ?= 127.0.0.1:8000
+# REGIONS, two Regions or more separated by commas, runs the service in
+# each on a simulated global table instead (APIs on :8080, :8081, ...).
+REGIONS ?=
 .PHONY: run
-run: ## Run the API on :8080 with an embedded store on STORE_ADDR (default 127.0.0.1:8000; Ctrl-C stops).
-	$(GO) run ./cmd/local -store-addr $(STORE_ADDR)
+run: ## Run the API on :8080 with an embedded store on STORE_ADDR (default 127.0.0.1:8000; Ctrl-C stops); REGIONS=us-east-1,eu-west-1 runs it in two Regions of a simulated global table.
+	$(GO) run ./cmd/local -store-addr $(STORE_ADDR) $(if $(REGIONS),-regions $(REGIONS))
 
 FN    ?= createproduct
 EVENT ?= events/create.json

@@ -60,6 +60,8 @@ func run() error {
 	relayOn := flag.Bool("relay", true, "relay outbox events (JSON lines on stdout, or EventBridge when AWS_ENDPOINT_URL_EVENTBRIDGE is set)")
 	caller := flag.String("caller", local.CallerARN, "the IAM identity every API request comes from, as API Gateway's IAM authorizer names a SigV4 caller")
 	sellers := flag.String("sellers", access.AnySeller, "the sellers -caller may act for, granted in the callers table at start: * for every seller, or seller ids separated by commas; empty grants none")
+	regions := flag.String("regions", "", "run the service in each of these Regions (two or more, separated by commas) on a simulated global table (MREC, keys homed in the first), the APIs on -addr's port and the ports after it; empty: one Region on the embedded store")
+	lag := flag.Duration("lag", time.Second, "with -regions: the replication lag between the Regions")
 	flag.Parse()
 
 	getenv := config.Overlay(os.Getenv, localDefaults)
@@ -85,6 +87,16 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *regions != "" {
+		list := regionList(*regions)
+		if len(list) < 2 {
+			return fmt.Errorf("-regions %q: name two Regions or more", *regions)
+		}
+		return runRegions(ctx, list, *lag, regional{
+			create: create, get: get, relay: relayCfg, stats: stats, seller: seller,
+			caller: *caller, grant: grantList(*sellers), apiAddr: *apiAddr,
+		})
+	}
 	cfg := local.Config{
 		APIAddr:       *apiAddr,
 		StoreAddr:     *storeAddr,

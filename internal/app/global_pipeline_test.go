@@ -81,7 +81,7 @@ func newGlobalStack(t *testing.T, g *idemtest.Global, global config.Global) map[
 	}
 	names := tables.Names{Products: "products", Idempotency: "idempotency", Outbox: "outbox", Sellers: "sellers", Callers: "callers"}
 	ctx := t.Context()
-	first, err := local.RegionClient(endpoints, global.Regions[0])
+	first, err := local.RegionClient(endpoints, global.Regions[0], nil)
 	require.NoError(t, err)
 	for _, tb := range tables.All() {
 		require.NoError(t, tb.Create(ctx, first, names.Of(tb), tables.CreateOptions{SkipTTL: global.Kind == config.KindMRSC}))
@@ -92,7 +92,7 @@ func newGlobalStack(t *testing.T, g *idemtest.Global, global config.Global) map[
 	const source = "idemlambda.products"
 	stacks := map[string]*regionStack{}
 	for _, name := range global.Regions {
-		client, err := local.RegionClient(endpoints, name)
+		client, err := local.RegionClient(endpoints, name, nil)
 		require.NoError(t, err)
 		aws := config.AWS{Region: name}
 		common := config.Common{LogLevel: slog.LevelInfo}

@@ -71,6 +71,29 @@ func (f *feed) put(p embedded.Put) {
 	}
 }
 
+// poll adds the records stream returns, every tenth of a second, until
+// ctx ends.
+func (f *feed) poll(ctx context.Context, stream func() []events.DynamoDBEventRecord) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if recs := stream(); len(recs) > 0 {
+			f.mu.Lock()
+			f.queue = append(f.queue, recs...)
+			f.mu.Unlock()
+			select {
+			case f.wake <- struct{}{}:
+			default:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 // run delivers batches until ctx ends.
 func (f *feed) run(ctx context.Context, handler streampoll.Handler) {
 	for {

@@ -77,8 +77,19 @@ type Config struct {
 	// embedded store's outbox puts, or from the endpoint's stream.
 	Publisher outbox.Publisher
 	// Streams reads the endpoint's stream; required with Endpoint and
-	// Publisher.
+	// Publisher, unless Stream is set.
 	Streams streampoll.Client
+	// Regions, when set, runs one Region of a global table whose
+	// Regions serve at these endpoints (by Region; Endpoint is this
+	// Region's, CreateProduct.AWS.Region): every function's client
+	// reaches each Region at its own (RegionClient), as createproduct's
+	// claims at the keys' home need.
+	Regions map[string]string
+	// Stream, when set, is polled for the records of the outbox table's
+	// stream added since its last call, and they are fed to the relay:
+	// for a store with streams but no Streams API (idemtest's global
+	// table).
+	Stream func() []events.DynamoDBEventRecord
 	// SpanProcessors also receive every function's spans, whatever its
 	// exporter (tests record them).
 	SpanProcessors []sdktrace.SpanProcessor
@@ -142,7 +153,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	} else {
 		r.StoreURL = cfg.Endpoint
 	}
-	client, err := Client(r.StoreURL)
+	client, err := r.client(cfg, nil)
 	if err != nil {
 		return nil, errors.Join(err, r.Close(ctx))
 	}
@@ -243,11 +254,20 @@ func (r *Runner) function(cfg Config, name string, c config.Common) (app.Runtime
 	if err != nil {
 		return app.Runtime{}, nil, err
 	}
-	client, err := app.Client(storeAWS(r.StoreURL), rt.Tracing, dynamodb.NewFromConfig, ddb.CountPerContext)
+	client, err := r.client(cfg, rt.Tracing)
 	if err != nil {
 		return app.Runtime{}, nil, err
 	}
 	return rt, client, nil
+}
+
+// client is a DynamoDB client of the store, traced by t: of this Region's
+// replica, reaching the others' at their endpoints, with Regions.
+func (r *Runner) client(cfg Config, t *tracing.Tracing) (*dynamodb.Client, error) {
+	if len(cfg.Regions) > 0 {
+		return RegionClient(cfg.Regions, cfg.CreateProduct.AWS.Region, t)
+	}
+	return app.Client(storeAWS(r.StoreURL), t, dynamodb.NewFromConfig, ddb.CountPerContext)
 }
 
 // runtime is the named function's tracing, from its configuration (c),
@@ -306,6 +326,10 @@ func (r *Runner) startRelay(ctx, bgCtx context.Context, cfg Config) error {
 		return err
 	}
 	handle := flushed(rt.Tracing, h.Handle)
+	if r.feed == nil && cfg.Stream != nil {
+		r.feed = newFeed(cfg.CreateProduct.OutboxTable, streampoll.DefaultBatchSize, cfg.Log)
+		r.background(func() { r.feed.poll(bgCtx, cfg.Stream) })
+	}
 	if r.feed != nil {
 		r.background(func() { r.feed.run(bgCtx, handle) })
 		return nil

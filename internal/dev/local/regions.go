@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/ddb"
+	"github.com/idemlambda/idemlambda/internal/tracing"
 )
 
 // RegionClient returns a DynamoDB client of region among several local
@@ -18,14 +19,14 @@ import (
 // endpoint, as the SDK's own resolver sends each Region's requests to its
 // regional endpoint, so createproduct reaches the keys' home Region the
 // same way locally and in Lambda. Dummy credentials; it counts its calls
-// per context, as the functions' clients do.
-func RegionClient(endpoints map[string]string, region string) (*dynamodb.Client, error) {
+// per context, as the functions' clients do, traced by t as a function's.
+func RegionClient(endpoints map[string]string, region string, t *tracing.Tracing) (*dynamodb.Client, error) {
 	if _, ok := endpoints[region]; !ok {
 		return nil, fmt.Errorf("local: no endpoint for region %s", region)
 	}
 	a := storeAWS(endpoints[region])
 	a.Region = region
-	return app.Client(a, nil, dynamodb.NewFromConfig, ddb.CountPerContext, func(o *dynamodb.Options) {
+	return app.Client(a, t, dynamodb.NewFromConfig, ddb.CountPerContext, func(o *dynamodb.Options) {
 		o.BaseEndpoint = nil
 		o.EndpointResolverV2 = byRegion(endpoints)
 	})
