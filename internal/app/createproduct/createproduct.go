@@ -12,7 +12,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/access"
 	"github.com/idemlambda/idemlambda/internal/api"
 	"github.com/idemlambda/idemlambda/internal/app"
-	"github.com/idemlambda/idemlambda/internal/app/globaltable"
+	"github.com/idemlambda/idemlambda/internal/globaltable"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/pkg/idem"

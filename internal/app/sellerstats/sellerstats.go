@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemlambda/idemlambda/internal/app"
-	"github.com/idemlambda/idemlambda/internal/app/globaltable"
+	"github.com/idemlambda/idemlambda/internal/globaltable"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/sellers"
 	"github.com/idemlambda/idemlambda/internal/sellers/sellersqs"

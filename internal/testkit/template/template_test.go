@@ -32,11 +32,29 @@ var tableIDs = map[string]tables.Table{
 
 func load(t *testing.T) *template.Template {
 	t.Helper()
+	return loadKind(t, "regional")
+}
+
+// tableKinds are the values of the conditions on TableKind
+// (template.yaml) for each kind, in the stack that creates the tables
+// (the first of ReplicaRegions): what loadKind resolves.
+// TestTableKindConditions holds them to the conditions' definitions.
+var tableKinds = map[string]map[string]bool{
+	"regional": {"IsRegional": true, "IsGlobal": false, "IsMREC": false, "IsMRSC": false, "CreatesGlobalTables": false, "UsesGlobalTablesOfAnotherRegion": false, "HasThirdReplica": false, "HasWitness": false},
+	"mrec":     {"IsRegional": false, "IsGlobal": true, "IsMREC": true, "IsMRSC": false, "CreatesGlobalTables": true, "UsesGlobalTablesOfAnotherRegion": false, "HasThirdReplica": false, "HasWitness": false},
+	"mrsc":     {"IsRegional": false, "IsGlobal": true, "IsMREC": false, "IsMRSC": true, "CreatesGlobalTables": true, "UsesGlobalTablesOfAnotherRegion": false, "HasThirdReplica": false, "HasWitness": true},
+}
+
+// loadKind is the template as deployed with TableKind kind (regional is
+// the default every other test checks): its Fn::If on the table kind's
+// conditions resolved, its resources of another kind dropped.
+func loadKind(t *testing.T, kind string) *template.Template {
+	t.Helper()
 	tpl, err := template.Load(templatePath)
 	if err != nil {
 		t.Fatalf("load template: %v", err)
 	}
-	return tpl
+	return tpl.Resolve(tableKinds[kind])
 }
 
 // functionIDs maps each function of config.Functions, by name, to its
