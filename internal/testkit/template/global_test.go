@@ -28,7 +28,7 @@ func TestTableKindConditions(t *testing.T) {
 		{"mrec", "us-east-1", map[string]string{"TableKind": "mrec", "ReplicaRegions": "us-east-1,eu-west-1", "HomeRegion": "us-east-1"}, tableKinds["mrec"]},
 		{"mrsc", "us-east-1", map[string]string{"TableKind": "mrsc", "ReplicaRegions": "us-east-1,us-east-2", "WitnessRegion": "us-west-2"}, tableKinds["mrsc"]},
 		{"mrec, three Regions, another's stack", "eu-west-1", map[string]string{"TableKind": "mrec", "ReplicaRegions": "us-east-1,eu-west-1,ap-south-1", "HomeRegion": "us-east-1"},
-			with(tableKinds["mrec"], "CreatesGlobalTables", false, "UsesGlobalTablesOfAnotherRegion", true, "HasThirdReplica", true)},
+			with(tableKinds["mrec"], "CreatesGlobalTables", false, "HasThirdReplica", true)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			params := map[string]string{}

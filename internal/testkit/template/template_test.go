@@ -40,9 +40,9 @@ func load(t *testing.T) *template.Template {
 // (the first of ReplicaRegions): what loadKind resolves.
 // TestTableKindConditions holds them to the conditions' definitions.
 var tableKinds = map[string]map[string]bool{
-	"regional": {"IsRegional": true, "IsGlobal": false, "IsMREC": false, "IsMRSC": false, "CreatesGlobalTables": false, "UsesGlobalTablesOfAnotherRegion": false, "HasThirdReplica": false, "HasWitness": false},
-	"mrec":     {"IsRegional": false, "IsGlobal": true, "IsMREC": true, "IsMRSC": false, "CreatesGlobalTables": true, "UsesGlobalTablesOfAnotherRegion": false, "HasThirdReplica": false, "HasWitness": false},
-	"mrsc":     {"IsRegional": false, "IsGlobal": true, "IsMREC": false, "IsMRSC": true, "CreatesGlobalTables": true, "UsesGlobalTablesOfAnotherRegion": false, "HasThirdReplica": false, "HasWitness": true},
+	"regional": {"IsRegional": true, "IsGlobal": false, "IsMREC": false, "IsMRSC": false, "CreatesGlobalTables": false, "HasThirdReplica": false, "HasWitness": false},
+	"mrec":     {"IsRegional": false, "IsGlobal": true, "IsMREC": true, "IsMRSC": false, "CreatesGlobalTables": true, "HasThirdReplica": false, "HasWitness": false},
+	"mrsc":     {"IsRegional": false, "IsGlobal": true, "IsMREC": false, "IsMRSC": true, "CreatesGlobalTables": true, "HasThirdReplica": false, "HasWitness": true},
 }
 
 // loadKind is the template as deployed with TableKind kind (regional is
