@@ -129,15 +129,7 @@ func newGlobalStack(t *testing.T, g *idemtest.Global, global config.Global) map[
 func (r *regionStack) post(t *testing.T, key, body string) answer {
 	t.Helper()
 	for {
-		resp, err := r.create(context.Background(), events.APIGatewayV2HTTPRequest{
-			RouteKey: "POST /products", RawPath: "/products", Body: body,
-			Headers: map[string]string{"content-type": "application/json", "idempotency-key": strconv.Quote(key)},
-			RequestContext: events.APIGatewayV2HTTPRequestContext{
-				RequestID:  uuid.NewString(),
-				HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
-				Authorizer: signed(),
-			},
-		})
+		resp, err := r.create(context.Background(), createRequest(key, body))
 		require.NoError(t, err)
 		if resp.StatusCode != 409 && resp.StatusCode != 503 {
 			return answer{resp.StatusCode, resp.Body}

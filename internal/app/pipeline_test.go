@@ -162,7 +162,15 @@ type answer struct {
 // post sends POST /products from principal with key and body.
 func (p *pipeline) post(key, body string) answer {
 	p.t.Helper()
-	resp, err := p.create(context.Background(), events.APIGatewayV2HTTPRequest{
+	resp, err := p.create(context.Background(), createRequest(key, body))
+	require.NoError(p.t, err)
+	return answer{resp.StatusCode, resp.Body}
+}
+
+// createRequest is POST /products from principal with key and body, as
+// API Gateway hands it to createproduct.
+func createRequest(key, body string) events.APIGatewayV2HTTPRequest {
+	return events.APIGatewayV2HTTPRequest{
 		RouteKey: "POST /products", RawPath: "/products", Body: body,
 		Headers: map[string]string{"content-type": "application/json", "idempotency-key": strconv.Quote(key)},
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
@@ -170,9 +178,7 @@ func (p *pipeline) post(key, body string) answer {
 			HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/products"},
 			Authorizer: signed(),
 		},
-	})
-	require.NoError(p.t, err)
-	return answer{resp.StatusCode, resp.Body}
+	}
 }
 
 // signed is what the IAM authorizer says of principal's requests.
