@@ -957,6 +957,18 @@ mutant batch-ignores-call-retention call pkg/idem/batch.go \
 what 'ExecuteBatch keeps its records for the store'\''s retention, not the call'\''s'
 unit ./idem '^TestCallRetentionIsThatCallsAlone$'
 
+mutant mrsc-finish-ignores-call-retention call pkg/idem/intent.go \
+	'intents: intents, retention: l.retention}' \
+	'intents: intents, retention: l.store.retention}'
+what 'on MRSC, the finish after a call'\''s writes sets the store'\''s retention, not the call'\''s'
+unit ./idem '^TestMRSCCallRetentionIsThatCallsAlone$'
+
+mutant mrsc-recovery-ignores-call-retention call pkg/idem/intent.go \
+	'intents: rec.Intents, retention: s.settingsFor(ctx).retention}' \
+	'intents: rec.Intents, retention: s.retention}'
+what 'on MRSC, a next caller that applies a dead holder'\''s writes sets the store'\''s retention, not its call'\''s'
+unit ./idem '^TestMRSCCallRetentionIsThatCallsAlone$'
+
 # --- global: a table with multi-Region strong consistency (an Effect's
 # commit without a transaction, intent.go; the sweep, sweep.go) and MREC
 # (the modes a store refuses, table.go; a key's home, home.go) ------------
