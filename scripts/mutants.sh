@@ -168,14 +168,14 @@ unit ./idem '^TestATransactionLandedOnlyIfTheRecordIsItsOwn$'
 
 # decide, the claim state machine.
 mutant held-record-never-read claim pkg/idem/claim.go \
-	'if !c.follows && c.sentOnce {' \
-	'if !c.follows {'
+	'if !c.follows && c.sentOnce && !m.read {' \
+	'if !c.follows && !m.read {'
 what 'a claim that may have landed, then met a running transaction, answers in flight without reading its record'
 unit ./idem '^TestAClaimThatMayHaveLandedAndCannotBeReadIsReleased$'
 
 mutant held-record-never-followed claim pkg/idem/claim.go \
-	'if !c.follows && c.sentOnce {' \
-	'if c.sentOnce {'
+	'if !c.follows && c.sentOnce && !m.read {' \
+	'if c.sentOnce && !m.read {'
 what 'a following claim (a wait, a queue) that meets a running transaction answers in flight at once'
 unit ./idem '^TestAFollowedRecordThatHasExpiredRunsAgain$'
 
@@ -445,7 +445,7 @@ mutant release-landed-ignored lost-answer pkg/idem/release.go \
 what 'a release that finds the call'\''s own lost commit landed reports failure'
 unit ./idem '^TestCommitWhoseEveryAnswerWasLostStillSucceeds$'
 
-mutant execute-ignores-landed-release lost-answer pkg/idem/execute.go \
+mutant execute-ignores-landed-release lost-answer pkg/idem/held.go \
 	$'\t\tif !landed {\n' \
 	$'\t\tif true || !landed {\n'
 what 'Execute answers a failure although its release found the commit landed'
@@ -581,7 +581,7 @@ mutant lease-lost-reported-released release pkg/idem/release.go \
 what 'a failure after a takeover is reported released, not lease lost'
 unit ./idem '^TestFailureAfterATakeoverIsLeaseLost$'
 
-mutant fenced-commit-reported-released release pkg/idem/execute.go \
+mutant fenced-commit-reported-released release pkg/idem/held.go \
 	'return Result{Outcome: OutcomeLeaseLost}, err // not ours to release' \
 	'return Result{Outcome: OutcomeReleased}, err // not ours to release'
 what 'a commit fenced out is reported released, not lease lost'
@@ -599,7 +599,7 @@ mutant operation-error-read-as-unavailable release pkg/idem/release.go \
 what 'an operation'\''s own error that looks unavailable is reported unavailable, not released'
 unit ./idem '^TestAnOperationsOwnTimeoutIsReleasedNotUnavailable$'
 
-mutant failed-execute-not-released release pkg/idem/execute.go \
+mutant failed-execute-not-released release pkg/idem/held.go \
 	'return s.abandon(ctx, lease, err, false)' \
 	'return Result{Outcome: OutcomeReleased}, err'
 what 'Execute'\''s failed operation leaves its key held'
@@ -611,7 +611,7 @@ mutant failed-run-not-released release pkg/idem/run.go \
 what 'Run'\''s failed operation leaves its key held'
 unit ./idem '^TestAnOperationsOwnTimeoutIsReleasedNotUnavailable$'
 
-mutant panic-not-released release pkg/idem/execute.go \
+mutant panic-not-released release pkg/idem/held.go \
 	$'\t\t\t_ = l.free(ctx)\n\t\t\tpanic(p)\n' \
 	$'\t\t\tpanic(p)\n'
 what 'Execute'\''s panicking operation leaves its key held'
@@ -650,8 +650,8 @@ what 'the heartbeat renews every half lease instead of every third'
 fake '^TestHeartbeatRenewsEveryThirdOfTheLease$'
 
 mutant heartbeat-never watchdog pkg/idem/lease.go \
-	'if _, ok := ctx.Deadline(); ok {' \
-	'if _, ok := ctx.Deadline(); ok || true {'
+	'if deadline && r == nil {' \
+	'if (deadline || true) && r == nil {'
 what 'a holder without a deadline is never renewed'
 fake '^TestHeartbeatRenewsEveryThirdOfTheLease$'
 
@@ -957,6 +957,18 @@ mutant batch-ignores-call-retention call pkg/idem/batch.go \
 what 'ExecuteBatch keeps its records for the store'\''s retention, not the call'\''s'
 unit ./idem '^TestCallRetentionIsThatCallsAlone$'
 
+mutant mrsc-finish-ignores-call-retention call pkg/idem/intent.go \
+	'intents: intents, retention: l.retention}' \
+	'intents: intents, retention: l.store.retention}'
+what 'on MRSC, the finish after a call'\''s writes sets the store'\''s retention, not the call'\''s'
+unit ./idem '^TestMRSCCallRetentionIsThatCallsAlone$'
+
+mutant mrsc-recovery-ignores-call-retention call pkg/idem/intent.go \
+	'intents: rec.Intents, retention: s.settingsFor(ctx).retention}' \
+	'intents: rec.Intents, retention: s.retention}'
+what 'on MRSC, a next caller that applies a dead holder'\''s writes sets the store'\''s retention, not its call'\''s'
+unit ./idem '^TestMRSCCallRetentionIsThatCallsAlone$'
+
 # --- global: a table with multi-Region strong consistency (an Effect's
 # commit without a transaction, intent.go; the sweep, sweep.go) and MREC
 # (the modes a store refuses, table.go; a key's home, home.go) ------------
@@ -989,6 +1001,7 @@ mutant finish-never-lands global pkg/idem/intent.go \
 	'ConditionExpression:       aws.String("#cid = :cid AND attribute_exists(#in)"),' \
 	'ConditionExpression:       aws.String("#cid = :cid AND attribute_not_exists(#in)"),'
 what 'an MRSC completion'\''s finish never lands: the record keeps its writes waiting'
+unit ./idem '^TestMRSCCrashBetweenIntentSteps$'
 suite '^TestConformanceOnMRSC$/^Execute$/^regions-mrsc$/^three$'
 
 mutant mrec-without-a-mode-runs global pkg/idem/table.go \
@@ -1001,6 +1014,7 @@ mutant homes-claim-locally global pkg/idem/home.go \
 	$'\t}\n\treturn rt.db, nil\n}' \
 	$'\t}\n\treturn r.h.clients[r.h.cfg.Region], nil\n}'
 what 'a store with homes sends its requests to its own Region'\''s replica, not the key'\''s home'
+unit ./idem '^TestHomesRunAKeyOnceAcrossRegions$'
 suite '^TestConformanceAcrossRegions$/^Run$/^regions-homes$/^lag-1s$'
 
 # --- The run -----------------------------------------------------------------
@@ -1329,7 +1343,7 @@ done
 flush
 
 per=""
-for c in claim judgement lost-answer fence release watchdog acknowledgement reasons batch scope operators call; do
+for c in claim judgement lost-answer fence release watchdog acknowledgement reasons batch scope operators call global; do
 	if [ -n "${counts[$c]:-}" ]; then per+="${per:+, }$c ${counts[$c]}"; fi
 done
 if [ "${MUTANTS_SURVEY:-}" = 1 ]; then

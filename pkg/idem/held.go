@@ -67,7 +67,7 @@ func (s *Store) commitEffect(ctx context.Context, id, fingerprint string, claim 
 			if err := s.apply(ctx, d, false); err != nil {
 				return Result{Outcome: outcomeOf(err)}, err
 			}
-			expires = s.retained(d.completed)
+			expires = d.expires()
 		}
 	}
 	s.remember(id, fingerprint, eff.Response, expires)

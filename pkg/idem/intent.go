@@ -341,6 +341,16 @@ type decided struct {
 	// landed: the decision is recorded; what fails after it fails only
 	// the application of its writes, which the key's next caller does.
 	landed bool
+	// retention is how long the record replays once its writes are
+	// applied: the deciding call's (CallRetention), or in a recovery the
+	// recovering call's, which every call of an operation passes alike.
+	retention time.Duration
+}
+
+// expires is the expiry of d's record once its writes are applied: the
+// one its completion would have written without them.
+func (d decided) expires() time.Time {
+	return time.Unix(d.completed.Add(d.retention).Unix(), 0)
 }
 
 // commitStrong commits eff under lease l without a transaction: its
@@ -366,7 +376,7 @@ func (l *hold) commitStrong(ctx context.Context, eff Effect) (d decided, expires
 	if err != nil {
 		return decided{}, time.Time{}, err
 	}
-	d = decided{id: l.id, cid: cid, completed: l.completedAt, intents: intents}
+	d = decided{id: l.id, cid: cid, completed: l.completedAt, intents: intents, retention: l.retention}
 	if len(intents) > 0 {
 		// Until every write is applied, the record neither expires nor
 		// can be taken over.
@@ -389,19 +399,13 @@ func (s *Store) applyPending(ctx context.Context, rec record) (record, error) {
 	if len(rec.Intents) == 0 {
 		return rec, nil
 	}
-	d := decided{id: rec.ID, cid: rec.CompletionID, completed: rec.CompletedAt, intents: rec.Intents}
+	d := decided{id: rec.ID, cid: rec.CompletionID, completed: rec.CompletedAt, intents: rec.Intents, retention: s.settingsFor(ctx).retention}
 	if err := s.apply(ctx, d, true); err != nil {
 		return rec, err
 	}
 	rec.Intents = nil
-	rec.ExpiresAt = s.retained(d.completed)
+	rec.ExpiresAt = d.expires()
 	return rec, nil
-}
-
-// retained is the expiry of a record completed at completed: the one its
-// completion wrote.
-func (s *Store) retained(completed time.Time) time.Time {
-	return time.Unix(completed.Add(s.retention).Unix(), 0)
 }
 
 // apply applies d's intents, each once, in order, then records that they
@@ -522,7 +526,7 @@ func hasMarker(item map[string]types.AttributeValue, m string) bool {
 func (s *Store) finish(ctx context.Context, d decided, marks []stored.Marked) error {
 	names := map[string]string{"#in": s.attr.Intents, "#exp": s.attr.ExpiresAt, "#cid": s.attr.CompletionID}
 	values := map[string]types.AttributeValue{
-		":exp": num(s.retained(d.completed).Unix()), ":cid": str(d.cid),
+		":exp": num(d.expires().Unix()), ":cid": str(d.cid),
 	}
 	update := "REMOVE #in SET #exp = :exp"
 	if len(marks) > 0 {

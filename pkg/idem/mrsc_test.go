@@ -754,3 +754,70 @@ func TestMRSCUnconditionalPutAppliedOnce(t *testing.T) {
 		check.Equal(t, nAttr(2), out.Item["v"], "the Put was not applied again over the update")
 	})
 }
+
+// A call's retention (idem.CallRetention) is that call's on MRSC too:
+// the finish that follows its writes sets the expiry the call asked for,
+// not the store's, in every way in that commits writes there; a key's
+// next caller that applies the writes a dead holder left sets its own
+// call's, as the operation's every call passes it.
+func TestMRSCCallRetentionIsThatCallsAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		env.grant(t)
+		ctx := context.Background()
+		s := env.store(t, regionEast)
+		const short = 2 * time.Hour
+		var runs atomic.Int64
+		expiry := func(sc idem.Scope) time.Duration {
+			t.Helper()
+			rec, ok, err := s.Get(ctx, sc)
+			must.NoError(t, err)
+			must.True(t, ok, "the record of %s", sc.Key)
+			check.Empty(t, rec.Intents, "%s: every write applied", sc.Key)
+			return rec.ExpiresAt.Sub(rec.CompletedAt.Truncate(time.Second))
+		}
+		ways := map[string]func(sc idem.Scope, opts ...idem.CallOption) error{
+			"Execute": func(sc idem.Scope, opts ...idem.CallOption) error {
+				_, err := s.Execute(ctx, sc, "fp", mrscEffect(&runs), opts...)
+				return err
+			},
+			"Transact": func(sc idem.Scope, opts ...idem.CallOption) error {
+				_, err := s.Transact(ctx, sc, "fp", mrscEffect(&runs), opts...)
+				return err
+			},
+			"ExecuteBatch": func(sc idem.Scope, opts ...idem.CallOption) error {
+				res, err := s.ExecuteBatch(ctx, []idem.BatchItem{{Scope: sc, Fingerprint: "fp", Response: created(sc.Key)}},
+					func(executing []int, _ []types.TransactWriteItem) ([]types.TransactWriteItem, error) {
+						_, w := mrscWrites()
+						return w, nil
+					}, opts...)
+				if err != nil {
+					return err
+				}
+				return res[0].Err
+			},
+		}
+		for name, call := range ways {
+			own, other := scope(t, name+"-own"), scope(t, name+"-other")
+			must.NoError(t, call(own, idem.CallRetention(short)), name)
+			must.NoError(t, call(other), name)
+			check.Equal(t, short, expiry(own), "%s with CallRetention", name)
+			check.Equal(t, idem.DefaultRetention, expiry(other), "%s without", name)
+		}
+
+		// A holder that stops before its finish: the next caller applies
+		// its writes, with its call's retention.
+		holder, c := env.crashing(t, func(op string, in any) bool {
+			u, ok := in.(*dynamodb.UpdateItemInput)
+			return ok && aws.ToString(u.TableName) == mrscIdem && strings.HasPrefix(aws.ToString(u.UpdateExpression), "REMOVE")
+		}, false)
+		stranded := scope(t, "stranded")
+		_, err := holder.Execute(ctx, stranded, "fp", mrscEffect(&runs), idem.CallRetention(short))
+		check.Error(t, err, "the holder stopped")
+		must.True(t, c.dead.Load(), "the crash point was reached")
+		res, err := s.Execute(ctx, stranded, "fp", mrscEffect(&runs), idem.CallRetention(short))
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeReplayed, res.Outcome)
+		check.Equal(t, short, expiry(stranded), "the recovering call's retention")
+	})
+}
