@@ -21,6 +21,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/product"
 	"github.com/idemlambda/idemlambda/internal/testkit/ddbtest"
 	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 )
 
 // fixedWindowStart is the start of a 10-second window.
@@ -45,7 +46,9 @@ func limitedEnv(t *testing.T, env *ddbtest.Env, mode config.Mode, limit access.L
 
 func limitedEnvOn(t *testing.T, client *dynamodb.Client, env *ddbtest.Env, mode config.Mode, limit access.Limit, c *clock) api.Handler {
 	t.Helper()
-	store, err := idem.NewStore(client, env.Tables.Idempotency)
+	// Told the table's kind, as createproduct.New tells it: no
+	// DescribeTable on the first call.
+	store, err := idem.NewStore(client, env.Tables.Idempotency, idem.WithTableKind(idemtable.Regional))
 	require.NoError(t, err)
 	products, err := product.NewService(product.Config{ProductsTable: env.Tables.Products, OutboxTable: env.Tables.Outbox, EventSource: "idemlambda.products"})
 	require.NoError(t, err)
