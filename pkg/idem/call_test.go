@@ -58,13 +58,7 @@ func TestCallRetentionIsThatCallsAlone(t *testing.T) {
 		must.True(t, ok, "the record of %s", sc.Key)
 		return rec.ExpiresAt.Sub(clk.Now().Truncate(time.Second))
 	}
-	for name, call := range ways {
-		own, other := scope(t, name+"-own"), scope(t, name+"-other")
-		must.NoError(t, call(own, idem.CallRetention(short)), name)
-		must.NoError(t, call(other), name)
-		check.Equal(t, short, expiry(own), "%s with CallRetention", name)
-		check.Equal(t, idem.DefaultRetention, expiry(other), "%s without", name)
-	}
+	checkCallRetention(t, ways, short, expiry)
 
 	// The call an operation makes in turn has the store's retention.
 	outer, inner := scope(t, "outer"), scope(t, "inner")
@@ -75,6 +69,20 @@ func TestCallRetentionIsThatCallsAlone(t *testing.T) {
 	must.NoError(t, err)
 	check.Equal(t, short, expiry(outer))
 	check.Equal(t, idem.DefaultRetention, expiry(inner), "a nested call has its own settings")
+}
+
+// checkCallRetention calls each way twice, with CallRetention(short) and
+// without, and checks the expiry of each record (from its completion):
+// short, then the store's DefaultRetention.
+func checkCallRetention(t *testing.T, ways map[string]func(sc idem.Scope, opts ...idem.CallOption) error, short time.Duration, expiry func(idem.Scope) time.Duration) {
+	t.Helper()
+	for name, call := range ways {
+		own, other := scope(t, name+"-own"), scope(t, name+"-other")
+		must.NoError(t, call(own, idem.CallRetention(short)), name)
+		must.NoError(t, call(other), name)
+		check.Equal(t, short, expiry(own), "%s with CallRetention", name)
+		check.Equal(t, idem.DefaultRetention, expiry(other), "%s without", name)
+	}
 }
 
 // A call's wait is that call's: the call its operation makes in turn

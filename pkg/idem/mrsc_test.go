@@ -797,13 +797,7 @@ func TestMRSCCallRetentionIsThatCallsAlone(t *testing.T) {
 				return res[0].Err
 			},
 		}
-		for name, call := range ways {
-			own, other := scope(t, name+"-own"), scope(t, name+"-other")
-			must.NoError(t, call(own, idem.CallRetention(short)), name)
-			must.NoError(t, call(other), name)
-			check.Equal(t, short, expiry(own), "%s with CallRetention", name)
-			check.Equal(t, idem.DefaultRetention, expiry(other), "%s without", name)
-		}
+		checkCallRetention(t, ways, short, expiry)
 
 		// A holder that stops before its finish: the next caller applies
 		// its writes, with its call's retention.
