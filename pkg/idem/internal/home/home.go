@@ -311,7 +311,7 @@ func (c *Config) Renew(ctx context.Context, v View) (View, []Promise, error) {
 	ps := c.each(func(vt Voter) Promise {
 		p, err := c.extend(ctx, vt, v, until)
 		if err == nil && p.Found && p.Epoch < v.Epoch && !p.Until.After(now) {
-			p, err = c.grant(ctx, vt, v, now, until)
+			p, err = c.grant(ctx, vt, v, p, now, until)
 		}
 		if err != nil {
 			return Promise{Voter: vt.Name, Err: err}
@@ -350,16 +350,23 @@ func (c *Config) extend(ctx context.Context, vt Voter, v View, until time.Time) 
 	return Promise{Voter: vt.Name, Found: true, Home: v.Home, Epoch: v.Epoch, Quorum: v.Quorum, From: time.UnixMilli(v.From.UnixMilli()), Until: until}, nil
 }
 
-// grant replaces vt's ended promise of a lower epoch with v's, until
-// until.
-func (c *Config) grant(ctx context.Context, vt Voter, v View, now, until time.Time) (Promise, error) {
+// grant replaces vt's ended promise of a lower epoch (old) with v's,
+// until until, from no earlier than old's end plus the margin and the
+// bound: the old epoch may have been renewed long after the failover
+// that began v's chose v.From (one that switched too few voters), and
+// its home's last writes must reach v's home before it takes claims.
+func (c *Config) grant(ctx context.Context, vt Voter, v View, old Promise, now, until time.Time) (Promise, error) {
+	if after := old.Until.Add(c.Margin + c.Bound); after.After(v.From) {
+		v.From = after
+	}
 	values := c.values(v, until)
 	values[":now"] = ddbitem.N(now.UnixMilli())
+	values[":old"] = ddbitem.N(old.Until.UnixMilli())
 	_, err := vt.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(c.Table),
 		Key:                                 c.key(v.Slot, vt.Name),
 		UpdateExpression:                    aws.String("SET #h = :h, #e = :e, #q = :q, #f = :f, #u = :u"),
-		ConditionExpression:                 aws.String("#e < :e AND #u < :now"),
+		ConditionExpression:                 aws.String("#e < :e AND #u < :now AND #u <= :old"),
 		ExpressionAttributeNames:            c.names("#h", "#e", "#q", "#f", "#u"),
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,

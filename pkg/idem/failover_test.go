@@ -1,0 +1,100 @@
+package idem_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemlambda/idemlambda/pkg/idem"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemglobal"
+	"github.com/idemlambda/idemlambda/pkg/internal/check"
+	"github.com/idemlambda/idemlambda/pkg/internal/must"
+)
+
+// operator is a Control whose clients reach each voter through a link of
+// its own ("op>region"), so that a test can cut the operator off from
+// some voters and not the stores.
+func (p *planet) operator() idemglobal.Control {
+	fast := func(o *dynamodb.Options) {
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxBackoff = time.Millisecond })
+	}
+	clients := map[string]idem.API{}
+	for _, r := range p.g.Regions() {
+		clients[r] = &link{API: p.g.Region(r).HandlerClient(fast), p: p, name: "op>" + r}
+	}
+	c := p.control
+	c.Homes.Clients = clients
+	return c
+}
+
+// A failover that reached too few voters leaves the old home in place,
+// which goes on renewing its lease with the voters the failover missed,
+// past the failover's worst-case From. When that lease later lapses (the
+// old home cut off from those voters), a store elsewhere converts the
+// lapsed voters to the failed failover's epoch, whose From has long
+// passed: the new home takes claims as soon as the old lease ends, with
+// no replication bound, and a key the old home claimed just before is
+// run again while its claim is still on the way, though replication kept
+// within the bound.
+func TestHomesFailedFailoverThenLapsedLeaseWaitsTheBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		p := newPlanet(t, replication, idemglobal.OneHome(east))
+		p.warm(t)
+		op := p.operator()
+
+		// The operator reaches only east's voter: one of three switched,
+		// two needed.
+		p.cutOff(west, true, "op")
+		p.cutOff(south, true, "op")
+		_, err := op.Failover(ctx, east, west, 0)
+		check.ErrorIs(t, err, idemglobal.ErrFailover)
+		p.cutOff(west, false, "op")
+		p.cutOff(south, false, "op")
+
+		// East goes on serving, renewing epoch 1 with west's and south's
+		// voters, well past the failed failover's worst-case From.
+		var runs atomic.Int32
+		for i := range 30 {
+			_, err := p.run(east, scope(t, "busy"+string(rune('a'+i))), &runs)
+			must.NoError(t, err, i)
+			time.Sleep(time.Second)
+		}
+		st, err := op.Status(ctx, east)
+		must.NoError(t, err)
+		must.True(t, st.Held, "epoch 1 still held")
+		check.Equal(t, int64(1), st.Epoch)
+		check.Equal(t, east, st.Home)
+
+		// East's stores lose the other voters (not the replication, which
+		// keeps within the bound): they take claims on the lease they know
+		// until its margin.
+		p.cutOff(west, true, east)
+		p.cutOff(south, true, east)
+		time.Sleep(time.Until(st.Until) - margin - 500*time.Millisecond)
+		k := scope(t, "k")
+		res, err := p.run(east, k, &runs)
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeExecuted, res.Outcome)
+
+		time.Sleep(time.Until(st.Until) + 100*time.Millisecond)
+		before := runs.Load()
+		res, err = p.run(south, k, &runs)
+		if err == nil {
+			check.NotEqual(t, idem.OutcomeExecuted, res.Outcome, "south ran the key east had claimed %v before", margin+600*time.Millisecond)
+		}
+		check.Equal(t, before, runs.Load(), "the key ran in east and again in its new home: %v, %v", res.Outcome, err)
+		check.ErrorIs(t, err, idem.ErrNoHome, "the new home waits the bound after the old lease")
+
+		time.Sleep(margin + replication)
+		res, err = p.run(south, k, &runs)
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeReplayed, res.Outcome, "east's claim reached the new home")
+		check.Equal(t, before, runs.Load())
+	})
+}
