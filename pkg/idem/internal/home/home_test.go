@@ -186,3 +186,49 @@ func TestTwoVotersWithoutAWitness(t *testing.T) {
 		check.ErrorIs(t, err, home.ErrNoQuorum)
 	})
 }
+
+// A failover that reached too few voters "leaves the old home the
+// current one"; but with a quorum below a majority (1 of 3) its one
+// switched voter is already a quorum of the new epoch, while the two it
+// missed still promise, and renew, the old home's. Stores that reach
+// only the missed two then see the old home held, and stores that reach
+// the switched one see the new home held, at the same time: two homes
+// take the slot's claims.
+func TestAFailedFailoverWithAMinorityQuorumMakesNoSecondHome(t *testing.T) {
+	t.Skip("review37: open: a failed Failover with quorum 1 of 3 voters gives its one switched voter a quorum of the new epoch while the old epoch keeps its majority (two homes held at once); no small fix")
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		cfg, off := voters(t, "a", "b", "c")
+		_, err := cfg.Ensure(ctx, "a", "a")
+		must.NoError(t, err)
+		off["a"].Store(true)
+		off["b"].Store(true)
+		_, _, err = cfg.Failover(ctx, "a", "b", 1)
+		check.ErrorIs(t, err, home.ErrFailover, "one voter of three switched, two needed")
+		off["a"].Store(false)
+		off["b"].Store(false)
+
+		// A second view of the same voters, with switches of its own: the
+		// stores on the far side of a partition.
+		far := *cfg
+		farOff := map[string]*atomic.Bool{}
+		far.Voters = nil
+		for _, v := range cfg.Voters {
+			farOff[v.Name] = &atomic.Bool{}
+			far.Voters = append(far.Voters, home.Voter{Name: v.Name, DB: down{v.DB.(down).DB, farOff[v.Name]}})
+		}
+		off["c"].Store(true)    // the old home's side reaches a and b
+		farOff["a"].Store(true) // the other side reaches c only
+		farOff["b"].Store(true)
+		for range 6 {
+			time.Sleep(lease / 2)
+			near, nerr := cfg.Ensure(ctx, "a", "a")
+			other, ferr := far.Ensure(ctx, "a", "a")
+			now := time.Now()
+			nearHeld := nerr == nil && !now.Before(near.From) && now.Before(near.Until)
+			farHeld := ferr == nil && !now.Before(other.From) && now.Before(other.Until)
+			check.False(t, nearHeld && farHeld && near.Home != other.Home,
+				"at %v two homes hold the slot: %+v and %+v", now, near, other)
+		}
+	})
+}
