@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -61,7 +62,7 @@ func TestHomesFailedFailoverThenLapsedLeaseWaitsTheBound(t *testing.T) {
 		// voters, well past the failed failover's worst-case From.
 		var runs atomic.Int32
 		for i := range 30 {
-			_, err := p.run(east, scope(t, "busy"+string(rune('a'+i))), &runs)
+			_, err := p.run(east, scope(t, "busy"+strconv.Itoa(i)), &runs)
 			must.NoError(t, err, i)
 			time.Sleep(time.Second)
 		}
@@ -96,5 +97,35 @@ func TestHomesFailedFailoverThenLapsedLeaseWaitsTheBound(t *testing.T) {
 		must.NoError(t, err)
 		check.Equal(t, idem.OutcomeReplayed, res.Outcome, "east's claim reached the new home")
 		check.Equal(t, before, runs.Load())
+	})
+}
+
+// A voter's Region lost the way Regions are often lost: its endpoint
+// answers nothing, and each request to it waits for the client's
+// timeout. The home (east) and the third voter are up, a quorum: calls
+// homed in east should not wait for the lost voter, nor lose the home's
+// lease because a renewal waited for it.
+func TestHomesABlackholedVoterDoesNotStallTheHome(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPlanet(t, 100*time.Millisecond, idemglobal.OneHome(east))
+		p.warm(t)
+		const timeout = 30 * time.Second // the SDK's default dial timeout
+		for _, from := range []string{east, west, south} {
+			p.cut.Store(from+">"+south, time.Duration(timeout))
+		}
+		var runs atomic.Int32
+		var slowest time.Duration
+		failed := 0
+		for i := range 40 {
+			start := time.Now()
+			_, err := p.run(east, scope(t, "k"+strconv.Itoa(i)), &runs)
+			if err != nil {
+				failed++
+			}
+			slowest = max(slowest, time.Since(start))
+			time.Sleep(time.Second)
+		}
+		check.Equal(t, 0, failed, "calls failed while a quorum of voters was up")
+		check.True(t, slowest < homeLease/2, "a call waited %v for the lost voter", slowest)
 	})
 }

@@ -212,12 +212,25 @@ func decode(voter string, item map[string]types.AttributeValue) Promise {
 }
 
 // each runs fn for every voter at once and returns their answers, in the
-// voters' order.
-func (c *Config) each(fn func(v Voter) Promise) []Promise {
+// voters' order. A voter gets the margin to answer (the time a request
+// may be in flight): one whose Region is lost without refusing
+// connections would otherwise hold up every renewal of a home that a
+// quorum still promises until the client times out, past the lease. A
+// request cut short may still land; it counts as unanswered, which
+// renews less and switches fewer voters than landed, never more.
+func (c *Config) each(ctx context.Context, fn func(ctx context.Context, v Voter) Promise) []Promise {
 	out := make([]Promise, len(c.Voters))
 	var wg sync.WaitGroup
 	for i, v := range c.Voters {
-		wg.Go(func() { out[i] = fn(v) })
+		wg.Go(func() {
+			ctx := ctx
+			if c.Margin > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, c.Margin)
+				defer cancel()
+			}
+			out[i] = fn(ctx, v)
+		})
 	}
 	wg.Wait()
 	return out
@@ -225,7 +238,7 @@ func (c *Config) each(fn func(v Voter) Promise) []Promise {
 
 // Read reads every voter's promise for slot, consistently, at once.
 func (c *Config) Read(ctx context.Context, slot string) []Promise {
-	return c.each(func(v Voter) Promise {
+	return c.each(ctx, func(ctx context.Context, v Voter) Promise {
 		out, err := v.DB.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName: aws.String(c.Table), Key: c.key(slot, v.Name), ConsistentRead: aws.Bool(true),
 		})
@@ -308,7 +321,7 @@ func Decide(slot string, ps []Promise, now time.Time) (View, bool) {
 func (c *Config) Renew(ctx context.Context, v View) (View, []Promise, error) {
 	now := c.Now()
 	until := time.UnixMilli(now.Add(c.Lease).UnixMilli())
-	ps := c.each(func(vt Voter) Promise {
+	ps := c.each(ctx, func(ctx context.Context, vt Voter) Promise {
 		p, err := c.extend(ctx, vt, v, until)
 		if err == nil && p.Found && p.Epoch < v.Epoch && !p.Until.After(now) {
 			p, err = c.grant(ctx, vt, v, p, now, until)
@@ -492,7 +505,7 @@ func (c *Config) Failover(ctx context.Context, slot, to string, quorum int) (Vie
 	} else if top.Quorum > 0 {
 		oldQuorum = top.Quorum
 	}
-	switched := c.each(func(vt Voter) Promise {
+	switched := c.each(ctx, func(ctx context.Context, vt Voter) Promise {
 		out, err := vt.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                aws.String(c.Table),
 			Key:                      c.key(slot, vt.Name),
@@ -540,7 +553,7 @@ func (c *Config) Failover(ctx context.Context, slot, to string, quorum int) (Vie
 		return v, switched, nil
 	}
 	v.From = tight
-	c.each(func(vt Voter) Promise {
+	c.each(ctx, func(ctx context.Context, vt Voter) Promise {
 		_, err := vt.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                aws.String(c.Table),
 			Key:                      c.key(slot, vt.Name),
