@@ -3,6 +3,7 @@ package idem_test
 import (
 	"context"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -127,5 +128,45 @@ func TestHomesABlackholedVoterDoesNotStallTheHome(t *testing.T) {
 		}
 		check.Equal(t, 0, failed, "calls failed while a quorum of voters was up")
 		check.True(t, slowest < homeLease/2, "a call waited %v for the lost voter", slowest)
+	})
+}
+
+// A claim the old home's store routed before its stop point (the margin
+// before the lease it knows ends) but whose request the SDK retried,
+// landing seconds later: after a failover's new home took the key, and
+// before the new home's claim reached the old home's replica (within the
+// replication bound). The old home's claim wins there and its operation
+// runs: the key runs in both homes. A write routed to a home must not
+// land after the holder's stop point.
+func TestHomesARetriedClaimDoesNotLandAfterTheStopPoint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		p := newPlanet(t, 100*time.Millisecond, idemglobal.OneHome(east))
+		p.warm(t)
+		must.NoError(t, p.g.SetLag(west, east, replication)) // within the bound
+		st, err := p.control.Status(ctx, east)
+		must.NoError(t, err)
+		must.True(t, st.Held)
+		// East's stores lose the other voters; an operator fails over.
+		p.cutOff(west, true, east)
+		p.cutOff(south, true, east)
+		moved, err := p.control.Failover(ctx, east, west, 0)
+		must.NoError(t, err)
+
+		var runs atomic.Int32
+		k := scope(t, "k")
+		time.Sleep(time.Until(st.Until) - margin - 500*time.Millisecond)
+		p.slowPut.Store(east+">"+east, 2*margin+replication+time.Second)
+		var wg sync.WaitGroup
+		var eastErr error
+		wg.Go(func() { _, eastErr = p.run(east, k, &runs) })
+
+		time.Sleep(time.Until(moved.From) + 100*time.Millisecond)
+		res, err := p.run(south, k, &runs)
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeExecuted, res.Outcome, "the new home runs the key")
+		wg.Wait()
+		check.Equal(t, int32(1), runs.Load(), "the key ran in both homes (east: %v)", eastErr)
+		check.True(t, idem.IsUnavailable(eastErr), "east's call answers unavailable: %v", eastErr)
 	})
 }

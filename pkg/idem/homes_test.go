@@ -49,6 +49,9 @@ type planet struct {
 	control idemglobal.Control  // as an operator in any Region sees it
 	links   map[string]idem.API // "from>to"
 	cut     sync.Map            // "from>to" -> true: the link answers nothing
+	// slowPut: "from>to" -> the time the link's next PutItem takes to
+	// land (the SDK's retries and backoff), or less if its context ends.
+	slowPut sync.Map
 }
 
 // newPlanet starts a planet at lag, every store homing keys as home says
@@ -146,6 +149,13 @@ func (l *link) down(ctx context.Context) error {
 func (l *link) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if err := l.down(ctx); err != nil {
 		return nil, err
+	}
+	if d, ok := l.p.slowPut.LoadAndDelete(l.name); ok {
+		select {
+		case <-time.After(d.(time.Duration)):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	return l.API.PutItem(ctx, in, opts...)
 }
