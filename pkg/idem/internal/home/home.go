@@ -40,7 +40,10 @@
 // worst case: now plus a lease, twice the margin and the bound. A
 // failover that switches too few voters fails, and leaves the old home
 // the current one (its voters still a quorum); a voter it missed joins
-// the new epoch once its own promise of the old one has ended.
+// the new epoch once its own promise of the old one has ended, and the
+// new home then takes claims no earlier than that promise's end plus the
+// margin and the bound (the old home may have renewed it long after the
+// failover chose its From).
 package home
 
 import (
