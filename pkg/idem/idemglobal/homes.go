@@ -82,7 +82,8 @@ type Vote struct {
 
 // ErrFailover: a failover reached too few voters to move the home; the
 // voters it did reach promise the new home (whose wait began then), and a
-// failover run again once more voters answer completes it.
+// failover run again once more voters answer moves the home under an
+// epoch of its own, after that one's.
 var ErrFailover = home.ErrFailover
 
 func (c Control) config() (*home.Config, error) {

@@ -480,10 +480,10 @@ var ErrFailover = errors.New("failover incomplete")
 // switches every voter it reaches, and needs n - q + 1 of them, q being
 // the old epoch's quorum; then it brings From forward to the latest
 // Until those voters had promised, plus the margin and the bound. Run
-// again while the highest epoch already homes to, it completes that
-// epoch's switch (a failover that reached too few voters, or whose
-// answer was lost) rather than begin another. It returns the new view
-// (Until is zero until a renewal from From on).
+// again after one that reached too few voters (or whose answer was
+// lost), it begins the epoch after that one's, whose From waits for
+// every promise it switched, that one's included. It returns the new
+// view (Until is zero until a renewal from From on).
 func (c *Config) Failover(ctx context.Context, slot, to string, quorum int) (View, []Promise, error) {
 	n := len(c.Voters)
 	if quorum == 0 {
