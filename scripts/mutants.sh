@@ -239,11 +239,33 @@ mutant apply-put-unmarked pkg/idem/intent.go \
 	$'\t\t\tcond := "(NOT contains(#idem_m, :idem_m) OR contains(#idem_m, :idem_m))"\n\t\t\tif in.Condition != "" {'
 unit ./idem '^TestMRSCUnconditionalPutAppliedOnce$'
 
-# A recovery that applies an Update (a counter's ADD) a second time.
+# An Update (a counter's ADD) applied again by the retry of an attempt that
+# landed with its answer lost.
 mutant apply-update-unmarked pkg/idem/intent.go \
-	$'\t\t\tcond := "NOT contains(#idem_m, :idem_m)"\n\t\t\tnames, values := used(' \
-	$'\t\t\tcond := "(NOT contains(#idem_m, :idem_m) OR contains(#idem_m, :idem_m))"\n\t\t\tnames, values := used('
-unit ./idem '^TestMRSCCrashBetweenIntentSteps$'
+	$'\t\t\tcond := "NOT contains(#idem_m, :idem_m)"\n\t\t\tswitch in.At {' \
+	$'\t\t\tcond := "(NOT contains(#idem_m, :idem_m) OR contains(#idem_m, :idem_m))"\n\t\t\tswitch in.At {'
+unit ./idem '^TestMRSCUpdateWhoseAnswerWasLostAppliedOnce$'
+
+# A recovery that applies an Update or a Delete again once its item lost
+# its stamp (another writer replaced it since).
+mutant apply-unstamped pkg/idem/intent.go \
+	'onItem = "contains(#idem_p, :idem_m)"' \
+	'onItem = "(contains(#idem_p, :idem_m) OR attribute_not_exists(#idem_p) OR attribute_exists(#idem_p))"'
+unit ./idem '^TestMRSCDeleteAppliedOnce$'
+
+# A recovery that applies an Update of an item it created again, once
+# another writer replaced that item.
+mutant apply-absent-announced pkg/idem/intent.go \
+	'onItem = "attribute_not_exists(#idem_k) AND NOT contains(#idem_m, :idem_m)"' \
+	'onItem = "(attribute_not_exists(#idem_k) OR attribute_exists(#idem_k)) AND NOT contains(#idem_m, :idem_m)"'
+unit ./idem '^TestMRSCUpdateAppliedOnceAfterTheItemWasReplaced$'
+
+# A recovery that never applies an Update of an item absent at the
+# decision once another writer created it, announced or not.
+mutant apply-absent-unannounced pkg/idem/intent.go \
+	$'\t\tcase before:\n' \
+	$'\t\tcase before || true:\n'
+unit ./idem '^TestMRSCUpdateOfAnItemCreatedSinceIsApplied$'
 
 # A guard whose UpdateItem creates the item it checks, where there is none.
 mutant guard-creates-its-item pkg/idem/intent.go \

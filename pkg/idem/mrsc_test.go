@@ -22,6 +22,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/idemadmin"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
@@ -760,7 +761,6 @@ func TestMRSCUnconditionalPutAppliedOnce(t *testing.T) {
 // the deleted key (a seat released, then booked again), then the key's
 // next caller recovers the writes left: the new item must stay.
 func TestMRSCDeleteAppliedOnce(t *testing.T) {
-	t.Skip("review37: open: a recovery applies an Effect's Delete again (it leaves no marker), deleting an item another writer put under its key since the holder's crash before its finish")
 	synctest.Test(t, func(t *testing.T) {
 		env := newMRSC(t, idemtest.GlobalConfig{})
 		ctx := context.Background()
@@ -793,7 +793,6 @@ func TestMRSCDeleteAppliedOnce(t *testing.T) {
 // writer replaces the item with a Put (markers gone), then the key's
 // next caller recovers: the Update must not be applied a second time.
 func TestMRSCUpdateAppliedOnceAfterTheItemWasReplaced(t *testing.T) {
-	t.Skip("review37: open: a recovery applies an Effect's Update again once another writer's Put replaced the item and its marker")
 	synctest.Test(t, func(t *testing.T) {
 		env := newMRSC(t, idemtest.GlobalConfig{})
 		ctx := context.Background()
@@ -816,5 +815,145 @@ func TestMRSCUpdateAppliedOnceAfterTheItemWasReplaced(t *testing.T) {
 		out, err := env.db[regionEast2].GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(mrscCounters), Key: key, ConsistentRead: aws.Bool(true)})
 		must.NoError(t, err)
 		check.Equal(t, nAttr(10), out.Item["n"], "the Update was applied again after the restock")
+	})
+}
+
+// An Update of an item that did not exist at the decision is applied by
+// the recovery all the same when its holder stopped before applying it
+// and another writer created the item since: the item it finds is not
+// one the Update created (its application was never announced).
+func TestMRSCUpdateOfAnItemCreatedSinceIsApplied(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		ctx := context.Background()
+		key := map[string]types.AttributeValue{"id": sAttr("stock")}
+		take := func(context.Context) (idem.Effect, error) {
+			return idem.Effect{Response: created("taken"), Writes: []types.TransactWriteItem{
+				{Put: &types.Put{TableName: aws.String(mrscProducts), Item: map[string]types.AttributeValue{"id": sAttr("order-1")}}},
+				{Update: &types.Update{
+					TableName: aws.String(mrscCounters), Key: key,
+					UpdateExpression: aws.String("ADD n :minus"), ExpressionAttributeValues: map[string]types.AttributeValue{":minus": nAttr(-1)},
+				}},
+			}}, nil
+		}
+		holder, _ := env.crashing(t, crashPoints[2].at, false) // after the decision, before any write
+		_, err := holder.Execute(ctx, scope(t, "k"), "fp", take)
+		check.Error(t, err)
+		_, err = env.db[regionWest].UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(mrscCounters), Key: key,
+			UpdateExpression: aws.String("ADD n :ten"), ExpressionAttributeValues: map[string]types.AttributeValue{":ten": nAttr(10)}}) // stocked
+		must.NoError(t, err)
+		res, err := env.store(t, regionWest).Execute(ctx, scope(t, "k"), "fp", take)
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeReplayed, res.Outcome)
+		out, err := env.db[regionEast2].GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(mrscCounters), Key: key, ConsistentRead: aws.Bool(true)})
+		must.NoError(t, err)
+		check.Equal(t, nAttr(9), out.Item["n"], "the Update was applied once, over the stock")
+	})
+}
+
+// A Delete whose item another writer replaced between the decision and
+// its application by the holder itself deletes nothing: it counts as
+// applied before that Put, which replaced the item it was decided on.
+func TestMRSCDeleteOfAnItemReplacedBeforeItWasAppliedDeletesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		ctx := context.Background()
+		key := map[string]types.AttributeValue{"id": sAttr("seat-12a")}
+		_, err := env.db[regionWest].PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(mrscProducts),
+			Item: map[string]types.AttributeValue{"id": sAttr("seat-12a"), "holder": sAttr("alice")}})
+		must.NoError(t, err)
+		store := env.store(t, regionEast, idem.WithTrace(&idemtrace.Trace{IntentsStart: func(ctx context.Context, _ idemtrace.IntentsStartInfo) context.Context {
+			// Between the decision and the first write applied.
+			_, err := env.db[regionWest].PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(mrscProducts),
+				Item: map[string]types.AttributeValue{"id": sAttr("seat-12a"), "holder": sAttr("bob")}})
+			must.NoError(t, err)
+			return ctx
+		}}))
+		res, err := store.Execute(ctx, scope(t, "k"), "fp", func(context.Context) (idem.Effect, error) {
+			return idem.Effect{Response: created("released"), Writes: []types.TransactWriteItem{{Delete: &types.Delete{
+				TableName: aws.String(mrscProducts), Key: key,
+			}}}}, nil
+		})
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeExecuted, res.Outcome)
+		out, err := env.db[regionEast2].GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(mrscProducts), Key: key, ConsistentRead: aws.Bool(true)})
+		must.NoError(t, err)
+		check.Equal(t, sAttr("bob"), out.Item["holder"], "bob's booking, made after alice's release was decided, stays")
+	})
+}
+
+// An Update of an item that did not exist at the decision, whose first
+// application landed with its answer lost (a ReplicatedWriteConflict
+// instead, which the store retries), is not applied again by the retry:
+// its marker is on the item.
+func TestMRSCUpdateWhoseAnswerWasLostAppliedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		ctx := context.Background()
+		key := map[string]types.AttributeValue{"id": sAttr("stock")}
+		var lost atomic.Bool
+		lose := func(o *dynamodb.Options) {
+			o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+				return st.Initialize.Add(middleware.InitializeMiddlewareFunc("lose",
+					func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+						out, md, err := next.HandleInitialize(ctx, in)
+						u, ok := in.Parameters.(*dynamodb.UpdateItemInput)
+						if err == nil && ok && aws.ToString(u.TableName) == mrscCounters && strings.Contains(aws.ToString(u.UpdateExpression), "#idem_m") && lost.CompareAndSwap(false, true) {
+							return middleware.InitializeOutput{}, md, &types.ReplicatedWriteConflictException{Message: aws.String("answer lost (injected)")}
+						}
+						return out, md, err
+					}), middleware.Before)
+			})
+		}
+		store, err := idem.NewStore(env.g.Region(regionEast).HandlerClient(fastRetries, lose), mrscIdem)
+		must.NoError(t, err)
+		res, err := store.Execute(ctx, scope(t, "k"), "fp", func(context.Context) (idem.Effect, error) {
+			return idem.Effect{Response: created("taken"), Writes: []types.TransactWriteItem{{Update: &types.Update{
+				TableName: aws.String(mrscCounters), Key: key,
+				UpdateExpression: aws.String("ADD n :minus"), ExpressionAttributeValues: map[string]types.AttributeValue{":minus": nAttr(-1)},
+			}}}}, nil
+		})
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeExecuted, res.Outcome)
+		must.True(t, lost.Load(), "an answer was lost")
+		out, err := env.db[regionEast2].GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(mrscCounters), Key: key, ConsistentRead: aws.Bool(true)})
+		must.NoError(t, err)
+		check.Equal(t, nAttr(-1), out.Item["n"], "the Update was applied once")
+	})
+}
+
+// Two writes of one item are refused, as a transaction refuses them: a
+// Put (or a Delete) of the item applied first would take the stamp of
+// the write after it.
+func TestMRSCRefusesTwoWritesOfOneItem(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		ctx := context.Background()
+		store := env.store(t, regionEast)
+		key := map[string]types.AttributeValue{"id": sAttr("x")}
+		update := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(mrscProducts), Key: key,
+			UpdateExpression: aws.String("ADD n :one"), ExpressionAttributeValues: map[string]types.AttributeValue{":one": nAttr(1)}}}
+		for name, ws := range map[string][]types.TransactWriteItem{
+			"a Put, then an Update":    {{Put: &types.Put{TableName: aws.String(mrscProducts), Item: map[string]types.AttributeValue{"id": sAttr("x"), "n": nAttr(1)}}}, update},
+			"an Update, then a Delete": {update, {Delete: &types.Delete{TableName: aws.String(mrscProducts), Key: key}}},
+		} {
+			res, err := store.Execute(ctx, scope(t, strings.ReplaceAll(name, " ", "-")), "fp", func(context.Context) (idem.Effect, error) {
+				return idem.Effect{Response: created("x"), Writes: ws}, nil
+			})
+			check.ErrorIs(t, err, idem.ErrInvalidEffect, name)
+			check.ErrorContains(t, err, "writes 0 and 1 are of one item", name)
+			check.Equal(t, idem.OutcomeReleased, res.Outcome, name)
+		}
+		check.Equal(t, 0, env.count(t, regionEast, mrscProducts))
+		check.Equal(t, 0, env.count(t, regionEast, mrscIdem), "every key was released")
+		// Writes of two items of one table go through.
+		other := update
+		other.Update = &types.Update{TableName: aws.String(mrscProducts), Key: map[string]types.AttributeValue{"id": sAttr("y")},
+			UpdateExpression: aws.String("ADD n :one"), ExpressionAttributeValues: map[string]types.AttributeValue{":one": nAttr(1)}}
+		_, err := store.Execute(ctx, scope(t, "two-items"), "fp", func(context.Context) (idem.Effect, error) {
+			return idem.Effect{Response: created("x"), Writes: []types.TransactWriteItem{update, other}}, nil
+		})
+		must.NoError(t, err)
+		check.Equal(t, 2, env.count(t, regionEast, mrscProducts))
 	})
 }
