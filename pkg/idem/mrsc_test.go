@@ -727,6 +727,26 @@ func TestMRSCIsolatedRegionOrWitness(t *testing.T) {
 	}
 }
 
+// recovered runs do on a holder that stops at crash, then between
+// (another writer's write), then do again by the key's next caller, in
+// us-west-2, which must replay it after applying what was left; it
+// returns the item under key in table, read consistently in us-east-2.
+func (e *mrscEnv) recovered(t *testing.T, crash func(op string, in any) bool, do func(context.Context) (idem.Effect, error), between func(context.Context) error, table string, key map[string]types.AttributeValue) map[string]types.AttributeValue {
+	t.Helper()
+	ctx := context.Background()
+	holder, c := e.crashing(t, crash, false)
+	_, err := holder.Execute(ctx, scope(t, "k"), "fp", do)
+	check.Error(t, err)
+	must.True(t, c.dead.Load(), "the crash point was reached")
+	must.NoError(t, between(ctx))
+	res, err := e.store(t, regionWest).Execute(ctx, scope(t, "k"), "fp", do)
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeReplayed, res.Outcome)
+	out, err := e.db[regionEast2].GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
+	must.NoError(t, err)
+	return out.Item
+}
+
 // A Put without a condition is applied once all the same: its marker
 // condition keeps a recovery from putting it again over what another
 // writer changed in the item since (a holder stopped before its finish,
@@ -734,25 +754,18 @@ func TestMRSCIsolatedRegionOrWitness(t *testing.T) {
 func TestMRSCUnconditionalPutAppliedOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		env := newMRSC(t, idemtest.GlobalConfig{})
-		ctx := context.Background()
 		key := map[string]types.AttributeValue{"id": sAttr("settings")}
 		put := func(context.Context) (idem.Effect, error) {
 			return idem.Effect{Response: created("settings"), Writes: []types.TransactWriteItem{{Put: &types.Put{
 				TableName: aws.String(mrscProducts), Item: map[string]types.AttributeValue{"id": sAttr("settings"), "v": nAttr(1)},
 			}}}}, nil
 		}
-		holder, _ := env.crashing(t, crashPoints[4].at, false) // before the finish
-		_, err := holder.Execute(ctx, scope(t, "k"), "fp", put)
-		check.Error(t, err)
-		_, err = env.db[regionWest].UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(mrscProducts), Key: key,
-			UpdateExpression: aws.String("SET v = :two"), ExpressionAttributeValues: map[string]types.AttributeValue{":two": nAttr(2)}})
-		must.NoError(t, err)
-		res, err := env.store(t, regionWest).Execute(ctx, scope(t, "k"), "fp", put)
-		must.NoError(t, err)
-		check.Equal(t, idem.OutcomeReplayed, res.Outcome)
-		out, err := env.db[regionEast2].GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(mrscProducts), Key: key, ConsistentRead: aws.Bool(true)})
-		must.NoError(t, err)
-		check.Equal(t, nAttr(2), out.Item["v"], "the Put was not applied again over the update")
+		item := env.recovered(t, crashPoints[4].at, put, func(ctx context.Context) error { // before the finish
+			_, err := env.db[regionWest].UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(mrscProducts), Key: key,
+				UpdateExpression: aws.String("SET v = :two"), ExpressionAttributeValues: map[string]types.AttributeValue{":two": nAttr(2)}})
+			return err
+		}, mrscProducts, key)
+		check.Equal(t, nAttr(2), item["v"], "the Put was not applied again over the update")
 	})
 }
 
@@ -763,28 +776,22 @@ func TestMRSCUnconditionalPutAppliedOnce(t *testing.T) {
 func TestMRSCDeleteAppliedOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		env := newMRSC(t, idemtest.GlobalConfig{})
-		ctx := context.Background()
 		key := map[string]types.AttributeValue{"id": sAttr("seat-12a")}
-		_, err := env.db[regionWest].PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(mrscProducts),
-			Item: map[string]types.AttributeValue{"id": sAttr("seat-12a"), "holder": sAttr("alice")}})
-		must.NoError(t, err)
+		book := func(holder string) func(context.Context) error {
+			return func(ctx context.Context) error {
+				_, err := env.db[regionWest].PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(mrscProducts),
+					Item: map[string]types.AttributeValue{"id": sAttr("seat-12a"), "holder": sAttr(holder)}})
+				return err
+			}
+		}
+		must.NoError(t, book("alice")(context.Background()))
 		release := func(context.Context) (idem.Effect, error) {
 			return idem.Effect{Response: created("released"), Writes: []types.TransactWriteItem{{Delete: &types.Delete{
 				TableName: aws.String(mrscProducts), Key: key,
 			}}}}, nil
 		}
-		holder, _ := env.crashing(t, crashPoints[4].at, false) // before the finish
-		_, err = holder.Execute(ctx, scope(t, "k"), "fp", release)
-		check.Error(t, err)
-		_, err = env.db[regionWest].PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(mrscProducts),
-			Item: map[string]types.AttributeValue{"id": sAttr("seat-12a"), "holder": sAttr("bob")}})
-		must.NoError(t, err)
-		res, err := env.store(t, regionWest).Execute(ctx, scope(t, "k"), "fp", release)
-		must.NoError(t, err)
-		check.Equal(t, idem.OutcomeReplayed, res.Outcome)
-		out, err := env.db[regionEast2].GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(mrscProducts), Key: key, ConsistentRead: aws.Bool(true)})
-		must.NoError(t, err)
-		check.Equal(t, sAttr("bob"), out.Item["holder"], "the Delete was applied again over bob's booking")
+		item := env.recovered(t, crashPoints[4].at, release, book("bob"), mrscProducts, key) // before the finish
+		check.Equal(t, sAttr("bob"), item["holder"], "the Delete was applied again over bob's booking")
 	})
 }
 
@@ -795,27 +802,30 @@ func TestMRSCDeleteAppliedOnce(t *testing.T) {
 func TestMRSCUpdateAppliedOnceAfterTheItemWasReplaced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		env := newMRSC(t, idemtest.GlobalConfig{})
-		ctx := context.Background()
 		key := map[string]types.AttributeValue{"id": sAttr("stock")}
-		take := func(context.Context) (idem.Effect, error) {
-			return idem.Effect{Response: created("taken"), Writes: []types.TransactWriteItem{{Update: &types.Update{
-				TableName: aws.String(mrscCounters), Key: key,
-				UpdateExpression: aws.String("ADD n :minus"), ExpressionAttributeValues: map[string]types.AttributeValue{":minus": nAttr(-1)},
-			}}}}, nil
-		}
-		holder, _ := env.crashing(t, crashPoints[4].at, false) // before the finish
-		_, err := holder.Execute(ctx, scope(t, "k"), "fp", take)
-		check.Error(t, err)
-		_, err = env.db[regionWest].PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(mrscCounters),
-			Item: map[string]types.AttributeValue{"id": sAttr("stock"), "n": nAttr(10)}}) // restocked
-		must.NoError(t, err)
-		res, err := env.store(t, regionWest).Execute(ctx, scope(t, "k"), "fp", take)
-		must.NoError(t, err)
-		check.Equal(t, idem.OutcomeReplayed, res.Outcome)
-		out, err := env.db[regionEast2].GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(mrscCounters), Key: key, ConsistentRead: aws.Bool(true)})
-		must.NoError(t, err)
-		check.Equal(t, nAttr(10), out.Item["n"], "the Update was applied again after the restock")
+		item := env.recovered(t, crashPoints[4].at, takeStock(false), func(ctx context.Context) error { // before the finish
+			_, err := env.db[regionWest].PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(mrscCounters),
+				Item: map[string]types.AttributeValue{"id": sAttr("stock"), "n": nAttr(10)}}) // restocked
+			return err
+		}, mrscCounters, key)
+		check.Equal(t, nAttr(10), item["n"], "the Update was applied again after the restock")
 	})
+}
+
+// takeStock is an Effect that takes one from the stock counter, after
+// putting an order first with order.
+func takeStock(order bool) func(context.Context) (idem.Effect, error) {
+	return func(context.Context) (idem.Effect, error) {
+		var writes []types.TransactWriteItem
+		if order {
+			writes = append(writes, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(mrscProducts), Item: map[string]types.AttributeValue{"id": sAttr("order-1")}}})
+		}
+		writes = append(writes, types.TransactWriteItem{Update: &types.Update{
+			TableName: aws.String(mrscCounters), Key: map[string]types.AttributeValue{"id": sAttr("stock")},
+			UpdateExpression: aws.String("ADD n :minus"), ExpressionAttributeValues: map[string]types.AttributeValue{":minus": nAttr(-1)},
+		}})
+		return idem.Effect{Response: created("taken"), Writes: writes}, nil
+	}
 }
 
 // An Update of an item that did not exist at the decision is applied by
@@ -825,29 +835,13 @@ func TestMRSCUpdateAppliedOnceAfterTheItemWasReplaced(t *testing.T) {
 func TestMRSCUpdateOfAnItemCreatedSinceIsApplied(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		env := newMRSC(t, idemtest.GlobalConfig{})
-		ctx := context.Background()
 		key := map[string]types.AttributeValue{"id": sAttr("stock")}
-		take := func(context.Context) (idem.Effect, error) {
-			return idem.Effect{Response: created("taken"), Writes: []types.TransactWriteItem{
-				{Put: &types.Put{TableName: aws.String(mrscProducts), Item: map[string]types.AttributeValue{"id": sAttr("order-1")}}},
-				{Update: &types.Update{
-					TableName: aws.String(mrscCounters), Key: key,
-					UpdateExpression: aws.String("ADD n :minus"), ExpressionAttributeValues: map[string]types.AttributeValue{":minus": nAttr(-1)},
-				}},
-			}}, nil
-		}
-		holder, _ := env.crashing(t, crashPoints[2].at, false) // after the decision, before any write
-		_, err := holder.Execute(ctx, scope(t, "k"), "fp", take)
-		check.Error(t, err)
-		_, err = env.db[regionWest].UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(mrscCounters), Key: key,
-			UpdateExpression: aws.String("ADD n :ten"), ExpressionAttributeValues: map[string]types.AttributeValue{":ten": nAttr(10)}}) // stocked
-		must.NoError(t, err)
-		res, err := env.store(t, regionWest).Execute(ctx, scope(t, "k"), "fp", take)
-		must.NoError(t, err)
-		check.Equal(t, idem.OutcomeReplayed, res.Outcome)
-		out, err := env.db[regionEast2].GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(mrscCounters), Key: key, ConsistentRead: aws.Bool(true)})
-		must.NoError(t, err)
-		check.Equal(t, nAttr(9), out.Item["n"], "the Update was applied once, over the stock")
+		item := env.recovered(t, crashPoints[2].at, takeStock(true), func(ctx context.Context) error { // after the decision, before any write
+			_, err := env.db[regionWest].UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(mrscCounters), Key: key,
+				UpdateExpression: aws.String("ADD n :ten"), ExpressionAttributeValues: map[string]types.AttributeValue{":ten": nAttr(10)}}) // stocked
+			return err
+		}, mrscCounters, key)
+		check.Equal(t, nAttr(9), item["n"], "the Update was applied once, over the stock")
 	})
 }
 
@@ -907,12 +901,7 @@ func TestMRSCUpdateWhoseAnswerWasLostAppliedOnce(t *testing.T) {
 		}
 		store, err := idem.NewStore(env.g.Region(regionEast).HandlerClient(fastRetries, lose), mrscIdem)
 		must.NoError(t, err)
-		res, err := store.Execute(ctx, scope(t, "k"), "fp", func(context.Context) (idem.Effect, error) {
-			return idem.Effect{Response: created("taken"), Writes: []types.TransactWriteItem{{Update: &types.Update{
-				TableName: aws.String(mrscCounters), Key: key,
-				UpdateExpression: aws.String("ADD n :minus"), ExpressionAttributeValues: map[string]types.AttributeValue{":minus": nAttr(-1)},
-			}}}}, nil
-		})
+		res, err := store.Execute(ctx, scope(t, "k"), "fp", takeStock(false))
 		must.NoError(t, err)
 		check.Equal(t, idem.OutcomeExecuted, res.Outcome)
 		must.True(t, lost.Load(), "an answer was lost")
