@@ -562,8 +562,8 @@ func (s *Store) announce(ctx context.Context, d decided, i int) (before, finishe
 		out, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: aws.String(s.table), Key: s.key(d.id),
 			UpdateExpression:          aws.String("ADD #an :i"),
-			ConditionExpression:       aws.String("#cid = :cid AND attribute_exists(#in)"),
-			ExpressionAttributeNames:  map[string]string{"#an": s.announced(), "#cid": s.attr.CompletionID, "#in": s.attr.Intents},
+			ConditionExpression:       aws.String("#cid = :cid AND attribute_exists(#intents)"),
+			ExpressionAttributeNames:  map[string]string{"#an": s.announced(), "#cid": s.attr.CompletionID, "#intents": s.attr.Intents},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":i": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(i)}}, ":cid": str(d.cid)},
 			ReturnValues:              types.ReturnValueUpdatedOld,
 		})
