@@ -980,10 +980,28 @@ what 'a recovery puts an unconditional Put'\''s item again over what another wri
 unit ./idem '^TestMRSCUnconditionalPutAppliedOnce$'
 
 mutant apply-update-unmarked global pkg/idem/intent.go \
-	$'\t\t\tcond := "NOT contains(#idem_m, :idem_m)"\n\t\t\tnames, values := used(' \
-	$'\t\t\tcond := "(NOT contains(#idem_m, :idem_m) OR contains(#idem_m, :idem_m))"\n\t\t\tnames, values := used('
-what 'a recovery applies an Update (a counter'\''s ADD) a second time'
-unit ./idem '^TestMRSCCrashBetweenIntentSteps$'
+	$'\t\t\tcond := "NOT contains(#idem_m, :idem_m)"\n\t\t\tswitch in.At {' \
+	$'\t\t\tcond := "(NOT contains(#idem_m, :idem_m) OR contains(#idem_m, :idem_m))"\n\t\t\tswitch in.At {'
+what 'the retry of an attempt that landed with its answer lost applies an Update (a counter'\''s ADD) again'
+unit ./idem '^TestMRSCUpdateWhoseAnswerWasLostAppliedOnce$'
+
+mutant apply-unstamped global pkg/idem/intent.go \
+	'onItem = "contains(#idem_p, :idem_m)"' \
+	'onItem = "(contains(#idem_p, :idem_m) OR attribute_not_exists(#idem_p) OR attribute_exists(#idem_p))"'
+what 'a recovery applies an Update or a Delete again once another writer replaced its item (its stamp gone)'
+unit ./idem '^TestMRSCDeleteAppliedOnce$'
+
+mutant apply-absent-announced global pkg/idem/intent.go \
+	'onItem = "attribute_not_exists(#idem_k) AND NOT contains(#idem_m, :idem_m)"' \
+	'onItem = "(attribute_not_exists(#idem_k) OR attribute_exists(#idem_k)) AND NOT contains(#idem_m, :idem_m)"'
+what 'a recovery applies an Update of an item it created again, once another writer replaced that item'
+unit ./idem '^TestMRSCUpdateAppliedOnceAfterTheItemWasReplaced$'
+
+mutant apply-absent-unannounced global pkg/idem/intent.go \
+	$'\t\tcase before:\n' \
+	$'\t\tcase before || true:\n'
+what 'a recovery never applies an Update of an item absent at the decision once another writer created it'
+unit ./idem '^TestMRSCUpdateOfAnItemCreatedSinceIsApplied$'
 
 mutant guard-creates-its-item global pkg/idem/intent.go \
 	'aws.String("attribute_exists(#idem_k) AND (" + g.cond + ")"),' \

@@ -220,11 +220,29 @@
 // in steps: each write's condition is checked, by a write that changes
 // nothing (an UpdateItem on the item, or a DeleteItem where there is
 // none), so a failed one is ErrConditionFailed and writes nothing; then
-// the writes are recorded as intents in the fenced completion (the
-// decision: the key is completed, and its writes will land); then each
-// is applied once, in order, conditional on a marker its completion
-// leaves on the item (a string set attribute, idem_applied), and the
-// record says so. What a transaction gave and this does not: another
+// each Update's and Delete's item is stamped (a string set attribute,
+// idem_pending), or found absent; then the writes are recorded as
+// intents in the fenced completion (the decision: the key is completed,
+// and its writes will land); then each is applied once, in order,
+// conditional on a marker its completion leaves on the item (a string
+// set attribute, idem_applied), and on its stamp where it left one,
+// which it takes off; and the record says so. A write is never applied
+// twice, by anyone: an Update or a Delete whose item has lost its stamp
+// without the marker (another writer replaced the item with a PutItem,
+// or deleted it, after the stamp) is not applied, and counts as applied
+// just before that write, which overwrote all it would have changed; a
+// Delete of an item absent at the stamp deletes nothing, whoever creates
+// the item since; an Update of an item absent at the decision is
+// announced in the record before it is applied, and once announced it is
+// applied only where there is still no item. What remains, precisely:
+// an item such an Update created and another writer then deleted is
+// created again by a recovery; an item another writer created after a
+// holder announced such an Update and stopped before applying it does
+// not get it (the library cannot tell that item from one the Update
+// created and another writer replaced); and a Put without a condition
+// (its item cannot be stamped: the library cannot tell its key among its
+// attributes) is applied again by a recovery over an item another writer
+// replaced since it was applied. What a transaction gave and this does not: another
 // reader may see the writes one at a time (each is atomic, the set is
 // not); an Update's condition holds when it is checked, before the
 // decision, not when it is applied, so ADDs to a counter may pass its
@@ -232,8 +250,7 @@
 // removes, an optimistic lock, is ErrInvalidEffect); a Put keeps its
 // condition when applied, and one whose item another writer created
 // since stays recorded, its key's callers answered ErrConditionFailed
-// until the item is gone; a Delete is applied again by a recovery only
-// where its condition still holds. A holder that stops after the
+// until the item is gone. A holder that stops after the
 // decision leaves its writes to whoever meets the record next: the
 // key's next caller applies them before it answers, a waiter too, and
 // Sweep those of a key nobody calls; until then the record neither
@@ -340,6 +357,9 @@
 //	                  completion and not all applied yet
 //	markers           L of M, on MRSC only: the items whose updates
 //	                  carry the completion's markers, which Sweep clears
+//	intents_announced NS, on MRSC only: the intents (their index) of
+//	                  items absent at the decision that an applier has
+//	                  begun to apply (the name follows intents')
 //
 // The package knows nothing about the operation it protects: products,
 // payments or e-mails.

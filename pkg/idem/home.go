@@ -318,7 +318,10 @@ func (h *homes) until(r *route) time.Time {
 
 // router is the store's client with Homes: each call's requests go to
 // its route's Region; every write first checks that the route's home
-// still holds its slot.
+// still holds its slot, and is sent (its retries too) only until the
+// holder's stop point, the margin before the home's lease ends: a retry
+// landing later could land after a failover's new home took the key,
+// before its claim reached the old home's replica.
 type router struct{ h *homes }
 
 func (r router) client(ctx context.Context, write bool) (API, error) {
@@ -334,11 +337,23 @@ func (r router) client(ctx context.Context, write bool) (API, error) {
 	return rt.db, nil
 }
 
+// writing is ctx for a write of the call routed with it: ending at its
+// home's stop point.
+func (r router) writing(ctx context.Context) (context.Context, context.CancelFunc) {
+	rt := routeOf(ctx)
+	if rt == nil {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, r.h.until(rt))
+}
+
 func (r router) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	db, err := r.client(ctx, true)
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := r.writing(ctx)
+	defer cancel()
 	return db.PutItem(ctx, in, opts...)
 }
 
@@ -355,6 +370,8 @@ func (r router) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, op
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := r.writing(ctx)
+	defer cancel()
 	return db.UpdateItem(ctx, in, opts...)
 }
 
@@ -363,6 +380,8 @@ func (r router) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, op
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := r.writing(ctx)
+	defer cancel()
 	return db.DeleteItem(ctx, in, opts...)
 }
 
@@ -371,6 +390,8 @@ func (r router) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := r.writing(ctx)
+	defer cancel()
 	return db.TransactWriteItems(ctx, in, opts...)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -48,6 +49,9 @@ type planet struct {
 	control idemglobal.Control  // as an operator in any Region sees it
 	links   map[string]idem.API // "from>to"
 	cut     sync.Map            // "from>to" -> true: the link answers nothing
+	// slowPut: "from>to" -> the time the link's next PutItem takes to
+	// land (the SDK's retries and backoff), or less if its context ends.
+	slowPut sync.Map
 }
 
 // newPlanet starts a planet at lag, every store homing keys as home says
@@ -123,43 +127,62 @@ type link struct {
 	name string
 }
 
-func (l *link) down() error {
-	if cut, _ := l.p.cut.Load(l.name); cut == true {
-		return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+func (l *link) down(ctx context.Context) error {
+	switch cut, _ := l.p.cut.Load(l.name); cut := cut.(type) {
+	case bool:
+		if cut {
+			return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+		}
+	case time.Duration:
+		// Black-holed: the request waits for an answer that never comes,
+		// until the client's timeout.
+		select {
+		case <-time.After(cut):
+			return &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return nil
 }
 
 func (l *link) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	if err := l.down(); err != nil {
+	if err := l.down(ctx); err != nil {
 		return nil, err
+	}
+	if d, ok := l.p.slowPut.LoadAndDelete(l.name); ok {
+		select {
+		case <-time.After(d.(time.Duration)):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	return l.API.PutItem(ctx, in, opts...)
 }
 
 func (l *link) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	if err := l.down(); err != nil {
+	if err := l.down(ctx); err != nil {
 		return nil, err
 	}
 	return l.API.GetItem(ctx, in, opts...)
 }
 
 func (l *link) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if err := l.down(); err != nil {
+	if err := l.down(ctx); err != nil {
 		return nil, err
 	}
 	return l.API.UpdateItem(ctx, in, opts...)
 }
 
 func (l *link) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	if err := l.down(); err != nil {
+	if err := l.down(ctx); err != nil {
 		return nil, err
 	}
 	return l.API.DeleteItem(ctx, in, opts...)
 }
 
 func (l *link) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	if err := l.down(); err != nil {
+	if err := l.down(ctx); err != nil {
 		return nil, err
 	}
 	return l.API.TransactWriteItems(ctx, in, opts...)

@@ -23,14 +23,16 @@ import (
 
 // On a table with multi-Region strong consistency (the package
 // documentation's "Global tables") an Effect commits without a
-// transaction, in three steps under the holder's lease: its conditions
-// are checked (guards: writes that change nothing), then its writes are
-// recorded as intents in the key's fenced completion (one UpdateItem:
-// the decision), then each is applied once, in order, and the record
-// says so (the finish). Whoever finds a completion whose intents are not
-// all applied (the key's next caller, the sweeper) applies them: each
-// application is conditional on the marker it leaves on its item, so a
-// write applied twice changes nothing the second time.
+// transaction, in steps under the holder's lease: its conditions are
+// checked (guards: writes that change nothing), its Updates' and
+// Deletes' items stamped, then its writes are recorded as intents in the
+// key's fenced completion (one UpdateItem: the decision), then each is
+// applied once, in order, and the record says so (the finish). Whoever
+// finds a completion whose intents are not all applied (the key's next
+// caller, the sweeper) applies them: each application is conditional on
+// the marker it leaves on its item, and on its stamp, so a write applied
+// twice changes nothing the second time, even where another writer
+// replaced its item in between.
 
 // The attributes the library leaves on, or reserves in, the items an
 // Effect writes on such a table.
@@ -39,6 +41,11 @@ const (
 	// applied to the item: a Put's, and every Update's until the sweeper
 	// clears it with the record.
 	markerAttribute = "idem_applied"
+	// stampAttribute holds, as a string set, the stamps of the writes
+	// recorded for the item and not applied yet: an Update's or a
+	// Delete's, left before the key's decision, taken off by the write's
+	// application.
+	stampAttribute = "idem_pending"
 	// noopAttribute is an attribute no item has: a guard on an item that
 	// exists removes it, which changes nothing.
 	noopAttribute = "idem_noop"
@@ -73,8 +80,8 @@ type guard struct {
 // the library). It refuses with ErrInvalidEffect what it cannot apply
 // exactly once: an Update whose condition tests an attribute it sets or
 // removes (an optimistic lock, which only a transaction keeps), a write
-// that uses the library's own names, writes that would not fit the
-// record with the response.
+// that uses the library's own names, two writes of one item, writes that
+// would not fit the record with the response.
 func (s *Store) intents(id string, eff Effect) ([]stored.Intent, []guard, error) {
 	if err := s.checkEffect(id, eff); err != nil {
 		return nil, nil, err
@@ -93,6 +100,9 @@ func (s *Store) intents(id string, eff Effect) ([]stored.Intent, []guard, error)
 			guards = append(guards, *g)
 		}
 	}
+	if err := oneWriteAnItem(intents); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidEffect, err)
+	}
 	if len(intents) > 0 {
 		size := valueSize(stored.EncodeIntents(intents)) + eff.Response.size()
 		if size > maxResponseBytesLimit {
@@ -110,8 +120,10 @@ func intentOf(i int, w types.TransactWriteItem) (*stored.Intent, *guard, error) 
 		if err := ownNames(p.ExpressionAttributeNames, p.ExpressionAttributeValues); err != nil {
 			return nil, nil, err
 		}
-		if _, ok := p.Item[markerAttribute]; ok {
-			return nil, nil, fmt.Errorf("a Put of the attribute %s, which the library keeps", markerAttribute)
+		for _, a := range []string{markerAttribute, stampAttribute} {
+			if _, ok := p.Item[a]; ok {
+				return nil, nil, fmt.Errorf("a Put of the attribute %s, which the library keeps", a)
+			}
 		}
 		if err := readable(aws.ToString(p.ConditionExpression)); err != nil {
 			return nil, nil, err
@@ -149,6 +161,54 @@ func intentOf(i int, w types.TransactWriteItem) (*stored.Intent, *guard, error) 
 	}
 }
 
+// oneWriteAnItem refuses two writes of one item, as a transaction does:
+// an Update's or a Delete's stamp would not survive a Put or a Delete of
+// its item applied before it. A Put's item is another write's when it
+// holds that write's key (a Put's own key is among its attributes, which
+// the library cannot tell apart: two Puts of one item go through).
+func oneWriteAnItem(intents []stored.Intent) error {
+	for j, b := range intents {
+		if b.Op == "Put" {
+			continue
+		}
+		for i, a := range intents {
+			if i == j || a.Table != b.Table || a.Op != "Put" && i > j {
+				continue
+			}
+			within := a.Key
+			if a.Op == "Put" {
+				within = a.Item
+			}
+			same := len(b.Key) > 0
+			for name, v := range b.Key {
+				same = same && sameValue(within[name], v)
+			}
+			if same {
+				first, second := min(a.Index, b.Index), max(a.Index, b.Index)
+				return fmt.Errorf("writes %d and %d are of one item of %s, which a transaction refuses too: without one, the library could not apply each once", first, second, b.Table)
+			}
+		}
+	}
+	return nil
+}
+
+// sameValue reports whether a and b are the same key value (a string,
+// number or binary).
+func sameValue(a, b types.AttributeValue) bool {
+	switch a := a.(type) {
+	case *types.AttributeValueMemberS:
+		b, ok := b.(*types.AttributeValueMemberS)
+		return ok && a.Value == b.Value
+	case *types.AttributeValueMemberN:
+		b, ok := b.(*types.AttributeValueMemberN)
+		return ok && a.Value == b.Value
+	case *types.AttributeValueMemberB:
+		b, ok := b.(*types.AttributeValueMemberB)
+		return ok && string(a.Value) == string(b.Value)
+	}
+	return false
+}
+
 // guardOf is the guard of write i's condition, nil without one.
 func guardOf(i int, table string, key map[string]types.AttributeValue, cond *string, names map[string]string, values map[string]types.AttributeValue) *guard {
 	if aws.ToString(cond) == "" {
@@ -184,8 +244,8 @@ func checkUpdate(update, cond string, names map[string]string, values map[string
 	for _, a := range actions {
 		target := resolve(a.Target, names)
 		switch {
-		case target == markerAttribute:
-			return fmt.Errorf("an Update of the attribute %s, which the library keeps", markerAttribute)
+		case target == markerAttribute || target == stampAttribute:
+			return fmt.Errorf("an Update of the attribute %s, which the library keeps", target)
 		case (a.Clause == "SET" || a.Clause == "REMOVE") && tested[target]:
 			return fmt.Errorf("an Update whose condition tests %s, which it sets or removes: without a transaction its condition is checked before the key's completion, not when it is applied, and another writer's update in between would be lost (use ADD, or a transaction on a regional table)", target)
 		}
@@ -376,6 +436,9 @@ func (l *hold) commitStrong(ctx context.Context, eff Effect) (d decided, expires
 	if err != nil {
 		return decided{}, time.Time{}, err
 	}
+	if err := s.stampItems(ctx, cid, intents); err != nil {
+		return decided{}, time.Time{}, err
+	}
 	d = decided{id: l.id, cid: cid, completed: l.completedAt, intents: intents, retention: l.retention}
 	if len(intents) > 0 {
 		// Until every write is applied, the record neither expires nor
@@ -425,7 +488,7 @@ func (s *Store) apply(ctx context.Context, d decided, recovery bool) (err error)
 	var marked []stored.Marked
 	for _, in := range d.intents {
 		m := marker(d.cid, in.Index)
-		was, err := s.applyOne(ctx, in, m)
+		was, err := s.applyOne(ctx, d, in, m)
 		if err != nil {
 			return err
 		}
@@ -447,14 +510,119 @@ func marker(cid string, i int) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
-// applyOne applies one intent, conditional on its marker m: already is
-// true when it was applied before. A Put whose own condition fails (an
-// item another writer put under its key since the completion) wraps
-// ErrConditionFailed and stays recorded; a Delete whose condition fails
-// was applied before, or its item changed since: either way it is done.
-func (s *Store) applyOne(ctx context.Context, in stored.Intent, m string) (already bool, err error) {
+// stampItems leaves, before the key's decision, the stamp m of each Update
+// and Delete of intents (the marker its application leaves) on its item,
+// in the item's stampAttribute, and records what it found (At): an
+// application is conditional on its stamp, and takes it off. An item
+// that has lost the stamp without the write's marker was replaced or
+// deleted by another writer after the stamp; the write is not applied
+// then: it counts as applied just before that write, which overwrote
+// everything it would have changed (a PutItem replaces the whole item;
+// a Delete of an item already gone, or replaced since, deletes nothing
+// of the item it was decided on). An item missing at the stamp is
+// recorded absent: an Update creates it, a Delete has nothing to delete.
+// A commit that never decides leaves its stamps, which nothing reads.
+func (s *Store) stampItems(ctx context.Context, cid string, intents []stored.Intent) error {
+	for i := range intents {
+		in := &intents[i]
+		if in.Op == "Put" { // its key is among its item's attributes, which the library cannot tell apart
+			continue
+		}
+		m := marker(cid, in.Index)
+		err := s.retryConflicts(ctx, func() error {
+			_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName: aws.String(in.Table), Key: in.Key,
+				UpdateExpression:          aws.String("ADD #idem_p :idem_ms"),
+				ConditionExpression:       aws.String("attribute_exists(#idem_k)"),
+				ExpressionAttributeNames:  map[string]string{"#idem_p": stampAttribute, "#idem_k": keyName(in.Key)},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":idem_ms": &types.AttributeValueMemberSS{Value: []string{m}}},
+			})
+			return err
+		})
+		var ccf *types.ConditionalCheckFailedException
+		switch {
+		case err == nil:
+			in.At = stored.AtStamped
+		case errors.As(err, &ccf):
+			in.At = stored.AtAbsent
+		default:
+			return fmt.Errorf("idem: stamp write %d's item (%s to %s): %w", in.Index, in.Op, in.Table, err)
+		}
+	}
+	return nil
+}
+
+// announce records in d's record that write i is about to be applied,
+// and reports whether it was before (by this call or another: it may
+// have been applied), or whether d is finished (every write applied).
+// An Update of an item absent at the decision has no stamp to tell an
+// item it created, which another writer replaced since, from one that
+// writer created: announced before, it is applied only where there is
+// still no item.
+func (s *Store) announce(ctx context.Context, d decided, i int) (before, finished bool, err error) {
+	var out *dynamodb.UpdateItemOutput
+	err = s.retryConflicts(ctx, func() error {
+		var err error
+		out, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(s.table), Key: s.key(d.id),
+			UpdateExpression:          aws.String("ADD #an :i"),
+			ConditionExpression:       aws.String("#cid = :cid AND attribute_exists(#intents)"),
+			ExpressionAttributeNames:  map[string]string{"#an": s.announced(), "#cid": s.attr.CompletionID, "#intents": s.attr.Intents},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":i": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(i)}}, ":cid": str(d.cid)},
+			ReturnValues:              types.ReturnValueUpdatedOld,
+		})
+		return err
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return false, true, nil
+	case err != nil:
+		return false, false, fmt.Errorf("%w: announce write %d: %w", errNotApplied, i, err)
+	}
+	// A retry after an answer lost finds its own announcement: taken as
+	// another's, which only makes the application stricter.
+	if ns, ok := out.Attributes[s.announced()].(*types.AttributeValueMemberNS); ok {
+		return slices.Contains(ns.Value, strconv.Itoa(i)), false, nil
+	}
+	return false, false, nil
+}
+
+// announced is the record attribute that lists the writes announced.
+func (s *Store) announced() string { return s.attr.Intents + "_announced" }
+
+// applyOne applies one intent of d, conditional on its marker m, and on
+// its stamp where it left one: already is true when it was applied
+// before, or its item overwritten since. A Put whose own
+// condition fails (an item another writer put under its key since the
+// completion) wraps ErrConditionFailed and stays recorded; a Delete
+// whose condition fails was applied before, or its item changed since:
+// either way it is done.
+func (s *Store) applyOne(ctx context.Context, d decided, in stored.Intent, m string) (already bool, err error) {
 	var ccf *types.ConditionalCheckFailedException
 	mark := map[string]string{"#idem_m": markerAttribute}
+	// What an Update's condition is on its item, besides its marker's
+	// absence: its stamp, or, for an item absent at the decision and
+	// announced before, still no item.
+	var onItem string
+	switch {
+	case in.At == stored.AtStamped:
+		onItem = "contains(#idem_p, :idem_m)"
+		mark["#idem_p"] = stampAttribute
+	case in.At == stored.AtAbsent && in.Op == "Delete":
+		return true, nil // nothing to delete when it was decided
+	case in.At == stored.AtAbsent:
+		before, finished, err := s.announce(ctx, d, in.Index)
+		switch {
+		case err != nil:
+			return false, err
+		case finished:
+			return true, nil
+		case before:
+			onItem = "attribute_not_exists(#idem_k) AND NOT contains(#idem_m, :idem_m)"
+			mark["#idem_k"] = keyName(in.Key)
+		}
+	}
 	err = s.retryConflicts(ctx, func() error {
 		switch in.Op {
 		case "Put":
@@ -477,6 +645,17 @@ func (s *Store) applyOne(ctx context.Context, in stored.Intent, m string) (alrea
 				return err
 			}
 			cond := "NOT contains(#idem_m, :idem_m)"
+			switch in.At {
+			case stored.AtStamped:
+				if update, err = ddbexpr.DeleteAction(update, "#idem_p :idem_ms"); err != nil {
+					return err
+				}
+				cond = onItem
+			case stored.AtAbsent:
+				if onItem != "" {
+					cond = onItem
+				}
+			}
 			names, values := used(in.Names, in.Values, mark, map[string]types.AttributeValue{
 				":idem_m": str(m), ":idem_ms": &types.AttributeValueMemberSS{Value: []string{m}},
 			}, update, cond)
@@ -490,7 +669,17 @@ func (s *Store) applyOne(ctx context.Context, in stored.Intent, m string) (alrea
 			if in.Condition != "" {
 				cond = aws.String(in.Condition)
 			}
-			names, values := used(in.Names, in.Values, nil, nil, in.Condition)
+			var add map[string]string
+			var addValues map[string]types.AttributeValue
+			if onItem != "" {
+				if cond != nil {
+					cond = aws.String("(" + *cond + ") AND " + onItem)
+				} else {
+					cond = aws.String(onItem)
+				}
+				add, addValues = map[string]string{"#idem_p": stampAttribute}, map[string]types.AttributeValue{":idem_m": str(m)}
+			}
+			names, values := used(in.Names, in.Values, add, addValues, aws.ToString(cond))
 			if len(names) == 0 {
 				names = nil
 			}
@@ -524,11 +713,11 @@ func hasMarker(item map[string]types.AttributeValue, m string) bool {
 // listed for the sweeper. Only the first of several callers finishing
 // d writes it.
 func (s *Store) finish(ctx context.Context, d decided, marks []stored.Marked) error {
-	names := map[string]string{"#in": s.attr.Intents, "#exp": s.attr.ExpiresAt, "#cid": s.attr.CompletionID}
+	names := map[string]string{"#in": s.attr.Intents, "#an": s.announced(), "#exp": s.attr.ExpiresAt, "#cid": s.attr.CompletionID}
 	values := map[string]types.AttributeValue{
 		":exp": num(d.expires().Unix()), ":cid": str(d.cid),
 	}
-	update := "REMOVE #in SET #exp = :exp"
+	update := "REMOVE #in, #an SET #exp = :exp"
 	if len(marks) > 0 {
 		names["#mk"], values[":mk"] = s.attr.Markers, stored.EncodeMarked(marks)
 		update += ", #mk = :mk"

@@ -124,10 +124,11 @@ func TestMRSCCallsAndUnitsPerRequest(t *testing.T) {
 				"Run":      {{idemtest.OpPutItem: 1, idemtest.OpUpdateItem: 1}, {idemtest.OpPutItem: 1}},
 			},
 			"MRSC": {
-				// The claim, 2 guards (grant, counter), the decision, 3
-				// writes (product, event, counter), the finish.
-				"Execute":  {{idemtest.OpPutItem: 3, idemtest.OpUpdateItem: 5}, {idemtest.OpPutItem: 1}},
-				"Transact": {{idemtest.OpPutItem: 3, idemtest.OpUpdateItem: 5}, {idemtest.OpPutItem: 1}},
+				// The claim, 2 guards (grant, counter), the counter's
+				// stamp, the decision, 3 writes (product, event,
+				// counter), the finish.
+				"Execute":  {{idemtest.OpPutItem: 3, idemtest.OpUpdateItem: 6}, {idemtest.OpPutItem: 1}},
+				"Transact": {{idemtest.OpPutItem: 3, idemtest.OpUpdateItem: 6}, {idemtest.OpPutItem: 1}},
 				"Run":      {{idemtest.OpPutItem: 1, idemtest.OpUpdateItem: 1}, {idemtest.OpPutItem: 1}},
 			},
 		}

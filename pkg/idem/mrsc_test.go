@@ -22,6 +22,7 @@ import (
 	"github.com/idemlambda/idemlambda/pkg/idem/idemadmin"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtest"
+	"github.com/idemlambda/idemlambda/pkg/idem/idemtrace"
 	"github.com/idemlambda/idemlambda/pkg/internal/check"
 	"github.com/idemlambda/idemlambda/pkg/internal/must"
 )
@@ -726,6 +727,26 @@ func TestMRSCIsolatedRegionOrWitness(t *testing.T) {
 	}
 }
 
+// recovered runs do on a holder that stops at crash, then between
+// (another writer's write), then do again by the key's next caller, in
+// us-west-2, which must replay it after applying what was left; it
+// returns the item under key in table, read consistently in us-east-2.
+func (e *mrscEnv) recovered(t *testing.T, crash func(op string, in any) bool, do func(context.Context) (idem.Effect, error), between func(context.Context) error, table string, key map[string]types.AttributeValue) map[string]types.AttributeValue {
+	t.Helper()
+	ctx := context.Background()
+	holder, c := e.crashing(t, crash, false)
+	_, err := holder.Execute(ctx, scope(t, "k"), "fp", do)
+	check.Error(t, err)
+	must.True(t, c.dead.Load(), "the crash point was reached")
+	must.NoError(t, between(ctx))
+	res, err := e.store(t, regionWest).Execute(ctx, scope(t, "k"), "fp", do)
+	must.NoError(t, err)
+	check.Equal(t, idem.OutcomeReplayed, res.Outcome)
+	out, err := e.db[regionEast2].GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
+	must.NoError(t, err)
+	return out.Item
+}
+
 // A Put without a condition is applied once all the same: its marker
 // condition keeps a recovery from putting it again over what another
 // writer changed in the item since (a holder stopped before its finish,
@@ -733,25 +754,196 @@ func TestMRSCIsolatedRegionOrWitness(t *testing.T) {
 func TestMRSCUnconditionalPutAppliedOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		env := newMRSC(t, idemtest.GlobalConfig{})
-		ctx := context.Background()
 		key := map[string]types.AttributeValue{"id": sAttr("settings")}
 		put := func(context.Context) (idem.Effect, error) {
 			return idem.Effect{Response: created("settings"), Writes: []types.TransactWriteItem{{Put: &types.Put{
 				TableName: aws.String(mrscProducts), Item: map[string]types.AttributeValue{"id": sAttr("settings"), "v": nAttr(1)},
 			}}}}, nil
 		}
-		holder, _ := env.crashing(t, crashPoints[4].at, false) // before the finish
-		_, err := holder.Execute(ctx, scope(t, "k"), "fp", put)
-		check.Error(t, err)
-		_, err = env.db[regionWest].UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(mrscProducts), Key: key,
-			UpdateExpression: aws.String("SET v = :two"), ExpressionAttributeValues: map[string]types.AttributeValue{":two": nAttr(2)}})
+		item := env.recovered(t, crashPoints[4].at, put, func(ctx context.Context) error { // before the finish
+			_, err := env.db[regionWest].UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(mrscProducts), Key: key,
+				UpdateExpression: aws.String("SET v = :two"), ExpressionAttributeValues: map[string]types.AttributeValue{":two": nAttr(2)}})
+			return err
+		}, mrscProducts, key)
+		check.Equal(t, nAttr(2), item["v"], "the Put was not applied again over the update")
+	})
+}
+
+// A Delete is applied once all the same: a holder stopped before its
+// finish (its Delete applied), then another writer puts a new item under
+// the deleted key (a seat released, then booked again), then the key's
+// next caller recovers the writes left: the new item must stay.
+func TestMRSCDeleteAppliedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		key := map[string]types.AttributeValue{"id": sAttr("seat-12a")}
+		book := func(holder string) func(context.Context) error {
+			return func(ctx context.Context) error {
+				_, err := env.db[regionWest].PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(mrscProducts),
+					Item: map[string]types.AttributeValue{"id": sAttr("seat-12a"), "holder": sAttr(holder)}})
+				return err
+			}
+		}
+		must.NoError(t, book("alice")(context.Background()))
+		release := func(context.Context) (idem.Effect, error) {
+			return idem.Effect{Response: created("released"), Writes: []types.TransactWriteItem{{Delete: &types.Delete{
+				TableName: aws.String(mrscProducts), Key: key,
+			}}}}, nil
+		}
+		item := env.recovered(t, crashPoints[4].at, release, book("bob"), mrscProducts, key) // before the finish
+		check.Equal(t, sAttr("bob"), item["holder"], "the Delete was applied again over bob's booking")
+	})
+}
+
+// An Update is applied once all the same: a holder stopped before its
+// finish (its Update applied, its marker on the item), then another
+// writer replaces the item with a Put (markers gone), then the key's
+// next caller recovers: the Update must not be applied a second time.
+func TestMRSCUpdateAppliedOnceAfterTheItemWasReplaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		key := map[string]types.AttributeValue{"id": sAttr("stock")}
+		item := env.recovered(t, crashPoints[4].at, takeStock(false), func(ctx context.Context) error { // before the finish
+			_, err := env.db[regionWest].PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(mrscCounters),
+				Item: map[string]types.AttributeValue{"id": sAttr("stock"), "n": nAttr(10)}}) // restocked
+			return err
+		}, mrscCounters, key)
+		check.Equal(t, nAttr(10), item["n"], "the Update was applied again after the restock")
+	})
+}
+
+// takeStock is an Effect that takes one from the stock counter, after
+// putting an order first with order.
+func takeStock(order bool) func(context.Context) (idem.Effect, error) {
+	return func(context.Context) (idem.Effect, error) {
+		var writes []types.TransactWriteItem
+		if order {
+			writes = append(writes, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(mrscProducts), Item: map[string]types.AttributeValue{"id": sAttr("order-1")}}})
+		}
+		writes = append(writes, types.TransactWriteItem{Update: &types.Update{
+			TableName: aws.String(mrscCounters), Key: map[string]types.AttributeValue{"id": sAttr("stock")},
+			UpdateExpression: aws.String("ADD n :minus"), ExpressionAttributeValues: map[string]types.AttributeValue{":minus": nAttr(-1)},
+		}})
+		return idem.Effect{Response: created("taken"), Writes: writes}, nil
+	}
+}
+
+// An Update of an item that did not exist at the decision is applied by
+// the recovery all the same when its holder stopped before applying it
+// and another writer created the item since: the item it finds is not
+// one the Update created (its application was never announced).
+func TestMRSCUpdateOfAnItemCreatedSinceIsApplied(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		key := map[string]types.AttributeValue{"id": sAttr("stock")}
+		item := env.recovered(t, crashPoints[2].at, takeStock(true), func(ctx context.Context) error { // after the decision, before any write
+			_, err := env.db[regionWest].UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(mrscCounters), Key: key,
+				UpdateExpression: aws.String("ADD n :ten"), ExpressionAttributeValues: map[string]types.AttributeValue{":ten": nAttr(10)}}) // stocked
+			return err
+		}, mrscCounters, key)
+		check.Equal(t, nAttr(9), item["n"], "the Update was applied once, over the stock")
+	})
+}
+
+// A Delete whose item another writer replaced between the decision and
+// its application by the holder itself deletes nothing: it counts as
+// applied before that Put, which replaced the item it was decided on.
+func TestMRSCDeleteOfAnItemReplacedBeforeItWasAppliedDeletesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		ctx := context.Background()
+		key := map[string]types.AttributeValue{"id": sAttr("seat-12a")}
+		_, err := env.db[regionWest].PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(mrscProducts),
+			Item: map[string]types.AttributeValue{"id": sAttr("seat-12a"), "holder": sAttr("alice")}})
 		must.NoError(t, err)
-		res, err := env.store(t, regionWest).Execute(ctx, scope(t, "k"), "fp", put)
+		store := env.store(t, regionEast, idem.WithTrace(&idemtrace.Trace{IntentsStart: func(ctx context.Context, _ idemtrace.IntentsStartInfo) context.Context {
+			// Between the decision and the first write applied.
+			_, err := env.db[regionWest].PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(mrscProducts),
+				Item: map[string]types.AttributeValue{"id": sAttr("seat-12a"), "holder": sAttr("bob")}})
+			must.NoError(t, err)
+			return ctx
+		}}))
+		res, err := store.Execute(ctx, scope(t, "k"), "fp", func(context.Context) (idem.Effect, error) {
+			return idem.Effect{Response: created("released"), Writes: []types.TransactWriteItem{{Delete: &types.Delete{
+				TableName: aws.String(mrscProducts), Key: key,
+			}}}}, nil
+		})
 		must.NoError(t, err)
-		check.Equal(t, idem.OutcomeReplayed, res.Outcome)
+		check.Equal(t, idem.OutcomeExecuted, res.Outcome)
 		out, err := env.db[regionEast2].GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(mrscProducts), Key: key, ConsistentRead: aws.Bool(true)})
 		must.NoError(t, err)
-		check.Equal(t, nAttr(2), out.Item["v"], "the Put was not applied again over the update")
+		check.Equal(t, sAttr("bob"), out.Item["holder"], "bob's booking, made after alice's release was decided, stays")
+	})
+}
+
+// An Update of an item that did not exist at the decision, whose first
+// application landed with its answer lost (a ReplicatedWriteConflict
+// instead, which the store retries), is not applied again by the retry:
+// its marker is on the item.
+func TestMRSCUpdateWhoseAnswerWasLostAppliedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		ctx := context.Background()
+		key := map[string]types.AttributeValue{"id": sAttr("stock")}
+		var lost atomic.Bool
+		lose := func(o *dynamodb.Options) {
+			o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+				return st.Initialize.Add(middleware.InitializeMiddlewareFunc("lose",
+					func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+						out, md, err := next.HandleInitialize(ctx, in)
+						u, ok := in.Parameters.(*dynamodb.UpdateItemInput)
+						if err == nil && ok && aws.ToString(u.TableName) == mrscCounters && strings.Contains(aws.ToString(u.UpdateExpression), "#idem_m") && lost.CompareAndSwap(false, true) {
+							return middleware.InitializeOutput{}, md, &types.ReplicatedWriteConflictException{Message: aws.String("answer lost (injected)")}
+						}
+						return out, md, err
+					}), middleware.Before)
+			})
+		}
+		store, err := idem.NewStore(env.g.Region(regionEast).HandlerClient(fastRetries, lose), mrscIdem)
+		must.NoError(t, err)
+		res, err := store.Execute(ctx, scope(t, "k"), "fp", takeStock(false))
+		must.NoError(t, err)
+		check.Equal(t, idem.OutcomeExecuted, res.Outcome)
+		must.True(t, lost.Load(), "an answer was lost")
+		out, err := env.db[regionEast2].GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(mrscCounters), Key: key, ConsistentRead: aws.Bool(true)})
+		must.NoError(t, err)
+		check.Equal(t, nAttr(-1), out.Item["n"], "the Update was applied once")
+	})
+}
+
+// Two writes of one item are refused, as a transaction refuses them: a
+// Put (or a Delete) of the item applied first would take the stamp of
+// the write after it.
+func TestMRSCRefusesTwoWritesOfOneItem(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := newMRSC(t, idemtest.GlobalConfig{})
+		ctx := context.Background()
+		store := env.store(t, regionEast)
+		key := map[string]types.AttributeValue{"id": sAttr("x")}
+		update := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(mrscProducts), Key: key,
+			UpdateExpression: aws.String("ADD n :one"), ExpressionAttributeValues: map[string]types.AttributeValue{":one": nAttr(1)}}}
+		for name, ws := range map[string][]types.TransactWriteItem{
+			"a Put, then an Update":    {{Put: &types.Put{TableName: aws.String(mrscProducts), Item: map[string]types.AttributeValue{"id": sAttr("x"), "n": nAttr(1)}}}, update},
+			"an Update, then a Delete": {update, {Delete: &types.Delete{TableName: aws.String(mrscProducts), Key: key}}},
+		} {
+			res, err := store.Execute(ctx, scope(t, strings.ReplaceAll(name, " ", "-")), "fp", func(context.Context) (idem.Effect, error) {
+				return idem.Effect{Response: created("x"), Writes: ws}, nil
+			})
+			check.ErrorIs(t, err, idem.ErrInvalidEffect, name)
+			check.ErrorContains(t, err, "writes 0 and 1 are of one item", name)
+			check.Equal(t, idem.OutcomeReleased, res.Outcome, name)
+		}
+		check.Equal(t, 0, env.count(t, regionEast, mrscProducts))
+		check.Equal(t, 0, env.count(t, regionEast, mrscIdem), "every key was released")
+		// Writes of two items of one table go through.
+		other := update
+		other.Update = &types.Update{TableName: aws.String(mrscProducts), Key: map[string]types.AttributeValue{"id": sAttr("y")},
+			UpdateExpression: aws.String("ADD n :one"), ExpressionAttributeValues: map[string]types.AttributeValue{":one": nAttr(1)}}
+		_, err := store.Execute(ctx, scope(t, "two-items"), "fp", func(context.Context) (idem.Effect, error) {
+			return idem.Effect{Response: created("x"), Writes: []types.TransactWriteItem{update, other}}, nil
+		})
+		must.NoError(t, err)
+		check.Equal(t, 2, env.count(t, regionEast, mrscProducts))
 	})
 }
 

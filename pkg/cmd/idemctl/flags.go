@@ -302,7 +302,7 @@ func (h *homeFlags) register(fs *flag.FlagSet, failover bool) {
 	fs.StringVar(&h.slot, "slot", "", "the home the keys were given (idem.Homes.Home's answer: a Region) (required)")
 	if failover {
 		fs.StringVar(&h.to, "to", "", "the Region to move the home to (required)")
-		fs.IntVar(&h.quorum, "quorum", 0, "the new epoch's quorum (default a majority of the voters; 1 with two Regions and no witness, only while the other is down)")
+		fs.IntVar(&h.quorum, "quorum", 0, "the new epoch's quorum (default a majority of the voters; 1 with two Regions and no witness, only while the other is down); a smaller one than every quorum it reads can meet is raised to one that meets them, and the failover reports the quorum it used")
 		fs.DurationVar(&h.lease, "lease", 0, "the stores' idem.Homes.Lease (default 20s)")
 		fs.DurationVar(&h.bound, "replication-bound", 0, "the stores' idem.Homes.ReplicationBound (default 10s)")
 		fs.DurationVar(&h.margin, "margin", 0, "the stores' lease margin, idem.WithLease's (default 2s)")

@@ -82,7 +82,8 @@ type Vote struct {
 
 // ErrFailover: a failover reached too few voters to move the home; the
 // voters it did reach promise the new home (whose wait began then), and a
-// failover run again once more voters answer completes it.
+// failover run again once more voters answer moves the home under an
+// epoch of its own, after that one's.
 var ErrFailover = home.ErrFailover
 
 func (c Control) config() (*home.Config, error) {
@@ -144,10 +145,14 @@ func (c Control) Status(ctx context.Context, slot string) (Status, error) {
 // It needs all the voters but q - 1 of them, q being the old epoch's
 // quorum (a majority: two of three voters, or with two Regions and no
 // witness, one of two); fewer is ErrFailover. quorum is the new epoch's:
-// 0 is a majority of the voters; fewer (1, with two Regions and no
-// witness) lets the new home renew its lease without the voters it could
-// not reach, which is safe only while they are down: a Region cut off
-// but alive could renew its old lease alone later. docs/operations.md's
+// 0 is a majority of the voters; it is raised to all the voters but
+// q - 1 if fewer (q the smallest quorum among the promises it reads), so
+// that the voters a failover switched are never a quorum while those it
+// missed still are: Status.Quorum is the one used. Below a majority (1,
+// with two Regions and no witness) it lets the new home renew its lease
+// without the voters it could not reach, which is safe only while they
+// are down: a Region cut off but alive could be failed over to on its
+// own side too. docs/operations.md's
 // failover runbook says when to run it, and what to check first.
 func (c Control) Failover(ctx context.Context, slot, to string, quorum int) (Status, error) {
 	cfg, err := c.config()

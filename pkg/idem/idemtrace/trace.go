@@ -456,7 +456,9 @@ type IntentsStartInfo struct {
 // IntentsDoneInfo is the end of an application of recorded writes.
 type IntentsDoneInfo struct {
 	// Applied counts the writes this call applied; Already those it
-	// found applied before (by an earlier attempt or another caller).
+	// found applied before (by an earlier attempt or another caller), or
+	// whose item another writer replaced or deleted after the write's
+	// stamp, which counts as the write applied just before.
 	Applied, Already int
 	// Err is why a write could not be applied: it stays recorded, to be
 	// applied by the key's next caller or the sweeper.

@@ -242,7 +242,16 @@ func Actions(update string) ([]Action, error) {
 
 // AddAction returns update with action ("path value") added to its ADD
 // clause, or with an ADD clause of it when it has none.
-func AddAction(update, action string) (string, error) {
+func AddAction(update, action string) (string, error) { return addTo(update, "ADD", action) }
+
+// DeleteAction returns update with action ("path value", a set's
+// elements to take out) added to its DELETE clause, or with a DELETE
+// clause of it when it has none.
+func DeleteAction(update, action string) (string, error) { return addTo(update, "DELETE", action) }
+
+// addTo returns update with action added to its clause, or with that
+// clause of it when it has none.
+func addTo(update, clause, action string) (string, error) {
 	if _, err := Actions(update); err != nil {
 		return "", err
 	}
@@ -258,17 +267,17 @@ func AddAction(update, action string) (string, error) {
 		w := clauseWord(t)
 		switch {
 		case w == "" || depth != 0:
-		case w == "ADD":
+		case w == clause:
 			in = true
 		case in:
-			// The ADD clause ends where the next one begins.
+			// The clause ends where the next one begins.
 			return strings.TrimRight(update[:t.pos], " \t\r\n") + ", " + action + " " + update[t.pos:], nil
 		}
 	}
 	if in {
 		return strings.TrimRight(update, " \t\r\n") + ", " + action, nil
 	}
-	return strings.TrimRight(update, " \t\r\n") + " ADD " + action, nil
+	return strings.TrimRight(update, " \t\r\n") + " " + clause + " " + action, nil
 }
 
 // NotExists reports whether cond is exactly attribute_not_exists of one

@@ -73,6 +73,22 @@ func TestAddAction(t *testing.T) {
 	check.ErrorIs(t, err, ddbexpr.ErrSyntax)
 }
 
+func TestDeleteAction(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"SET #a = :b ADD #m :m":      "SET #a = :b ADD #m :m DELETE #p :p",
+		"DELETE #s :x ADD #m :m":     "DELETE #s :x, #p :p ADD #m :m",
+		"delete #s :x set #u = :now": "delete #s :x, #p :p set #u = :now",
+	} {
+		got, err := ddbexpr.DeleteAction(in, "#p :p")
+		must.NoError(t, err, in)
+		check.Equal(t, want, got, in)
+		actions, err := ddbexpr.Actions(got)
+		must.NoError(t, err, got)
+		check.True(t, slices.Contains(actions, ddbexpr.Action{Clause: "DELETE", Target: "#p"}), got)
+	}
+}
+
 func TestNotExists(t *testing.T) {
 	t.Parallel()
 	for cond, want := range map[string]string{"attribute_not_exists(#id)": "#id", " attribute_not_exists( pk ) ": "pk"} {

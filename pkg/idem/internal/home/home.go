@@ -16,8 +16,9 @@
 // home before Until.
 //
 // A home holds the slot while a quorum of voters (the epoch's Quorum,
-// a majority unless a failover chose fewer) promise it with Until ahead:
-// until the quorum-th latest Until. Any store renews the promises of the
+// a majority unless a failover chose fewer; the largest any of its
+// promises carries) promise it with Until ahead: until the quorum-th
+// latest Until. Any store renews the promises of the
 // current epoch (the highest one a quorum promises); a promise's Until
 // only grows, and a voter never goes back to a lower epoch, nor leaves a
 // promise that has not ended for a renewal's. A store that cannot reach a
@@ -31,8 +32,8 @@
 // switches the voters it can reach at once, so that the old home can no
 // longer renew (a renewal quorum and the failover's switched voters
 // always share one: the failover needs at least n - q + 1 of the n
-// voters, q being the old epoch's quorum), and the new home takes claims
-// only from From: the latest Until the switched voters had promised the
+// voters, q being the old epoch's quorum, or a smaller one it reads),
+// and the new home takes claims only from From: the latest Until the switched voters had promised the
 // old home, plus the margin and the replication bound. By then the old
 // home has stopped writing (its stores stop a margin before Until), and
 // every write it made has reached the new home's replica if replication
@@ -40,7 +41,32 @@
 // worst case: now plus a lease, twice the margin and the bound. A
 // failover that switches too few voters fails, and leaves the old home
 // the current one (its voters still a quorum); a voter it missed joins
-// the new epoch once its own promise of the old one has ended.
+// the new epoch once its own promise of the old one has ended, and the
+// new home then takes claims no earlier than that promise's end plus the
+// margin and the bound (the old home may have renewed it long after the
+// failover chose its From).
+//
+// # One home at a time
+//
+// Two homes never hold the slot at once because any two quorums that can
+// both be live meet: a voter they share promised the earlier epoch's
+// home until at least that view's Until, and the later one's from no
+// earlier than that Until plus the margin and the bound. So a failover's
+// quorum is never below n - m + 1, m being the smallest quorum among the
+// promises it reads (a majority before any): a smaller one asked for is
+// raised to it. Were it not, a failover that switched too few voters
+// could leave them a quorum of the new epoch while the voters it missed
+// are still one of the old (a quorum of 1 of 3, one voter switched): two
+// homes on the two sides of a partition. A quorum is never lowered once
+// promised (a lowering reaches the voters one by one, and a failover run
+// meanwhile could read the higher one and switch too few). With every
+// quorum a majority (the default), any two meet. A quorum below a
+// majority comes only from n - m + 1 below one (two voters, 1 of 2; or
+// after an epoch that asked for more than a majority): it meets the
+// quorums of the promises the failover read, not those of voters it could
+// not reach, nor of a failover run at the same time on the other side of
+// a partition, so it is safe only while the voters it did not switch
+// stay down.
 package home
 
 import (
@@ -212,12 +238,25 @@ func decode(voter string, item map[string]types.AttributeValue) Promise {
 }
 
 // each runs fn for every voter at once and returns their answers, in the
-// voters' order.
-func (c *Config) each(fn func(v Voter) Promise) []Promise {
+// voters' order. A voter gets the margin to answer (the time a request
+// may be in flight): one whose Region is lost without refusing
+// connections would otherwise hold up every renewal of a home that a
+// quorum still promises until the client times out, past the lease. A
+// request cut short may still land; it counts as unanswered, which
+// renews less and switches fewer voters than landed, never more.
+func (c *Config) each(ctx context.Context, fn func(ctx context.Context, v Voter) Promise) []Promise {
 	out := make([]Promise, len(c.Voters))
 	var wg sync.WaitGroup
 	for i, v := range c.Voters {
-		wg.Go(func() { out[i] = fn(v) })
+		wg.Go(func() {
+			ctx := ctx
+			if c.Margin > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, c.Margin)
+				defer cancel()
+			}
+			out[i] = fn(ctx, v)
+		})
 	}
 	wg.Wait()
 	return out
@@ -225,7 +264,7 @@ func (c *Config) each(fn func(v Voter) Promise) []Promise {
 
 // Read reads every voter's promise for slot, consistently, at once.
 func (c *Config) Read(ctx context.Context, slot string) []Promise {
-	return c.each(func(v Voter) Promise {
+	return c.each(ctx, func(ctx context.Context, v Voter) Promise {
 		out, err := v.DB.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName: aws.String(c.Table), Key: c.key(slot, v.Name), ConsistentRead: aws.Bool(true),
 		})
@@ -273,7 +312,13 @@ func Decide(slot string, ps []Promise, now time.Time) (View, bool) {
 	var best View
 	ok := false
 	for k, vs := range live {
-		q := vs[0].Quorum
+		// The largest quorum any of its promises carries: two failovers
+		// run at once to the same home and epoch may have asked for
+		// different ones.
+		q := 0
+		for _, p := range vs {
+			q = max(q, p.Quorum)
+		}
 		if q < 1 || len(vs) < q || ok && k.epoch <= best.Epoch {
 			continue
 		}
@@ -308,10 +353,10 @@ func Decide(slot string, ps []Promise, now time.Time) (View, bool) {
 func (c *Config) Renew(ctx context.Context, v View) (View, []Promise, error) {
 	now := c.Now()
 	until := time.UnixMilli(now.Add(c.Lease).UnixMilli())
-	ps := c.each(func(vt Voter) Promise {
+	ps := c.each(ctx, func(ctx context.Context, vt Voter) Promise {
 		p, err := c.extend(ctx, vt, v, until)
 		if err == nil && p.Found && p.Epoch < v.Epoch && !p.Until.After(now) {
-			p, err = c.grant(ctx, vt, v, now, until)
+			p, err = c.grant(ctx, vt, v, p, now, until)
 		}
 		if err != nil {
 			return Promise{Voter: vt.Name, Err: err}
@@ -350,16 +395,23 @@ func (c *Config) extend(ctx context.Context, vt Voter, v View, until time.Time) 
 	return Promise{Voter: vt.Name, Found: true, Home: v.Home, Epoch: v.Epoch, Quorum: v.Quorum, From: time.UnixMilli(v.From.UnixMilli()), Until: until}, nil
 }
 
-// grant replaces vt's ended promise of a lower epoch with v's, until
-// until.
-func (c *Config) grant(ctx context.Context, vt Voter, v View, now, until time.Time) (Promise, error) {
+// grant replaces vt's ended promise of a lower epoch (old) with v's,
+// until until, from no earlier than old's end plus the margin and the
+// bound: the old epoch may have been renewed long after the failover
+// that began v's chose v.From (one that switched too few voters), and
+// its home's last writes must reach v's home before it takes claims.
+func (c *Config) grant(ctx context.Context, vt Voter, v View, old Promise, now, until time.Time) (Promise, error) {
+	if after := old.Until.Add(c.Margin + c.Bound); after.After(v.From) {
+		v.From = after
+	}
 	values := c.values(v, until)
 	values[":now"] = ddbitem.N(now.UnixMilli())
+	values[":old"] = ddbitem.N(old.Until.UnixMilli())
 	_, err := vt.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(c.Table),
 		Key:                                 c.key(v.Slot, vt.Name),
 		UpdateExpression:                    aws.String("SET #h = :h, #e = :e, #q = :q, #f = :f, #u = :u"),
-		ConditionExpression:                 aws.String("#e < :e AND #u < :now"),
+		ConditionExpression:                 aws.String("#e < :e AND #u < :now AND #u <= :old"),
 		ExpressionAttributeNames:            c.names("#h", "#e", "#q", "#f", "#u"),
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -453,14 +505,15 @@ func reached(ps []Promise) int {
 var ErrFailover = errors.New("failover incomplete")
 
 // Failover moves slot to home to under the epoch after the highest one
-// the voters promise, with a quorum of quorum voters (0: a majority). It
-// switches every voter it reaches, and needs n - q + 1 of them, q being
-// the old epoch's quorum; then it brings From forward to the latest
+// the voters promise, with a quorum of quorum voters (0: a majority),
+// raised to n - q + 1 if fewer, q being the smallest quorum among the
+// promises it reads. It switches every voter it reaches, and needs
+// n - q + 1 of them; then it brings From forward to the latest
 // Until those voters had promised, plus the margin and the bound. Run
-// again while the highest epoch already homes to, it completes that
-// epoch's switch (a failover that reached too few voters, or whose
-// answer was lost) rather than begin another. It returns the new view
-// (Until is zero until a renewal from From on).
+// again after one that reached too few voters (or whose answer was
+// lost), it begins the epoch after that one's, whose From waits for
+// every promise it switched, that one's included. It returns the new
+// view (Until is zero until a renewal from From on).
 func (c *Config) Failover(ctx context.Context, slot, to string, quorum int) (View, []Promise, error) {
 	n := len(c.Voters)
 	if quorum == 0 {
@@ -476,16 +529,24 @@ func (c *Config) Failover(ctx context.Context, slot, to string, quorum int) (Vie
 	now := c.Now()
 	worst := time.UnixMilli(now.Add(c.Lease + 2*c.Margin + c.Bound).UnixMilli())
 	top, _ := Highest(before)
-	v := View{Slot: slot, Home: to, Epoch: top.Epoch + 1, Quorum: quorum, From: worst}
-	// The quorum of the epoch the failover ends: the current one's (a
-	// majority before any).
-	oldQuorum := Majority(n)
-	if cur, ok := Decide(slot, before, now); ok {
-		oldQuorum = cur.Quorum
-	} else if top.Quorum > 0 {
-		oldQuorum = top.Quorum
+	// The smallest quorum among the promises read (a majority before
+	// any): the old epoch's, or a failed failover's, or an ended one's.
+	// The failover needs n - oldQuorum + 1 voters, so that the voters it
+	// leaves cannot be that quorum; and its own quorum is at least as
+	// many, so that the voters it switched are never a quorum while the
+	// ones it missed still are (a failover that switched too few).
+	oldQuorum := 0
+	for _, p := range before {
+		if p.Found && p.Quorum >= 1 && (oldQuorum == 0 || p.Quorum < oldQuorum) {
+			oldQuorum = p.Quorum
+		}
 	}
-	switched := c.each(func(vt Voter) Promise {
+	if oldQuorum == 0 {
+		oldQuorum = Majority(n)
+	}
+	quorum = max(quorum, n-oldQuorum+1)
+	v := View{Slot: slot, Home: to, Epoch: top.Epoch + 1, Quorum: quorum, From: worst}
+	switched := c.each(ctx, func(ctx context.Context, vt Voter) Promise {
 		out, err := vt.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                aws.String(c.Table),
 			Key:                      c.key(slot, vt.Name),
@@ -533,7 +594,7 @@ func (c *Config) Failover(ctx context.Context, slot, to string, quorum int) (Vie
 		return v, switched, nil
 	}
 	v.From = tight
-	c.each(func(vt Voter) Promise {
+	c.each(ctx, func(ctx context.Context, vt Voter) Promise {
 		_, err := vt.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                aws.String(c.Table),
 			Key:                      c.key(slot, vt.Name),

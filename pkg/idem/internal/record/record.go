@@ -194,7 +194,19 @@ type Intent struct {
 	Condition, Update string
 	Names             map[string]string
 	Values            map[string]types.AttributeValue
+	// At is what an Update's or a Delete's item was before the decision:
+	// AtStamped, AtAbsent, or "" (recorded by a version that did not
+	// stamp items).
+	At string
 }
+
+// What an intent's item was before the decision.
+const (
+	// AtStamped: the item existed, and took the write's stamp.
+	AtStamped = "stamped"
+	// AtAbsent: there was no item.
+	AtAbsent = "absent"
+)
 
 // Marked is an item whose update carries a completion's apply-once
 // marker.
@@ -229,6 +241,9 @@ func EncodeIntents(intents []Intent) types.AttributeValue {
 		if len(in.Values) > 0 {
 			m["v"] = &types.AttributeValueMemberM{Value: in.Values}
 		}
+		if in.At != "" {
+			m["at"] = ddbitem.S(in.At)
+		}
 		list[i] = &types.AttributeValueMemberM{Value: m}
 	}
 	return &types.AttributeValueMemberL{Value: list}
@@ -257,6 +272,7 @@ func decodeIntents(item map[string]types.AttributeValue, attr string) ([]Intent,
 		in.Update, _ = r.OptS("u")
 		in.Names, _ = r.StringMap("n")
 		in.Values, _ = optMap(m, "v")
+		in.At, _ = r.OptS("at")
 		if err := r.Err(); err != nil {
 			return err
 		}
