@@ -59,6 +59,7 @@ var ErrShutdown = errors.New("otlp: exporter shut down")
 type Exporter struct {
 	url     string
 	client  *http.Client
+	owned   bool // the client is the exporter's own: Shutdown closes its connections
 	stopped atomic.Bool
 }
 
@@ -66,12 +67,15 @@ var _ sdktrace.SpanExporter = (*Exporter)(nil)
 
 // New returns an exporter that POSTs to url, the full traces URL (an
 // OTLP endpoint with /v1/traces appended), with client, or with a client
-// of its own when client is nil.
+// of its own when client is nil. Its own client has its own transport:
+// closing its connections at Shutdown never cuts a request another user
+// of http.DefaultTransport has in flight.
 func New(url string, client *http.Client) *Exporter {
-	if client == nil {
-		client = &http.Client{Timeout: Timeout}
+	owned := client == nil
+	if owned {
+		client = &http.Client{Timeout: Timeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	return &Exporter{url: url, client: client}
+	return &Exporter{url: url, client: client, owned: owned}
 }
 
 // ExportSpans sends spans in one request, retried while the collector
@@ -159,9 +163,13 @@ func (e *Exporter) send(ctx context.Context, body []byte) attempt {
 	return attempt{err: err}
 }
 
-// Shutdown stops the exporter: later exports fail with ErrShutdown.
+// Shutdown stops the exporter: later exports fail with ErrShutdown. It
+// closes the idle connections of its own client only: a client passed to
+// New is its owner's to close.
 func (e *Exporter) Shutdown(context.Context) error {
 	e.stopped.Store(true)
-	e.client.CloseIdleConnections()
+	if e.owned {
+		e.client.CloseIdleConnections()
+	}
 	return nil
 }

@@ -208,6 +208,31 @@ func TestExportPostsProtobufToTheURL(t *testing.T) {
 	assert.Equal(t, 1, rec.calls(), "nothing sent after shutdown")
 }
 
+// closeCounter is a transport that counts CloseIdleConnections.
+type closeCounter struct {
+	http.RoundTripper
+	closed atomic.Int32
+}
+
+func (c *closeCounter) CloseIdleConnections() { c.closed.Add(1) }
+
+// Shutdown closes no connection of a client it was given: its transport
+// may be shared (http.DefaultTransport is), and closing its idle
+// connections cut another user's request in flight ("http:
+// CloseIdleConnections called", seen in a parallel test).
+func TestShutdownLeavesAGivenClientsConnections(t *testing.T) {
+	t.Parallel()
+	rec := &receiver{answer: func(int) (int, http.Header, []byte) { return http.StatusOK, nil, nil }}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	tr := &closeCounter{RoundTripper: srv.Client().Transport}
+	e := otlp.New(srv.URL, &http.Client{Transport: tr})
+	require.NoError(t, e.ExportSpans(t.Context(), spans(t)))
+	require.NoError(t, e.Shutdown(t.Context()))
+	assert.Zero(t, tr.closed.Load(), "Shutdown closed the given client's idle connections")
+	assert.Equal(t, 1, rec.calls())
+}
+
 // 429, 502, 503 and 504 are retried, after the collector's Retry-After;
 // a success ends the export.
 func TestRetryableAnswersAreRetried(t *testing.T) {
