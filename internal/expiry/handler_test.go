@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -191,4 +192,39 @@ func TestHandlerBoundsAndFailures(t *testing.T) {
 
 	_, err = expiry.NewHandler(nil, w.store, expiry.Config{}, slog.Default(), rec)
 	assert.Error(t, err)
+}
+
+// Handlers running at once (the schedule's run and a manual one, or two
+// Regions' sweepers) delete each expired record, outbox item and window
+// counter once between them, and none of the live ones.
+func TestConcurrentHandlersDeleteEachItemOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	out := &logbuf.Buffer{}
+	const handlers = 6
+	results := make([]expiry.Result, handlers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range handlers {
+		h := w.handler(t, out, expiry.Config{PageSize: 2})
+		wg.Go(func() {
+			<-start
+			res, err := h.Handle(context.Background())
+			assert.NoError(t, err)
+			results[i] = res
+		})
+	}
+	close(start)
+	wg.Wait()
+	var records, events, windows int
+	for _, r := range results {
+		records += r.Idempotency.Deleted
+		events += r.Outbox.Deleted
+		windows += r.Windows.Deleted
+	}
+	t.Logf("handlers=%d deleted: records=%d events=%d windows=%d", handlers, records, events, windows)
+	assert.Equal(t, 6, records, "each expired record deleted once")
+	assert.Equal(t, 9, events, "each expired outbox item deleted once")
+	assert.Equal(t, 9, windows, "each expired window counter deleted once")
+	assert.Equal(t, w.want, w.left(t))
 }
