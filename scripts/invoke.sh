@@ -44,7 +44,7 @@ fi
 AWS_ENDPOINT_URL_DYNAMODB=$store_url AWS_REGION=us-east-1 \
 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \
 PRODUCTS_TABLE=${PRODUCTS_TABLE:-products} IDEMPOTENCY_TABLE=${IDEMPOTENCY_TABLE:-idempotency} \
-OUTBOX_TABLE=${OUTBOX_TABLE:-outbox} LOG_LEVEL=${LOG_LEVEL:-info} \
+OUTBOX_TABLE=${OUTBOX_TABLE:-outbox} CALLERS_TABLE=${CALLERS_TABLE:-callers} LOG_LEVEL=${LOG_LEVEL:-info} \
 	"$bin/aws-lambda-rie" --runtime-interface-emulator-address "$rie_addr" \
 	--runtime-api-address "${RUNTIME_API_ADDR:-127.0.0.1:9001}" "$bin/$fn/bootstrap" >"$bin/rie.log" 2>&1 &
 pids+=($!)

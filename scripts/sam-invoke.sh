@@ -33,8 +33,9 @@ case $fn in
 createproduct) id=CreateProductFunction ;;
 getproduct) id=GetProductFunction ;;
 outboxrelay) id=OutboxRelayFunction ;;
+sweeper) id=SweeperFunction ;;
 *)
-	say "no function $fn (createproduct, getproduct or outboxrelay)"
+	say "no function $fn (createproduct, getproduct, outboxrelay or sweeper)"
 	exit 2
 	;;
 esac

@@ -4,8 +4,8 @@
 // tests and the benchmarks), the JSON logger, the metrics recorder and
 // the tracing (Tracing, Flushed).
 // Each function is assembled in a package of its own under internal/app
-// (createproduct, getproduct, getseller, sellerstats, outboxrelay), which
-// imports only what that function runs and, for an API function, the
+// (createproduct, getproduct, getseller, sellerstats, outboxrelay,
+// sweeper), which imports only what that function runs and, for an API function, the
 // plumbing every route shares: internal/api and internal/problem, which
 // render every answer with pkg/idem/idemhttp's problem+json type, and
 // internal/access, which names a token's caller as idemhttp.PrincipalV2

@@ -12,6 +12,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/app/getseller"
 	"github.com/idemlambda/idemlambda/internal/app/outboxrelay"
 	"github.com/idemlambda/idemlambda/internal/app/sellerstats"
+	"github.com/idemlambda/idemlambda/internal/app/sweeper"
 	"github.com/idemlambda/idemlambda/internal/config"
 )
 
@@ -29,5 +30,7 @@ func TestAssembliesRefuseMissingDependencies(t *testing.T) {
 	_, err = sellerstats.New(nil, config.SellerStats{}, app.Runtime{Out: &out})
 	assert.Error(t, err)
 	_, err = outboxrelay.New(nil, config.OutboxRelay{}, app.Runtime{Out: &out})
+	assert.Error(t, err)
+	_, err = sweeper.New(nil, config.Sweeper{}, app.Runtime{Out: &out})
 	assert.Error(t, err)
 }

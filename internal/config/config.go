@@ -101,6 +101,7 @@ const (
 	NameOutboxRelay   = "outboxrelay"
 	NameSellerStats   = "sellerstats"
 	NameGetSeller     = "getseller"
+	NameSweeper       = "sweeper"
 )
 
 // The AWS SDK's endpoint variables, with the SDK's names and meaning: a
@@ -318,6 +319,22 @@ type GetSeller struct {
 	SellersTable string
 }
 
+// Sweeper is the sweeper function's configuration: the tables whose
+// expired items it deletes where DynamoDB's TTL does not (a global table
+// with multi-Region strong consistency has none).
+type Sweeper struct {
+	Common
+	// AWS builds its DynamoDB client.
+	AWS AWS
+	// IdempotencyTable, OutboxTable and CallersTable are the tables it
+	// sweeps: the idempotency records, the outbox items and the
+	// callers' window counters.
+	IdempotencyTable, OutboxTable, CallersTable string
+	// Global is the tables' kind and Regions: the idempotency store is
+	// told them, as the functions that write its records are.
+	Global Global
+}
+
 // LoadCreateProduct reads createproduct's configuration through getenv.
 func LoadCreateProduct(getenv func(string) string) (CreateProduct, error) {
 	return load(NameCreateProduct, getenv, readCreateProduct)
@@ -341,6 +358,11 @@ func LoadSellerStats(getenv func(string) string) (SellerStats, error) {
 // LoadGetSeller reads getseller's configuration through getenv.
 func LoadGetSeller(getenv func(string) string) (GetSeller, error) {
 	return load(NameGetSeller, getenv, readGetSeller)
+}
+
+// LoadSweeper reads the sweeper's configuration through getenv.
+func LoadSweeper(getenv func(string) string) (Sweeper, error) {
+	return load(NameSweeper, getenv, readSweeper)
 }
 
 func readCommon(e *env) Common {
@@ -490,6 +512,17 @@ func readGetSeller(e *env) GetSeller {
 	return GetSeller{SellersTable: e.str(SellersTable), Common: readCommon(e), AWS: readAWS(e, EndpointDynamoDB)}
 }
 
+func readSweeper(e *env) Sweeper {
+	return Sweeper{
+		IdempotencyTable: e.str(IdempotencyTable),
+		OutboxTable:      e.str(OutboxTable),
+		CallersTable:     e.str(CallersTable),
+		Global:           readGlobal(e),
+		Common:           readCommon(e),
+		AWS:              readAWS(e, EndpointDynamoDB),
+	}
+}
+
 func readOutboxRelay(e *env) OutboxRelay {
 	return OutboxRelay{
 		EventBusName: e.str(EventBusName), EventSource: e.str(EventSource),
@@ -567,6 +600,7 @@ func Functions() []Function {
 		spec(NameOutboxRelay, readOutboxRelay),
 		spec(NameSellerStats, readSellerStats),
 		spec(NameGetSeller, readGetSeller),
+		spec(NameSweeper, readSweeper),
 	}
 }
 

@@ -113,6 +113,32 @@ func TestLoadGlobalTableSettings(t *testing.T) {
 	}
 }
 
+// The sweeper reads the three tables it sweeps and their kind; an mrsc
+// table needs its Regions, as the other functions' do.
+func TestLoadSweeper(t *testing.T) {
+	t.Parallel()
+	vals := map[string]string{"IDEMPOTENCY_TABLE": "i", "OUTBOX_TABLE": "o", "CALLERS_TABLE": "c"}
+	c, err := config.LoadSweeper(env(vals))
+	require.NoError(t, err)
+	assert.Equal(t, "i", c.IdempotencyTable)
+	assert.Equal(t, "o", c.OutboxTable)
+	assert.Equal(t, "c", c.CallersTable)
+	assert.Equal(t, config.Global{Kind: config.KindRegional}, c.Global)
+
+	vals["IDEMPOTENCY_TABLE_KIND"] = "mrsc"
+	_, err = config.LoadSweeper(env(vals))
+	require.ErrorIs(t, err, config.ErrInvalid)
+	assert.ErrorContains(t, err, "REPLICA_REGIONS")
+	vals["REPLICA_REGIONS"], vals["AWS_REGION"] = "us-east-1,us-east-2,us-west-2", "us-east-2"
+	c, err = config.LoadSweeper(env(vals))
+	require.NoError(t, err)
+	assert.Equal(t, config.Global{Kind: config.KindMRSC, Regions: []string{"us-east-1", "us-east-2", "us-west-2"}}, c.Global)
+
+	delete(vals, "CALLERS_TABLE")
+	_, err = config.LoadSweeper(env(vals))
+	assert.ErrorContains(t, err, "CALLERS_TABLE is required")
+}
+
 // Functions lists what each loader reads: load with a getenv that records
 // the names asked for and compare.
 func TestFunctionsListWhatTheLoadersRead(t *testing.T) {
@@ -123,6 +149,7 @@ func TestFunctionsListWhatTheLoadersRead(t *testing.T) {
 		"outboxrelay":   func(g func(string) string) error { _, err := config.LoadOutboxRelay(g); return err },
 		"sellerstats":   func(g func(string) string) error { _, err := config.LoadSellerStats(g); return err },
 		"getseller":     func(g func(string) string) error { _, err := config.LoadGetSeller(g); return err },
+		"sweeper":       func(g func(string) string) error { _, err := config.LoadSweeper(g); return err },
 	}
 	require.Len(t, config.Functions(), len(loaders))
 	for _, fn := range config.Functions() {
@@ -212,6 +239,7 @@ func TestSDKVarsAreTheSDKsEndpointVariables(t *testing.T) {
 		"outboxrelay":   append([]config.Var{config.EndpointEventBridge}, shared...),
 		"sellerstats":   append([]config.Var{config.EndpointDynamoDB}, shared...),
 		"getseller":     append([]config.Var{config.EndpointDynamoDB}, shared...),
+		"sweeper":       append([]config.Var{config.EndpointDynamoDB}, shared...),
 	}
 	for _, f := range config.Functions() {
 		for _, v := range f.SDKVars {
@@ -259,6 +287,10 @@ func TestLoadersResolveTheEndpointAsTheSDK(t *testing.T) {
 		},
 		"getseller": func(g func(string) string) (string, error) {
 			c, err := config.LoadGetSeller(g)
+			return c.AWS.Endpoint, err
+		},
+		"sweeper": func(g func(string) string) (string, error) {
+			c, err := config.LoadSweeper(g)
 			return c.AWS.Endpoint, err
 		},
 	}

@@ -28,8 +28,9 @@ const (
 )
 
 // The metrics. API functions publish Requests, Faults, DynamoDBCalls and
-// Duration under [Function, Outcome] and [Function]; the relay and the
-// consumer publish their batch counts under [Function].
+// Duration under [Function, Outcome] and [Function]; the relay, the
+// consumer and the sweeper publish their batch or run counts under
+// [Function].
 const (
 	Requests      = "Requests"      // Count: API requests answered
 	Faults        = "Faults"        // Count: API requests answered 5xx other than 503: ours to fix, not the store's to clear
@@ -43,6 +44,10 @@ const (
 	Applied       = "Applied"       // Count: consumer: events counted by this delivery
 	Duplicate     = "Duplicate"     // Count: consumer: deliveries of events counted before
 	Poison        = "Poison"        // Count: consumer: messages that can never be counted, bound for the DLQ
+	Pages         = "Pages"         // Count: sweeper: Scan pages read, over its tables
+	Expired       = "Expired"       // Count: sweeper: expired items (and records) read
+	Deleted       = "Deleted"       // Count: sweeper: expired items deleted
+	Kept          = "Kept"          // Count: sweeper: expired items renewed (or deleted by another sweeper) between the read and the delete, left as they are
 )
 
 // OutcomeServed is the Outcome of a request on a route without an
@@ -142,6 +147,26 @@ func (r *Recorder) ConsumerBatch(ctx context.Context, b Consumer, elapsed time.D
 		Metric(Poison, emf.Count, float64(b.Poison)).
 		Metric(Failed, emf.Count, float64(b.Failed)).
 		Metric(DynamoDBCalls, emf.Count, float64(b.DynamoDBCalls)).
+		Metric(Duration, emf.Milliseconds, ms(elapsed)))
+}
+
+// Sweep is what one sweeper invocation did, over its tables.
+type Sweep struct {
+	Pages, Expired, Deleted, Kept int
+	// Applied is the idempotency records whose stranded writes it
+	// applied; Failed the tables whose sweep (or the checkpoint) failed.
+	Applied, Failed int
+}
+
+// Sweep records one sweeper invocation.
+func (r *Recorder) Sweep(ctx context.Context, s Sweep, elapsed time.Duration) {
+	r.w.Write(r.line(ctx).DimensionSet(DimFunction).
+		Metric(Pages, emf.Count, float64(s.Pages)).
+		Metric(Expired, emf.Count, float64(s.Expired)).
+		Metric(Deleted, emf.Count, float64(s.Deleted)).
+		Metric(Kept, emf.Count, float64(s.Kept)).
+		Metric(Applied, emf.Count, float64(s.Applied)).
+		Metric(Failed, emf.Count, float64(s.Failed)).
 		Metric(Duration, emf.Milliseconds, ms(elapsed)))
 }
 

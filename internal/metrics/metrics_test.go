@@ -126,3 +126,21 @@ func BenchmarkRequest(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// A sweeper invocation is one line under [Function], with what it read,
+// deleted, kept and failed.
+func TestSweepLine(t *testing.T) {
+	t.Parallel()
+	var out logbuf.Buffer
+	rec, err := metrics.New(&out, "idemlambda/prod", "sweeper")
+	require.NoError(t, err)
+	rec.Sweep(context.Background(), metrics.Sweep{Pages: 3, Expired: 9, Deleted: 7, Kept: 2, Applied: 1, Failed: 1}, 4*time.Millisecond)
+	lines := out.Metrics(t)
+	require.Len(t, lines, 1)
+	l := lines[0]
+	for name, want := range map[string]float64{"Pages": 3, "Expired": 9, "Deleted": 7, "Kept": 2, "Applied": 1, "Failed": 1, "Duration": 4} {
+		assert.EqualValues(t, want, l[name], name)
+	}
+	assert.Equal(t, "sweeper", l["Function"])
+	assert.Equal(t, []any{[]any{"Function"}}, directive(t, l)["Dimensions"])
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/idemlambda/idemlambda/internal/access"
+	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/testkit/template"
 )
 
@@ -177,7 +178,8 @@ func TestMappingsFitTheirReservedConcurrency(t *testing.T) {
 
 // createproduct may only check grants and count windows in the callers
 // table: a bug in it cannot write a grant, and no other function touches
-// the table.
+// the table but the sweeper, which reads it and deletes expired window
+// counters only.
 func TestCallersTableConfined(t *testing.T) {
 	want := map[string][]string{
 		"dynamodb:ConditionCheckItem": {access.GrantPrefix + "*"},
@@ -201,6 +203,17 @@ func TestCallersTableConfined(t *testing.T) {
 					on = true
 				}
 				if !on {
+					continue
+				}
+				if fn == config.NameSweeper {
+					// It finds expired window counters (a Scan, which
+					// no key confines: it reads) and deletes them,
+					// never a grant.
+					for _, a := range actionsOf(s) {
+						if got := leadingKeys(s["Condition"]); !(a == "dynamodb:Scan" && got == nil) && !(a == "dynamodb:DeleteItem" && slices.Equal(got, []string{access.WindowPrefix + "*"})) {
+							t.Errorf("%s: the sweeper's %s on the callers table confined to %v, want a Scan, or a DeleteItem of %s* only", where, a, got, access.WindowPrefix)
+						}
+					}
 					continue
 				}
 				if fn != "createproduct" {

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemlambda/idemlambda/internal/app"
 	"github.com/idemlambda/idemlambda/internal/app/createproduct"
@@ -27,6 +28,7 @@ import (
 	"github.com/idemlambda/idemlambda/internal/app/getseller"
 	"github.com/idemlambda/idemlambda/internal/app/outboxrelay"
 	"github.com/idemlambda/idemlambda/internal/app/sellerstats"
+	"github.com/idemlambda/idemlambda/internal/app/sweeper"
 	"github.com/idemlambda/idemlambda/internal/config"
 	"github.com/idemlambda/idemlambda/internal/dev/eventbus"
 	"github.com/idemlambda/idemlambda/internal/metrics"
@@ -55,7 +57,8 @@ type emitted struct {
 // answers a 500 (a missing table);
 // getproduct and getseller serve; the relay publishes one record, drops
 // two for good and fails one; the consumer counts the product createproduct
-// wrote to the outbox and meets one poison message.
+// wrote to the outbox and meets one poison message; the sweeper deletes
+// an outbox item past its expiry.
 func emitMetrics(t *testing.T) emitted {
 	t.Helper()
 	ctx := context.Background()
@@ -140,6 +143,18 @@ func emitMetrics(t *testing.T) emitted {
 	_, err = consumer.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{
 		eventbus.Message("m-1", string(body), 1), eventbus.Message("m-2", `{"detail-type":"ProductCreated"}`, 1),
 	}})
+	must(t, err)
+
+	// The sweeper deletes an outbox item past its expiry.
+	_, err = env.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(env.Tables.Outbox), Item: map[string]types.AttributeValue{
+		outbox.AttrAggregateID: &types.AttributeValueMemberS{Value: "gone"}, outbox.AttrEventID: &types.AttributeValueMemberS{Value: "gone"},
+		outbox.AttrExpiresAt: &types.AttributeValueMemberN{Value: "1"},
+	}})
+	must(t, err)
+	sweep, err := sweeper.New(env.Client, config.Sweeper{Common: common, IdempotencyTable: env.Tables.Idempotency,
+		OutboxTable: env.Tables.Outbox, CallersTable: env.Tables.Callers, Global: config.Global{Kind: config.KindRegional}}, app.Runtime{Out: out})
+	must(t, err)
+	_, err = sweep.Handle(ctx)
 	must(t, err)
 
 	e := emitted{metrics: map[string]map[string]bool{}, sets: map[string]map[string]bool{}, lines: map[string][]map[string]any{}}
@@ -370,6 +385,8 @@ func TestEMFAlarmsCoverWhatAnOperatorActsOn(t *testing.T) {
 		{config.NameCreateProduct, metrics.Faults, string(idem.OutcomeExecuted), 0},
 		{config.NameGetProduct, metrics.Requests, metrics.OutcomeServed, 1},
 		{config.NameGetSeller, metrics.Requests, metrics.OutcomeServed, 1},
+		{config.NameSweeper, metrics.Deleted, "", 1},
+		{config.NameSweeper, metrics.Failed, "", 0},
 	} {
 		if got := e.sum(c.fn, c.metric, c.outcome); got != c.want {
 			t.Errorf("%s %s%s = %v in the scenario, want %v\nlines: %v", c.fn, c.metric,

@@ -88,6 +88,10 @@ func TestEachFunctionLinksOnlyWhatItRuns(t *testing.T) {
 		config.NameCreateProduct: {"internal/sellers", "internal/relay", "pkg/idem/idemsqs", "github.com/aws/aws-sdk-go-v2/service/eventbridge"},
 		config.NameGetProduct:    {"internal/sellers", "internal/relay", "pkg/idem/idemsqs", "github.com/aws/aws-sdk-go-v2/service/eventbridge"},
 		config.NameGetSeller:     {"internal/sellers/sellersqs", "internal/relay", "pkg/idem/idemsqs", "github.com/aws/aws-sdk-go-v2/service/eventbridge"},
+		// The sweeper deletes items; it serves no route, publishes and
+		// counts nothing.
+		config.NameSweeper: {"internal/api", "internal/access", "internal/problem", "internal/product", "internal/sellers", "internal/relay",
+			"pkg/idem/idemhttp", "pkg/idem/idemsqs", "github.com/aws/aws-sdk-go-v2/service/eventbridge"},
 	}
 	// No function calls S3, SNS or SQS (the consumer's queue is read by
 	// its event source mapping): otelaws linked all three, and DynamoDB.

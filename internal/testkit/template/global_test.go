@@ -29,6 +29,8 @@ func TestTableKindConditions(t *testing.T) {
 		{"mrsc", "us-east-1", map[string]string{"TableKind": "mrsc", "ReplicaRegions": "us-east-1,us-east-2", "WitnessRegion": "us-west-2"}, tableKinds["mrsc"]},
 		{"mrec, three Regions, another's stack", "eu-west-1", map[string]string{"TableKind": "mrec", "ReplicaRegions": "us-east-1,eu-west-1,ap-south-1", "HomeRegion": "us-east-1"},
 			with(tableKinds["mrec"], "CreatesGlobalTables", false, "HasThirdReplica", true)},
+		{"mrsc, another's stack", "us-east-2", map[string]string{"TableKind": "mrsc", "ReplicaRegions": "us-east-1,us-east-2", "WitnessRegion": "us-west-2"},
+			with(tableKinds["mrsc"], "CreatesGlobalTables", false, "SchedulesSweep", false)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			params := map[string]string{}

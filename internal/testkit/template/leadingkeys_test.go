@@ -2,11 +2,14 @@ package template_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/idemlambda/idemlambda/internal/api"
+	"github.com/idemlambda/idemlambda/internal/config"
+	"github.com/idemlambda/idemlambda/internal/expiry"
 	"github.com/idemlambda/idemlambda/internal/sellers/sellersqs"
 	"github.com/idemlambda/idemlambda/internal/testkit/template"
 	"github.com/idemlambda/idemlambda/pkg/idem/idemtable"
@@ -40,6 +43,16 @@ func TestIdempotencyRecordsConfinedToOwnOperation(t *testing.T) {
 			t.Errorf("%s: prefix %q holds an IAM wildcard or variable character", fn, lit)
 		}
 	}
+	// The sweeper deletes every operation's expired records: its deletes
+	// are confined to the records' encoding version, its checkpoint's
+	// read and write to the checkpoint's key, and its Scan, which names
+	// no key, to nothing (it reads).
+	version, _, _ := strings.Cut(idemtable.LeadingKeyPrefix(api.OperationCreateProduct), "|")
+	checkpoint, _, _ := strings.Cut(expiry.CheckpointID, "|")
+	sweeper := map[string][]string{
+		"dynamodb:Scan": nil, "dynamodb:DeleteItem": {version + "|*"},
+		"dynamodb:GetItem": {checkpoint + "|*"}, "dynamodb:PutItem": {checkpoint + "|*"},
+	}
 	tpl := load(t)
 	seen := map[string]int{}
 	for fn, id := range functionIDs(t, tpl) {
@@ -56,6 +69,15 @@ func TestIdempotencyRecordsConfinedToOwnOperation(t *testing.T) {
 					continue
 				}
 				seen[fn]++
+				if fn == config.NameSweeper {
+					for _, a := range actionsOf(s) {
+						want, ok := sweeper[a]
+						if got := leadingKeys(s["Condition"]); !ok || !slices.Equal(got, want) {
+							t.Errorf("sweeper: %s grants %s on the idempotency table confined to %v, want %v (granted: %v)", where, a, got, want, ok)
+						}
+					}
+					continue
+				}
 				prefix, scoped := want[fn]
 				if !scoped {
 					t.Errorf("%s: %s may use the idempotency table, but no operation of its code is known here: %v", fn, where, s)
@@ -73,7 +95,7 @@ func TestIdempotencyRecordsConfinedToOwnOperation(t *testing.T) {
 			}
 		}
 	}
-	for fn := range want {
+	for _, fn := range append(slices.Collect(maps.Keys(want)), config.NameSweeper) {
 		if seen[fn] == 0 {
 			t.Errorf("%s: no statement on the idempotency table found; the walk is broken or the grant moved", fn)
 		}

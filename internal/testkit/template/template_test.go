@@ -40,9 +40,9 @@ func load(t *testing.T) *template.Template {
 // (the first of ReplicaRegions): what loadKind resolves.
 // TestTableKindConditions holds them to the conditions' definitions.
 var tableKinds = map[string]map[string]bool{
-	"regional": {"IsRegional": true, "IsGlobal": false, "IsMREC": false, "IsMRSC": false, "CreatesGlobalTables": false, "HasThirdReplica": false, "HasWitness": false},
-	"mrec":     {"IsRegional": false, "IsGlobal": true, "IsMREC": true, "IsMRSC": false, "CreatesGlobalTables": true, "HasThirdReplica": false, "HasWitness": false},
-	"mrsc":     {"IsRegional": false, "IsGlobal": true, "IsMREC": false, "IsMRSC": true, "CreatesGlobalTables": true, "HasThirdReplica": false, "HasWitness": true},
+	"regional": {"IsRegional": true, "IsGlobal": false, "IsMREC": false, "IsMRSC": false, "CreatesGlobalTables": false, "HasThirdReplica": false, "HasWitness": false, "SchedulesSweep": false},
+	"mrec":     {"IsRegional": false, "IsGlobal": true, "IsMREC": true, "IsMRSC": false, "CreatesGlobalTables": true, "HasThirdReplica": false, "HasWitness": false, "SchedulesSweep": false},
+	"mrsc":     {"IsRegional": false, "IsGlobal": true, "IsMREC": false, "IsMRSC": true, "CreatesGlobalTables": true, "HasThirdReplica": false, "HasWitness": true, "SchedulesSweep": true},
 }
 
 // loadKind is the template as deployed with TableKind kind (regional is
@@ -384,6 +384,22 @@ func TestDynamoDBGrantsAreLeastPrivilege(t *testing.T) {
 		"getseller": {
 			// one Query sums a seller's shards
 			"SellersTable.Arn dynamodb:Query",
+		},
+		"sweeper": {
+			// the Scans that find expired items, the conditional deletes
+			// (records, events, window counters: LeadingKeys confine the
+			// first and the last, TestIdempotencyRecordsConfinedToOwnOperation
+			// and TestCallersTableConfined), the checkpoint's read and
+			// write; on mrsc (resolved away here) a stranded record's
+			// writes, which its holder did not finish
+			"CallersTable.Arn dynamodb:DeleteItem",
+			"CallersTable.Arn dynamodb:Scan",
+			"IdempotencyTable.Arn dynamodb:DeleteItem",
+			"IdempotencyTable.Arn dynamodb:GetItem",
+			"IdempotencyTable.Arn dynamodb:PutItem",
+			"IdempotencyTable.Arn dynamodb:Scan",
+			"OutboxTable.Arn dynamodb:DeleteItem",
+			"OutboxTable.Arn dynamodb:Scan",
 		},
 		"outboxrelay": {
 			// the event source mapping's four stream actions, as AWS's
