@@ -57,6 +57,42 @@ func TestTableKindConditions(t *testing.T) {
 	}
 }
 
+// A witness belongs to an MRSC table of two replicas only: DynamoDB
+// refuses GlobalTableWitnesses on an MREC table, and on an MRSC table of
+// three replicas (three members in all, a witness among them). A
+// WitnessRegion left set with either must not reach the tables.
+func TestAWitnessOnlyJoinsTwoMRSCReplicas(t *testing.T) {
+	tpl := load(t)
+	for _, tc := range []struct {
+		name   string
+		params map[string]string
+		want   bool
+	}{
+		{"mrsc, two replicas", map[string]string{"TableKind": "mrsc", "ReplicaRegions": "us-east-1,us-east-2", "WitnessRegion": "us-west-2"}, true},
+		{"mrec", map[string]string{"TableKind": "mrec", "ReplicaRegions": "us-east-1,us-east-2", "HomeRegion": "us-east-1", "WitnessRegion": "us-west-2"}, false},
+		{"mrsc, three replicas", map[string]string{"TableKind": "mrsc", "ReplicaRegions": "us-east-1,us-east-2,us-west-1", "WitnessRegion": "us-west-2"}, false},
+		{"regional", map[string]string{"WitnessRegion": "us-west-2"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			params := map[string]string{}
+			for name, p := range tpl.Parameters {
+				if d, ok := template.Path(p, "Default").(string); ok {
+					params[name] = d
+				}
+			}
+			maps.Copy(params, tc.params)
+			ev := evaluator{tpl: tpl, params: params, region: "us-east-1", noSplit: tc.name == "regional"}
+			got, err := ev.condition("HasWitness")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("HasWitness = %v, want %v: the tables' GlobalTableWitnesses would be refused", got, tc.want)
+			}
+		})
+	}
+}
+
 func with(m map[string]bool, kv ...any) map[string]bool {
 	out := maps.Clone(m)
 	for i := 0; i < len(kv); i += 2 {
