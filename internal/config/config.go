@@ -462,6 +462,9 @@ func readGlobal(e *env) Global {
 		e.errs = append(e.errs, fmt.Errorf("%w: %s=%v with %s=%s: a regional table has no other Region", ErrInvalid, ReplicaRegions.Name, g.Regions, IdempotencyTableKind.Name, KindRegional))
 	case g.Kind != KindRegional && g.Kind != "" && len(g.Regions) < 2:
 		e.errs = append(e.errs, fmt.Errorf("%w: %s=%s needs %s, two Regions or more", ErrInvalid, IdempotencyTableKind.Name, g.Kind, ReplicaRegions.Name))
+	case g.Kind == KindMRSC && len(g.Regions) > 3:
+		// Three members in all: three replicas, or two and a witness.
+		e.errs = append(e.errs, fmt.Errorf("%w: %s=%v with %s=%s: three Regions at most", ErrInvalid, ReplicaRegions.Name, g.Regions, IdempotencyTableKind.Name, KindMRSC))
 	case g.Kind != KindRegional && region != "" && !slices.Contains(g.Regions, region):
 		e.errs = append(e.errs, fmt.Errorf("%w: %s=%v does not list this function's Region %s", ErrInvalid, ReplicaRegions.Name, g.Regions, region))
 	}

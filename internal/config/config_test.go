@@ -320,3 +320,25 @@ func TestLoadersResolveTheEndpointAsTheSDK(t *testing.T) {
 		assert.ErrorContains(t, err, "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", f.Name)
 	}
 }
+
+// An MRSC table has exactly three members: three replicas, or two and a
+// witness. A REPLICA_REGIONS of four or more cannot be one, and the
+// function must say so at start, not run on a list no table matches.
+func TestMRSCListsAtMostThreeRegions(t *testing.T) {
+	t.Parallel()
+	vals := map[string]string{
+		"IDEMPOTENCY_TABLE": "i", "OUTBOX_TABLE": "o", "CALLERS_TABLE": "c", "SELLERS_TABLE": "s", "PRODUCTS_TABLE": "p",
+		"AWS_REGION": "us-east-1", "IDEMPOTENCY_TABLE_KIND": "mrsc", "REPLICA_REGIONS": "us-east-1,us-east-2,us-west-2,us-west-1",
+	}
+	_, err := config.LoadSellerStats(env(vals))
+	require.ErrorIs(t, err, config.ErrInvalid)
+	assert.ErrorContains(t, err, "three Regions at most")
+	_, err = config.LoadCreateProduct(env(vals))
+	assert.ErrorContains(t, err, "three Regions at most")
+	_, err = config.LoadSweeper(env(vals))
+	assert.ErrorContains(t, err, "three Regions at most")
+
+	vals["IDEMPOTENCY_TABLE_KIND"], vals["HOME_REGION"] = "mrec", "us-east-1" // MREC takes more
+	_, err = config.LoadCreateProduct(env(vals))
+	require.NoError(t, err)
+}
