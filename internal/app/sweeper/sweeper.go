@@ -8,6 +8,7 @@ package sweeper
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -24,9 +25,16 @@ func New(db *dynamodb.Client, cfg config.Sweeper, rt app.Runtime) (*expiry.Handl
 	if db == nil || rt.Out == nil {
 		return nil, errors.New("sweeper: needs a DynamoDB client and an output")
 	}
+	// Not on mrec: its tables have TTL, and a delete in one Region of a
+	// record its replica shows expired could, by last writer wins, remove
+	// the key's new claim at its home (pkg/idem refuses Sweep to a store
+	// with homes for that reason; this one has none to refuse it).
+	if cfg.Global.Kind == config.KindMREC {
+		return nil, fmt.Errorf("sweeper: %s=%s: the tables have TTL, and a sweep in one Region could delete a record its home has claimed again", config.IdempotencyTableKind.Name, config.KindMREC)
+	}
 	// Told the kind, not learning it (the role grants no DescribeTable).
-	// Without a home (MREC's is createproduct's), so Sweep runs on any
-	// kind, though only an mrsc stack schedules it: the others have TTL.
+	// Runs on regional and mrsc tables, though only an mrsc stack
+	// schedules it: a regional one has TTL.
 	opts, err := globaltable.StoreOptions(cfg.Global, cfg.AWS.Region, nil)
 	if err != nil {
 		return nil, err

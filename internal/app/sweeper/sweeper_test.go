@@ -68,3 +68,24 @@ func TestTheSweeperAssemblesFromItsConfiguration(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// On mrec the tables have TTL and createproduct's records live in their
+// keys' home: a sweep run in another Region (the runbook's manual invoke)
+// would delete a record its replica shows expired while the home has
+// claimed the key again, and last writer wins would let that delete
+// remove the new claim. pkg/idem refuses Sweep to a store with homes for
+// that reason; the sweeper, whose store has none, must refuse mrec
+// itself rather than run.
+func TestTheSweeperRefusesMREC(t *testing.T) {
+	t.Parallel()
+	env := ddbtest.New(t)
+	vars := map[string]string{
+		"IDEMPOTENCY_TABLE": env.Tables.Idempotency, "OUTBOX_TABLE": env.Tables.Outbox, "CALLERS_TABLE": env.Tables.Callers,
+		"AWS_REGION": "us-east-1", "IDEMPOTENCY_TABLE_KIND": "mrec", "REPLICA_REGIONS": "us-east-1,eu-west-1",
+	}
+	cfg, err := config.LoadSweeper(func(k string) string { return vars[k] })
+	require.NoError(t, err)
+	_, err = sweeper.New(env.Client, cfg, app.Runtime{Out: &logbuf.Buffer{}})
+	require.Error(t, err, "a sweeper assembled on mrec")
+	assert.ErrorContains(t, err, "mrec")
+}
