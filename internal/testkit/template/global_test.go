@@ -33,13 +33,7 @@ func TestTableKindConditions(t *testing.T) {
 			with(tableKinds["mrsc"], "CreatesGlobalTables", false, "SchedulesSweep", false)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			params := map[string]string{}
-			for name, p := range tpl.Parameters {
-				if d, ok := template.Path(p, "Default").(string); ok {
-					params[name] = d
-				}
-			}
-			maps.Copy(params, tc.params)
+			params := withDefaults(tpl, tc.params)
 			// MiniStack (make deploy-local) evaluates conditions without
 			// Fn::Split, Fn::And and Fn::Or stopping at their first
 			// deciding member: the regional stack's must not need it.
@@ -74,13 +68,7 @@ func TestAWitnessOnlyJoinsTwoMRSCReplicas(t *testing.T) {
 		{"regional", map[string]string{"WitnessRegion": "us-west-2"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			params := map[string]string{}
-			for name, p := range tpl.Parameters {
-				if d, ok := template.Path(p, "Default").(string); ok {
-					params[name] = d
-				}
-			}
-			maps.Copy(params, tc.params)
+			params := withDefaults(tpl, tc.params)
 			ev := evaluator{tpl: tpl, params: params, region: "us-east-1", noSplit: tc.name == "regional"}
 			got, err := ev.condition("HasWitness")
 			if err != nil {
@@ -91,6 +79,19 @@ func TestAWitnessOnlyJoinsTwoMRSCReplicas(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withDefaults is the template's parameters' defaults, overridden by
+// params.
+func withDefaults(tpl *template.Template, params map[string]string) map[string]string {
+	out := map[string]string{}
+	for name, p := range tpl.Parameters {
+		if d, ok := template.Path(p, "Default").(string); ok {
+			out[name] = d
+		}
+	}
+	maps.Copy(out, params)
+	return out
 }
 
 func with(m map[string]bool, kv ...any) map[string]bool {
