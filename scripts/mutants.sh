@@ -991,15 +991,9 @@ mutant apply-unstamped global pkg/idem/intent.go \
 what 'a recovery applies an Update or a Delete again once another writer replaced its item (its stamp gone)'
 unit ./idem '^TestMRSCDeleteAppliedOnce$'
 
-mutant apply-absent-announced global pkg/idem/intent.go \
-	'onItem = "attribute_not_exists(#idem_k) AND NOT contains(#idem_m, :idem_m)"' \
-	'onItem = "(attribute_not_exists(#idem_k) OR attribute_exists(#idem_k)) AND NOT contains(#idem_m, :idem_m)"'
-what 'a recovery applies an Update of an item it created again, once another writer replaced that item'
-unit ./idem '^TestMRSCUpdateAppliedOnceAfterTheItemWasReplaced$'
-
-mutant apply-absent-unannounced global pkg/idem/intent.go \
-	$'\t\tcase before:\n' \
-	$'\t\tcase before || true:\n'
+mutant apply-absent-skipped global pkg/idem/intent.go \
+	$'\tcase in.At == stored.AtAbsent && in.Op == "Delete":\n' \
+	$'\tcase in.At == stored.AtAbsent:\n'
 what 'a recovery never applies an Update of an item absent at the decision once another writer created it'
 unit ./idem '^TestMRSCUpdateOfAnItemCreatedSinceIsApplied$'
 

@@ -232,15 +232,15 @@
 // or deleted it, after the stamp) is not applied, and counts as applied
 // just before that write, which overwrote all it would have changed; a
 // Delete of an item absent at the stamp deletes nothing, whoever creates
-// the item since; an Update of an item absent at the decision is
-// announced in the record before it is applied, and once announced it is
-// applied only where there is still no item. What remains, precisely:
-// an item such an Update created and another writer then deleted is
-// created again by a recovery; an item another writer created after a
-// holder announced such an Update and stopped before applying it does
-// not get it (the library cannot tell that item from one the Update
-// created and another writer replaced); and a Put without a condition
-// (its item cannot be stamped: the library cannot tell its key among its
+// the item since; an Update of an item absent at the decision has only
+// its marker, and is applied over an item another writer created since.
+// What remains, precisely: an item such an Update created and another
+// writer then deleted, or replaced with a PutItem, before a recovery gets
+// it again (the library cannot tell that item from one another writer
+// created, and an Update of a shared item, a counter, is what other
+// writers most often make: applying never loses a write); and a Put
+// without a condition (its item cannot be stamped: the library cannot
+// tell its key among its
 // attributes) is applied again by a recovery over an item another writer
 // replaced since it was applied. What a transaction gave and this does not: another
 // reader may see the writes one at a time (each is atomic, the set is
@@ -357,9 +357,6 @@
 //	                  completion and not all applied yet
 //	markers           L of M, on MRSC only: the items whose updates
 //	                  carry the completion's markers, which Sweep clears
-//	intents_announced NS, on MRSC only: the intents (their index) of
-//	                  items absent at the decision that an applier has
-//	                  begun to apply (the name follows intents')
 //
 // The package knows nothing about the operation it protects: products,
 // payments or e-mails.

@@ -552,45 +552,6 @@ func (s *Store) stampItems(ctx context.Context, cid string, intents []stored.Int
 	return nil
 }
 
-// announce records in d's record that write i is about to be applied,
-// and reports whether it was before (by this call or another: it may
-// have been applied), or whether d is finished (every write applied).
-// An Update of an item absent at the decision has no stamp to tell an
-// item it created, which another writer replaced since, from one that
-// writer created: announced before, it is applied only where there is
-// still no item.
-func (s *Store) announce(ctx context.Context, d decided, i int) (before, finished bool, err error) {
-	var out *dynamodb.UpdateItemOutput
-	err = s.retryConflicts(ctx, func() error {
-		var err error
-		out, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(s.table), Key: s.key(d.id),
-			UpdateExpression:          aws.String("ADD #an :i"),
-			ConditionExpression:       aws.String("#cid = :cid AND attribute_exists(#intents)"),
-			ExpressionAttributeNames:  map[string]string{"#an": s.announced(), "#cid": s.attr.CompletionID, "#intents": s.attr.Intents},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":i": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(i)}}, ":cid": str(d.cid)},
-			ReturnValues:              types.ReturnValueUpdatedOld,
-		})
-		return err
-	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case errors.As(err, &ccf):
-		return false, true, nil
-	case err != nil:
-		return false, false, fmt.Errorf("%w: announce write %d: %w", errNotApplied, i, err)
-	}
-	// A retry after an answer lost finds its own announcement: taken as
-	// another's, which only makes the application stricter.
-	if ns, ok := out.Attributes[s.announced()].(*types.AttributeValueMemberNS); ok {
-		return slices.Contains(ns.Value, strconv.Itoa(i)), false, nil
-	}
-	return false, false, nil
-}
-
-// announced is the record attribute that lists the writes announced.
-func (s *Store) announced() string { return s.attr.Intents + "_announced" }
-
 // applyOne applies one intent of d, conditional on its marker m, and on
 // its stamp where it left one: already is true when it was applied
 // before, or its item overwritten since. A Put whose own
@@ -602,8 +563,12 @@ func (s *Store) applyOne(ctx context.Context, d decided, in stored.Intent, m str
 	var ccf *types.ConditionalCheckFailedException
 	mark := map[string]string{"#idem_m": markerAttribute}
 	// What an Update's condition is on its item, besides its marker's
-	// absence: its stamp, or, for an item absent at the decision and
-	// announced before, still no item.
+	// absence: its stamp, where the item existed at the decision. An
+	// Update of an item absent then has only its marker: the item found
+	// without it is taken as another writer's creation, not this
+	// completion's own replaced since, because an Update of a shared item
+	// (a counter) is what other writers most often make, and skipping
+	// would lose this write, even under a live concurrent applier.
 	var onItem string
 	switch {
 	case in.At == stored.AtStamped:
@@ -611,17 +576,6 @@ func (s *Store) applyOne(ctx context.Context, d decided, in stored.Intent, m str
 		mark["#idem_p"] = stampAttribute
 	case in.At == stored.AtAbsent && in.Op == "Delete":
 		return true, nil // nothing to delete when it was decided
-	case in.At == stored.AtAbsent:
-		before, finished, err := s.announce(ctx, d, in.Index)
-		switch {
-		case err != nil:
-			return false, err
-		case finished:
-			return true, nil
-		case before:
-			onItem = "attribute_not_exists(#idem_k) AND NOT contains(#idem_m, :idem_m)"
-			mark["#idem_k"] = keyName(in.Key)
-		}
 	}
 	err = s.retryConflicts(ctx, func() error {
 		switch in.Op {
@@ -713,11 +667,11 @@ func hasMarker(item map[string]types.AttributeValue, m string) bool {
 // listed for the sweeper. Only the first of several callers finishing
 // d writes it.
 func (s *Store) finish(ctx context.Context, d decided, marks []stored.Marked) error {
-	names := map[string]string{"#in": s.attr.Intents, "#an": s.announced(), "#exp": s.attr.ExpiresAt, "#cid": s.attr.CompletionID}
+	names := map[string]string{"#in": s.attr.Intents, "#exp": s.attr.ExpiresAt, "#cid": s.attr.CompletionID}
 	values := map[string]types.AttributeValue{
 		":exp": num(d.expires().Unix()), ":cid": str(d.cid),
 	}
-	update := "REMOVE #in, #an SET #exp = :exp"
+	update := "REMOVE #in SET #exp = :exp"
 	if len(marks) > 0 {
 		names["#mk"], values[":mk"] = s.attr.Markers, stored.EncodeMarked(marks)
 		update += ", #mk = :mk"
